@@ -1,0 +1,174 @@
+/**
+ * OpenAPI 3.1 document generated from the zod schemas (OpenAPI 3.1 uses JSON Schema 2020-12,
+ * which is what zod emits), so the document can never drift from what the server validates.
+ */
+import { z } from "zod";
+import * as s from "./schemas.ts";
+
+type Op = {
+  summary: string;
+  permission: string;
+  request?: z.ZodType;
+  query?: z.ZodObject;
+  responses: Record<string, { description: string; schema: z.ZodType }>;
+  deprecated?: boolean;
+};
+
+const errorResponses = {
+  "400": { description: "Validation error, insufficient balance, or x402 price above the cap.", schema: s.ErrorBody },
+  "401": { description: "Missing, malformed, unknown, expired or revoked token.", schema: s.ErrorBody },
+  "403": { description: "Token lacks the permission, or the project is paused.", schema: s.ErrorBody },
+  "429": { description: "More than 100 requests per minute for this token.", schema: s.ErrorBody },
+};
+const payErrors = {
+  ...errorResponses,
+  "409": { description: "A request with the same idempotency key is still in flight.", schema: s.ErrorBody },
+  "502": { description: "The payment provider, the target API or the facilitator failed.", schema: s.ErrorBody },
+};
+
+const operations: Record<string, Record<string, Op>> = {
+  "/v1/balance": {
+    get: {
+      summary: "Project balance",
+      permission: "read",
+      responses: { "200": { description: "The project balance.", schema: s.Balance }, ...errorResponses },
+    },
+  },
+  "/v1/stablecoin/address": {
+    get: {
+      summary: "USDC deposit address on Base (created on first call)",
+      permission: "read",
+      responses: { "200": { description: "The deposit address.", schema: s.DepositAddress }, ...errorResponses },
+    },
+  },
+  "/v1/transactions": {
+    get: {
+      summary: "Transactions, newest first",
+      permission: "read",
+      query: s.ListTransactionsQuery,
+      responses: { "200": { description: "A page of transactions.", schema: s.TransactionList }, ...errorResponses },
+    },
+  },
+  "/v1/pay": {
+    post: {
+      summary: "Pay a URL (x402), an EVM address (USDC) or a bank account (ACH)",
+      permission: "pay (and x402 for URL recipients)",
+      request: s.PayRequest,
+      responses: {
+        "200": { description: "x402 payment (or pass-through), or an idempotent replay.", schema: s.PayResponse },
+        "201": { description: "USDC transfer or fiat payment accepted.", schema: s.PayResponse },
+        ...payErrors,
+      },
+    },
+  },
+  "/v1/payments": {
+    post: {
+      summary: "ACH payment (deprecated: use POST /v1/pay with bank details)",
+      permission: "pay",
+      deprecated: true,
+      request: s.LegacyPaymentRequest,
+      responses: {
+        "200": { description: "Idempotent replay of an earlier payment.", schema: s.LegacyPaymentResponse },
+        "201": { description: "Payment accepted.", schema: s.LegacyPaymentResponse },
+        ...payErrors,
+      },
+    },
+  },
+  "/v1/x402/pay": {
+    post: {
+      summary: "x402 payment (deprecated: use POST /v1/pay with a URL)",
+      permission: "x402",
+      deprecated: true,
+      request: s.X402PayRequest,
+      responses: { "200": { description: "The target's reply.", schema: s.X402PayResponse }, ...payErrors },
+    },
+  },
+  "/v1/usdc/transfer": {
+    post: {
+      summary: "On-chain USDC transfer (deprecated: use POST /v1/pay with an EVM address)",
+      permission: "pay",
+      deprecated: true,
+      request: s.UsdcTransferRequest,
+      responses: {
+        "200": { description: "Idempotent replay of an earlier transfer.", schema: s.UsdcTransferResponse },
+        "201": { description: "Transfer accepted.", schema: s.UsdcTransferResponse },
+        ...payErrors,
+      },
+    },
+  },
+};
+
+const componentUri = (id: string) => `#/components/schemas/${id}`;
+
+/** A named schema (`.meta({ id })`) becomes a `$ref` to its component; anything else is inlined. */
+function jsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
+  const id = z.globalRegistry.get(schema)?.id;
+  if (id) return { $ref: componentUri(id) };
+  const out = z.toJSONSchema(schema, { target: "draft-2020-12", io, unrepresentable: "any" }) as Record<string, unknown>;
+  delete out.$schema;
+  return out;
+}
+
+/** Every named schema, each referring to the others through `#/components/schemas/…`. */
+function componentSchemas(): Record<string, unknown> {
+  const { schemas } = z.toJSONSchema(z.globalRegistry, {
+    target: "draft-2020-12",
+    io: "input",
+    unrepresentable: "any",
+    uri: componentUri,
+  }) as { schemas: Record<string, Record<string, unknown>> };
+  for (const schema of Object.values(schemas)) {
+    delete schema.$schema;
+    delete schema.$id;
+  }
+  return schemas;
+}
+
+/** Builds the OpenAPI 3.1 document; `serverUrl` is the public base address. */
+export function buildOpenApiDocument(serverUrl = "/"): Record<string, unknown> {
+  const paths: Record<string, unknown> = {};
+  for (const [path, methods] of Object.entries(operations)) {
+    const item: Record<string, unknown> = {};
+    for (const [method, op] of Object.entries(methods)) {
+      const responses: Record<string, unknown> = {};
+      for (const [code, r] of Object.entries(op.responses)) {
+        responses[code] = { description: r.description, content: { "application/json": { schema: jsonSchema(r.schema, "output") } } };
+      }
+      const parameters = op.query
+        ? Object.entries(op.query.shape).map(([name, schema]) => ({
+            name,
+            in: "query",
+            required: false,
+            schema: jsonSchema(schema as z.ZodType, "input"),
+            description: (schema as z.ZodType).description,
+          }))
+        : undefined;
+      item[method] = {
+        summary: op.summary,
+        description: `Permission: ${op.permission}.`,
+        deprecated: op.deprecated ?? false,
+        security: [{ bearer: [] }],
+        ...(parameters ? { parameters } : {}),
+        ...(op.request
+          ? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(op.request, "input") } } } }
+          : {}),
+        responses,
+      };
+    }
+    paths[path] = item;
+  }
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Agent Wallet API",
+      version: "1.0.0",
+      description: "Project-scoped USDC wallet for AI agents: balance, deposits on Base, and payments over x402, USDC and ACH.",
+    },
+    servers: [{ url: serverUrl }],
+    components: {
+      schemas: componentSchemas(),
+      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "aw_live_… or aw_test_… API token" } },
+    },
+    paths,
+  };
+}

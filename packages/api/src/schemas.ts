@@ -1,0 +1,327 @@
+/**
+ * The wire contract of `spec/wallet-api.md` as zod schemas: one schema per request and response.
+ * The server validates with these, the OpenAPI document is generated from them, the MCP tools
+ * reuse them, and the typed client returns their inferred types.
+ */
+import { z } from "zod";
+import { limits } from "./limits.ts";
+
+export const idempotencyKeyPattern = /^[A-Za-z0-9_\-:.]+$/;
+export const evmAddressPattern = /^0x[0-9a-fA-F]{40}$/;
+export const routingNumberPattern = /^[0-9]{9}$/;
+
+export const TransactionType = z.enum([
+  "fund",
+  "payment",
+  "x402_payment",
+  "usdc_transfer",
+  "usdc_fund",
+  "platform_fee",
+  "fiat_withdrawal",
+]);
+export type TransactionType = z.infer<typeof TransactionType>;
+
+export const TransactionStatus = z.enum(["pending", "processing", "completed", "failed", "reversed"]);
+export type TransactionStatus = z.infer<typeof TransactionStatus>;
+
+export const PaymentStatus = z.enum(["pending", "processing", "completed", "failed"]);
+export type PaymentStatus = z.infer<typeof PaymentStatus>;
+
+export const Rail = z.enum(["x402", "usdc_transfer", "fiat"]);
+export type Rail = z.infer<typeof Rail>;
+
+export const Currency = z.enum(["usd", "usdc"]);
+export type Currency = z.infer<typeof Currency>;
+
+export const Permission = z.enum(["read", "pay", "x402"]);
+export type Permission = z.infer<typeof Permission>;
+
+export const HttpMethod = z.enum(["GET", "POST", "PUT", "DELETE"]);
+export type HttpMethod = z.infer<typeof HttpMethod>;
+
+const isoTimestamp = z.string().describe("ISO 8601 timestamp (UTC)");
+const microsUsdc = z.number().int().nonnegative();
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+export const ErrorBody = z
+  .object({
+    detail: z.string().describe("Human-readable message: what went wrong and how to fix it."),
+    code: z.string().optional().describe("Stable snake_case error code (see docs/errors.md)."),
+  })
+  .meta({ id: "Error" });
+export type ErrorBody = z.infer<typeof ErrorBody>;
+
+// ---------------------------------------------------------------------------------------------
+// Resources
+
+export const Balance = z
+  .object({
+    project_id: z.string().describe("Unique project identifier."),
+    currency: z.literal("usdc"),
+    available: microsUsdc.describe("Spendable balance, micro-USDC (1 USDC = 1,000,000)."),
+    pending: microsUsdc.describe("Deposits seen on-chain but not yet confirmed, micro-USDC."),
+    total_funded: microsUsdc.describe("Cumulative confirmed funding, micro-USDC."),
+    total_spent: microsUsdc.describe("Cumulative amount + fee of payments not failed or reversed, micro-USDC."),
+    wallet_address: z.string().nullable().describe("Deposit wallet address; null until one is created."),
+  })
+  .meta({ id: "Balance" });
+export type Balance = z.infer<typeof Balance>;
+
+export const DepositAddress = z
+  .object({
+    project_id: z.string(),
+    chain: z.literal("base"),
+    address: z.string().describe("EVM address that receives USDC deposits on Base. Send only USDC on Base."),
+    currency: z.literal("usdc"),
+  })
+  .meta({ id: "DepositAddress" });
+export type DepositAddress = z.infer<typeof DepositAddress>;
+
+export const Transaction = z
+  .object({
+    id: z.string().describe("Unique transaction identifier."),
+    type: TransactionType,
+    status: TransactionStatus,
+    amount: z.number().int().describe("Cents when currency is usd, micro-USDC when currency is usdc."),
+    currency: Currency,
+    description: z.string().nullable().optional(),
+    merchant_name: z.string().nullable().optional(),
+    created_at: isoTimestamp,
+    completed_at: isoTimestamp.nullable().optional(),
+  })
+  .meta({ id: "Transaction" });
+export type Transaction = z.infer<typeof Transaction>;
+
+export const TransactionList = z
+  .object({
+    transactions: z.array(Transaction),
+    total_count: z.number().int().nonnegative().describe("Number of transactions across all pages."),
+    has_more: z.boolean(),
+  })
+  .meta({ id: "TransactionList" });
+export type TransactionList = z.infer<typeof TransactionList>;
+
+/** Query parameters arrive as text; bounds are checked by the server with messages naming them. */
+export const ListTransactionsQuery = z.object({
+  limit: z.coerce
+    .number()
+    .int()
+    .min(limits.pageLimitMin)
+    .max(limits.pageLimitMax)
+    .default(limits.pageLimitDefault)
+    .describe(`Page size, ${limits.pageLimitMin} to ${limits.pageLimitMax}, default ${limits.pageLimitDefault}.`),
+  offset: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(limits.pageOffsetMax)
+    .default(0)
+    .describe("Number of transactions to skip (newest first), at least 0, default 0."),
+});
+export type ListTransactionsQuery = z.infer<typeof ListTransactionsQuery>;
+
+// ---------------------------------------------------------------------------------------------
+// Request pieces
+
+export const Description = z
+  .string()
+  .max(limits.descriptionMaxChars)
+  .describe(`Free text recorded with the transaction, at most ${limits.descriptionMaxChars} characters.`);
+
+export const IdempotencyKey = z
+  .string()
+  .min(1)
+  .max(limits.idempotencyKeyMaxChars)
+  .regex(idempotencyKeyPattern, "may contain only letters, digits, '_', '-', ':' and '.'")
+  .describe(
+    "Client-chosen key; a repeat within the project returns the original payment instead of paying again. " +
+      "Letters, digits, _ - : . only; at most 255 characters.",
+  );
+
+export const BankRecipient = z
+  .strictObject({
+    name: z.string().min(1).max(limits.bankNameMaxChars).describe("Account holder name, 1-200 characters."),
+    account_number: z
+      .string()
+      .min(limits.bankAccountNumberMinChars)
+      .max(limits.bankAccountNumberMaxChars)
+      .describe("Bank account number, 4-34 characters."),
+    routing_number: z
+      .string()
+      .regex(routingNumberPattern, "must be exactly 9 digits")
+      .describe("ABA routing number, exactly 9 digits."),
+    email: z.string().max(limits.bankEmailMaxChars).optional().describe("Recipient email, up to 254 characters."),
+  })
+  .meta({ id: "BankRecipient" });
+export type BankRecipient = z.infer<typeof BankRecipient>;
+
+export const ProxiedHeaders = z
+  .record(z.string(), z.string())
+  .describe("Extra HTTP headers for the proxied request (URL recipients only).");
+
+// ---------------------------------------------------------------------------------------------
+// POST /v1/pay
+
+export const PayRequest = z
+  .strictObject({
+    recipient: z
+      .union([z.string().min(1), BankRecipient])
+      .describe(
+        "Who gets paid; its shape picks the rail: an https URL (x402: pay an HTTP API that answers 402), " +
+          "a 0x-prefixed EVM address (on-chain USDC transfer on Base), or a bank details object (USD by ACH).",
+      ),
+    amount_usd: z
+      .number()
+      .positive()
+      .optional()
+      .describe(
+        "Amount in US dollars, e.g. 2.5 for $2.50. Required for USDC transfers (up to 6 decimals, at most 100,000) " +
+          "and bank payments (up to 2 decimals, at most 1,000,000). Not used for URLs: the target sets the price.",
+      ),
+    max_amount_usdc: z
+      .number()
+      .int()
+      .min(limits.x402MaxAmountMicrosMin)
+      .max(limits.x402MaxAmountMicrosMax)
+      .optional()
+      .describe(
+        "URL recipients only: the most the target may charge, in micro-USDC (1 USDC = 1,000,000; 10000 = $0.01). " +
+          "A higher price is refused with 400 and nothing is paid.",
+      ),
+    description: Description.optional(),
+    idempotency_key: IdempotencyKey.optional(),
+    method: HttpMethod.optional().describe("HTTP method for the proxied request (URL recipients only), default GET."),
+    headers: ProxiedHeaders.optional(),
+    body: z
+      .string()
+      .max(limits.proxiedBodyMaxChars)
+      .optional()
+      .describe("Body for a proxied POST or PUT (URL recipients only)."),
+  })
+  .meta({ id: "PayRequest" });
+export type PayRequest = z.infer<typeof PayRequest>;
+
+export const ProxiedResponse = z
+  .object({
+    status_code: z.number().int(),
+    headers: z.record(z.string(), z.string()),
+    body: z.string(),
+  })
+  .meta({ id: "ProxiedResponse" });
+export type ProxiedResponse = z.infer<typeof ProxiedResponse>;
+
+export const PayResponse = z
+  .object({
+    id: z.string().describe("Transaction identifier."),
+    status: PaymentStatus,
+    rail: Rail,
+    amount_charged: z.number().int().describe("Micro-USDC for x402 and usdc_transfer; cents for fiat."),
+    fee: z.number().int().describe("Platform fee, in the same unit as amount_charged."),
+    currency: Currency,
+    recipient: z.string().describe("The URL, the EVM address, or the bank recipient's name."),
+    tx_hash: z.string().nullable(),
+    created_at: isoTimestamp,
+    estimated_arrival: z.string().nullable(),
+    response: ProxiedResponse.nullable(),
+  })
+  .meta({ id: "PayResponse" });
+export type PayResponse = z.infer<typeof PayResponse>;
+
+// ---------------------------------------------------------------------------------------------
+// Deprecated endpoints
+
+export const LegacyPaymentRequest = z
+  .strictObject({
+    amount: z
+      .number()
+      .int()
+      .min(limits.paymentAmountCentsMin)
+      .max(limits.paymentAmountCentsMax)
+      .describe("Amount in cents, 1 to 100,000,000."),
+    recipient: BankRecipient,
+    description: Description.optional(),
+    idempotency_key: IdempotencyKey.optional(),
+  })
+  .meta({ id: "LegacyPaymentRequest" });
+export type LegacyPaymentRequest = z.infer<typeof LegacyPaymentRequest>;
+
+export const LegacyPaymentResponse = z
+  .object({
+    id: z.string(),
+    status: PaymentStatus,
+    amount: z.number().int().describe("Cents."),
+    recipient_name: z.string(),
+    created_at: isoTimestamp,
+    estimated_arrival: z.string().nullable(),
+  })
+  .meta({ id: "LegacyPaymentResponse" });
+export type LegacyPaymentResponse = z.infer<typeof LegacyPaymentResponse>;
+
+export const X402PayRequest = z
+  .strictObject({
+    url: z.string().min(1).max(limits.urlMaxChars).describe("URL of the paid HTTP API, at most 2048 characters."),
+    method: HttpMethod.optional(),
+    headers: ProxiedHeaders.optional(),
+    body: z.string().max(limits.proxiedBodyMaxChars).optional(),
+    max_amount_usdc: z
+      .number()
+      .int()
+      .min(limits.x402MaxAmountMicrosMin)
+      .max(limits.x402MaxAmountMicrosMax)
+      .describe("Most the target may charge, micro-USDC, 1 to 100,000,000 (100 USDC)."),
+  })
+  .meta({ id: "X402PayRequest" });
+export type X402PayRequest = z.infer<typeof X402PayRequest>;
+
+export const X402PayResponse = z
+  .object({
+    status_code: z.number().int(),
+    headers: z.record(z.string(), z.string()),
+    body: z.string(),
+    payment_amount: z.number().int().describe("Micro-USDC paid to the target; 0 if no payment was required."),
+    fee_amount: z.number().int().describe("Platform fee, micro-USDC."),
+    tx_hash: z.string().nullable(),
+    settled: z.boolean(),
+  })
+  .meta({ id: "X402PayResponse" });
+export type X402PayResponse = z.infer<typeof X402PayResponse>;
+
+export const UsdcTransferRequest = z
+  .strictObject({
+    amount_usdc: z
+      .number()
+      .positive()
+      .max(limits.usdcTransferMaxUsd)
+      .describe("Amount in USDC (not micro-USDC), up to 6 decimals, at most 100,000."),
+    to_address: z
+      .string()
+      .regex(evmAddressPattern, "must be 0x followed by 40 hexadecimal characters")
+      .describe("Recipient EVM address on Base; the zero address is rejected."),
+    chain: z.string().optional().describe("Network to send on; only `base` is supported (the default)."),
+    description: Description.optional(),
+    // The spec bounds this endpoint's key by length only; control characters are still refused.
+    idempotency_key: z
+      .string()
+      .min(1)
+      .max(limits.idempotencyKeyMaxChars)
+      .regex(/^[^\u0000-\u001f\u007f]+$/, "must not contain control characters")
+      .optional(),
+  })
+  .meta({ id: "UsdcTransferRequest" });
+export type UsdcTransferRequest = z.infer<typeof UsdcTransferRequest>;
+
+export const UsdcTransferResponse = z
+  .object({
+    id: z.string(),
+    status: PaymentStatus,
+    amount_usdc: z.number(),
+    fee_usdc: z.number(),
+    to_address: z.string(),
+    chain: z.string(),
+    tx_hash: z.string().nullable(),
+    created_at: isoTimestamp,
+  })
+  .meta({ id: "UsdcTransferResponse" });
+export type UsdcTransferResponse = z.infer<typeof UsdcTransferResponse>;
