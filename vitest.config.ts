@@ -3,6 +3,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["packages/*/test/**/*.test.ts", "packages/*/src/**/*.test.ts"],
+    globalSetup: ["packages/server/test/support/globalSetup.ts"],
     // Chain, database and end-to-end tests start real processes; give them room, never retry them.
     testTimeout: 60_000,
     hookTimeout: 120_000,

@@ -1,0 +1,64 @@
+/**
+ * Custody port: each project's wallet is derived from one master mnemonic at BIP-44 path
+ * m/44'/60'/0'/0/{walletIndex}. The mnemonic never leaves this module: callers get addresses and
+ * signatures. A KMS or HSM signer can replace this implementation behind the same interface.
+ */
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { type Address, type Hex, type TypedDataDefinition, getAddress } from "viem";
+import { english, generateMnemonic, mnemonicToAccount } from "viem/accounts";
+
+export interface Custody {
+  addressOf(walletIndex: number): Address;
+  /** A narrow signer for one wallet, shaped like x402's and viem's local accounts. */
+  signerFor(walletIndex: number): { address: Address; signTypedData(def: TypedDataDefinition): Promise<Hex> };
+}
+
+export function createHdCustody(mnemonic: string): Custody {
+  const cache = new Map<number, ReturnType<typeof mnemonicToAccount>>();
+  const account = (index: number) => {
+    if (!Number.isSafeInteger(index) || index < 0 || index >= 2 ** 31) throw new Error(`wallet index out of range: ${index}`);
+    let a = cache.get(index);
+    if (!a) {
+      a = mnemonicToAccount(mnemonic, { addressIndex: index });
+      // Bounded cache: derivation costs a few ms, an address book of every project is not needed.
+      if (cache.size >= 10_000) cache.delete(cache.keys().next().value!);
+      cache.set(index, a);
+    }
+    return a;
+  };
+  return {
+    addressOf: (index) => getAddress(account(index).address),
+    signerFor(index) {
+      const a = account(index);
+      return { address: a.address, signTypedData: (def) => a.signTypedData(def as never) };
+    },
+  };
+}
+
+/**
+ * Where the master mnemonic comes from: the environment or a file in live mode; in sandbox mode a
+ * fresh one is generated into the data directory (mode 0600) on first start and reused after.
+ */
+export function loadMasterMnemonic(opts: { mnemonic?: string; file?: string; sandboxFile?: string }): string {
+  if (opts.mnemonic) return validate(opts.mnemonic.trim(), "AGENTWALLET_MASTER_MNEMONIC");
+  if (opts.file) return validate(readFileSync(opts.file, "utf8").trim(), opts.file);
+  if (!opts.sandboxFile) throw new Error("no master key source configured");
+  if (existsSync(opts.sandboxFile)) return validate(readFileSync(opts.sandboxFile, "utf8").trim(), opts.sandboxFile);
+  mkdirSync(dirname(opts.sandboxFile), { recursive: true });
+  const fresh = generateMnemonic(english, 256);
+  writeFileSync(opts.sandboxFile, `${fresh}\n`, { mode: 0o600, flag: "wx" });
+  chmodSync(opts.sandboxFile, 0o600);
+  return fresh;
+}
+
+function validate(m: string, source: string): string {
+  const words = m.split(/\s+/);
+  if (![12, 15, 18, 21, 24].includes(words.length)) throw new Error(`master mnemonic from ${source} must have 12-24 words`);
+  try {
+    mnemonicToAccount(m);
+  } catch {
+    throw new Error(`master mnemonic from ${source} is not a valid BIP-39 phrase`);
+  }
+  return m;
+}

@@ -1,0 +1,75 @@
+/**
+ * The one place adapters are built from configuration: database, ledger, custody, rate limiter.
+ * Chain and rails are added by the sandbox/live start-up (server.ts).
+ */
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import pino, { type Logger } from "pino";
+import type { Config } from "./config.ts";
+import type { AppContext } from "./context.ts";
+import { createHdCustody, loadMasterMnemonic } from "./chain/custody.ts";
+import { type OpenedDb, openDb } from "./ledger/db.ts";
+import { migrateToLatest } from "./ledger/migrations.ts";
+import { Ledger } from "./ledger/store.ts";
+import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from "./http/rateLimit.ts";
+import { newId, systemClock } from "./ids.ts";
+
+export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
+  return pino(
+    {
+      level,
+      // Belt and braces: nothing we log carries these, and if a future change did they would be censored.
+      redact: { paths: ["req.headers.authorization", "headers.authorization", "authorization", "token", "mnemonic", "privateKey"], censor: "[redacted]" },
+      base: { service: "agentwallet" },
+    },
+    destination as never,
+  );
+}
+
+export async function openLedger(config: Config): Promise<{ ledger: Ledger; opened: OpenedDb }> {
+  const opened = config.databaseUrl
+    ? openDb({ kind: "postgres", url: config.databaseUrl })
+    : openDb({ kind: "sqlite", path: config.sqlitePath, synchronous: config.sqliteSynchronous });
+  await migrateToLatest(opened.db, opened.dialect);
+  return { ledger: new Ledger(opened.db, opened.dialect, systemClock, newId), opened };
+}
+
+export function createRateLimiter(config: Config): RateLimiter {
+  if (!config.redisUrl) return createMemoryRateLimiter(config.rateLimitPerMinute);
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, connectTimeout: 5_000, enableOfflineQueue: true });
+  return createRedisRateLimiter(redis, config.rateLimitPerMinute);
+}
+
+export function loadCustody(config: Config) {
+  const mnemonic = loadMasterMnemonic({
+    mnemonic: config.custody.mnemonic,
+    file: config.custody.mnemonicFile,
+    sandboxFile: config.mode === "sandbox" ? join(config.dataDir, "master-mnemonic") : undefined,
+  });
+  return createHdCustody(mnemonic);
+}
+
+export async function buildContext(config: Config, logger: Logger): Promise<{ ctx: AppContext; close(): Promise<void> }> {
+  const { ledger, opened } = await openLedger(config);
+  const rateLimiter = createRateLimiter(config);
+  const ctx: AppContext = {
+    config,
+    ledger,
+    custody: loadCustody(config),
+    clock: systemClock,
+    newId,
+    logger,
+    rateLimiter,
+    rails: undefined,
+    hooks: {},
+    instanceId: `${process.pid}-${randomBytes(4).toString("hex")}`,
+  };
+  return {
+    ctx,
+    async close() {
+      await rateLimiter.close();
+      await opened.close();
+    },
+  };
+}

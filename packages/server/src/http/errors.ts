@@ -1,0 +1,22 @@
+/**
+ * Expected failures are values with a status and a stable code; the `detail` is API text that says
+ * what happened and what to do. Anything else reaching the error handler is a server fault: 500 with
+ * a generic detail, the cause logged and never echoed.
+ */
+export class ApiError extends Error {
+  override name = "ApiError";
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly detail: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail);
+  }
+}
+
+export const badRequest = (code: string, detail: string) => new ApiError(400, code, detail);
+export const unauthorized = (detail: string) => new ApiError(401, "unauthorized", detail);
+export const forbidden = (code: string, detail: string) => new ApiError(403, code, detail);
+export const conflict = (code: string, detail: string) => new ApiError(409, code, detail);
+export const upstream = (code: string, detail: string) => new ApiError(502, code, detail);

@@ -1,0 +1,74 @@
+/**
+ * Per-token rate limit over a sliding 60-second window: at most `limit` accepted requests in any
+ * 60 s, so 150 requests in a minute give exactly 100 answers and 50 refusals whatever the phase of
+ * the clock. Memory store for one node; Redis store (a sorted set per token, updated by one Lua
+ * script, so it is atomic across replicas) when REDIS_URL is set.
+ */
+import type { Redis } from "ioredis";
+
+export type RateDecision = { allowed: boolean; limit: number; remaining: number; resetSeconds: number };
+export interface RateLimiter {
+  hit(key: string): Promise<RateDecision>;
+  close(): Promise<void>;
+}
+
+export function createMemoryRateLimiter(limit: number, windowMs = 60_000, now: () => number = Date.now): RateLimiter {
+  const windows = new Map<string, number[]>();
+  // Bound memory: forget idle keys periodically.
+  const sweep = setInterval(() => {
+    const cutoff = now() - windowMs;
+    for (const [k, stamps] of windows) if ((stamps.at(-1) ?? 0) <= cutoff) windows.delete(k);
+  }, windowMs);
+  sweep.unref();
+  return {
+    async hit(key) {
+      const t = now();
+      const stamps = windows.get(key) ?? [];
+      while (stamps.length && stamps[0]! <= t - windowMs) stamps.shift();
+      const allowed = stamps.length < limit;
+      if (allowed) stamps.push(t);
+      windows.set(key, stamps);
+      const oldest = stamps[0] ?? t;
+      return { allowed, limit, remaining: Math.max(0, limit - stamps.length), resetSeconds: Math.max(1, Math.ceil((oldest + windowMs - t) / 1000)) };
+    },
+    async close() {
+      clearInterval(sweep);
+    },
+  };
+}
+
+const SLIDING_WINDOW_LUA = `
+local key = KEYS[1]
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+local member = ARGV[4]
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+local count = redis.call('ZCARD', key)
+local allowed = 0
+if count < limit then
+  redis.call('ZADD', key, now, member)
+  count = count + 1
+  allowed = 1
+end
+redis.call('PEXPIRE', key, window)
+local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+local oldestScore = now
+if oldest[2] then oldestScore = tonumber(oldest[2]) end
+return {allowed, count, oldestScore}
+`;
+
+export function createRedisRateLimiter(redis: Redis, limit: number, windowMs = 60_000, prefix = "aw:rl:"): RateLimiter {
+  let seq = 0;
+  return {
+    async hit(key) {
+      const t = Date.now();
+      const member = `${t}-${process.pid}-${seq++}-${Math.random().toString(36).slice(2, 8)}`;
+      const [allowed, count, oldest] = (await redis.eval(SLIDING_WINDOW_LUA, 1, prefix + key, t, windowMs, limit, member)) as [number, number, number];
+      return { allowed: allowed === 1, limit, remaining: Math.max(0, limit - count), resetSeconds: Math.max(1, Math.ceil((Number(oldest) + windowMs - t) / 1000)) };
+    },
+    async close() {
+      await redis.quit().catch(() => undefined);
+    },
+  };
+}

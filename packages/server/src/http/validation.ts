@@ -1,0 +1,41 @@
+/** Turns zod issues into one `detail` sentence naming each field and what it must be. */
+import type { z } from "zod";
+import { badRequest, type ApiError } from "./errors.ts";
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const path = issue.path.length ? issue.path.map(String).join(".") : "body";
+  switch (issue.code) {
+    case "invalid_type":
+      return issue.input === undefined ? `${path} is required` : `${path} must be ${issue.expected === "int" ? "an integer" : `a ${issue.expected}`}`;
+    case "unrecognized_keys":
+      return `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}${path === "body" ? "" : ` in ${path}`} (check the spelling; see GET /openapi.json)`;
+    case "too_small":
+      return issue.origin === "string"
+        ? `${path} must be at least ${issue.minimum} character${issue.minimum === 1 ? "" : "s"}`
+        : `${path} must be ${issue.inclusive ? "at least" : "greater than"} ${issue.minimum}`;
+    case "too_big":
+      return issue.origin === "string"
+        ? `${path} must be at most ${issue.maximum} characters`
+        : `${path} must be ${issue.inclusive ? "at most" : "less than"} ${issue.maximum}`;
+    case "invalid_value":
+      return `${path} must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+    case "invalid_union":
+      return `${path} has an invalid shape`;
+    case "invalid_format":
+      return `${path} ${issue.message}`;
+    default:
+      return `${path}: ${issue.message}`;
+  }
+}
+
+export function parseOr400<T extends z.ZodType>(schema: T, input: unknown, what = "request body"): z.infer<T> {
+  if (input === undefined || input === null) throw badRequest("invalid_request", `The ${what} must be a JSON object.`);
+  const r = schema.safeParse(input);
+  if (r.success) return r.data;
+  throw zodToApiError(r.error);
+}
+
+export function zodToApiError(error: z.ZodError): ApiError {
+  const parts = error.issues.slice(0, 5).map(describeIssue);
+  return badRequest("invalid_request", `Invalid request: ${parts.join("; ")}.`);
+}

@@ -1,0 +1,50 @@
+/**
+ * Opens the database: better-sqlite3 (WAL, synchronous=FULL by default: this is money) in the data
+ * directory, or PostgreSQL when a URL is given. One Kysely code path serves both.
+ */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import SQLite from "better-sqlite3";
+import { Kysely, PostgresDialect, SqliteDialect } from "kysely";
+import pg from "pg";
+import type { Database } from "./schema.ts";
+
+export type Dialect = "sqlite" | "postgres";
+export type Db = Kysely<Database>;
+export type OpenedDb = { db: Db; dialect: Dialect; close(): Promise<void> };
+
+export type OpenDbOptions =
+  | { kind: "sqlite"; path: string; synchronous?: "FULL" | "NORMAL"; busyTimeoutMs?: number }
+  | { kind: "postgres"; url: string; poolMax?: number; schema?: string; statementTimeoutMs?: number };
+
+// int8 and numeric arrive as strings from pg; every amount we keep fits a safe integer, and we
+// refuse silently losing precision if one ever did not.
+function toSafeInteger(text: string): number {
+  const n = Number(text);
+  if (!Number.isSafeInteger(n)) throw new Error(`integer out of safe range from database: ${text}`);
+  return n;
+}
+pg.types.setTypeParser(20, toSafeInteger);
+
+export function openDb(options: OpenDbOptions): OpenedDb {
+  if (options.kind === "sqlite") {
+    if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+    const sqlite = new SQLite(options.path);
+    sqlite.pragma("journal_mode = WAL");
+    sqlite.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
+    sqlite.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5_000}`);
+    sqlite.pragma("foreign_keys = ON");
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    return { db, dialect: "sqlite", close: () => db.destroy() };
+  }
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolMax ?? 16,
+    connectionTimeoutMillis: 10_000,
+    idleTimeoutMillis: 30_000,
+    statement_timeout: options.statementTimeoutMs ?? 30_000,
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+  });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db, dialect: "postgres", close: () => db.destroy() };
+}

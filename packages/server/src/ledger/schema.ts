@@ -1,0 +1,144 @@
+/**
+ * Table types for Kysely. Money columns are integers in the smallest unit named by the column
+ * (`_micros` = micro-USDC, `amount` of a wire transaction = its currency's unit). Timestamps are
+ * ISO 8601 text in UTC on both dialects, so ordering and comparisons are one code path.
+ */
+import type { Generated } from "kysely";
+
+export type Plan = "free" | "pro" | "business";
+
+export interface ProjectsTable {
+  id: string;
+  name: string;
+  plan: Plan;
+  paused: number; // 0 | 1 (SQLite has no boolean)
+  wallet_index: number;
+  wallet_address: string | null;
+  created_at: string;
+}
+
+export interface ApiTokensTable {
+  id: string;
+  project_id: string;
+  token_hash: string; // sha256 hex of the whole token; the token itself is never stored
+  display_prefix: string; // e.g. "aw_test_AbCd" — enough to recognise, useless to authenticate
+  permissions: string; // comma separated: read,pay,x402
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface BalancesTable {
+  project_id: string;
+  available_micros: number;
+  held_micros: number; // amount + fee of payments on hold (pending/processing)
+  pending_micros: number; // deposits seen on-chain, not yet confirmed
+  total_funded_micros: number;
+  total_spent_micros: number;
+  tx_count: number; // wire transactions of the project, so total_count never needs count(*)
+}
+
+export interface TransactionsTable {
+  seq: Generated<number>;
+  id: string;
+  project_id: string;
+  payment_id: string | null;
+  type: string;
+  status: string;
+  amount: number;
+  currency: "usd" | "usdc";
+  description: string | null;
+  merchant_name: string | null;
+  created_at: string;
+  completed_at: string | null;
+}
+
+export interface JournalEntriesTable {
+  seq: Generated<number>;
+  movement_id: string;
+  kind: string; // deposit | hold | post | void | reverse | fund
+  account: string; // project:<id>:available, project:<id>:held, world:chain, world:payouts, revenue:fees
+  project_id: string | null;
+  amount_micros: number; // signed; every movement's entries sum to zero
+  created_at: string;
+}
+
+export interface PaymentsTable {
+  id: string; // = the id of the rail transaction
+  project_id: string;
+  rail: "x402" | "usdc_transfer" | "fiat";
+  status: "pending" | "processing" | "completed" | "failed" | "reversed";
+  amount_units: number; // rail-native: micro-USDC, or cents for fiat
+  fee_units: number;
+  amount_micros: number;
+  fee_micros: number;
+  currency: "usd" | "usdc";
+  recipient: string; // URL, address, or bank recipient name
+  recipient_json: string | null; // bank details for fiat
+  description: string | null;
+  idempotency_key: string | null;
+  fee_txn_id: string;
+  tx_hash: string | null;
+  provider_ref: string | null;
+  estimated_arrival: string | null;
+  response_json: string | null; // x402: the target's reply
+  rail_state: string | null; // JSON: authorizations, nonces, signed relayer tx, deadlines
+  failure_reason: string | null;
+  in_flight_until: string | null; // the creating request is still running until then (409 for repeats)
+  lease_owner: string | null;
+  lease_until: string | null;
+  next_attempt_at: string;
+  attempts: number;
+  created_at: string;
+  updated_at: string;
+  completed_at: string | null;
+}
+
+export interface DepositsTable {
+  chain: string;
+  tx_hash: string;
+  log_index: number;
+  project_id: string;
+  to_address: string;
+  from_address: string;
+  amount_micros: number;
+  block_number: number;
+  block_hash: string;
+  status: "seen" | "credited" | "dropped";
+  txn_id: string | null;
+  seen_at: string;
+  credited_at: string | null;
+}
+
+export interface KvTable {
+  key: string;
+  value: string;
+}
+
+export interface RelayerTxsTable {
+  nonce: number;
+  relayer: string;
+  payment_id: string;
+  raw_tx: string;
+  tx_hash: string;
+  created_at: string;
+}
+
+export interface WebhookEventsTable {
+  id: string;
+  source: string;
+  received_at: string;
+}
+
+export interface Database {
+  projects: ProjectsTable;
+  api_tokens: ApiTokensTable;
+  balances: BalancesTable;
+  transactions: TransactionsTable;
+  journal_entries: JournalEntriesTable;
+  payments: PaymentsTable;
+  deposits: DepositsTable;
+  kv: KvTable;
+  relayer_txs: RelayerTxsTable;
+  webhook_events: WebhookEventsTable;
+}

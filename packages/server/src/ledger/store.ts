@@ -1,0 +1,567 @@
+/**
+ * The ledger: every operation that moves money or records it. Each public method is one database
+ * transaction; none of them does network I/O. Balance rows are a cache of the journal, updated in
+ * the same transaction as the journal entries they summarise (verify.ts proves it).
+ *
+ * Accounts of the journal (every movement's entries sum to zero):
+ *   project:<id>:available  spendable funds           project:<id>:held  amount+fee of open payments
+ *   world:chain             deposits' origin           world:payouts      money that left by a rail
+ *   revenue:fees            platform fees earned
+ */
+import { type Kysely, type Transaction, sql } from "kysely";
+import type { Db, Dialect } from "./db.ts";
+import type { Database, PaymentsTable, Plan, ProjectsTable } from "./schema.ts";
+import type { Clock, IdGenerator } from "../ids.ts";
+
+export type PaymentRow = PaymentsTable;
+export type ProjectRow = ProjectsTable;
+type Trx = Transaction<Database>;
+
+export const account = {
+  available: (projectId: string) => `project:${projectId}:available`,
+  held: (projectId: string) => `project:${projectId}:held`,
+  chain: "world:chain",
+  payouts: "world:payouts",
+  fees: "revenue:fees",
+} as const;
+
+type Entry = { account: string; projectId: string | null; amountMicros: number };
+
+export type NewPayment = {
+  projectId: string;
+  rail: PaymentsTable["rail"];
+  railTxnType: "payment" | "x402_payment" | "usdc_transfer";
+  amountUnits: number;
+  feeUnits: number;
+  amountMicros: number;
+  feeMicros: number;
+  currency: "usd" | "usdc";
+  recipient: string;
+  recipientJson: string | null;
+  merchantName: string | null;
+  description: string | null;
+  idempotencyKey: string | null;
+  railState: unknown;
+  /** The creating request owns the payment until then; a repeat of its key gets 409 meanwhile. */
+  inFlightUntil: string;
+  leaseOwner: string;
+};
+
+export type HoldResult =
+  | { kind: "held"; payment: PaymentRow }
+  | { kind: "duplicate"; payment: PaymentRow }
+  | { kind: "insufficient"; availableMicros: number };
+
+export type DepositKey = { chain: string; txHash: string; logIndex: number };
+export type SeenDeposit = DepositKey & {
+  projectId: string;
+  toAddress: string;
+  fromAddress: string;
+  amountMicros: number;
+  blockNumber: number;
+  blockHash: string;
+};
+
+export class DuplicateKeyError extends Error {}
+
+function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e?.code === "23505" || e?.code === "SQLITE_CONSTRAINT_UNIQUE" || /UNIQUE constraint failed/.test(e?.message ?? "");
+}
+
+export class Ledger {
+  constructor(
+    readonly db: Db,
+    readonly dialect: Dialect,
+    private readonly clock: Clock,
+    private readonly newId: IdGenerator,
+  ) {}
+
+  private now(): string {
+    return this.clock().toISOString();
+  }
+
+  private async journal(trx: Trx, kind: string, entries: Entry[], at: string): Promise<string> {
+    const sum = entries.reduce((s, e) => s + e.amountMicros, 0);
+    // A movement that does not sum to zero is a bug, not a runtime condition: crash loudly.
+    if (sum !== 0) throw new Error(`journal movement ${kind} does not sum to zero (${sum})`);
+    const movementId = this.newId("mov");
+    await trx
+      .insertInto("journal_entries")
+      .values(
+        entries
+          .filter((e) => e.amountMicros !== 0)
+          .map((e) => ({
+            movement_id: movementId,
+            kind,
+            account: e.account,
+            project_id: e.projectId,
+            amount_micros: e.amountMicros,
+            created_at: at,
+          })),
+      )
+      .execute();
+    return movementId;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Projects and tokens
+
+  async createProject(input: { name: string; plan: Plan }): Promise<ProjectRow> {
+    return this.db.transaction().execute(async (trx) => {
+      // A counter row serialises wallet index allocation: each project's BIP-44 index is unique forever.
+      await trx.insertInto("kv").values({ key: "next_wallet_index", value: "0" }).onConflict((oc) => oc.doNothing()).execute();
+      const counter = await trx
+        .updateTable("kv")
+        .set({ value: sql`cast(cast(value as integer) + 1 as text)` })
+        .where("key", "=", "next_wallet_index")
+        .returning("value")
+        .executeTakeFirstOrThrow();
+      const project: ProjectRow = {
+        id: this.newId("prj"),
+        name: input.name,
+        plan: input.plan,
+        paused: 0,
+        wallet_index: Number(counter.value) - 1,
+        wallet_address: null,
+        created_at: this.now(),
+      };
+      await trx.insertInto("projects").values(project).execute();
+      await trx.insertInto("balances").values({ project_id: project.id, available_micros: 0, held_micros: 0, pending_micros: 0, total_funded_micros: 0, total_spent_micros: 0, tx_count: 0 }).execute();
+      return project;
+    });
+  }
+
+  getProject(id: string): Promise<ProjectRow | undefined> {
+    return this.db.selectFrom("projects").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  listProjects(): Promise<ProjectRow[]> {
+    return this.db.selectFrom("projects").selectAll().orderBy("created_at").orderBy("id").execute();
+  }
+
+  async setPaused(id: string, paused: boolean): Promise<boolean> {
+    const r = await this.db.updateTable("projects").set({ paused: paused ? 1 : 0 }).where("id", "=", id).executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
+  /** Stores the derived deposit address once; later calls keep the first one. */
+  async setWalletAddress(id: string, address: string): Promise<string> {
+    await this.db.updateTable("projects").set({ wallet_address: address }).where("id", "=", id).where("wallet_address", "is", null).execute();
+    const row = await this.db.selectFrom("projects").select("wallet_address").where("id", "=", id).executeTakeFirstOrThrow();
+    return row.wallet_address!;
+  }
+
+  async projectsWithWallets(): Promise<{ id: string; wallet_address: string }[]> {
+    const rows = await this.db.selectFrom("projects").select(["id", "wallet_address"]).where("wallet_address", "is not", null).execute();
+    return rows as { id: string; wallet_address: string }[];
+  }
+
+  async insertToken(row: Database["api_tokens"]): Promise<void> {
+    await this.db.insertInto("api_tokens").values(row).execute();
+  }
+
+  findTokenByHash(hash: string) {
+    return this.db
+      .selectFrom("api_tokens")
+      .innerJoin("projects", "projects.id", "api_tokens.project_id")
+      .select([
+        "api_tokens.id",
+        "api_tokens.project_id",
+        "api_tokens.permissions",
+        "api_tokens.expires_at",
+        "api_tokens.revoked_at",
+        "projects.paused",
+        "projects.plan",
+      ])
+      .where("api_tokens.token_hash", "=", hash)
+      .executeTakeFirst();
+  }
+
+  listTokens(projectId: string) {
+    return this.db
+      .selectFrom("api_tokens")
+      .select(["id", "project_id", "display_prefix", "permissions", "created_at", "expires_at", "revoked_at"])
+      .where("project_id", "=", projectId)
+      .orderBy("created_at")
+      .execute();
+  }
+
+  async revokeToken(id: string): Promise<boolean> {
+    const r = await this.db.updateTable("api_tokens").set({ revoked_at: this.now() }).where("id", "=", id).where("revoked_at", "is", null).executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reads
+
+  getBalance(projectId: string) {
+    return this.db
+      .selectFrom("balances")
+      .innerJoin("projects", "projects.id", "balances.project_id")
+      .select([
+        "balances.available_micros",
+        "balances.held_micros",
+        "balances.pending_micros",
+        "balances.total_funded_micros",
+        "balances.total_spent_micros",
+        "balances.tx_count",
+        "projects.wallet_address",
+      ])
+      .where("balances.project_id", "=", projectId)
+      .executeTakeFirst();
+  }
+
+  async listTransactions(projectId: string, limit: number, offset: number) {
+    const [rows, balance] = await Promise.all([
+      this.db
+        .selectFrom("transactions")
+        .select(["id", "type", "status", "amount", "currency", "description", "merchant_name", "created_at", "completed_at"])
+        .where("project_id", "=", projectId)
+        .orderBy("created_at", "desc")
+        .orderBy("seq", "desc")
+        .limit(limit)
+        .offset(offset)
+        .execute(),
+      this.db.selectFrom("balances").select("tx_count").where("project_id", "=", projectId).executeTakeFirst(),
+    ]);
+    return { rows, total: balance?.tx_count ?? 0 };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Payments: hold → post | void, and reverse after completion
+
+  findPaymentByKey(projectId: string, key: string): Promise<PaymentRow | undefined> {
+    return this.db.selectFrom("payments").selectAll().where("project_id", "=", projectId).where("idempotency_key", "=", key).executeTakeFirst();
+  }
+
+  getPayment(id: string): Promise<PaymentRow | undefined> {
+    return this.db.selectFrom("payments").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  /**
+   * Phase one: debit amount + fee from available into held with a conditional update (never
+   * read-then-write), create the rail and fee transactions as `pending`, and record the payment
+   * with its idempotency key, all in one transaction.
+   */
+  async hold(input: NewPayment): Promise<HoldResult> {
+    const total = input.amountMicros + input.feeMicros;
+    if (!(Number.isSafeInteger(total) && total > 0)) throw new Error(`hold of invalid amount ${total}`);
+    const at = this.now();
+    const id = this.newId("txn");
+    const feeTxnId = this.newId("txn");
+    try {
+      return await this.db.transaction().execute(async (trx): Promise<HoldResult> => {
+        const debited = await trx
+          .updateTable("balances")
+          .set((eb) => ({
+            available_micros: eb("available_micros", "-", total),
+            held_micros: eb("held_micros", "+", total),
+            total_spent_micros: eb("total_spent_micros", "+", total),
+            tx_count: eb("tx_count", "+", 2),
+          }))
+          .where("project_id", "=", input.projectId)
+          .where("available_micros", ">=", total)
+          .returning("available_micros")
+          .executeTakeFirst();
+        if (!debited) throw new InsufficientSignal();
+        const payment: PaymentRow = {
+          id,
+          project_id: input.projectId,
+          rail: input.rail,
+          status: "pending",
+          amount_units: input.amountUnits,
+          fee_units: input.feeUnits,
+          amount_micros: input.amountMicros,
+          fee_micros: input.feeMicros,
+          currency: input.currency,
+          recipient: input.recipient,
+          recipient_json: input.recipientJson,
+          description: input.description,
+          idempotency_key: input.idempotencyKey,
+          fee_txn_id: feeTxnId,
+          tx_hash: null,
+          provider_ref: null,
+          estimated_arrival: null,
+          response_json: null,
+          rail_state: input.railState === undefined ? null : JSON.stringify(input.railState),
+          failure_reason: null,
+          in_flight_until: input.inFlightUntil,
+          lease_owner: input.leaseOwner,
+          lease_until: input.inFlightUntil,
+          next_attempt_at: input.inFlightUntil,
+          attempts: 0,
+          created_at: at,
+          updated_at: at,
+          completed_at: null,
+        };
+        await trx.insertInto("payments").values(payment).execute();
+        // Fee first so the rail transaction, inserted last, lists first among equal timestamps.
+        await trx
+          .insertInto("transactions")
+          .values([
+            { id: feeTxnId, project_id: input.projectId, payment_id: id, type: "platform_fee", status: "pending", amount: input.feeUnits, currency: input.currency, description: input.description === null ? null : `Fee: ${input.description}`.slice(0, 500), merchant_name: null, created_at: at, completed_at: null },
+            { id, project_id: input.projectId, payment_id: id, type: input.railTxnType, status: "pending", amount: input.amountUnits, currency: input.currency, description: input.description, merchant_name: input.merchantName, created_at: at, completed_at: null },
+          ])
+          .execute();
+        await this.journal(trx, "hold", [
+          { account: account.available(input.projectId), projectId: input.projectId, amountMicros: -total },
+          { account: account.held(input.projectId), projectId: input.projectId, amountMicros: total },
+        ], at);
+        return { kind: "held", payment };
+      });
+    } catch (err) {
+      if (err instanceof InsufficientSignal) {
+        const b = await this.getBalance(input.projectId);
+        return { kind: "insufficient", availableMicros: b?.available_micros ?? 0 };
+      }
+      if (isUniqueViolation(err) && input.idempotencyKey !== null) {
+        const existing = await this.findPaymentByKey(input.projectId, input.idempotencyKey);
+        if (existing) return { kind: "duplicate", payment: existing };
+      }
+      throw err;
+    }
+  }
+
+  /** Persists progress of an open payment (status pending → processing, hashes, rail state). */
+  async updatePayment(
+    id: string,
+    patch: Partial<Pick<PaymentRow, "status" | "tx_hash" | "provider_ref" | "estimated_arrival" | "response_json" | "rail_state" | "next_attempt_at" | "in_flight_until" | "lease_owner" | "lease_until" | "attempts" | "failure_reason">>,
+  ): Promise<PaymentRow> {
+    return this.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable("payments")
+        .set({ ...patch, updated_at: this.now() })
+        .where("id", "=", id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      if (patch.status === "processing") {
+        await trx.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", id).where("status", "=", "pending").execute();
+      }
+      return row;
+    });
+  }
+
+  /**
+   * Phase two: settle (post) or fail (void) an open payment. The conditional status update makes
+   * it happen at most once whatever number of workers or requests race to resolve it.
+   */
+  async resolve(id: string, outcome: "completed" | "failed", extra: { txHash?: string | null; failureReason?: string | null; responseJson?: string | null } = {}): Promise<{ changed: boolean; payment: PaymentRow }> {
+    const at = this.now();
+    return this.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable("payments")
+        .set({
+          status: outcome,
+          updated_at: at,
+          completed_at: outcome === "completed" ? at : null,
+          lease_owner: null,
+          lease_until: null,
+          in_flight_until: null,
+          ...(extra.txHash ? { tx_hash: extra.txHash } : {}),
+          ...(extra.failureReason !== undefined ? { failure_reason: extra.failureReason } : {}),
+          ...(extra.responseJson !== undefined ? { response_json: extra.responseJson } : {}),
+        })
+        .where("id", "=", id)
+        .where("status", "in", ["pending", "processing"])
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) return { changed: false, payment: (await trx.selectFrom("payments").selectAll().where("id", "=", id).executeTakeFirstOrThrow()) };
+      const total = row.amount_micros + row.fee_micros;
+      const p = row.project_id;
+      if (outcome === "completed") {
+        await trx.updateTable("balances").set((eb) => ({ held_micros: eb("held_micros", "-", total) })).where("project_id", "=", p).execute();
+        await this.journal(trx, "post", [
+          { account: account.held(p), projectId: p, amountMicros: -total },
+          { account: account.payouts, projectId: null, amountMicros: row.amount_micros },
+          { account: account.fees, projectId: null, amountMicros: row.fee_micros },
+        ], at);
+      } else {
+        await trx
+          .updateTable("balances")
+          .set((eb) => ({
+            held_micros: eb("held_micros", "-", total),
+            available_micros: eb("available_micros", "+", total),
+            total_spent_micros: eb("total_spent_micros", "-", total),
+          }))
+          .where("project_id", "=", p)
+          .execute();
+        await this.journal(trx, "void", [
+          { account: account.held(p), projectId: p, amountMicros: -total },
+          { account: account.available(p), projectId: p, amountMicros: total },
+        ], at);
+      }
+      await trx
+        .updateTable("transactions")
+        .set({ status: outcome, completed_at: outcome === "completed" ? at : null })
+        .where("payment_id", "=", id)
+        .execute();
+      return { changed: true, payment: row };
+    });
+  }
+
+  /** A completed payment returned later (an ACH return): credited back in full, once. */
+  async reverse(id: string, reason: string): Promise<boolean> {
+    const at = this.now();
+    return this.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable("payments")
+        .set({ status: "reversed", updated_at: at, failure_reason: reason })
+        .where("id", "=", id)
+        .where("status", "=", "completed")
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) return false;
+      const total = row.amount_micros + row.fee_micros;
+      const p = row.project_id;
+      await trx
+        .updateTable("balances")
+        .set((eb) => ({ available_micros: eb("available_micros", "+", total), total_spent_micros: eb("total_spent_micros", "-", total) }))
+        .where("project_id", "=", p)
+        .execute();
+      await this.journal(trx, "reverse", [
+        { account: account.payouts, projectId: null, amountMicros: -row.amount_micros },
+        { account: account.fees, projectId: null, amountMicros: -row.fee_micros },
+        { account: account.available(p), projectId: p, amountMicros: total },
+      ], at);
+      await trx.updateTable("transactions").set({ status: "reversed" }).where("payment_id", "=", id).execute();
+      return true;
+    });
+  }
+
+  /**
+   * Claims open payments for a worker: a compare-and-set lease per row, so two processes on one
+   * database never work the same payment at once (the portable equivalent of SKIP LOCKED).
+   */
+  async claimDuePayments(owner: string, leaseMs: number, max: number): Promise<PaymentRow[]> {
+    const now = this.now();
+    const until = new Date(this.clock().getTime() + leaseMs).toISOString();
+    const candidates = await this.db
+      .selectFrom("payments")
+      .select("id")
+      .where("status", "in", ["pending", "processing"])
+      .where("next_attempt_at", "<=", now)
+      .where((eb) => eb.or([eb("lease_until", "is", null), eb("lease_until", "<", now)]))
+      .orderBy("next_attempt_at")
+      .limit(max)
+      .execute();
+    const claimed: PaymentRow[] = [];
+    for (const { id } of candidates) {
+      const row = await this.db
+        .updateTable("payments")
+        .set({ lease_owner: owner, lease_until: until, attempts: sql`attempts + 1` })
+        .where("id", "=", id)
+        .where("status", "in", ["pending", "processing"])
+        .where((eb) => eb.or([eb("lease_until", "is", null), eb("lease_until", "<", now)]))
+        .returningAll()
+        .executeTakeFirst();
+      if (row) claimed.push(row);
+    }
+    return claimed;
+  }
+
+  async releaseLease(id: string, owner: string, nextAttemptAt: string): Promise<void> {
+    await this.db
+      .updateTable("payments")
+      .set({ lease_owner: null, lease_until: null, next_attempt_at: nextAttemptAt })
+      .where("id", "=", id)
+      .where("lease_owner", "=", owner)
+      .execute();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Deposits
+
+  /** Records an on-chain transfer seen but not yet confirmed: shows in `pending`. Idempotent. */
+  async recordSeenDeposit(d: SeenDeposit): Promise<boolean> {
+    const at = this.now();
+    return this.db.transaction().execute(async (trx) => {
+      const inserted = await trx
+        .insertInto("deposits")
+        .values({ chain: d.chain, tx_hash: d.txHash, log_index: d.logIndex, project_id: d.projectId, to_address: d.toAddress, from_address: d.fromAddress, amount_micros: d.amountMicros, block_number: d.blockNumber, block_hash: d.blockHash, status: "seen", txn_id: null, seen_at: at, credited_at: null })
+        .onConflict((oc) => oc.columns(["chain", "tx_hash", "log_index"]).doNothing())
+        .returning("tx_hash")
+        .executeTakeFirst();
+      if (!inserted) return false;
+      await trx.updateTable("balances").set((eb) => ({ pending_micros: eb("pending_micros", "+", d.amountMicros) })).where("project_id", "=", d.projectId).execute();
+      return true;
+    });
+  }
+
+  /** Confirms a seen deposit: a `usdc_fund` transaction, pending → available. At most once per log. */
+  async creditDeposit(key: DepositKey): Promise<boolean> {
+    const at = this.now();
+    return this.db.transaction().execute(async (trx) => {
+      const txnId = this.newId("txn");
+      const d = await trx
+        .updateTable("deposits")
+        .set({ status: "credited", txn_id: txnId, credited_at: at })
+        .where("chain", "=", key.chain)
+        .where("tx_hash", "=", key.txHash)
+        .where("log_index", "=", key.logIndex)
+        .where("status", "=", "seen")
+        .returningAll()
+        .executeTakeFirst();
+      if (!d) return false;
+      await trx
+        .updateTable("balances")
+        .set((eb) => ({
+          pending_micros: eb("pending_micros", "-", d.amount_micros),
+          available_micros: eb("available_micros", "+", d.amount_micros),
+          total_funded_micros: eb("total_funded_micros", "+", d.amount_micros),
+          tx_count: eb("tx_count", "+", 1),
+        }))
+        .where("project_id", "=", d.project_id)
+        .execute();
+      await trx.insertInto("transactions").values({ id: txnId, project_id: d.project_id, payment_id: null, type: "usdc_fund", status: "completed", amount: d.amount_micros, currency: "usdc", description: `USDC deposit from ${d.from_address}`, merchant_name: null, created_at: at, completed_at: at }).execute();
+      await this.journal(trx, "deposit", [
+        { account: account.chain, projectId: null, amountMicros: -d.amount_micros },
+        { account: account.available(d.project_id), projectId: d.project_id, amountMicros: d.amount_micros },
+      ], at);
+      return true;
+    });
+  }
+
+  /** A seen transfer that vanished before confirmation (reorg): no credit, pending released. */
+  async dropDeposit(key: DepositKey): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const d = await trx
+        .updateTable("deposits")
+        .set({ status: "dropped" })
+        .where("chain", "=", key.chain)
+        .where("tx_hash", "=", key.txHash)
+        .where("log_index", "=", key.logIndex)
+        .where("status", "=", "seen")
+        .returningAll()
+        .executeTakeFirst();
+      if (!d) return false;
+      await trx.updateTable("balances").set((eb) => ({ pending_micros: eb("pending_micros", "-", d.amount_micros) })).where("project_id", "=", d.project_id).execute();
+      return true;
+    });
+  }
+
+  seenDeposits(chain: string, max: number) {
+    return this.db.selectFrom("deposits").selectAll().where("chain", "=", chain).where("status", "=", "seen").orderBy("block_number").limit(max).execute();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Small persistent state
+
+  async getKv(key: string): Promise<string | undefined> {
+    return (await this.db.selectFrom("kv").select("value").where("key", "=", key).executeTakeFirst())?.value;
+  }
+
+  async setKv(key: string, value: string): Promise<void> {
+    await this.db.insertInto("kv").values({ key, value }).onConflict((oc) => oc.column("key").doUpdateSet({ value })).execute();
+  }
+
+  /** Records a webhook id; false when it was seen before (a replay). */
+  async rememberWebhook(id: string, source: string): Promise<boolean> {
+    const r = await this.db.insertInto("webhook_events").values({ id, source, received_at: this.now() }).onConflict((oc) => oc.column("id").doNothing()).returning("id").executeTakeFirst();
+    return r !== undefined;
+  }
+}
+
+class InsufficientSignal extends Error {}
+
+export type { Kysely };

@@ -1,0 +1,13 @@
+/**
+ * GET /v1/stablecoin/address: the project's deposit wallet, derived from its BIP-44 index on the
+ * first call and stored, so it is stable forever after (and shows in the balance's wallet_address).
+ */
+import type { DepositAddress } from "@agentwallet/api";
+import type { AppContext } from "../context.ts";
+
+export async function getDepositAddress(ctx: AppContext, projectId: string): Promise<DepositAddress> {
+  const project = await ctx.ledger.getProject(projectId);
+  if (!project) throw new Error(`project ${projectId} missing`);
+  const address = project.wallet_address ?? (await ctx.ledger.setWalletAddress(projectId, ctx.custody.addressOf(project.wallet_index)));
+  return { project_id: projectId, chain: "base", address, currency: "usdc" };
+}

