@@ -1,0 +1,30 @@
+// @agentwallet/devchain: a local chain for the sandbox and tests (anvil from npm, TestUSDC with EIP-3009,
+// Multicall3).
+// Loaded only in sandbox mode and tests, never on the production path.
+export { startDevChain, DevChainError, type DevChain, type StartDevChainOptions } from "./startDevChain.ts";
+export {
+  startAnvil,
+  anvilBinaryPath,
+  AnvilStartError,
+  ANVIL_READY_TIMEOUT_MS,
+  ANVIL_STOP_GRACE_MS,
+  type Anvil,
+  type StartAnvilOptions,
+} from "./anvil.ts";
+export {
+  ANVIL_MNEMONIC,
+  DEV_ACCOUNT_INDEXES,
+  devAccounts,
+  type DevAccount,
+  type DevAccountRole,
+  type DevAccounts,
+} from "./accounts.ts";
+export {
+  MULTICALL3_ADDRESS,
+  multicall3Abi,
+  multicall3Artifact,
+  testUsdcAbi,
+  testUsdcArtifact,
+  type Artifact,
+} from "./artifacts.ts";
+export { usdcBalanceOf } from "./usdcBalanceOf.ts";

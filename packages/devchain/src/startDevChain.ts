@@ -1,0 +1,107 @@
+// A ready-to-use local chain: anvil, TestUSDC at a fixed address, Multicall3 at its canonical address,
+// and the named dev accounts. Used by the sandbox (with a state file) and by tests (without).
+import { createTestClient, getContractAddress, http, type Address, type Hex } from "viem";
+import { devAccounts, type DevAccounts } from "./accounts.ts";
+import { startAnvil, type StartAnvilOptions } from "./anvil.ts";
+import { MULTICALL3_ADDRESS, multicall3Artifact, testUsdcAbi, testUsdcArtifact } from "./artifacts.ts";
+import { RECEIPT_TIMEOUT_MS, devChainDefinition, devPublicClient, devWalletClient } from "./chain.ts";
+
+export type StartDevChainOptions = StartAnvilOptions;
+
+export type DevChain = {
+  rpcUrl: string;
+  chainId: number;
+  usdcAddress: Address;
+  multicall3Address: Address;
+  accounts: DevAccounts;
+  /** Mints TestUSDC base units to `to` and waits for the receipt; resolves to the transaction hash. */
+  mint(to: Address, amountMicros: bigint): Promise<Hex>;
+  /** Stops anvil (writing the state file, if any). Idempotent. */
+  stop(): Promise<void>;
+};
+
+export class DevChainError extends Error {
+  override name = "DevChainError";
+}
+
+export async function startDevChain(options: StartDevChainOptions = {}): Promise<DevChain> {
+  const chainId = options.chainId ?? 8453;
+  const anvil = await startAnvil({ ...options, chainId });
+  try {
+    const chain = devChainDefinition(chainId, anvil.rpcUrl);
+    const publicClient = devPublicClient(chain);
+    const accounts = devAccounts();
+    const deployer = devWalletClient(chain, accounts.deployer.privateKey);
+
+    // Multicall3 keeps no state, so (re)placing its code is always safe, also on a restored chain.
+    await createTestClient({ mode: "anvil", chain, transport: http(anvil.rpcUrl) }).setCode({
+      address: MULTICALL3_ADDRESS,
+      bytecode: multicall3Artifact.deployedBytecode,
+    });
+    const usdcAddress = await ensureTestUsdc(publicClient, deployer);
+
+    const mint = async (to: Address, amountMicros: bigint): Promise<Hex> => {
+      const hash = await deployer.writeContract({
+        address: usdcAddress,
+        abi: testUsdcAbi,
+        functionName: "mint",
+        args: [to, amountMicros],
+      });
+      const receipt = await publicClient.waitForTransactionReceipt({ hash, timeout: RECEIPT_TIMEOUT_MS });
+      if (receipt.status !== "success") throw new DevChainError(`mint of ${amountMicros} micros to ${to} reverted (tx ${hash})`);
+      return hash;
+    };
+
+    return {
+      rpcUrl: anvil.rpcUrl,
+      chainId,
+      usdcAddress,
+      multicall3Address: MULTICALL3_ADDRESS,
+      accounts,
+      mint,
+      stop: anvil.stop,
+    };
+  } catch (error) {
+    await anvil.stop();
+    throw error;
+  }
+}
+
+type PublicClient = ReturnType<typeof devPublicClient>;
+type WalletClient = ReturnType<typeof devWalletClient>;
+
+/**
+ * TestUSDC is the deployer's first contract, so its address is the same on every fresh chain. A chain
+ * restored from a state file already has it there: reuse it, keeping the balances.
+ */
+async function ensureTestUsdc(publicClient: PublicClient, deployer: WalletClient): Promise<Address> {
+  const from = deployer.account.address;
+  const usdcAddress = getContractAddress({ from, nonce: 0n });
+
+  const code = await publicClient.getCode({ address: usdcAddress });
+  if (code !== undefined && code !== "0x") {
+    if (code.toLowerCase() !== testUsdcArtifact.deployedBytecode.toLowerCase()) {
+      throw new DevChainError(
+        `the chain has a different contract at the TestUSDC address ${usdcAddress} (the state file predates the ` +
+          `current contracts/TestUSDC.sol). Delete the state file to start a fresh chain.`,
+      );
+    }
+    return usdcAddress;
+  }
+
+  const nonce = await publicClient.getTransactionCount({ address: from });
+  if (nonce !== 0) {
+    throw new DevChainError(
+      `the deployer ${from} has already sent ${nonce} transaction(s) but there is no TestUSDC at ${usdcAddress}; ` +
+        `the address is only deterministic for its first transaction. Delete the state file to start a fresh chain.`,
+    );
+  }
+  const hash = await deployer.deployContract({ abi: testUsdcAbi, bytecode: testUsdcArtifact.bytecode });
+  const receipt = await publicClient.waitForTransactionReceipt({ hash, timeout: RECEIPT_TIMEOUT_MS });
+  if (receipt.status !== "success" || receipt.contractAddress?.toLowerCase() !== usdcAddress.toLowerCase()) {
+    throw new DevChainError(
+      `TestUSDC deployment ${hash} ended with status ${receipt.status} at ${receipt.contractAddress ?? "no address"}, expected ${usdcAddress}`,
+    );
+  }
+  return usdcAddress;
+}
