@@ -310,7 +310,7 @@ describe("Multicall3", () => {
   });
 
   test("behavior: aggregate3 and the block helpers answer", async () => {
-    const blockNumber = await publicClient.getBlockNumber();
+    const blockNumber = await publicClient.getBlockNumber({ cacheTime: 0 }); // viem caches it otherwise
     const onChain = await publicClient.readContract({ address: MULTICALL3_ADDRESS, abi: multicall3Abi, functionName: "getBlockNumber" });
     expect(onChain).toBe(blockNumber);
     const eth = await publicClient.readContract({
