@@ -1,5 +1,5 @@
 // @agentwallet/devchain: a local chain for the sandbox and tests (anvil from npm, TestUSDC with EIP-3009,
-// Multicall3).
+// Multicall3), plus an x402 facilitator and x402 merchants built with Coinbase's own packages.
 // Loaded only in sandbox mode and tests, never on the production path.
 export { startDevChain, DevChainError, type DevChain, type StartDevChainOptions } from "./startDevChain.ts";
 export {
@@ -28,3 +28,11 @@ export {
   type Artifact,
 } from "./artifacts.ts";
 export { usdcBalanceOf } from "./usdcBalanceOf.ts";
+export { startFacilitator, type Facilitator, type StartFacilitatorOptions } from "./facilitator.ts";
+export {
+  startMerchantV1,
+  startMerchantV2,
+  USDC_EIP712_DOMAIN,
+  type Merchant,
+  type StartMerchantOptions,
+} from "./merchants.ts";
