@@ -1,0 +1,597 @@
+// The SSRF-safe HTTP fetcher of the x402 rail: the service requests an agent-supplied URL from inside our
+// network (and on a 402 pays and retries), so every request is checked before any byte leaves.
+//
+// What a request goes through, in order, failing with a `SafeFetchError` code (see safeFetchErrors.ts):
+// 1. Shape: method GET/POST/PUT/DELETE, body only on POST/PUT/DELETE and at most `maxRequestBodyBytes`,
+//    URL at most `maxUrlLength` characters, parsed with WHATWG URL (which also normalises 2130706433,
+//    0x7f.1, 127.1, 0177.0.0.1 to 127.0.0.1), scheme https (http only with `allowHttp`), no user:password@.
+// 2. Host: an IP literal is checked directly (undici never runs a DNS hook for those). A name is resolved
+//    with `lookup` (all addresses) and every address must be public, so one private record in a mixed
+//    answer refuses the host. `localhost` and `*.localhost` are refused by name. ipPolicy.ts says what
+//    "public" means. `allowPrivateNetworks` skips these checks (sandbox and tests), never the scheme rule.
+// 3. Dial: a fresh undici Client per request whose connector dials exactly the address checked in step 2
+//    (pinned, so a second DNS answer cannot swap in an internal address), with the original host name as
+//    TLS servername and certificate identity, re-checks that address, and refuses any DNS lookup of its own.
+//    The Client is destroyed after the response, so no connection outlives the request.
+// 4. Never follows redirects: a 3xx is returned as the response and its Location is never dialled.
+// 5. One deadline (`timeoutMs`) covers DNS, connect, headers and body; the body is read up to
+//    `maxResponseBytes` and the connection torn down beyond it.
+//
+// Outgoing headers. The caller's `headers` are the headers of the agent's payment request, meant for the
+// target, so they are forwarded, including `Authorization` and `Cookie`: those are the agent's own
+// credentials for the target. The service's own incoming `Authorization` never gets here, because callers
+// pass only the payment request's `headers` field; as a second line, a value that carries an Agent Wallet
+// API token (`aw_live_…`, `aw_test_…`) is refused, since forwarding it would hand the wallet to the target.
+// Dropped silently, as a proxy must: hop-by-hop headers (connection and the names it lists, keep-alive,
+// proxy-*, te, trailer, transfer-encoding, upgrade, http2-settings), `host` (from the URL), `content-length`
+// (recomputed), `expect`, forwarding metadata (forwarded, via, x-forwarded-*, x-real-ip: the caller may not
+// speak for our egress address), `user-agent` (always `userAgent`, so merchants can identify us) and
+// `accept-encoding` (always `identity`, so the size cap counts real bytes and no decompression bomb exists).
+// Refused: the x402 payment headers (`x-payment`, `payment-signature`), which only the payment layer sets,
+// through `serviceHeaders` on the paid retry; service headers override caller headers of the same name.
+// Every name must be an HTTP token and every value free of control characters (no CR/LF header injection).
+//
+// Response headers come back with lowercased names; repeated headers are joined with ", " (RFC 9110), except
+// `set-cookie`, whose values may contain commas and are joined with "\n", which no header value can contain.
+
+import dns from "node:dns";
+import { Buffer } from "node:buffer";
+import { Client, buildConnector } from "undici";
+import { checkAddress, ipLiteralFromHostname } from "./ipPolicy.ts";
+import { SafeFetchError } from "./safeFetchErrors.ts";
+
+/** Node's `dns.lookup` with `{ all: true }`; tests inject one that resolves names to loopback. */
+export type LookupFunction = (
+  hostname: string,
+  options: dns.LookupAllOptions,
+  callback: (error: NodeJS.ErrnoException | null, addresses: dns.LookupAddress[]) => void,
+) => void;
+
+export type SafeFetchOptions = {
+  /** Allow http:// targets. Default false: https only. */
+  readonly allowHttp?: boolean;
+  /** Skip the public-address checks (loopback, private...). Default false; only sandbox and tests set it. */
+  readonly allowPrivateNetworks?: boolean;
+  /** One deadline for DNS + connect + response headers + body, in ms. */
+  readonly timeoutMs?: number;
+  /** Largest response body accepted, in bytes; a larger one fails with `response_too_large`. */
+  readonly maxResponseBytes?: number;
+  /** Largest response head (status line + headers) accepted, in bytes. */
+  readonly maxResponseHeaderBytes?: number;
+  /** Longest URL accepted, in characters. */
+  readonly maxUrlLength?: number;
+  /** Largest request body accepted, in UTF-8 bytes. */
+  readonly maxRequestBodyBytes?: number;
+  /** Most headers a caller may pass (before any are dropped). */
+  readonly maxHeaderCount?: number;
+  /** Largest total size of the caller's header names and values, in bytes. */
+  readonly maxHeaderBytes?: number;
+  /** DNS lookup; called as `lookup(hostname, { all: true }, callback)`. Default `dns.lookup`. */
+  readonly lookup?: LookupFunction;
+  /** The User-Agent sent on every request. */
+  readonly userAgent?: string;
+};
+
+/** The defaults of every limit, each with why. */
+export const SAFE_FETCH_DEFAULTS = {
+  allowHttp: false,
+  allowPrivateNetworks: false,
+  /** Long enough for a slow paid API on another continent, short enough to hold a payment hold briefly. */
+  timeoutMs: 10_000,
+  /** x402 resources are API responses; 1 MiB is generous and bounds memory per in-flight payment. */
+  maxResponseBytes: 1_048_576,
+  /** undici's own default; real servers send a few hundred bytes. */
+  maxResponseHeaderBytes: 16_384,
+  /** The common practical URL limit of browsers, CDNs and servers. */
+  maxUrlLength: 2048,
+  /** Far above any JSON API call an agent pays for; the proxy is not for bulk uploads. */
+  maxRequestBodyBytes: 262_144,
+  /** Real clients send a dozen or two. */
+  maxHeaderCount: 64,
+  /** Most servers refuse request heads beyond 8-16 KiB anyway. */
+  maxHeaderBytes: 16_384,
+  userAgent: "agentwallet-x402/0.1",
+} as const;
+
+export type SafeFetchMethod = "GET" | "POST" | "PUT" | "DELETE";
+
+export type SafeFetchRequest = {
+  readonly url: string;
+  readonly method: SafeFetchMethod;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: string;
+};
+
+export type SafeFetchResponse = {
+  readonly status: number;
+  /** Lowercased names; see the header of this file for how repeated headers are joined. */
+  readonly headers: Record<string, string>;
+  /** The body decoded as UTF-8. */
+  readonly body: string;
+  /** The URL requested, normalised, without fragment (never a redirect target: redirects are not followed). */
+  readonly url: string;
+};
+
+export type SafeFetchCallOptions = {
+  /** Headers the service itself adds (the x402 payment header on the paid retry); they win over the caller's. */
+  readonly serviceHeaders?: Readonly<Record<string, string>>;
+};
+
+export type SafeFetch = (request: SafeFetchRequest, callOptions?: SafeFetchCallOptions) => Promise<SafeFetchResponse>;
+
+type Limits = Required<SafeFetchOptions>;
+
+export function createSafeFetcher(options: SafeFetchOptions = {}): SafeFetch {
+  const limits: Limits = {
+    ...SAFE_FETCH_DEFAULTS,
+    lookup: dns.lookup,
+    ...definedOnly(options),
+  };
+  assertLimits(limits);
+  return (request, callOptions = {}) => safeFetch(limits, request, callOptions);
+}
+
+async function safeFetch(
+  limits: Limits,
+  request: SafeFetchRequest,
+  callOptions: SafeFetchCallOptions,
+): Promise<SafeFetchResponse> {
+  const deadline = startDeadline(limits.timeoutMs);
+  try {
+    const method = checkMethod(request);
+    const body = checkBody(request, method, limits);
+    const url = parseTarget(request, limits);
+    const headers = buildHeaders(request.headers, callOptions.serviceHeaders, limits);
+    const address = await resolveTarget(url.hostname, limits, deadline);
+    return await exchange({ url, address, method, headers, body, limits, deadline });
+  } finally {
+    deadline.clear();
+  }
+}
+
+// --- 1. shape --------------------------------------------------------------------------------------------
+
+const METHODS: ReadonlySet<string> = new Set(["GET", "POST", "PUT", "DELETE"]);
+
+function checkMethod(request: SafeFetchRequest): SafeFetchMethod {
+  if (typeof request !== "object" || request === null) throw invalidRequest("The request must be an object.");
+  if (typeof request.method !== "string" || !METHODS.has(request.method)) {
+    throw invalidRequest("The method must be one of GET, POST, PUT, DELETE.");
+  }
+  return request.method;
+}
+
+function checkBody(request: SafeFetchRequest, method: SafeFetchMethod, limits: Limits): Buffer | null {
+  if (request.body === undefined) return null;
+  if (typeof request.body !== "string") throw invalidRequest("The request body must be a string.");
+  if (method === "GET") throw invalidRequest("A GET request cannot have a body; use POST or PUT.");
+  const bytes = Buffer.from(request.body, "utf8");
+  if (bytes.length > limits.maxRequestBodyBytes) {
+    throw invalidRequest(
+      `The request body is ${bytes.length} bytes; the limit is ${limits.maxRequestBodyBytes} bytes.`,
+    );
+  }
+  return bytes;
+}
+
+function parseTarget(request: SafeFetchRequest, limits: Limits): URL {
+  if (typeof request.url !== "string") throw new SafeFetchError("url_invalid", "The URL must be a string.");
+  if (request.url.length > limits.maxUrlLength) {
+    throw new SafeFetchError(
+      "url_invalid",
+      `The URL is ${request.url.length} characters long; the limit is ${limits.maxUrlLength}.`,
+    );
+  }
+  // Parse errors are not echoed: the URL's query may carry the caller's credentials for the target.
+  if (!URL.canParse(request.url)) {
+    throw new SafeFetchError("url_invalid", "The URL could not be parsed; send an absolute https:// URL.");
+  }
+  const url = new URL(request.url);
+  const allowed = limits.allowHttp ? ["https:", "http:"] : ["https:"];
+  if (!allowed.includes(url.protocol)) {
+    throw new SafeFetchError(
+      "scheme_not_allowed",
+      `The URL scheme '${url.protocol.slice(0, -1)}' is not allowed; use ${allowed.map((s) => `${s}//`).join(" or ")}.`,
+    );
+  }
+  if (url.username !== "" || url.password !== "") {
+    throw new SafeFetchError(
+      "url_invalid",
+      "The URL must not contain credentials (user:password@); send them in a header instead.",
+    );
+  }
+  if (url.hostname === "") throw new SafeFetchError("url_invalid", "The URL has no host.");
+  url.hash = "";
+  return url;
+}
+
+// --- headers ---------------------------------------------------------------------------------------------
+
+const HOP_BY_HOP: ReadonlySet<string> = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "http2-settings",
+]);
+
+// Headers this fetcher owns or that let a caller speak for our egress address; dropped from caller input.
+const SET_BY_FETCHER: ReadonlySet<string> = new Set([
+  "host",
+  "content-length",
+  "expect",
+  "user-agent",
+  "accept-encoding",
+  "forwarded",
+  "via",
+  "x-real-ip",
+]);
+
+// Only the payment layer puts these on the wire (x402 v1 and v2).
+const PAYMENT_HEADERS: ReadonlySet<string> = new Set(["x-payment", "payment-signature"]);
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+const SERVICE_TOKEN = /aw_(live|test)_/;
+
+function buildHeaders(
+  callerHeaders: SafeFetchRequest["headers"],
+  serviceHeaders: SafeFetchCallOptions["serviceHeaders"],
+  limits: Limits,
+): Record<string, string> {
+  const caller = normaliseHeaders(callerHeaders ?? {}, "request", limits);
+  const listedByConnection = new Set(
+    (caller.get("connection") ?? "")
+      .split(",")
+      .map((token) => token.trim().toLowerCase())
+      .filter((token) => token !== ""),
+  );
+  // No prototype: a caller header named __proto__ must stay a header, not touch the object.
+  const out: Record<string, string> = Object.create(null);
+  for (const [name, value] of caller) {
+    if (HOP_BY_HOP.has(name) || listedByConnection.has(name)) continue;
+    if (SET_BY_FETCHER.has(name) || name.startsWith("x-forwarded-")) continue;
+    if (PAYMENT_HEADERS.has(name)) {
+      throw invalidRequest(`Header '${name}' is set by the service when it pays; remove it from the request.`);
+    }
+    if (SERVICE_TOKEN.test(value)) {
+      throw invalidRequest(
+        `Header '${name}' carries an Agent Wallet API token; it is never sent to payment targets.`,
+      );
+    }
+    out[name] = value;
+  }
+  out["user-agent"] = limits.userAgent;
+  out["accept-encoding"] = "identity";
+  for (const [name, value] of normaliseHeaders(serviceHeaders ?? {}, "service", limits)) {
+    // The service's own headers are code, not input: a forbidden one is a bug, so it fails loudly.
+    if (HOP_BY_HOP.has(name) || SET_BY_FETCHER.has(name)) {
+      throw new TypeError(`serviceHeaders must not set '${name}'`);
+    }
+    out[name] = value;
+  }
+  return out;
+}
+
+/** Validates names, values, count and size; returns lowercased names. Never echoes a value. */
+function normaliseHeaders(
+  headers: Readonly<Record<string, string>>,
+  source: "request" | "service",
+  limits: Limits,
+): Map<string, string> {
+  if (typeof headers !== "object" || headers === null || Array.isArray(headers)) {
+    throw invalidRequest("The request headers must be an object of strings.");
+  }
+  const entries = Object.entries(headers);
+  if (source === "request" && entries.length > limits.maxHeaderCount) {
+    throw invalidRequest(`The request has ${entries.length} headers; the limit is ${limits.maxHeaderCount}.`);
+  }
+  const out = new Map<string, string>();
+  let bytes = 0;
+  for (const [name, value] of entries) {
+    if (!TOKEN.test(name)) throw invalidRequest("A header name is not a valid HTTP token.");
+    if (typeof value !== "string" || !FIELD_VALUE.test(value)) {
+      throw invalidRequest(
+        `Header '${name}' has an invalid value: it must be a string without control characters such as CR or LF.`,
+      );
+    }
+    const lower = name.toLowerCase();
+    if (out.has(lower)) throw invalidRequest(`Header '${lower}' is given more than once.`);
+    out.set(lower, value);
+    bytes += Buffer.byteLength(name, "latin1") + Buffer.byteLength(value, "latin1");
+  }
+  if (source === "request" && bytes > limits.maxHeaderBytes) {
+    throw invalidRequest(`The request headers total ${bytes} bytes; the limit is ${limits.maxHeaderBytes}.`);
+  }
+  return out;
+}
+
+// --- 2. host ---------------------------------------------------------------------------------------------
+
+async function resolveTarget(hostname: string, limits: Limits, deadline: Deadline): Promise<string> {
+  const literal = ipLiteralFromHostname(hostname);
+  if (literal !== null) {
+    if (!limits.allowPrivateNetworks) {
+      const verdict = checkAddress(literal);
+      if (!verdict.public) {
+        throw hostNotAllowed(`The target address ${literal} is not allowed (${verdict.reason}).`);
+      }
+    }
+    return literal;
+  }
+  if (!limits.allowPrivateNetworks && isLocalhostName(hostname)) {
+    throw hostNotAllowed(`The target host ${hostname} is a local name.`);
+  }
+  const addresses = await lookupAll(limits.lookup, hostname, deadline, limits.timeoutMs);
+  if (!limits.allowPrivateNetworks) {
+    for (const address of addresses) {
+      const verdict = checkAddress(address);
+      if (!verdict.public) {
+        throw hostNotAllowed(`The target host ${hostname} resolves to ${address} (${verdict.reason}).`);
+      }
+    }
+  }
+  // Every address passed; dial the first, in the order the resolver gave them.
+  return addresses[0]!;
+}
+
+function isLocalhostName(hostname: string): boolean {
+  const name = hostname.toLowerCase().replace(/\.$/, "");
+  return name === "localhost" || name.endsWith(".localhost");
+}
+
+function lookupAll(lookup: LookupFunction, hostname: string, deadline: Deadline, timeoutMs: number): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      reject(new SafeFetchError("timeout", `The DNS lookup of ${hostname} did not finish within ${timeoutMs} ms.`));
+    };
+    if (deadline.signal.aborted) return onAbort();
+    deadline.signal.addEventListener("abort", onAbort, { once: true });
+    const settle = (error: NodeJS.ErrnoException | null, result: unknown): void => {
+      deadline.signal.removeEventListener("abort", onAbort);
+      if (error !== null) {
+        const code = typeof error.code === "string" ? ` (${error.code})` : "";
+        reject(new SafeFetchError("dns_failed", `The host name ${hostname} did not resolve${code}.`, { cause: error }));
+        return;
+      }
+      const addresses = addressesOf(result);
+      if (addresses.length === 0) {
+        reject(new SafeFetchError("dns_failed", `The host name ${hostname} resolved to no address.`));
+        return;
+      }
+      resolve(addresses);
+    };
+    try {
+      lookup(hostname, { all: true }, settle);
+    } catch (error) {
+      settle(error as NodeJS.ErrnoException, null);
+    }
+  });
+}
+
+/** Accepts both callback shapes of `dns.lookup`, in case an injected lookup ignores `all: true`. */
+function addressesOf(result: unknown): string[] {
+  if (typeof result === "string") return [result];
+  if (!Array.isArray(result)) return [];
+  return result
+    .map((entry: unknown) =>
+      typeof entry === "string" ? entry : (entry as { address?: unknown } | null)?.address,
+    )
+    .filter((address): address is string => typeof address === "string");
+}
+
+// --- 3. dial and exchange --------------------------------------------------------------------------------
+
+type Exchange = {
+  readonly url: URL;
+  readonly address: string;
+  readonly method: SafeFetchMethod;
+  readonly headers: Record<string, string>;
+  readonly body: Buffer | null;
+  readonly limits: Limits;
+  readonly deadline: Deadline;
+};
+
+async function exchange(x: Exchange): Promise<SafeFetchResponse> {
+  const dialled = { connected: false };
+  const client = new Client(x.url.origin, {
+    connect: pinnedConnector(x, dialled),
+    headersTimeout: x.limits.timeoutMs,
+    bodyTimeout: x.limits.timeoutMs,
+    maxHeaderSize: x.limits.maxResponseHeaderBytes,
+    pipelining: 1,
+  });
+  let status: number | undefined;
+  try {
+    const response = await client.request({
+      path: x.url.pathname + x.url.search,
+      method: x.method,
+      headers: x.headers,
+      body: x.body,
+      signal: x.deadline.signal,
+      reset: true,
+    });
+    status = response.statusCode;
+    const body = await readCapped(response.body, response.headers["content-length"], x, status);
+    return {
+      status,
+      headers: flattenHeaders(response.headers),
+      body: new TextDecoder("utf-8").decode(body),
+      url: x.url.href,
+    };
+  } catch (error) {
+    throw transportError(error, x, dialled.connected, status);
+  } finally {
+    // Tears the connection down, also mid-body after an over-size or timed-out response.
+    await client.destroy().catch(() => undefined);
+  }
+}
+
+/**
+ * Dials exactly `x.address`, whatever host name undici asks for; TLS still verifies the certificate for the
+ * URL's host name (undici derives the servername from the origin, which is unchanged).
+ */
+function pinnedConnector(x: Exchange, dialled: { connected: boolean }): buildConnector.connector {
+  const connect = buildConnector({
+    timeout: Math.max(1, x.deadline.remainingMs()),
+    maxCachedSessions: 0,
+    // The address is an IP literal, so net never resolves; should that ever change, fail closed.
+    lookup: (hostname: string, _options: unknown, callback: (error: Error) => void) => {
+      callback(new Error(`unexpected DNS lookup of ${hostname} while dialling a pinned address`));
+    },
+  } as buildConnector.BuildOptions);
+  return (options, callback) => {
+    if (!x.limits.allowPrivateNetworks) {
+      const verdict = checkAddress(x.address);
+      if (!verdict.public) {
+        callback(hostNotAllowed(`The target address ${x.address} is not allowed (${verdict.reason}).`), null);
+        return;
+      }
+    }
+    connect({ ...options, hostname: x.address }, (...args) => {
+      if (args[0] === null) dialled.connected = true;
+      callback(...args);
+    });
+  };
+}
+
+async function readCapped(
+  body: AsyncIterable<Buffer> & { destroy(): void },
+  contentLength: string | string[] | undefined,
+  x: Exchange,
+  status: number,
+): Promise<Buffer> {
+  const cap = x.limits.maxResponseBytes;
+  const declared = typeof contentLength === "string" ? Number(contentLength) : NaN;
+  if (Number.isFinite(declared) && declared > cap) {
+    body.destroy();
+    throw tooLarge(x, status, `declares ${declared} bytes`);
+  }
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of body) {
+    total += chunk.length;
+    if (total > cap) {
+      body.destroy();
+      throw tooLarge(x, status, `is larger than ${cap} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, total);
+}
+
+function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    // A plain object for callers; a header named __proto__ would reach its prototype, so it is dropped.
+    if (value === undefined || name === "__proto__") continue;
+    const lower = name.toLowerCase();
+    out[lower] = Array.isArray(value) ? value.join(lower === "set-cookie" ? "\n" : ", ") : value;
+  }
+  return out;
+}
+
+// --- errors ----------------------------------------------------------------------------------------------
+
+const TIMEOUT_CODES: ReadonlySet<string> = new Set([
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
+]);
+
+function transportError(error: unknown, x: Exchange, connected: boolean, status: number | undefined): SafeFetchError {
+  const host = x.url.host;
+  const options = { requestMayHaveBeenSent: connected, status, cause: error };
+  const code = errorCode(error);
+  if (x.deadline.expired() || TIMEOUT_CODES.has(code)) {
+    const detail = `The request to ${host} did not complete within ${x.limits.timeoutMs} ms.`;
+    return new SafeFetchError("timeout", detail, options);
+  }
+  if (error instanceof SafeFetchError) {
+    return new SafeFetchError(error.code, error.message, { ...options, status: error.status ?? status });
+  }
+  if (code === "UND_ERR_HEADERS_OVERFLOW") {
+    return new SafeFetchError(
+      "response_too_large",
+      `The response headers from ${host} are larger than ${x.limits.maxResponseHeaderBytes} bytes.`,
+      options,
+    );
+  }
+  const why = code === "" ? "" : ` (${code})`;
+  const detail = connected
+    ? `The connection to ${host} failed before the full response arrived${why}.`
+    : `Could not connect to ${host}${why}.`;
+  return new SafeFetchError("connect_failed", detail, options);
+}
+
+function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : "";
+}
+
+function invalidRequest(detail: string): SafeFetchError {
+  return new SafeFetchError("request_invalid", detail);
+}
+
+function hostNotAllowed(detail: string): SafeFetchError {
+  return new SafeFetchError("host_not_allowed", `${detail} Only public internet addresses can be requested.`);
+}
+
+function tooLarge(x: Exchange, status: number, what: string): SafeFetchError {
+  return new SafeFetchError(
+    "response_too_large",
+    `The response body from ${x.url.host} ${what}; the limit is ${x.limits.maxResponseBytes} bytes.`,
+    { requestMayHaveBeenSent: true, status },
+  );
+}
+
+// --- helpers ---------------------------------------------------------------------------------------------
+
+type Deadline = {
+  readonly signal: AbortSignal;
+  expired(): boolean;
+  remainingMs(): number;
+  clear(): void;
+};
+
+function startDeadline(timeoutMs: number): Deadline {
+  const controller = new AbortController();
+  const endsAt = Date.now() + timeoutMs;
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
+  return {
+    signal: controller.signal,
+    expired: () => controller.signal.aborted,
+    remainingMs: () => Math.max(0, endsAt - Date.now()),
+    clear: () => clearTimeout(timer),
+  };
+}
+
+function definedOnly(options: SafeFetchOptions): Partial<Limits> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
+}
+
+/** Limits are configuration: a bad one is a deployment bug, so it fails at startup, not per request. */
+function assertLimits(limits: Limits): void {
+  const counts = [
+    "timeoutMs",
+    "maxResponseBytes",
+    "maxResponseHeaderBytes",
+    "maxUrlLength",
+    "maxRequestBodyBytes",
+    "maxHeaderCount",
+    "maxHeaderBytes",
+  ] as const;
+  for (const name of counts) {
+    const value = limits[name];
+    if (!Number.isSafeInteger(value) || value <= 0) {
+      throw new TypeError(`createSafeFetcher: ${name} must be a positive integer, got ${String(value)}`);
+    }
+  }
+  if (typeof limits.lookup !== "function") throw new TypeError("createSafeFetcher: lookup must be a function");
+  if (!FIELD_VALUE.test(limits.userAgent)) throw new TypeError("createSafeFetcher: userAgent has invalid characters");
+}
