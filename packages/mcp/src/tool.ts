@@ -1,0 +1,69 @@
+/**
+ * What one tool is (name, title, model-facing description, schemas, annotations, handler) and the two
+ * shapes a tool call can end in. Each tool lives in its own file under `tools/`.
+ */
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import type {
+  CallToolResult,
+  ServerNotification,
+  ServerRequest,
+  ToolAnnotations,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { WalletClient } from "@agentwallet/api";
+import type { z } from "zod";
+import type { McpConfig } from "./config.ts";
+import type { AutoIdempotencyKeys } from "./idempotency.ts";
+
+export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** Everything a handler may use; built once per server by `createWalletMcpServer`. */
+export type ToolContext = {
+  config: McpConfig;
+  client: WalletClient;
+  autoKeys: AutoIdempotencyKeys;
+  /** Whether the connected client said, at initialize, that it can show a form to the user. */
+  clientCanConfirm: () => boolean;
+};
+
+export type WalletTool<In extends z.ZodObject = z.ZodObject, Out extends z.ZodObject = z.ZodObject> = {
+  name: string;
+  title: string;
+  /** What the model reads to decide when and how to call the tool. */
+  description: string;
+  /** `read` tools are all that read-only mode registers. */
+  access: "read" | "payment";
+  inputSchema: In;
+  outputSchema: Out;
+  annotations: ToolAnnotations;
+  handler: (args: z.output<In>, ctx: ToolContext, extra: ToolExtra) => Promise<CallToolResult>;
+};
+
+/** Identity with inference: the handler's `args` get the input schema's type. */
+export function defineTool<In extends z.ZodObject, Out extends z.ZodObject>(tool: WalletTool<In, Out>): WalletTool<In, Out> {
+  return tool;
+}
+
+/** A successful call: the API's data as `structuredContent`, the same JSON as text, then any notes. */
+export function toolSuccess(data: Record<string, unknown>, notes: string[] = []): CallToolResult {
+  return {
+    content: [
+      { type: "text", text: JSON.stringify(data, null, 2) },
+      ...notes.map((text) => ({ type: "text" as const, text })),
+    ],
+    structuredContent: data,
+  };
+}
+
+/** A failed call: `isError` and a message that says what happened and what to do next. */
+export function toolFailure(text: string): CallToolResult {
+  return { content: [{ type: "text", text }], isError: true };
+}
+
+/**
+ * A copy of an API object schema that is not linked to the original, so its JSON Schema is written inline
+ * instead of as a `$ref` to the original's id (MCP requires `type: "object"` at the top of a tool schema, and
+ * many clients do not resolve references). `extend({})` builds a fresh schema; `clone()` would keep the link.
+ */
+export function inlined<T extends z.ZodObject>(schema: T): T {
+  return schema.extend({}) as T;
+}
