@@ -13,6 +13,11 @@ export type StartAnvilOptions = {
   statePath?: string;
   /** Seconds per block; omitted = automine (a block per transaction, the fast default for tests). */
   blockTime?: number;
+  /**
+   * With blockTime: also mine a block for every transaction at once (anvil --mixed-mining), so
+   * transactions confirm instantly and empty blocks keep coming, as confirmations count on them.
+   */
+  mixedMining?: boolean;
 };
 
 export type Anvil = {
@@ -78,6 +83,10 @@ async function startOnPort(port: number, options: StartAnvilOptions): Promise<An
     args.push("--state", options.statePath, "--state-interval", String(STATE_DUMP_INTERVAL_SECONDS));
   }
   if (options.blockTime !== undefined) args.push("--block-time", String(options.blockTime));
+  if (options.mixedMining) {
+    if (options.blockTime === undefined) throw new Error("mixedMining needs a blockTime");
+    args.push("--mixed-mining");
+  }
 
   const child = spawn(anvilBinaryPath(), args, { stdio: ["ignore", "ignore", "pipe"] });
   let stderrTail = "";

@@ -1,37 +1,112 @@
 /**
- * Starts the service: context, app, background loops, and (in sandbox mode) the local chain.
- * The only module that listens on a port.
+ * Starts the service: context, chain, rails, background loops, and the HTTP app. The only module
+ * that listens on a port. `stop()` ends the loops, closes the app, then the chain and the database.
  */
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import type { Hex } from "viem";
 import type { Config } from "./config.ts";
 import type { AppContext } from "./context.ts";
+import { type ChainRuntime, startChainRuntime } from "./chain/runtime.ts";
 import { buildContext } from "./deps.ts";
+import { createDepositWatcher } from "./deposits/watcher.ts";
 import { createApp } from "./http/app.ts";
 import { createMetrics } from "./http/metrics.ts";
+import { type Loop, startLoop } from "./workers/loop.ts";
 
 export type RunningServer = {
   app: FastifyInstance;
   ctx: AppContext;
+  chain: ChainRuntime | undefined;
   baseUrl: string;
   stop(): Promise<void>;
 };
 
-export async function startServer(config: Config, logger: Logger, opts: { defaultMetrics?: boolean } = {}): Promise<RunningServer> {
+export type StartServerOptions = { defaultMetrics?: boolean; withChain?: boolean };
+
+/** Sandbox secrets for the inbound webhooks, generated once into the data directory. */
+function sandboxWebhookSecrets(config: Config): void {
+  const file = join(config.dataDir, "webhook-secrets.json");
+  let saved: { deposit: string; fiat: string };
+  if (existsSync(file)) saved = JSON.parse(readFileSync(file, "utf8"));
+  else {
+    saved = { deposit: `whsec_${randomBytes(24).toString("base64")}`, fiat: `whsec_${randomBytes(24).toString("base64")}` };
+    writeFileSync(file, JSON.stringify(saved, null, 2), { mode: 0o600 });
+  }
+  config.webhooks.depositSecret ??= saved.deposit;
+  config.webhooks.fiatSecret ??= saved.fiat;
+}
+
+export async function startServer(config: Config, logger: Logger, opts: StartServerOptions = {}): Promise<RunningServer> {
+  const metrics = createMetrics({ defaultMetrics: opts.defaultMetrics ?? true });
   const built = await buildContext(config, logger);
   const ctx = built.ctx;
-  const app = createApp(ctx, { metrics: createMetrics({ defaultMetrics: opts.defaultMetrics ?? true }) });
+  if (config.mode === "sandbox") sandboxWebhookSecrets(config);
+  const loops: Loop[] = [];
+  let chain: ChainRuntime | undefined;
+  try {
+    if (opts.withChain ?? true) {
+      chain = await startChainRuntime(config);
+      const watcher = createDepositWatcher(ctx.ledger, chain.client, logger, {
+        chainName: "base",
+        confirmations: config.chain.depositConfirmations,
+        maxBlocksPerScan: config.chain.depositScanMaxBlocks,
+        // A fresh sandbox chain is scanned from genesis; a live deployment starts near the head.
+        startBlock: (head) => (config.mode === "sandbox" ? 0 : Math.max(0, head - config.chain.depositScanMaxBlocks)),
+        onCredit: () => metrics.deposits.inc(),
+      });
+      const watchLoop = startLoop("deposits", config.workers.watcherIntervalMs, () => watcher.tick(), logger);
+      loops.push(watchLoop);
+      ctx.hooks.depositHint = async (txHash) => {
+        await watcher.checkTransaction(txHash as Hex);
+      };
+    }
+  } catch (err) {
+    await built.close();
+    await chain?.sandbox?.stop();
+    throw err;
+  }
+
+  const app = createApp(ctx, { metrics });
   const address = await app.listen({ port: config.port, host: config.host });
-  const baseUrl = config.publicBaseUrl ?? address.replace("[::1]", "localhost");
+  const baseUrl = config.publicBaseUrl ?? address;
+  if (config.mode === "sandbox" && chain?.sandbox) {
+    writeFileSync(
+      join(config.dataDir, "sandbox.json"),
+      JSON.stringify(
+        {
+          base_url: baseUrl,
+          rpc_url: chain.sandbox.rpcUrl,
+          chain_id: config.chain.chainId,
+          usdc_address: chain.client.usdcAddress,
+          relayer_address: chain.relayerAddress,
+          treasury_address: chain.treasuryAddress,
+          minter_private_key: chain.sandbox.accounts.deployer?.privateKey,
+          deposit_webhook_secret: config.webhooks.depositSecret,
+          fiat_webhook_secret: config.webhooks.fiatSecret,
+          pid: process.pid,
+        },
+        null,
+        2,
+      ),
+      { mode: 0o600 },
+    );
+  }
   let stopped = false;
   return {
     app,
     ctx,
+    chain,
     baseUrl,
     async stop() {
       if (stopped) return;
       stopped = true;
+      await Promise.all(loops.map((l) => l.stop()));
       await app.close();
+      await chain?.sandbox?.stop();
       await built.close();
     },
   };

@@ -6,6 +6,7 @@ import type { Plan } from "../ledger/schema.ts";
 import { newId, systemClock } from "../ids.ts";
 import { createToken, parseDuration, parsePermissions } from "../services/tokens.ts";
 import { runServe } from "./serve.ts";
+import { fund, sandboxInfo } from "./sandboxCommands.ts";
 
 export type CommandIo = { json: boolean; out(human: string, data: unknown): void };
 export type CommandInput = { config: Config; args: string[]; options: Record<string, string | boolean | undefined>; io: CommandIo };
@@ -32,6 +33,8 @@ async function withLedger<T>(config: Config, fn: (l: Awaited<ReturnType<typeof o
 
 export const commands: Record<string, Command> = {
   serve: async ({ config }) => runServe(config),
+  fund: async (input) => fund(input),
+  "sandbox info": async (input) => sandboxInfo(input),
 
   migrate: async ({ config, io }) => {
     const { opened } = await openLedger(config);

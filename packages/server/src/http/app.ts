@@ -13,6 +13,7 @@ import { listTransactions } from "../services/listTransactions.ts";
 import { type Principal, authenticate, requirePermission } from "./auth.ts";
 import { ApiError, badRequest } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
+import { registerWebhookRoutes } from "./webhookRoutes.ts";
 
 export type CreateAppOptions = { metrics: Metrics; bodyLimitBytes?: number };
 
@@ -132,5 +133,6 @@ export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyIn
     return listTransactions(ctx, p.projectId, limit, offset);
   });
 
+  registerWebhookRoutes(app as unknown as FastifyInstance, ctx);
   return app as unknown as FastifyInstance;
 }

@@ -13,7 +13,8 @@ import { newId, systemClock } from "../../src/ids.ts";
 import { createToken } from "../../src/services/tokens.ts";
 import { createTestDb, type TestDialect, type TestDb } from "./db.ts";
 
-export const TEST_MNEMONIC = "test test test test test test test test test test test junk";
+// Not anvil's mnemonic: project wallets must never coincide with the dev chain's prefunded accounts.
+export const TEST_MNEMONIC = "legal winner thank year wave sausage worth useful legal winner thank yellow";
 
 export type TestContext = { ctx: AppContext; db: TestDb; logs: string[]; close(): Promise<void> };
 

@@ -1,0 +1,85 @@
+/**
+ * ChainClient port over viem: the reads and writes the service makes on Base. Every RPC call has an
+ * explicit deadline and a bounded number of retries (STYLE: options that touch money are explicit).
+ */
+import {
+  type Address,
+  type Hex,
+  type PublicClient,
+  createPublicClient,
+  defineChain,
+  encodeFunctionData,
+  http,
+  parseAbi,
+  parseAbiItem,
+} from "viem";
+
+export const usdcAbi = parseAbi([
+  "function balanceOf(address) view returns (uint256)",
+  "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
+  "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)",
+  "function name() view returns (string)",
+  "function version() view returns (string)",
+  "event Transfer(address indexed from, address indexed to, uint256 value)",
+]);
+export const transferEvent = parseAbiItem("event Transfer(address indexed from, address indexed to, uint256 value)");
+export const multicall3Abi = parseAbi([
+  "struct Call3 { address target; bool allowFailure; bytes callData; }",
+  "struct Result { bool success; bytes returnData; }",
+  "function aggregate3(Call3[] calls) payable returns (Result[] returnData)",
+]);
+export const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
+
+export type ChainSettings = { rpcUrl: string; chainId: number; usdcAddress: Address; timeoutMs: number; retries: number; pollingIntervalMs?: number };
+
+export type ChainClient = ReturnType<typeof createChainClient>;
+
+export function createChainClient(s: ChainSettings) {
+  const chain = defineChain({
+    id: s.chainId,
+    name: s.chainId === 8453 ? "Base" : `chain-${s.chainId}`,
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [s.rpcUrl] } },
+  });
+  const client: PublicClient = createPublicClient({
+    chain,
+    transport: http(s.rpcUrl, { timeout: s.timeoutMs, retryCount: s.retries, retryDelay: 150 }),
+    pollingInterval: s.pollingIntervalMs ?? 1_000,
+  }) as PublicClient;
+
+  return {
+    settings: s,
+    chain,
+    client,
+    usdcAddress: s.usdcAddress,
+    blockNumber: async () => Number(await client.getBlockNumber({ cacheTime: 0 })),
+    /** USDC Transfer logs to any of `to` in [fromBlock, toBlock]; the caller bounds the range. */
+    transfersTo: (to: Address[], fromBlock: number, toBlock: number) =>
+      client.getLogs({ address: s.usdcAddress, event: transferEvent, args: { to }, fromBlock: BigInt(fromBlock), toBlock: BigInt(toBlock), strict: true }),
+    receipt: async (hash: Hex) => {
+      try {
+        return await client.getTransactionReceipt({ hash });
+      } catch (err) {
+        if ((err as Error).name === "TransactionReceiptNotFoundError") return undefined;
+        throw err;
+      }
+    },
+    transactionKnown: async (hash: Hex) => {
+      try {
+        await client.getTransaction({ hash });
+        return true;
+      } catch (err) {
+        if ((err as Error).name === "TransactionNotFoundError") return false;
+        throw err;
+      }
+    },
+    usdcBalance: (address: Address) => client.readContract({ address: s.usdcAddress, abi: usdcAbi, functionName: "balanceOf", args: [address] }),
+    authorizationUsed: (authorizer: Address, nonce: Hex) =>
+      client.readContract({ address: s.usdcAddress, abi: usdcAbi, functionName: "authorizationState", args: [authorizer, nonce] }),
+    nonceOf: (address: Address, blockTag: "latest" | "pending") => client.getTransactionCount({ address, blockTag }),
+    fees: () => client.estimateFeesPerGas(),
+    sendRaw: (raw: Hex) => client.sendRawTransaction({ serializedTransaction: raw }),
+    encodeTransferWithAuthorization: (a: { from: Address; to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex; signature: Hex }) =>
+      encodeFunctionData({ abi: usdcAbi, functionName: "transferWithAuthorization", args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, a.signature] }),
+  };
+}

@@ -1,0 +1,48 @@
+/**
+ * The chain side of a running service: which chain, which USDC, the relayer and treasury, and (in
+ * sandbox mode) the local dev chain itself. Sandbox mode loads the devchain package dynamically, so
+ * it is never on the production path.
+ */
+import { join } from "node:path";
+import type { Address, Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import type { Config } from "../config.ts";
+import { type ChainClient, createChainClient } from "./chainClient.ts";
+
+export type ChainRuntime = {
+  client: ChainClient;
+  relayerKey: Hex;
+  relayerAddress: Address;
+  treasuryAddress: Address;
+  /** Sandbox only: the dev chain, its accounts and a mint function. */
+  sandbox?: {
+    rpcUrl: string;
+    stop(): Promise<void>;
+    mint(to: Address, amountMicros: bigint): Promise<Hex>;
+    accounts: Record<string, { address: Address; privateKey: Hex }>;
+    statePath: string;
+  };
+};
+
+export async function startChainRuntime(config: Config, opts: { rpcPollingMs?: number } = {}): Promise<ChainRuntime> {
+  if (config.mode === "live") {
+    const relayerKey = config.custody.relayerPrivateKey as Hex;
+    return {
+      client: createChainClient({ rpcUrl: config.chain.rpcUrl!, chainId: config.chain.chainId, usdcAddress: config.chain.usdcAddress as Address, timeoutMs: config.chain.rpcTimeoutMs, retries: config.chain.rpcRetries, pollingIntervalMs: opts.rpcPollingMs }),
+      relayerKey,
+      relayerAddress: privateKeyToAccount(relayerKey).address,
+      treasuryAddress: config.custody.treasuryAddress as Address,
+    };
+  }
+  const { startDevChain } = await import("@agentwallet/devchain");
+  const statePath = join(config.dataDir, "chain-state.json");
+  // Instant blocks for transactions plus one empty block a second, so deposits gain confirmations.
+  const dev = await startDevChain({ statePath, blockTime: 1, mixedMining: true });
+  return {
+    client: createChainClient({ rpcUrl: dev.rpcUrl, chainId: dev.chainId, usdcAddress: dev.usdcAddress, timeoutMs: config.chain.rpcTimeoutMs, retries: config.chain.rpcRetries, pollingIntervalMs: opts.rpcPollingMs ?? 100 }),
+    relayerKey: dev.accounts.relayer.privateKey,
+    relayerAddress: dev.accounts.relayer.address,
+    treasuryAddress: dev.accounts.treasury.address,
+    sandbox: { rpcUrl: dev.rpcUrl, stop: dev.stop, mint: dev.mint, accounts: dev.accounts as never, statePath },
+  };
+}

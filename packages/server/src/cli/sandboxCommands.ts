@@ -1,0 +1,68 @@
+/** Sandbox-only CLI commands: mint test USDC to a project, and print the running sandbox's details. */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type Address, type Hex, createWalletClient, createPublicClient, http, parseAbi, defineChain } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { loadCustody, openLedger } from "../deps.ts";
+import { parseDecimalAmount, formatUsdc } from "../money.ts";
+import type { Command } from "./commands.ts";
+import { CliError } from "./commands.ts";
+
+type SandboxInfo = { base_url: string; rpc_url: string; chain_id: number; usdc_address: Address; relayer_address: Address; treasury_address: Address; minter_private_key: Hex; pid: number };
+
+function readSandbox(dataDir: string): SandboxInfo {
+  const file = join(dataDir, "sandbox.json");
+  if (!existsSync(file)) throw new CliError(`No sandbox has run with data dir ${dataDir}. Start one with \`npm start\` (or \`agentwallet serve\`).`);
+  const info = JSON.parse(readFileSync(file, "utf8")) as SandboxInfo;
+  try {
+    process.kill(info.pid, 0);
+  } catch {
+    throw new CliError(`The sandbox that wrote ${file} (pid ${info.pid}) is not running. Start it with \`npm start\`.`);
+  }
+  return info;
+}
+
+export const sandboxInfo: Command = async ({ config, io }) => {
+  if (config.mode !== "sandbox") throw new CliError("sandbox info is for sandbox mode (BASE_RPC_URL unset).");
+  const s = readSandbox(config.dataDir);
+  const data = { base_url: s.base_url, rpc_url: s.rpc_url, chain_id: s.chain_id, usdc_address: s.usdc_address, relayer_address: s.relayer_address, treasury_address: s.treasury_address };
+  io.out(Object.entries(data).map(([k, v]) => `${k.padEnd(18)} ${v}`).join("\n"), data);
+  return 0;
+};
+
+export const fund: Command = async ({ config, options, io }) => {
+  if (config.mode !== "sandbox") throw new CliError("fund mints test USDC and is only for sandbox mode; fund a live project by sending USDC on Base to its deposit address.");
+  const projectId = options.project;
+  if (typeof projectId !== "string") throw new CliError("--project is required");
+  const amountText = options["amount-usdc"];
+  if (typeof amountText !== "string") throw new CliError("--amount-usdc is required");
+  const parsed = parseDecimalAmount(Number(amountText), 6);
+  if (!/^\d+(\.\d+)?$/.test(amountText) || !parsed.ok) throw new CliError(`--amount-usdc must be a positive USDC amount with at most 6 decimals (got "${amountText}")`);
+  if (parsed.units > 1_000_000 * 1_000_000) throw new CliError("--amount-usdc must be at most 1,000,000 in the sandbox");
+  const s = readSandbox(config.dataDir);
+  const { ledger, opened } = await openLedger(config);
+  try {
+    const project = await ledger.getProject(projectId);
+    if (!project) throw new CliError(`no project with id ${projectId}`);
+    const address = (project.wallet_address ?? (await ledger.setWalletAddress(projectId, loadCustody(config).addressOf(project.wallet_index)))) as Address;
+    const chain = defineChain({ id: s.chain_id, name: "sandbox", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [s.rpc_url] } } });
+    const wallet = createWalletClient({ chain, account: privateKeyToAccount(s.minter_private_key), transport: http(s.rpc_url, { timeout: 10_000 }) });
+    const pub = createPublicClient({ chain, transport: http(s.rpc_url, { timeout: 10_000 }), pollingInterval: 100 });
+    const hash = await wallet.writeContract({ address: s.usdc_address, abi: parseAbi(["function mint(address,uint256)"]), functionName: "mint", args: [address, BigInt(parsed.units)] });
+    await pub.waitForTransactionReceipt({ hash, timeout: 15_000 });
+    // The running server's watcher credits it like any deposit; wait (bounded) so scripts can go on.
+    let credited = false;
+    for (let i = 0; i < 150 && !credited; i++) {
+      const row = await ledger.db.selectFrom("deposits").select("status").where("tx_hash", "=", hash).executeTakeFirst();
+      credited = row?.status === "credited";
+      if (!credited) await new Promise((r) => setTimeout(r, 200));
+    }
+    io.out(
+      `Minted ${formatUsdc(parsed.units)} test USDC to ${address} (tx ${hash}); ${credited ? "credited to the project's balance" : "not credited yet: the watcher will credit it after confirmations"}.`,
+      { project_id: projectId, address, amount_micros: parsed.units, tx_hash: hash, credited },
+    );
+    return 0;
+  } finally {
+    await opened.close();
+  }
+};

@@ -1,0 +1,141 @@
+/**
+ * Deposit watcher: reads USDC Transfer logs to known project wallets in bounded block ranges from a
+ * persisted cursor. A transfer with fewer than `confirmations` blocks shows in `pending`; once deep
+ * enough, and still present on-chain, it is credited as `usdc_fund`. Credits are unique per
+ * (chain, tx_hash, log_index) in the ledger, so overlapping scans, restarts and webhook hints can
+ * never credit twice. The cursor stays `confirmations` blocks behind the head, so the unconfirmed
+ * tail is rescanned each tick and a reorg that moves a transfer is seen again.
+ */
+import { type Address, type Hex, getAddress } from "viem";
+import type { Logger } from "pino";
+import type { ChainClient } from "../chain/chainClient.ts";
+import type { Ledger } from "../ledger/store.ts";
+
+export type WatcherOptions = {
+  chainName: string;
+  confirmations: number;
+  /** Blocks per eth_getLogs call (providers cap ranges). */
+  maxBlocksPerScan: number;
+  /** Addresses per eth_getLogs topic filter. */
+  maxAddressesPerQuery?: number;
+  /** Where a deployment without a cursor starts scanning. */
+  startBlock: (head: number) => number;
+  /** Transfers from these addresses are refunds already credited by the ledger (e.g. the off-ramp). */
+  ignoreFrom?: Address[];
+  onCredit?: (amountMicros: number) => void;
+};
+
+export type TickResult = { head: number; scannedFrom: number; scannedTo: number; seen: number; credited: number; dropped: number };
+
+export type DepositWatcher = ReturnType<typeof createDepositWatcher>;
+
+export function createDepositWatcher(ledger: Ledger, chain: ChainClient, logger: Logger, o: WatcherOptions) {
+  const cursorKey = `deposits:cursor:${o.chainName}`;
+  const perQuery = o.maxAddressesPerQuery ?? 500;
+  const ignore = new Set((o.ignoreFrom ?? []).map((a) => a.toLowerCase()));
+  const depth = (head: number, block: number) => head - block + 1;
+
+  async function wallets(): Promise<Map<string, string>> {
+    const rows = await ledger.projectsWithWallets();
+    return new Map(rows.map((r) => [r.wallet_address.toLowerCase(), r.id]));
+  }
+
+  type Log = { transactionHash: Hex; logIndex: number; blockNumber: bigint; blockHash: Hex; args: { from: Address; to: Address; value: bigint } };
+
+  async function record(log: Log, byAddress: Map<string, string>): Promise<boolean> {
+    const projectId = byAddress.get(log.args.to.toLowerCase());
+    if (!projectId || log.args.value === 0n || ignore.has(log.args.from.toLowerCase())) return false;
+    if (log.args.value > BigInt(Number.MAX_SAFE_INTEGER)) {
+      logger.error({ tx: log.transactionHash }, "deposit amount beyond safe integer range; not credited");
+      return false;
+    }
+    return ledger.recordSeenDeposit({
+      chain: o.chainName,
+      txHash: log.transactionHash,
+      logIndex: log.logIndex,
+      projectId,
+      toAddress: getAddress(log.args.to),
+      fromAddress: getAddress(log.args.from),
+      amountMicros: Number(log.args.value),
+      blockNumber: Number(log.blockNumber),
+      blockHash: log.blockHash,
+    });
+  }
+
+  /** Credits seen deposits that are deep enough and still on-chain; drops the ones that vanished. */
+  async function confirmPass(head: number): Promise<{ credited: number; dropped: number }> {
+    let credited = 0;
+    let dropped = 0;
+    for (const d of await ledger.seenDeposits(o.chainName, 500)) {
+      if (depth(head, d.block_number) < o.confirmations) continue;
+      const receipt = await chain.receipt(d.tx_hash as Hex);
+      const key = { chain: o.chainName, txHash: d.tx_hash, logIndex: d.log_index };
+      const log = receipt?.status === "success" ? receipt.logs.find((l) => l.logIndex === d.log_index) : undefined;
+      const matches =
+        log !== undefined &&
+        log.address.toLowerCase() === chain.usdcAddress.toLowerCase() &&
+        BigInt(log.data) === BigInt(d.amount_micros) &&
+        `0x${(log.topics[2] ?? "").slice(26)}`.toLowerCase() === d.to_address.toLowerCase();
+      if (!receipt || !matches) {
+        if (await ledger.dropDeposit(key)) {
+          dropped++;
+          logger.warn({ tx: d.tx_hash, log_index: d.log_index }, "deposit no longer on-chain (reorg); not credited");
+        }
+        continue;
+      }
+      if (depth(head, Number(receipt.blockNumber)) < o.confirmations) continue; // moved to a later block: wait
+      if (await ledger.creditDeposit(key)) {
+        credited++;
+        o.onCredit?.(d.amount_micros);
+        logger.info({ tx: d.tx_hash, log_index: d.log_index, project_id: d.project_id, amount_micros: d.amount_micros }, "deposit credited");
+      }
+    }
+    return { credited, dropped };
+  }
+
+  async function tick(): Promise<TickResult> {
+    const head = await chain.blockNumber();
+    const saved = await ledger.getKv(cursorKey);
+    const cursor = saved === undefined ? o.startBlock(head) - 1 : Number(saved);
+    const from = Math.max(0, cursor + 1);
+    const to = Math.min(head, from + o.maxBlocksPerScan - 1);
+    let seen = 0;
+    if (from <= to) {
+      const byAddress = await wallets();
+      const addresses = [...byAddress.keys()] as Address[];
+      for (let i = 0; i < addresses.length; i += perQuery) {
+        const logs = await chain.transfersTo(addresses.slice(i, i + perQuery), from, to);
+        for (const log of logs) if (await record(log as Log, byAddress)) seen++;
+      }
+      // Keep the unconfirmed tail in the next scan; never move backwards.
+      const next = Math.max(cursor, Math.min(to, head - o.confirmations));
+      if (next !== cursor) await ledger.setKv(cursorKey, String(next));
+    }
+    const { credited, dropped } = await confirmPass(head);
+    return { head, scannedFrom: from, scannedTo: to, seen, credited, dropped };
+  }
+
+  /** A hint (provider webhook): look at this transaction on-chain now. Credits only what the chain shows. */
+  async function checkTransaction(hash: Hex): Promise<{ found: boolean; seen: number; credited: number }> {
+    const receipt = await chain.receipt(hash);
+    if (!receipt || receipt.status !== "success") return { found: false, seen: 0, credited: 0 };
+    const byAddress = await wallets();
+    let seen = 0;
+    for (const l of receipt.logs) {
+      if (l.address.toLowerCase() !== chain.usdcAddress.toLowerCase() || l.topics.length !== 3) continue;
+      if (l.topics[0] !== "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef") continue;
+      const log: Log = {
+        transactionHash: receipt.transactionHash,
+        logIndex: l.logIndex,
+        blockNumber: receipt.blockNumber,
+        blockHash: receipt.blockHash,
+        args: { from: `0x${l.topics[1]!.slice(26)}` as Address, to: `0x${l.topics[2]!.slice(26)}` as Address, value: BigInt(l.data) },
+      };
+      if (await record(log, byAddress)) seen++;
+    }
+    const { credited } = await confirmPass(await chain.blockNumber());
+    return { found: true, seen, credited };
+  }
+
+  return { tick, checkTransaction, confirmPass };
+}
