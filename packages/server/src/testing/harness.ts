@@ -1,0 +1,81 @@
+/**
+ * A whole sandbox server in-process for end-to-end tests of other packages (the MCP server, benches):
+ * real database, real local chain, real HTTP on a loopback port. Not used by the service itself.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Permission } from "@agentwallet/api";
+import type { Address, Hex } from "viem";
+import { loadConfig } from "../config.ts";
+import { createLogger } from "../deps.ts";
+import { startServer, type RunningServer } from "../server.ts";
+import { createToken } from "../services/tokens.ts";
+import { getDepositAddress } from "../services/getDepositAddress.ts";
+
+export type TestServer = {
+  baseUrl: string;
+  projectId: string;
+  /** read,pay,x402 */
+  token: string;
+  createToken(permissions: Permission[]): Promise<string>;
+  /** A real on-chain deposit to the project's wallet; resolves once the ledger has credited it. */
+  fund(amountMicros: bigint): Promise<void>;
+  server: RunningServer;
+  stop(): Promise<void>;
+};
+
+export type StartTestServerOptions = {
+  database?: "sqlite" | "postgres";
+  /** Postgres URL (defaults to TEST_DATABASE_URL); the caller owns schema isolation. */
+  databaseUrl?: string;
+  plan?: "free" | "pro" | "business";
+  env?: NodeJS.ProcessEnv;
+};
+
+export async function startTestServer(options: StartTestServerOptions = {}): Promise<TestServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), "aw-harness-"));
+  const databaseUrl = options.database === "postgres" ? (options.databaseUrl ?? process.env.TEST_DATABASE_URL) : undefined;
+  const config = loadConfig(
+    {
+      AGENTWALLET_DATA_DIR: dataDir,
+      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+      DEPOSIT_CONFIRMATIONS: "1",
+      WATCHER_INTERVAL_MS: "100",
+      WORKER_INTERVAL_MS: "100",
+      FIAT_SANDBOX_DELAY_MS: "200",
+      X402_ALLOW_HTTP: "1",
+      X402_ALLOW_PRIVATE_NETWORKS: "1",
+      ...options.env,
+    },
+    { port: 0, host: "127.0.0.1" },
+  );
+  const server = await startServer(config, createLogger(process.env.AW_TEST_LOG_LEVEL ?? "silent"), { defaultMetrics: false });
+  const ctx = server.ctx;
+  const project = await ctx.ledger.createProject({ name: "harness", plan: options.plan ?? "free" });
+  const mint = async (perms: Permission[]) => (await createToken(ctx, { projectId: project.id, permissions: perms, mode: "test" })).token;
+  const token = await mint(["read", "pay", "x402"]);
+  return {
+    baseUrl: server.baseUrl,
+    projectId: project.id,
+    token,
+    createToken: mint,
+    server,
+    async fund(amountMicros) {
+      const { address } = await getDepositAddress(ctx, project.id);
+      const hash: Hex = await server.chain!.sandbox!.mint(address as Address, amountMicros);
+      await ctx.hooks.depositHint?.(hash);
+      for (let i = 0; i < 200; i++) {
+        const row = await ctx.ledger.db.selectFrom("deposits").select("status").where("tx_hash", "=", hash).executeTakeFirst();
+        if (row?.status === "credited") return;
+        await new Promise((r) => setTimeout(r, 50));
+        if (i % 10 === 9) await ctx.hooks.depositHint?.(hash);
+      }
+      throw new Error(`deposit ${hash} was not credited within 10 s`);
+    },
+    async stop() {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
