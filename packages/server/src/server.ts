@@ -16,6 +16,12 @@ import { createDepositWatcher } from "./deposits/watcher.ts";
 import { createApp } from "./http/app.ts";
 import { createMetrics } from "./http/metrics.ts";
 import { type Loop, startLoop } from "./workers/loop.ts";
+import { createPaymentWorker } from "./workers/paymentWorker.ts";
+import { createRelayer } from "./chain/relayer.ts";
+import { createUsdcRail } from "./rails/usdcRail.ts";
+import { createFiatRail } from "./rails/fiatRail.ts";
+import { createSandboxFiatProvider, type SandboxFiatProvider } from "./rails/fiat/sandboxProvider.ts";
+import type { Rails } from "./rails/rails.ts";
 
 export type RunningServer = {
   app: FastifyInstance;
@@ -47,9 +53,14 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
   if (config.mode === "sandbox") sandboxWebhookSecrets(config);
   const loops: Loop[] = [];
   let chain: ChainRuntime | undefined;
+  let workerLoop: Loop | undefined;
+  let sandboxFiat: SandboxFiatProvider | undefined;
   try {
     if (opts.withChain ?? true) {
       chain = await startChainRuntime(config);
+      if (chain.sandbox) {
+        sandboxFiat = createSandboxFiatProvider({ ledger: ctx.ledger, chain: chain.client, privateKey: chain.sandbox.offrampKey, webhookSecret: config.webhooks.fiatSecret!, delayMs: config.fiat.sandboxDelayMs, logger });
+      }
       const watcher = createDepositWatcher(ctx.ledger, chain.client, logger, {
         chainName: "base",
         confirmations: config.chain.depositConfirmations,
@@ -57,12 +68,29 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
         // A fresh sandbox chain is scanned from genesis; a live deployment starts near the head.
         startBlock: (head) => (config.mode === "sandbox" ? 0 : Math.max(0, head - config.chain.depositScanMaxBlocks)),
         onCredit: () => metrics.deposits.inc(),
+        // The off-ramp refunds failed and returned payouts on-chain; the ledger credited those already.
+        ignoreFrom: sandboxFiat ? [sandboxFiat.depositAddress] : [],
       });
       const watchLoop = startLoop("deposits", config.workers.watcherIntervalMs, () => watcher.tick(), logger);
       loops.push(watchLoop);
       ctx.hooks.depositHint = async (txHash) => {
         await watcher.checkTransaction(txHash as Hex);
       };
+
+      const relayer = createRelayer(ctx.ledger, chain, logger);
+      await relayer.syncNonce();
+      const legDeps = { ctx, chain, relayer };
+      const onFinal = (p: { rail: string }, outcome: string) => metrics.payments.labels(p.rail, outcome).inc();
+      const rails: Rails = { chain, relayer, fiatProvider: sandboxFiat, byName: { usdc_transfer: createUsdcRail({ ...legDeps, onFinal }) } };
+      if (sandboxFiat) {
+        const fiatRail = createFiatRail({ ...legDeps, provider: sandboxFiat, onFinal });
+        rails.byName.fiat = fiatRail;
+        ctx.hooks.fiatHint = (payoutId) => fiatRail.onProviderHint(payoutId, () => workerLoop?.kick());
+      }
+      ctx.rails = rails;
+      const worker = createPaymentWorker(ctx, rails);
+      workerLoop = startLoop("payments", config.workers.workerIntervalMs, () => worker.runOnce(), logger);
+      loops.push(workerLoop);
     }
   } catch (err) {
     await built.close();
@@ -73,6 +101,11 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
   const app = createApp(ctx, { metrics });
   const address = await app.listen({ port: config.port, host: config.host });
   const baseUrl = config.publicBaseUrl ?? address;
+  if (sandboxFiat) {
+    // The sandbox off-ramp reports outcomes to our own webhook over HTTP, as a real provider would.
+    sandboxFiat.setWebhookUrl(`${address}/v1/webhooks/fiat`);
+    loops.push(startLoop("sandbox-fiat", 200, () => sandboxFiat!.tick(), logger));
+  }
   if (config.mode === "sandbox" && chain?.sandbox) {
     writeFileSync(
       join(config.dataDir, "sandbox.json"),

@@ -16,6 +16,7 @@ import {
 
 export const usdcAbi = parseAbi([
   "function balanceOf(address) view returns (uint256)",
+  "function transfer(address to, uint256 value) returns (bool)",
   "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
   "function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)",
   "function name() view returns (string)",

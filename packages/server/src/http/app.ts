@@ -13,6 +13,7 @@ import { listTransactions } from "../services/listTransactions.ts";
 import { type Principal, authenticate, requirePermission } from "./auth.ts";
 import { ApiError, badRequest } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
+import { registerPaymentRoutes } from "./paymentRoutes.ts";
 import { registerWebhookRoutes } from "./webhookRoutes.ts";
 
 export type CreateAppOptions = { metrics: Metrics; bodyLimitBytes?: number };
@@ -133,6 +134,7 @@ export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyIn
     return listTransactions(ctx, p.projectId, limit, offset);
   });
 
+  registerPaymentRoutes(app as unknown as FastifyInstance, ctx, metrics);
   registerWebhookRoutes(app as unknown as FastifyInstance, ctx);
   return app as unknown as FastifyInstance;
 }

@@ -42,6 +42,7 @@ export type NewPayment = {
   description: string | null;
   idempotencyKey: string | null;
   railState: unknown;
+  estimatedArrival?: string | null;
   /** The creating request owns the payment until then; a repeat of its key gets 409 meanwhile. */
   inFlightUntil: string;
   leaseOwner: string;
@@ -282,7 +283,7 @@ export class Ledger {
           fee_txn_id: feeTxnId,
           tx_hash: null,
           provider_ref: null,
-          estimated_arrival: null,
+          estimated_arrival: input.estimatedArrival ?? null,
           response_json: null,
           rail_state: input.railState === undefined ? null : JSON.stringify(input.railState),
           failure_reason: null,

@@ -1,0 +1,132 @@
+/**
+ * The sandbox ACH off-ramp. It behaves like a real one: it has a deposit address on the chain (the
+ * USDC for each payout really arrives there), accepts a payout, reports `processing`, completes after
+ * a configurable delay, and delivers each outcome as a Standard Webhooks–signed POST to the service's
+ * `/v1/webhooks/fiat`, the path a real provider's webhook uses. On a failure or a return it sends the
+ * USDC back to the project wallet on-chain, as an off-ramp refund would.
+ *
+ * Test account numbers (any routing number):
+ *   1111000000  → the payout fails (R03 "No account / unable to locate account")
+ *   2222000000  → the payout completes, then is returned (R01 "Insufficient funds")
+ *   anything else completes.
+ */
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
+import { Webhook } from "standardwebhooks";
+import { type Address, type Hex, createWalletClient, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import type { ChainClient } from "../../chain/chainClient.ts";
+import { usdcAbi } from "../../chain/chainClient.ts";
+import type { Ledger } from "../../ledger/store.ts";
+import type { FiatProvider, Payout, PayoutStatus } from "./provider.ts";
+
+export const SANDBOX_FAIL_ACCOUNT = "1111000000";
+export const SANDBOX_RETURN_ACCOUNT = "2222000000";
+
+type Stored = Payout & { amountCents: number; accountNumber: string; refundAddress: Address; dueAt: number; returnAt: number | null; refundTx: string | null; delivered: PayoutStatus | null };
+
+export type SandboxFiatProvider = FiatProvider & { tick(): Promise<void>; setWebhookUrl(url: string): void };
+
+export function createSandboxFiatProvider(deps: { ledger: Ledger; chain: ChainClient; privateKey: Hex; webhookSecret: string; delayMs: number; logger: Logger }): SandboxFiatProvider {
+  const account = privateKeyToAccount(deps.privateKey);
+  const wallet = createWalletClient({ account, chain: deps.chain.chain, transport: http(deps.chain.settings.rpcUrl, { timeout: 10_000 }) });
+  const key = (id: string) => `sandbox_payout:${id}`;
+  const refKey = (ref: string) => `sandbox_payout_ref:${ref}`;
+  let webhookUrl: string | undefined;
+
+  const load = async (id: string) => {
+    const v = await deps.ledger.getKv(key(id));
+    return v ? (JSON.parse(v) as Stored) : undefined;
+  };
+  const save = (p: Stored) => deps.ledger.setKv(key(p.payoutId), JSON.stringify(p));
+  const view = (p: Stored): Payout => ({ payoutId: p.payoutId, reference: p.reference, status: p.status, reason: p.reason });
+
+  async function refund(p: Stored): Promise<void> {
+    if (p.refundTx) return;
+    const hash = await wallet.writeContract({ address: deps.chain.usdcAddress, abi: usdcAbi, functionName: "transfer", args: [p.refundAddress, BigInt(p.amountCents) * 10_000n] });
+    await deps.chain.client.waitForTransactionReceipt({ hash, timeout: 15_000 });
+    p.refundTx = hash;
+    await save(p);
+  }
+
+  async function deliver(p: Stored): Promise<void> {
+    if (!webhookUrl || p.delivered === p.status) return;
+    const body = JSON.stringify({ type: `payout.${p.status}`, data: { payout_id: p.payoutId } });
+    const id = `msg_${randomBytes(12).toString("hex")}`;
+    const at = new Date();
+    const res = await fetch(webhookUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json", "webhook-id": id, "webhook-timestamp": String(Math.floor(at.getTime() / 1000)), "webhook-signature": new Webhook(deps.webhookSecret).sign(id, at, body) },
+      body,
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (res.status >= 300) throw new Error(`webhook delivery answered ${res.status}`);
+    p.delivered = p.status;
+    await save(p);
+  }
+
+  return {
+    name: "sandbox",
+    depositAddress: account.address,
+    estimatedArrival: "2-3 business days",
+    setWebhookUrl(url) {
+      webhookUrl = url;
+    },
+    async createPayout(req) {
+      const existing = await deps.ledger.getKv(refKey(req.reference));
+      if (existing) return view((await load(existing))!);
+      const now = Date.now();
+      const p: Stored = {
+        payoutId: `po_${randomBytes(10).toString("hex")}`,
+        reference: req.reference,
+        status: "processing",
+        reason: null,
+        amountCents: req.amountCents,
+        accountNumber: req.recipient.account_number,
+        refundAddress: req.refundAddress,
+        dueAt: now + deps.delayMs,
+        returnAt: null,
+        refundTx: null,
+        delivered: null,
+      };
+      await save(p);
+      await deps.ledger.setKv(refKey(req.reference), p.payoutId);
+      return view(p);
+    },
+    async getPayout(id) {
+      const p = await load(id);
+      return p ? view(p) : undefined;
+    },
+    /** Moves due payouts forward and (re)delivers undelivered outcomes. Bounded per call. */
+    async tick() {
+      const rows = await deps.ledger.db.selectFrom("kv").select("value").where("key", "like", "sandbox_payout:%").limit(1_000).execute();
+      const now = Date.now();
+      for (const row of rows) {
+        const p = JSON.parse(row.value) as Stored;
+        try {
+          if (p.status === "processing" && now >= p.dueAt) {
+            if (p.accountNumber === SANDBOX_FAIL_ACCOUNT) {
+              await refund(p);
+              p.status = "failed";
+              p.reason = "R03: No account / unable to locate account";
+            } else {
+              p.status = "completed";
+              if (p.accountNumber === SANDBOX_RETURN_ACCOUNT) p.returnAt = now + deps.delayMs;
+            }
+            await save(p);
+          } else if (p.status === "completed" && p.returnAt !== null && now >= p.returnAt) {
+            // The outcome that was already delivered (completed) must reach the service before the return.
+            if (p.delivered !== "completed") await deliver(p);
+            await refund(p);
+            p.status = "returned";
+            p.reason = "R01: Insufficient funds";
+            await save(p);
+          }
+          await deliver(p);
+        } catch (err) {
+          deps.logger.warn({ err: String(err).slice(0, 300), payout: p.payoutId }, "sandbox fiat provider step failed; retrying");
+        }
+      }
+    },
+  };
+}

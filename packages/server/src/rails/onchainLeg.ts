@@ -1,0 +1,114 @@
+/**
+ * The on-chain leg of a payment: USDC leaves the project wallet by EIP-3009 authorizations that the
+ * relayer submits in one transaction. Signatures are made only after the hold committed, for at most
+ * the held amount, and are stored (with the signed relayer transaction) before anything is broadcast.
+ * `check` drives the leg to a final answer after any crash: confirmed, reverted, or expired.
+ */
+import type { Address, Hex } from "viem";
+import type { AppContext } from "../context.ts";
+import type { PaymentRow } from "../ledger/store.ts";
+import type { Relayer } from "../chain/relayer.ts";
+import type { ChainRuntime } from "../chain/runtime.ts";
+import { type Authorization, randomNonce, signAuthorization } from "./eip3009.ts";
+
+/** How long the relayer has to get an authorization mined; past it the leg can be failed safely. */
+export const AUTHORIZATION_VALIDITY_SECONDS = 3_600;
+
+export type Transfer = { to: Address; micros: number };
+export type LegState = { transfers: Authorization[]; relayNonce: number; stage?: string; [k: string]: unknown };
+export type LegStatus = "confirmed" | "reverted" | "expired" | "pending";
+
+export type LegDeps = { ctx: AppContext; chain: ChainRuntime; relayer: Relayer };
+
+export function legState(p: PaymentRow): LegState | undefined {
+  if (!p.rail_state) return undefined;
+  const s = JSON.parse(p.rail_state) as Partial<LegState>;
+  return s.transfers ? (s as LegState) : undefined;
+}
+
+/**
+ * Signs authorizations for `transfers` from the project wallet and stores them, with the signed
+ * relayer transaction, through `patch` (which says where in the payment's state they live); then
+ * broadcasts. Returns the relayed transaction's hash.
+ */
+export async function relayTransfers(
+  d: LegDeps,
+  payment: PaymentRow,
+  transfers: Transfer[],
+  patch: (t: { hash: Hex; nonce: number; auths: Authorization[] }) => Record<string, unknown>,
+): Promise<Hex> {
+  const project = await d.ctx.ledger.getProject(payment.project_id);
+  if (!project) throw new Error(`project ${payment.project_id} missing`);
+  const total = transfers.reduce((s, t) => s + t.micros, 0);
+  // Invariant: never sign for more than the hold.
+  if (total > payment.amount_micros + payment.fee_micros) throw new Error(`transfers of ${total} exceed hold of payment ${payment.id}`);
+  const now = Math.floor(d.ctx.clock().getTime() / 1000);
+  const usdc = d.chain.client.usdcAddress;
+  const auths: Authorization[] = [];
+  for (const t of transfers.filter((x) => x.micros > 0)) {
+    auths.push(await signAuthorization(d.ctx.custody, project.wallet_index, { chainId: d.chain.client.settings.chainId, usdc, to: t.to, valueMicros: t.micros, validAfter: 0, validBefore: now + AUTHORIZATION_VALIDITY_SECONDS, nonce: randomNonce() }));
+  }
+  const tx = await d.relayer.prepare(payment.id, encodeCalls(d, auths), (t) => patch({ hash: t.hash, nonce: t.nonce, auths }));
+  await d.relayer.broadcast(tx.raw);
+  return tx.hash;
+}
+
+function encodeCalls(d: LegDeps, auths: Authorization[]) {
+  return auths.map((a) => ({
+    target: d.chain.client.usdcAddress,
+    data: d.chain.client.encodeTransferWithAuthorization({ from: a.from, to: a.to, value: BigInt(a.value), validAfter: BigInt(a.validAfter), validBefore: BigInt(a.validBefore), nonce: a.nonce, signature: a.signature }),
+  }));
+}
+
+/** The payment's main leg: status → processing with its tx_hash, authorizations in rail_state. */
+export function startLeg(d: LegDeps, payment: PaymentRow, transfers: Transfer[], extraState: Record<string, unknown> = {}): Promise<Hex> {
+  return relayTransfers(d, payment, transfers, (t) => ({
+    status: "processing",
+    tx_hash: t.hash,
+    rail_state: JSON.stringify({ ...extraState, transfers: t.auths, relayNonce: t.nonce } satisfies LegState),
+  }));
+}
+
+export function checkLeg(d: LegDeps, payment: PaymentRow): Promise<LegStatus> {
+  const state = legState(payment);
+  if (!state || !payment.tx_hash) throw new Error(`payment ${payment.id} has no on-chain leg`);
+  return checkRelayed(d, payment, payment.tx_hash as Hex, state.transfers, (t) => ({ tx_hash: t.hash, rail_state: JSON.stringify({ ...state, relayNonce: t.nonce }) }));
+}
+
+/** Where a relayed transaction stands; re-broadcasts the stored transaction when the node lost it. */
+export async function checkRelayed(
+  d: LegDeps,
+  payment: PaymentRow,
+  hash: Hex,
+  transfers: Authorization[],
+  onResubmit: (t: { hash: Hex; nonce: number }) => Record<string, unknown>,
+): Promise<LegStatus> {
+  const first = transfers[0];
+  const usedOnChain = async () => (first ? d.chain.client.authorizationUsed(first.from, first.nonce) : false);
+  const receipt = await d.chain.client.receipt(hash);
+  if (receipt) {
+    if (receipt.status === "success") {
+      const head = await d.chain.client.blockNumber();
+      const depth = head - Number(receipt.blockNumber) + 1;
+      return depth >= Math.max(1, d.ctx.config.chain.paymentConfirmations) ? "confirmed" : "pending";
+    }
+    // A revert with the authorization consumed means another submission of ours moved the money.
+    return (await usedOnChain()) ? "confirmed" : "reverted";
+  }
+  if (await d.chain.client.transactionKnown(hash)) return "pending";
+  const validBefore = Math.min(...transfers.map((t) => Number(t.validBefore)));
+  if (Math.floor(d.ctx.clock().getTime() / 1000) >= validBefore) return (await usedOnChain()) ? "confirmed" : "expired";
+  const stored = await d.ctx.ledger.db.selectFrom("relayer_txs").select(["raw_tx", "nonce"]).where("tx_hash", "=", hash).executeTakeFirst();
+  if (!stored) throw new Error(`relayed transaction ${hash} of payment ${payment.id} not stored`);
+  const chainNonce = await d.chain.client.nonceOf(d.relayer.address, "latest");
+  if (chainNonce > stored.nonce) {
+    // Our nonce was consumed by a transaction we do not know (the relayer key used elsewhere).
+    // The authorizations are single-use on-chain, so re-submitting them cannot pay twice.
+    d.ctx.logger.warn({ payment_id: payment.id, nonce: stored.nonce }, "relayer nonce consumed elsewhere; resubmitting the same authorizations");
+    const tx = await d.relayer.prepare(payment.id, encodeCalls(d, transfers), (t) => onResubmit({ hash: t.hash, nonce: t.nonce }));
+    await d.relayer.broadcast(tx.raw);
+    return "pending";
+  }
+  await d.relayer.broadcast(stored.raw_tx as Hex);
+  return "pending";
+}

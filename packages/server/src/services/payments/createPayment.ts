@@ -1,0 +1,64 @@
+/**
+ * The payment core shared by every rail and endpoint: idempotency, the hold (amount + fee debited
+ * atomically), then the rail's first step outside any database transaction. The creating request
+ * owns the payment (a lease) until it answers; a repeat of its idempotency key meanwhile gets 409,
+ * and afterwards the original payment. If the process dies, the lease expires and a worker resumes.
+ */
+import type { AppContext } from "../../context.ts";
+import type { Principal } from "../../http/auth.ts";
+import { ApiError, badRequest, conflict } from "../../http/errors.ts";
+import type { NewPayment, PaymentRow } from "../../ledger/store.ts";
+import { formatUsdc } from "../../money.ts";
+
+export type PaymentIntent = Omit<NewPayment, "projectId" | "inFlightUntil" | "leaseOwner" | "railState"> & { railState?: unknown };
+
+export type CreatedPayment = { payment: PaymentRow; replayed: boolean };
+
+/** A repeat of an idempotency key: the original payment, or 409 while its request still runs. */
+export async function findReplay(ctx: AppContext, projectId: string, key: string | null): Promise<PaymentRow | undefined> {
+  if (key === null) return undefined;
+  const existing = await ctx.ledger.findPaymentByKey(projectId, key);
+  if (!existing) return undefined;
+  if (existing.in_flight_until && existing.in_flight_until > ctx.clock().toISOString()) {
+    throw conflict("idempotency_in_flight", `A request with idempotency_key "${key}" is still being processed. Retry in a few seconds to get its result.`);
+  }
+  return existing;
+}
+
+export function insufficient(availableMicros: number, amountMicros: number, feeMicros: number): ApiError {
+  return badRequest(
+    "insufficient_balance",
+    `Insufficient balance: available ${formatUsdc(availableMicros)} USDC, required ${formatUsdc(amountMicros + feeMicros)} USDC (amount ${formatUsdc(amountMicros)} + fee ${formatUsdc(feeMicros)}). Fund the wallet by sending USDC on Base to GET /v1/stablecoin/address.`,
+  );
+}
+
+export async function createPayment(ctx: AppContext, principal: Principal, intent: PaymentIntent): Promise<CreatedPayment> {
+  const replay = await findReplay(ctx, principal.projectId, intent.idempotencyKey);
+  if (replay) return { payment: replay, replayed: true };
+  const rails = ctx.rails;
+  const rail = rails?.byName[intent.rail];
+  if (!rails || !rail) throw new ApiError(503, "rail_unavailable", `The ${intent.rail} rail is not configured on this deployment.`);
+
+  const leaseUntil = new Date(ctx.clock().getTime() + ctx.config.workers.paymentRequestLeaseMs).toISOString();
+  const estimatedArrival = intent.rail === "fiat" ? (rails.fiatProvider?.estimatedArrival ?? null) : null;
+  const held = await ctx.ledger.hold({ ...intent, estimatedArrival, railState: intent.railState ?? null, projectId: principal.projectId, inFlightUntil: leaseUntil, leaseOwner: ctx.instanceId });
+  if (held.kind === "insufficient") throw insufficient(held.availableMicros, intent.amountMicros, intent.feeMicros);
+  if (held.kind === "duplicate") {
+    const again = await findReplay(ctx, principal.projectId, intent.idempotencyKey);
+    return { payment: again ?? held.payment, replayed: true };
+  }
+  let payment = held.payment;
+  try {
+    const step = await rail.advance(payment);
+    payment = (await ctx.ledger.getPayment(payment.id))!;
+    // Hand the payment to the workers: release the request's lease and say when to look next.
+    const next = new Date(ctx.clock().getTime() + (step.retryInMs ?? 0)).toISOString();
+    payment = await ctx.ledger.updatePayment(payment.id, { in_flight_until: null, lease_owner: null, lease_until: null, next_attempt_at: next });
+  } catch (err) {
+    // The hold stands and the lease will expire: a worker resumes from what was persisted.
+    ctx.logger.error({ err, payment_id: payment.id }, "payment step failed after the hold; a worker will resume it");
+    await ctx.ledger.updatePayment(payment.id, { in_flight_until: null, lease_owner: null, lease_until: null, next_attempt_at: ctx.clock().toISOString() }).catch(() => undefined);
+    payment = (await ctx.ledger.getPayment(payment.id)) ?? payment;
+  }
+  return { payment, replayed: false };
+}

@@ -1,0 +1,93 @@
+/**
+ * Turns a validated `POST /v1/pay` body into a payment intent: the recipient's shape picks the rail,
+ * amounts are converted exactly, the fee is computed in integer maths. Every refusal is a 400 that
+ * names the field and the fix.
+ */
+import { type BankRecipient, type PayRequest, evmAddressPattern, limits } from "@agentwallet/api";
+import { isAddress, zeroAddress } from "viem";
+import type { Principal } from "../../http/auth.ts";
+import { badRequest } from "../../http/errors.ts";
+import { centsToMicros, feeFor, parseDecimalAmount } from "../../money.ts";
+import type { PaymentIntent } from "./createPayment.ts";
+
+export type RecipientKind = { rail: "x402"; url: string } | { rail: "usdc_transfer"; address: `0x${string}` } | { rail: "fiat"; bank: BankRecipient };
+
+export function classifyRecipient(recipient: PayRequest["recipient"]): RecipientKind {
+  if (typeof recipient === "object") return { rail: "fiat", bank: recipient };
+  const text = recipient.trim();
+  if (/^0x/i.test(text)) return { rail: "usdc_transfer", address: checkAddress(text, "recipient") };
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
+    if (text.length > limits.urlMaxChars) throw badRequest("invalid_recipient", `recipient URL must be at most ${limits.urlMaxChars} characters.`);
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      throw badRequest("invalid_recipient", "recipient is not a valid URL.");
+    }
+    if (url.protocol !== "https:" && url.protocol !== "http:") throw badRequest("invalid_recipient", "recipient URL must use https.");
+    return { rail: "x402", url: text };
+  }
+  throw badRequest("invalid_recipient", "recipient must be an https URL (x402), a 0x-prefixed EVM address (USDC on Base), or a bank details object {name, account_number, routing_number}.");
+}
+
+export function checkAddress(text: string, field: string): `0x${string}` {
+  if (!evmAddressPattern.test(text)) throw badRequest("invalid_recipient", `${field} must be 0x followed by 40 hexadecimal characters.`);
+  // Mixed case carries an EIP-55 checksum: a mismatch means a mistyped address, so refuse it.
+  if (!isAddress(text, { strict: true }) && text !== text.toLowerCase() && text.slice(2) !== text.slice(2).toUpperCase()) {
+    throw badRequest("invalid_recipient", `${field} fails its EIP-55 checksum; check the address for typos (or send it all lowercase).`);
+  }
+  if (text.toLowerCase() === zeroAddress) throw badRequest("invalid_recipient", `${field} is the zero address; USDC sent there is lost.`);
+  return text as `0x${string}`;
+}
+
+const URL_ONLY = ["max_amount_usdc", "method", "headers", "body"] as const;
+
+export function usdcIntent(p: { address: `0x${string}`; amountMicros: number; principal: Principal; description: string | null; idempotencyKey: string | null }): PaymentIntent {
+  const fee = feeFor(p.amountMicros, p.principal.plan);
+  return {
+    rail: "usdc_transfer",
+    railTxnType: "usdc_transfer",
+    amountUnits: p.amountMicros,
+    feeUnits: fee,
+    amountMicros: p.amountMicros,
+    feeMicros: fee,
+    currency: "usdc",
+    recipient: p.address,
+    recipientJson: null,
+    merchantName: null,
+    description: p.description,
+    idempotencyKey: p.idempotencyKey,
+  };
+}
+
+export function fiatIntent(p: { bank: BankRecipient; amountCents: number; principal: Principal; description: string | null; idempotencyKey: string | null }): PaymentIntent {
+  const feeCents = feeFor(p.amountCents, p.principal.plan);
+  return {
+    rail: "fiat",
+    railTxnType: "payment",
+    amountUnits: p.amountCents,
+    feeUnits: feeCents,
+    amountMicros: centsToMicros(p.amountCents),
+    feeMicros: centsToMicros(feeCents),
+    currency: "usd",
+    recipient: p.bank.name,
+    recipientJson: JSON.stringify(p.bank),
+    merchantName: p.bank.name,
+    description: p.description,
+    idempotencyKey: p.idempotencyKey,
+  };
+}
+
+/** Intent for the usdc_transfer and fiat rails of `POST /v1/pay` (x402 has its own flow). */
+export function payIntent(body: PayRequest, kind: Exclude<RecipientKind, { rail: "x402" }>, principal: Principal): PaymentIntent {
+  const misplaced = URL_ONLY.filter((f) => body[f] !== undefined);
+  if (misplaced.length) throw badRequest("invalid_request", `${misplaced.join(", ")} ${misplaced.length > 1 ? "apply" : "applies"} only to URL (x402) recipients.`);
+  if (body.amount_usd === undefined) throw badRequest("invalid_request", `amount_usd is required for ${kind.rail === "fiat" ? "bank" : "EVM address"} recipients (in US dollars, e.g. 12.5).`);
+  const decimals = kind.rail === "fiat" ? 2 : 6;
+  const max = kind.rail === "fiat" ? limits.fiatPaymentMaxUsd : limits.usdcTransferMaxUsd;
+  const parsed = parseDecimalAmount(body.amount_usd, decimals);
+  if (!parsed.ok) throw badRequest("invalid_amount", `amount_usd ${parsed.reason}${parsed.reason.includes("decimal places") ? ` (${kind.rail === "fiat" ? "bank payments are in cents" : "USDC has 6 decimals"})` : ""}.`);
+  if (body.amount_usd > max) throw badRequest("invalid_amount", `amount_usd must be at most ${max.toLocaleString("en-US")} for ${kind.rail === "fiat" ? "bank payments" : "USDC transfers"}.`);
+  const common = { principal, description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null };
+  return kind.rail === "fiat" ? fiatIntent({ ...common, bank: kind.bank, amountCents: parsed.units }) : usdcIntent({ ...common, address: kind.address, amountMicros: parsed.units });
+}

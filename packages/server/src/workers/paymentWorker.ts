@@ -1,0 +1,44 @@
+/**
+ * Moves every open payment forward: claims due payments with a lease (two processes never work one
+ * payment at once), calls its rail's `advance`, and schedules the next look. After a crash, expired
+ * leases make every `pending`/`processing` payment claimable again, so each reaches a final state.
+ */
+import type { AppContext } from "../context.ts";
+import type { Rails } from "../rails/rails.ts";
+
+export type PaymentWorkerOptions = { leaseMs?: number; batchMax?: number; backoffMaxMs?: number };
+
+export function createPaymentWorker(ctx: AppContext, rails: Rails, o: PaymentWorkerOptions = {}) {
+  const leaseMs = o.leaseMs ?? 30_000;
+  const batchMax = o.batchMax ?? 50;
+  const backoffMaxMs = o.backoffMaxMs ?? 30_000;
+  const owner = `worker:${ctx.instanceId}`;
+
+  /** One pass; returns how many payments it touched. */
+  async function runOnce(): Promise<number> {
+    const claimed = await ctx.ledger.claimDuePayments(owner, leaseMs, batchMax);
+    await Promise.all(
+      claimed.map(async (p) => {
+        const rail = p.rail === "x402" ? rails.x402 : rails.byName[p.rail];
+        let retryInMs = Math.min(backoffMaxMs, 500 * 2 ** Math.min(p.attempts, 6));
+        try {
+          if (!rail) throw new Error(`no ${p.rail} rail configured`);
+          const r = await rail.advance(p);
+          if (r.done) return await ctx.ledger.releaseLease(p.id, owner, ctx.clock().toISOString());
+          retryInMs = r.retryInMs ?? retryInMs;
+        } catch (err) {
+          ctx.logger.warn({ err, payment_id: p.id, attempts: p.attempts }, "payment step failed; will retry");
+        }
+        await ctx.ledger.releaseLease(p.id, owner, new Date(ctx.clock().getTime() + retryInMs).toISOString());
+      }),
+    );
+    return claimed.length;
+  }
+
+  /** Runs passes until nothing is due (bounded), for the CLI and tests. */
+  async function drain(maxPasses = 100): Promise<void> {
+    for (let i = 0; i < maxPasses; i++) if ((await runOnce()) === 0) return;
+  }
+
+  return { runOnce, drain };
+}
