@@ -50,7 +50,8 @@ export async function connectStdio(env: Record<string, string>, options: StdioOp
   transport.stderr?.on("data", (chunk: Buffer) => {
     stderr += chunk.toString("utf8");
   });
-  const capabilities: ClientCapabilities = options.onElicit ? { elicitation: { form: {} } } : {};
+  // `elicitation: {}` is how 2025-06-18 clients say "forms"; the HTTP test uses the newer `{ form: {} }`.
+  const capabilities: ClientCapabilities = options.onElicit ? { elicitation: {} } : {};
   const client = new Client({ name: "agentwallet-mcp-test", version: "0.0.0" }, { capabilities });
   const elicitations: ElicitRequest["params"][] = [];
   if (options.onElicit) {

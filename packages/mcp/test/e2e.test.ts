@@ -1,0 +1,205 @@
+/**
+ * End to end: the real Agent Wallet server (sandbox: real database, real local chain, started by the server's
+ * own test harness) behind the real `agentwallet-mcp` bin, driven by the SDK's `Client` over stdio, by the MCP
+ * Inspector CLI, and over Streamable HTTP. Each tool's answer is compared with what the HTTP API returns for
+ * the same request: reads directly, payments by replaying the tool's idempotency key against the API (which
+ * returns the original payment). x402 payments go to a real x402 merchant and facilitator on the same chain.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { createWalletClient, WalletApiError, type WalletClient } from "@agentwallet/api";
+import { startFacilitator, startMerchantV2, type Facilitator, type Merchant } from "@agentwallet/devchain";
+import { startTestServer, type TestServer } from "../../server/src/testing/harness.ts";
+import { connectStdio, inspector, startHttpBin, textOf, type StdioSession } from "./helpers.ts";
+
+const fundedMicros = 50_000_000n;
+const x402PriceMicros = 10_000n;
+const randomAddress = () =>
+  `0x${Array.from({ length: 40 }, () => "0123456789abcdef"[Math.floor(Math.random() * 16)]).join("")}`;
+const bank = { name: "Jane Doe", account_number: "000123456789", routing_number: "021000021" };
+
+type Payment = Record<string, unknown> & { id: string };
+
+describe("against the real Agent Wallet server", () => {
+  let server: TestServer;
+  let facilitator: Facilitator;
+  let merchant: Merchant;
+  let api: WalletClient;
+  let session: StdioSession;
+  const env = () => ({ AGENTWALLET_API_TOKEN: server.token, AGENTWALLET_BASE_URL: server.baseUrl });
+  const call = async (name: string, args: Record<string, unknown> = {}) => {
+    const result = await session.client.callTool({ name, arguments: args });
+    return { result, data: result.structuredContent as Payment, text: textOf(result) };
+  };
+  /** The API's own answer for `path` with this body: for a key already used, the original payment. */
+  const replay = async (send: () => Promise<{ data: unknown }>) => (await send()).data as Payment;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    await server.fund(fundedMicros);
+    api = createWalletClient({ baseUrl: server.baseUrl, token: server.token });
+    session = await connectStdio(env());
+    const chain = server.server.chain;
+    if (!chain?.sandbox) throw new Error("the harness runs a sandbox chain");
+    // An account of its own, so its settlement transactions never race another facilitator's nonces.
+    const settler = chain.sandbox.accounts.other;
+    if (!settler) throw new Error("dev account `other` is missing");
+    facilitator = await startFacilitator({ rpcUrl: chain.sandbox.rpcUrl, privateKey: settler.privateKey });
+    merchant = await startMerchantV2({
+      facilitatorUrl: facilitator.url,
+      payTo: randomAddress() as `0x${string}`,
+      usdcAddress: chain.client.usdcAddress,
+      priceMicros: x402PriceMicros,
+    });
+  });
+  afterAll(async () => {
+    await session?.close();
+    await merchant?.stop();
+    await facilitator?.stop();
+    await server?.stop();
+  });
+
+  test("default: get_balance returns what GET /v1/balance returns", async () => {
+    const { result, data } = await call("get_balance");
+    expect(result.isError).toBeFalsy();
+    expect(data).toEqual((await api.getBalance()).data);
+    expect(data).toMatchObject({ project_id: server.projectId, available: Number(fundedMicros) });
+  });
+
+  test("default: get_usdc_deposit_address returns what GET /v1/stablecoin/address returns", async () => {
+    const { data } = await call("get_usdc_deposit_address");
+    expect(data).toEqual((await api.getDepositAddress()).data);
+    expect(data).toMatchObject({ chain: "base", currency: "usdc" });
+  });
+
+  test("default: list_transactions returns what GET /v1/transactions returns, paging included", async () => {
+    const { data } = await call("list_transactions", { limit: 1, offset: 0 });
+    expect(data).toEqual((await api.listTransactions({ limit: 1, offset: 0 })).data);
+    expect(data).toMatchObject({ transactions: [{ type: "usdc_fund", amount: Number(fundedMicros) }] });
+  });
+
+  test("behavior: a USDC payment made through pay is the API's payment and shows up in list_transactions", async () => {
+    const before = (await api.getBalance()).data;
+    const args = { recipient: randomAddress(), amount_usd: 1.25, description: "mcp e2e", idempotency_key: "mcp-e2e-pay-1" };
+    const { result, data, text } = await call("pay", args);
+    expect(result.isError, text).toBeFalsy();
+    expect(data).toMatchObject({ rail: "usdc_transfer", amount_charged: 1_250_000, currency: "usdc", recipient: args.recipient });
+    expect(stable(await replay(() => api.pay(args)))).toEqual(stable(data));
+
+    const { data: listed } = await call("list_transactions", { limit: 10 });
+    const transactions = (listed as unknown as { transactions: { id: string; type: string; amount: number }[] }).transactions;
+    expect(transactions).toContainEqual(expect.objectContaining({ id: data.id, type: "usdc_transfer", amount: 1_250_000 }));
+    expect(transactions).toContainEqual(expect.objectContaining({ type: "platform_fee", amount: data.fee }));
+    const after = (await api.getBalance()).data;
+    expect(after.available).toBe(before.available - 1_250_000 - (data.fee as number));
+  });
+
+  test("behavior: retrying a pay call without a key returns the first payment instead of paying twice", async () => {
+    const args = { recipient: randomAddress(), amount_usd: 0.5 };
+    const first = await call("pay", args);
+    expect(first.result.isError, first.text).toBeFalsy();
+    const countAfterFirst = (await api.listTransactions({ limit: 1 })).data.total_count;
+    const retry = await call("pay", args);
+    expect(retry.data.id).toBe(first.data.id);
+    expect(retry.text).toContain("No new payment was made");
+    expect((await api.listTransactions({ limit: 1 })).data.total_count).toBe(countAfterFirst);
+  });
+
+  test("behavior: pay with a URL pays a real x402 merchant and returns its reply", async () => {
+    const args = { recipient: `${merchant.url}/paid`, max_amount_usdc: 20_000, idempotency_key: "mcp-e2e-x402-1" };
+    const { result, data, text } = await call("pay", args);
+    expect(result.isError, text).toBeFalsy();
+    expect(data).toMatchObject({ rail: "x402", amount_charged: Number(x402PriceMicros), currency: "usdc" });
+    expect(JSON.parse((data.response as { body: string }).body)).toEqual({ paid: true });
+    expect(stable(await replay(() => api.pay(args)))).toEqual(stable(data));
+  });
+
+  test("behavior: the deprecated x402_pay reaches POST /v1/x402/pay and pays the merchant", async () => {
+    const { result, data, text } = await call("x402_pay", { url: `${merchant.url}/paid`, max_amount_usdc: 20_000 });
+    expect(result.isError, text).toBeFalsy();
+    expect(data).toMatchObject({ status_code: 200, payment_amount: Number(x402PriceMicros), settled: true });
+    expect(JSON.parse(data.body as string)).toEqual({ paid: true });
+    const latest = (await api.listTransactions({ limit: 5 })).data.transactions;
+    expect(latest).toContainEqual(expect.objectContaining({ type: "x402_payment", amount: Number(x402PriceMicros) }));
+  });
+
+  test("behavior: the deprecated send_usdc and send_payment reach their endpoints and return the API's payment", async () => {
+    const usdcArgs = { amount_usdc: 0.75, to_address: randomAddress(), idempotency_key: "mcp-e2e-usdc-1" };
+    const usdc = await call("send_usdc", usdcArgs);
+    expect(usdc.result.isError, usdc.text).toBeFalsy();
+    expect(usdc.data).toMatchObject({ amount_usdc: 0.75, chain: "base", to_address: usdcArgs.to_address });
+    expect(stable(await replay(() => api.sendUsdc(usdcArgs)))).toEqual(stable(usdc.data));
+
+    const bankArgs = { amount: 150, recipient: bank, idempotency_key: "mcp-e2e-ach-1" };
+    const ach = await call("send_payment", bankArgs);
+    expect(ach.result.isError, ach.text).toBeFalsy();
+    expect(ach.data).toMatchObject({ amount: 150, recipient_name: "Jane Doe" });
+    expect(stable(await replay(() => api.sendPayment(bankArgs)))).toEqual(stable(ach.data));
+
+    const ids = (await api.listTransactions({ limit: 20 })).data.transactions.map((tx) => tx.id);
+    expect(ids).toEqual(expect.arrayContaining([usdc.data.id, ach.data.id]));
+  });
+
+  test("error: a read-only token's pay comes back isError with the API's 403 detail", async () => {
+    const readToken = await server.createToken(["read"]);
+    const args = { recipient: randomAddress(), amount_usd: 1 };
+    const refusal = await createWalletClient({ baseUrl: server.baseUrl, token: readToken })
+      .pay(args)
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    if (!(refusal instanceof WalletApiError)) throw new Error(`expected the API to refuse, got ${String(refusal)}`);
+    expect(refusal.status).toBe(403);
+    const readOnly = await connectStdio({ AGENTWALLET_API_TOKEN: readToken, AGENTWALLET_BASE_URL: server.baseUrl });
+    try {
+      const result = await readOnly.client.callTool({ name: "pay", arguments: args });
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toContain(`HTTP 403: ${refusal.detail}`);
+      expect(textOf(result)).toContain("Ask the user for a token with that permission");
+      expect(JSON.stringify(result)).not.toContain(readToken);
+    } finally {
+      await readOnly.close();
+    }
+  });
+
+  test("error: over the cap, pay is refused and the API records nothing", async () => {
+    const capped = await connectStdio({ ...env(), AGENTWALLET_MAX_PAYMENT_USD: "1" });
+    try {
+      const before = (await api.listTransactions({ limit: 1 })).data.total_count;
+      const result = await capped.client.callTool({ name: "pay", arguments: { recipient: randomAddress(), amount_usd: 2 } });
+      expect(textOf(result)).toContain("Refused by this MCP server before reaching the API");
+      expect((await api.listTransactions({ limit: 1 })).data.total_count).toBe(before);
+    } finally {
+      await capped.close();
+    }
+  });
+
+  test("behavior: the Inspector CLI calls get_balance successfully", async () => {
+    const result = await inspector(["--method", "tools/call", "--tool-name", "get_balance"], env());
+    expect(result.code, result.stderr).toBe(0);
+    const output = JSON.parse(result.stdout) as { structuredContent?: unknown; isError?: boolean };
+    expect(output.isError).toBeFalsy();
+    expect(output.structuredContent).toEqual((await api.getBalance()).data);
+  });
+
+  test("behavior: over Streamable HTTP, get_balance returns what the API returns", async () => {
+    const http = await startHttpBin(env());
+    const client = new Client({ name: "e2e-http", version: "0.0.0" });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(http.url)));
+      const result = await client.callTool({ name: "get_balance", arguments: {} });
+      expect(result.structuredContent).toEqual((await api.getBalance()).data);
+    } finally {
+      await client.close();
+      await http.stop();
+    }
+  });
+});
+
+/** A payment without the fields that move on after creation (status, on-chain hash, proxied reply headers). */
+function stable(payment: Payment): Payment {
+  const { status: _status, tx_hash: _txHash, response: _response, ...rest } = payment;
+  return rest as Payment;
+}
