@@ -18,11 +18,11 @@ export type FailureContext = {
 const rateLimitWaitSecondsDefault = 60;
 
 export function apiFailure(error: unknown, ctx: ToolContext, failure: FailureContext): CallToolResult {
-  const { headline, next } = describe(error, ctx, failure);
+  const { headline, next } = explain(error, ctx, failure);
   return toolFailure(redact(`${headline}\nNext: ${next}`, ctx.config.token));
 }
 
-function describe(error: unknown, ctx: ToolContext, failure: FailureContext): { headline: string; next: string } {
+function explain(error: unknown, ctx: ToolContext, failure: FailureContext): { headline: string; next: string } {
   const retrySameKey = failure.idempotencyKey
     ? `retry with idempotency_key "${failure.idempotencyKey}" (the same key can never pay twice)`
     : "retry";

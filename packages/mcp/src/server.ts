@@ -46,8 +46,8 @@ export function createWalletMcpServer(deps: WalletMcpDeps): McpServer {
         outputSchema: tool.outputSchema,
         annotations: tool.annotations,
       },
-      // The SDK validated `args` against `inputSchema` before this runs.
-      (args: unknown, extra) => tool.handler(args as never, ctx, extra),
+      // The SDK parsed `args` with `tool.inputSchema` before this runs.
+      (args: unknown, extra) => tool.handler(args as Record<string, unknown>, ctx, extra),
     );
   }
   return server;

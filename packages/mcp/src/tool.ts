@@ -38,9 +38,12 @@ export type WalletTool<In extends z.ZodObject = z.ZodObject, Out extends z.ZodOb
   handler: (args: z.output<In>, ctx: ToolContext, extra: ToolExtra) => Promise<CallToolResult>;
 };
 
-/** Identity with inference: the handler's `args` get the input schema's type. */
-export function defineTool<In extends z.ZodObject, Out extends z.ZodObject>(tool: WalletTool<In, Out>): WalletTool<In, Out> {
-  return tool;
+/**
+ * Types the handler's `args` from the input schema, then erases the schema types so all tools fit one list
+ * (the SDK validates the arguments against that same schema before the handler runs).
+ */
+export function defineTool<In extends z.ZodObject, Out extends z.ZodObject>(tool: WalletTool<In, Out>): WalletTool {
+  return tool as unknown as WalletTool;
 }
 
 /** A successful call: the API's data as `structuredContent`, the same JSON as text, then any notes. */

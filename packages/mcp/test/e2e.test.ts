@@ -32,7 +32,7 @@ describe("against the real Agent Wallet server", () => {
     const result = await session.client.callTool({ name, arguments: args });
     return { result, data: result.structuredContent as Payment, text: textOf(result) };
   };
-  /** The API's own answer for `path` with this body: for a key already used, the original payment. */
+  /** The API's own answer to a request whose idempotency key a tool call already used: the original payment. */
   const replay = async (send: () => Promise<{ data: unknown }>) => (await send()).data as Payment;
 
   beforeAll(async () => {

@@ -16,4 +16,4 @@ export const walletTools: readonly WalletTool[] = [
   sendPayment,
   x402Pay,
   sendUsdc,
-] as unknown as readonly WalletTool[];
+];
