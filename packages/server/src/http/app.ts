@@ -67,6 +67,8 @@ export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyIn
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   });
   const { metrics } = options;
+  // The API speaks JSON only: anything else is a 415 with a clear detail.
+  app.removeContentTypeParser("text/plain");
 
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);

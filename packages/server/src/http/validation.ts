@@ -6,7 +6,8 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   const path = issue.path.length ? issue.path.map(String).join(".") : "body";
   switch (issue.code) {
     case "invalid_type":
-      return issue.input === undefined ? `${path} is required` : `${path} must be ${issue.expected === "int" ? "an integer" : `a ${issue.expected}`}`;
+      if (issue.input === undefined) return `${path} is required`;
+      return `${path} must be ${issue.expected === "int" ? "an integer" : issue.expected === "object" ? "an object" : issue.expected === "array" ? "an array" : `a ${issue.expected}`}`;
     case "unrecognized_keys":
       return `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}${path === "body" ? "" : ` in ${path}`} (check the spelling; see GET /openapi.json)`;
     case "too_small":
@@ -20,7 +21,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     case "invalid_value":
       return `${path} must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
     case "invalid_union":
-      return `${path} has an invalid shape`;
+      return issue.input === undefined ? `${path} is required` : `${path} has an invalid shape`;
     case "invalid_format":
       return `${path} ${issue.message}`;
     default:
@@ -30,7 +31,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 
 export function parseOr400<T extends z.ZodType>(schema: T, input: unknown, what = "request body"): z.infer<T> {
   if (input === undefined || input === null) throw badRequest("invalid_request", `The ${what} must be a JSON object.`);
-  const r = schema.safeParse(input);
+  const r = schema.safeParse(input, { reportInput: true });
   if (r.success) return r.data;
   throw zodToApiError(r.error);
 }
