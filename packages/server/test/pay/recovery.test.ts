@@ -1,0 +1,63 @@
+import type { Address } from "viem";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { verifyLedger } from "../../src/ledger/verify.ts";
+import { type Principal } from "../../src/http/auth.ts";
+import { usdcIntent } from "../../src/services/payments/parsePay.ts";
+import { legState, relayTransfers } from "../../src/rails/onchainLeg.ts";
+import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
+
+const recipient: Address = "0x976EA74026E726554dB657fA54763abd0C3a0aa9";
+
+describe("recovery: a payment interrupted at each step is finished by a worker, exactly once", () => {
+  let s: TestServer;
+  let principal: Principal;
+  beforeAll(async () => {
+    s = await startTestServer();
+    await s.fund(50_000_000n);
+    principal = { tokenId: "t", projectId: s.projectId, permissions: new Set(["read", "pay"]), paused: false, plan: "free" };
+  });
+  afterAll(async () => s?.stop());
+
+  const ctx = () => s.server.ctx;
+  const past = () => new Date(Date.now() - 1_000).toISOString();
+  const final = async (id: string) => {
+    for (let i = 0; i < 300; i++) {
+      const p = (await ctx().ledger.getPayment(id))!;
+      if (p.status === "completed" || p.status === "failed") return p;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`payment ${id} not final`);
+  };
+
+  test("crash right after the hold (nothing signed): the worker signs, sends and completes it", async () => {
+    const r0 = await s.server.chain!.client.usdcBalance(recipient);
+    const held = await ctx().ledger.hold({ ...usdcIntent({ address: recipient, amountMicros: 1_111_111, principal, description: null, idempotencyKey: "after-hold" }), projectId: s.projectId, railState: null, inFlightUntil: past(), leaseOwner: "a-dead-process" });
+    expect(held.kind).toBe("held");
+    const p = await final((held as { payment: { id: string } }).payment.id);
+    expect(p.status).toBe("completed");
+    expect((await s.server.chain!.client.usdcBalance(recipient)) - r0).toBe(1_111_111n);
+  });
+
+  test("crash after the signed transaction was stored but before it was broadcast: the worker re-sends the same one", async () => {
+    const r0 = await s.server.chain!.client.usdcBalance(recipient);
+    const held = await ctx().ledger.hold({ ...usdcIntent({ address: recipient, amountMicros: 2_222_222, principal, description: null, idempotencyKey: "after-sign" }), projectId: s.projectId, railState: null, inFlightUntil: new Date(Date.now() + 60_000).toISOString(), leaseOwner: "a-dead-process" });
+    if (held.kind !== "held") throw new Error("hold failed");
+    const rails = ctx().rails!;
+    // Store the leg exactly as the rail does, but "die" before broadcasting.
+    const relayer = { ...rails.relayer, broadcast: async () => {} };
+    const hash = await relayTransfers({ ctx: ctx(), chain: rails.chain, relayer }, held.payment, [{ to: recipient, micros: 2_222_222 }, { to: rails.chain.treasuryAddress, micros: held.payment.fee_micros }], (t) => ({ status: "processing", tx_hash: t.hash, rail_state: JSON.stringify({ transfers: t.auths, relayNonce: t.nonce }) }));
+    expect(await s.server.chain!.client.transactionKnown(hash)).toBe(false);
+    await ctx().ledger.updatePayment(held.payment.id, { lease_owner: null, lease_until: past(), in_flight_until: null, next_attempt_at: past() });
+    const p = await final(held.payment.id);
+    expect(p.status).toBe("completed");
+    expect(p.tx_hash).toBe(hash); // the stored transaction, not a new one
+    expect(legState(p)!.transfers).toHaveLength(2);
+    expect((await s.server.chain!.client.usdcBalance(recipient)) - r0).toBe(2_222_222n);
+    const relayed = await ctx().ledger.db.selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();
+    expect(relayed.map((r) => r.tx_hash)).toEqual([hash]);
+  });
+
+  test("the ledger verifies afterwards", async () => {
+    expect((await verifyLedger(ctx().ledger.db)).problems).toEqual([]);
+  });
+});

@@ -1,0 +1,83 @@
+/**
+ * Runs `agentwallet serve` as a real child process in live mode against a test chain, so tests can
+ * run several processes on one database, and kill -9 them.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { join, resolve } from "node:path";
+import type { DevChain } from "@agentwallet/devchain";
+import { TEST_MNEMONIC } from "./context.ts";
+
+const root = resolve(import.meta.dirname, "../../../..");
+const bin = join(root, "packages/server/bin/agentwallet.js");
+
+export async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once("error", fail);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => ok(port));
+    });
+  });
+}
+
+export function liveEnv(dev: DevChain, db: { dataDir?: string; databaseUrl?: string }): NodeJS.ProcessEnv {
+  return {
+    BASE_RPC_URL: dev.rpcUrl,
+    USDC_ADDRESS: dev.usdcAddress,
+    AGENTWALLET_MASTER_MNEMONIC: TEST_MNEMONIC,
+    RELAYER_PRIVATE_KEY: dev.accounts.relayer.privateKey,
+    TREASURY_ADDRESS: dev.accounts.treasury.address,
+    DEPOSIT_CONFIRMATIONS: "1",
+    PAYMENT_CONFIRMATIONS: "1",
+    RATE_LIMIT_PER_MINUTE: "1000000",
+    WATCHER_INTERVAL_MS: "100",
+    WORKER_INTERVAL_MS: "100",
+    PAYMENT_REQUEST_LEASE_MS: "3000",
+    LOG_LEVEL: "warn",
+    DATABASE_URL: db.databaseUrl ?? "",
+    AGENTWALLET_DATA_DIR: db.dataDir ?? "",
+  };
+}
+
+export type ServerProcess = { child: ChildProcess; baseUrl: string; output: () => string; kill9(): Promise<void>; stop(): Promise<void> };
+
+export async function spawnServer(env: NodeJS.ProcessEnv, port?: number): Promise<ServerProcess> {
+  const p = port ?? (await freePort());
+  const child = spawn(process.execPath, [bin, "serve", "--port", String(p), "--host", "127.0.0.1"], { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout!.on("data", (d) => (out = (out + d).slice(-20_000)));
+  child.stderr!.on("data", (d) => (out = (out + d).slice(-20_000)));
+  const baseUrl = `http://127.0.0.1:${p}`;
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited during start-up:\n${out}`);
+    try {
+      if ((await fetch(`${baseUrl}/healthz`)).ok) break;
+    } catch {
+      /* not listening yet */
+    }
+    if (i > 300) {
+      child.kill("SIGKILL");
+      throw new Error(`server did not answer /healthz within 30 s:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    child,
+    baseUrl,
+    output: () => out,
+    async kill9() {
+      child.kill("SIGKILL");
+      await exited;
+    },
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill("SIGTERM");
+      const t = setTimeout(() => child.kill("SIGKILL"), 5_000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
