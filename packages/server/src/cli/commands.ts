@@ -7,6 +7,7 @@ import { newId, systemClock } from "../ids.ts";
 import { createToken, parseDuration, parsePermissions } from "../services/tokens.ts";
 import { runServe } from "./serve.ts";
 import { fund, sandboxInfo } from "./sandboxCommands.ts";
+import { reconcileCommand, workersRunOnce } from "./opsCommands.ts";
 
 export type CommandIo = { json: boolean; out(human: string, data: unknown): void };
 export type CommandInput = { config: Config; args: string[]; options: Record<string, string | boolean | undefined>; io: CommandIo };
@@ -35,6 +36,8 @@ export const commands: Record<string, Command> = {
   serve: async ({ config }) => runServe(config),
   fund: async (input) => fund(input),
   "sandbox info": async (input) => sandboxInfo(input),
+  "workers run-once": async (input) => workersRunOnce(input),
+  reconcile: async (input) => reconcileCommand(input),
 
   migrate: async ({ config, io }) => {
     const { opened } = await openLedger(config);

@@ -1,24 +1,17 @@
 /** Sandbox-only CLI commands: mint test USDC to a project, and print the running sandbox's details. */
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { type Address, type Hex, createWalletClient, createPublicClient, http, parseAbi, defineChain } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { readSandboxFile } from "../chain/connectSandbox.ts";
 import { loadCustody, openLedger } from "../deps.ts";
 import { parseDecimalAmount, formatUsdc } from "../money.ts";
 import type { Command } from "./commands.ts";
 import { CliError } from "./commands.ts";
 
-type SandboxInfo = { base_url: string; rpc_url: string; chain_id: number; usdc_address: Address; relayer_address: Address; treasury_address: Address; minter_private_key: Hex; pid: number };
+type SandboxInfo = NonNullable<ReturnType<typeof readSandboxFile>>;
 
 function readSandbox(dataDir: string): SandboxInfo {
-  const file = join(dataDir, "sandbox.json");
-  if (!existsSync(file)) throw new CliError(`No sandbox has run with data dir ${dataDir}. Start one with \`npm start\` (or \`agentwallet serve\`).`);
-  const info = JSON.parse(readFileSync(file, "utf8")) as SandboxInfo;
-  try {
-    process.kill(info.pid, 0);
-  } catch {
-    throw new CliError(`The sandbox that wrote ${file} (pid ${info.pid}) is not running. Start it with \`npm start\`.`);
-  }
+  const info = readSandboxFile(dataDir);
+  if (!info) throw new CliError(`No sandbox is running with data dir ${dataDir}. Start one with \`npm start\` (or \`agentwallet serve\`).`);
   return info;
 }
 

@@ -1,0 +1,23 @@
+/**
+ * Builds the rails of a deployment over a chain runtime: the relayer (nonce synced), the USDC rail,
+ * and the fiat rail when an off-ramp is available (the sandbox one in sandbox mode).
+ */
+import type { AppContext } from "../context.ts";
+import { createRelayer } from "../chain/relayer.ts";
+import type { ChainRuntime } from "../chain/runtime.ts";
+import { createFiatRail } from "./fiatRail.ts";
+import type { FiatProvider } from "./fiat/provider.ts";
+import type { Rails } from "./rails.ts";
+import { createUsdcRail } from "./usdcRail.ts";
+
+export type BuiltRails = { rails: Rails; fiatRail: ReturnType<typeof createFiatRail> | undefined };
+
+export async function buildRails(ctx: AppContext, chain: ChainRuntime, opts: { fiatProvider?: FiatProvider; onFinal?: (p: { rail: string }, outcome: string) => void } = {}): Promise<BuiltRails> {
+  const relayer = createRelayer(ctx.ledger, chain, ctx.logger);
+  await relayer.syncNonce();
+  const legDeps = { ctx, chain, relayer, onFinal: opts.onFinal };
+  const rails: Rails = { chain, relayer, fiatProvider: opts.fiatProvider, byName: { usdc_transfer: createUsdcRail(legDeps) } };
+  const fiatRail = opts.fiatProvider ? createFiatRail({ ...legDeps, provider: opts.fiatProvider }) : undefined;
+  if (fiatRail) rails.byName.fiat = fiatRail;
+  return { rails, fiatRail };
+}
