@@ -43,5 +43,7 @@ export function renderUsdcTransfer(p: PaymentRow): UsdcTransferResponse {
 
 export function renderX402(p: PaymentRow): X402PayResponse {
   const r = p.response_json ? (JSON.parse(p.response_json) as { status_code: number; headers: Record<string, string>; body: string }) : { status_code: 0, headers: {}, body: "" };
-  return { ...r, payment_amount: p.amount_units, fee_amount: p.fee_units, tx_hash: p.tx_hash, settled: p.status === "completed" };
+  // `settled` is the merchant's settlement, proven on-chain (x402 sets tx_hash only then); the
+  // payment itself completes a little later, once the fee reached the treasury.
+  return { ...r, payment_amount: p.amount_units, fee_amount: p.fee_units, tx_hash: p.tx_hash, settled: p.tx_hash !== null && p.status !== "failed" };
 }

@@ -1,0 +1,96 @@
+/**
+ * The x402 payment's state machine after the hold, shared by the paying request and the worker.
+ * A signed authorization can be settled by whoever holds it until `validBefore`, whatever the
+ * merchant answered, so a payment without a confirmed settlement stays `processing` and is decided on
+ * the chain: used → settled (with the transaction that used it), or provably unusable → failed and
+ * credited back. Never both: the decision to fail needs a block past `validBefore` in which the
+ * authorization is still unused, and `Ledger.resolve` changes an open payment at most once.
+ * After settlement the fee moves from the project wallet to the treasury by a relayed EIP-3009
+ * transfer (onchainLeg.ts), and the payment completes once that is confirmed: the fee is earned only
+ * when the merchant was paid, as on the fiat rail.
+ */
+import type { Hex } from "viem";
+import type { AppContext } from "../../context.ts";
+import type { PaymentRow } from "../../ledger/store.ts";
+import { type LegDeps, checkRelayed, relayTransfers } from "../onchainLeg.ts";
+import type { AdvanceResult } from "../rails.ts";
+import { authorizationStanding } from "./settlementOnChain.ts";
+import { type X402State, x402State } from "./x402State.ts";
+
+export type X402Deps = LegDeps & { onFinal?: (p: PaymentRow, outcome: "completed" | "failed") => void };
+
+/** How often an open authorization is looked at: cheap reads, bounded either way. */
+const WATCH_INTERVAL_MS_MIN = 250;
+const WATCH_INTERVAL_MS_MAX = 2_000;
+
+export async function advanceX402Payment(d: X402Deps, payment: PaymentRow): Promise<AdvanceResult> {
+  if (payment.status !== "pending" && payment.status !== "processing") return { done: true };
+  const state = x402State(payment);
+  switch (state.stage) {
+    case "held":
+      // The request stopped between the hold and the signature: nothing exists that could pay.
+      await fail(d, payment, "The request ended before the payment was signed; nothing was sent, the amount and fee were credited back.");
+      return { done: true };
+    case "signed":
+      return watchAuthorization(d, payment, state);
+    case "settled":
+      return sweepFeeAndComplete(d, payment, state);
+  }
+}
+
+async function watchAuthorization(d: X402Deps, payment: PaymentRow, state: X402State): Promise<AdvanceResult> {
+  const auth = state.authorization!;
+  const standing = await authorizationStanding(d.chain, auth, {
+    fromBlock: state.fromBlock ?? 0,
+    confirmations: d.ctx.config.chain.paymentConfirmations,
+    maxBlocksPerQuery: d.ctx.config.chain.depositScanMaxBlocks,
+    nowMs: d.ctx.clock().getTime(),
+  });
+  if (standing.kind === "open") {
+    return { done: false, retryInMs: Math.min(WATCH_INTERVAL_MS_MAX, Math.max(WATCH_INTERVAL_MS_MIN, standing.secondsLeft * 1_000)) };
+  }
+  if (standing.kind === "expired") {
+    await fail(d, payment, "The merchant did not settle the signed authorization before it expired (validBefore passed on-chain); the amount and fee were credited back.");
+    return { done: true };
+  }
+  // Used: the transaction is found by its event; a node that lags on logs gets another look.
+  if (!standing.txHash) return { done: false, retryInMs: WATCH_INTERVAL_MS_MAX };
+  const settled = await markSettled(d.ctx, payment, state, standing.txHash, "chain");
+  return sweepFeeAndComplete(d, settled, x402State(settled));
+}
+
+/** Records the settlement transaction: `tx_hash` is the merchant's settlement, never our fee sweep. */
+export function markSettled(ctx: AppContext, payment: PaymentRow, state: X402State, txHash: Hex, source: "receipt" | "chain"): Promise<PaymentRow> {
+  const next: X402State = { ...state, stage: "settled", settlement: { txHash, source } };
+  return ctx.ledger.updatePayment(payment.id, { status: "processing", tx_hash: txHash, rail_state: JSON.stringify(next) });
+}
+
+export async function sweepFeeAndComplete(d: X402Deps, payment: PaymentRow, state: X402State): Promise<AdvanceResult> {
+  if (payment.fee_micros > 0) {
+    const sweep = state.feeSweep;
+    if (!sweep) {
+      await relayTransfers(d, payment, [{ to: d.chain.treasuryAddress, micros: payment.fee_micros }], (t) => ({
+        rail_state: JSON.stringify({ ...state, feeSweep: { hash: t.hash, transfers: t.auths } } satisfies X402State),
+      }));
+      return { done: false, retryInMs: 0 };
+    }
+    const swept = await checkRelayed(d, payment, sweep.hash, sweep.transfers, (t) => ({
+      rail_state: JSON.stringify({ ...state, feeSweep: { ...sweep, hash: t.hash } } satisfies X402State),
+    }));
+    if (swept === "pending") return { done: false, retryInMs: 500 };
+    if (swept !== "confirmed") {
+      // That sweep can no longer be mined and moved nothing: a fresh one is signed next time.
+      await d.ctx.ledger.updatePayment(payment.id, { rail_state: JSON.stringify({ ...state, feeSweep: undefined } satisfies X402State) });
+      return { done: false, retryInMs: 250 };
+    }
+  }
+  const r = await d.ctx.ledger.resolve(payment.id, "completed", { txHash: state.settlement!.txHash });
+  if (r.changed) d.onFinal?.(r.payment, "completed");
+  return { done: true };
+}
+
+export async function fail(d: X402Deps, payment: PaymentRow, reason: string): Promise<PaymentRow> {
+  const r = await d.ctx.ledger.resolve(payment.id, "failed", { failureReason: reason });
+  if (r.changed) d.onFinal?.(r.payment, "failed");
+  return r.payment;
+}

@@ -1,0 +1,58 @@
+/**
+ * The idempotency key of an x402 request is claimed before the target is requested, because the
+ * price is known only after a request: without the claim, repeats of one key would each request the
+ * target (and a free POST would run twice). The claim is a row of the `kv` table, taken with an
+ * insert that only one request can win:
+ * - while its request runs, a repeat gets 409 (as for every rail);
+ * - when the request holds a payment, the payment row owns the key (findReplay) and the claim goes;
+ * - when the target answered without 402, the free reply is kept under the key and repeats get it back
+ *   without a second request;
+ * - when the request is refused (nothing signed, held or charged), the key is given up, so a repeat is
+ *   a new attempt.
+ * A claim whose request died is taken over once its lease has passed.
+ */
+import { randomBytes } from "node:crypto";
+import type { PayResponse } from "@agentwallet/api";
+import type { AppContext } from "../../context.ts";
+import { conflict } from "../../http/errors.ts";
+
+export type KeyClaim = {
+  /** Gives the key up: nothing was recorded under it. */
+  release(): Promise<void>;
+  /** Keeps a free pass-through reply under the key: repeats return it without requesting again. */
+  rememberPassThrough(body: PayResponse): Promise<void>;
+};
+
+export type ClaimResult = { kind: "claimed"; claim: KeyClaim } | { kind: "passthrough"; body: PayResponse };
+
+type Stored = { state: "running"; until: string; token: string } | { state: "passthrough"; body: PayResponse };
+
+/** Two racing takeovers of a dead claim: one wins, the other sees a running claim on its next look. */
+const CLAIM_ATTEMPTS_MAX = 3;
+
+export async function claimIdempotencyKey(ctx: AppContext, projectId: string, key: string): Promise<ClaimResult> {
+  const db = ctx.ledger.db;
+  const kvKey = `x402_idempotency:${projectId}:${key}`;
+  const until = new Date(ctx.clock().getTime() + ctx.config.workers.paymentRequestLeaseMs).toISOString();
+  const mine = JSON.stringify({ state: "running", until, token: randomBytes(12).toString("hex") } satisfies Stored);
+  const claim: KeyClaim = {
+    async release() {
+      await db.deleteFrom("kv").where("key", "=", kvKey).where("value", "=", mine).execute();
+    },
+    async rememberPassThrough(body) {
+      await db.updateTable("kv").set({ value: JSON.stringify({ state: "passthrough", body } satisfies Stored) }).where("key", "=", kvKey).where("value", "=", mine).execute();
+    },
+  };
+  for (let attempt = 0; attempt < CLAIM_ATTEMPTS_MAX; attempt++) {
+    const inserted = await db.insertInto("kv").values({ key: kvKey, value: mine }).onConflict((oc) => oc.column("key").doNothing()).returning("key").executeTakeFirst();
+    if (inserted) return { kind: "claimed", claim };
+    const row = await db.selectFrom("kv").select("value").where("key", "=", kvKey).executeTakeFirst();
+    if (!row) continue;
+    const stored = JSON.parse(row.value) as Stored;
+    if (stored.state === "passthrough") return { kind: "passthrough", body: stored.body };
+    if (stored.until > ctx.clock().toISOString()) break;
+    const taken = await db.updateTable("kv").set({ value: mine }).where("key", "=", kvKey).where("value", "=", row.value).returning("key").executeTakeFirst();
+    if (taken) return { kind: "claimed", claim };
+  }
+  throw conflict("idempotency_in_flight", `A request with idempotency_key "${key}" is still being processed. Retry in a few seconds to get its result.`);
+}

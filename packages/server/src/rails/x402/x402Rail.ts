@@ -1,0 +1,282 @@
+/**
+ * x402 rail: pays an HTTP API that answers 402, for `POST /v1/pay` (URL recipients) and the deprecated
+ * `POST /v1/x402/pay`. The request path, in order, each step persisted before the next external call:
+ *   idempotency (replay, 409, or claim) → request the target through the SSRF-safe fetcher →
+ *   not 402: pass the reply through, nothing charged →
+ *   402: read and judge every requirement (nothing is signed for a refused one) → hold price + fee →
+ *   sign from the project wallet (x402's client, caged) → store the authorization → retry once with the
+ *   payment header → a receipt whose transaction used our authorization on-chain settles the payment;
+ *   any other answer leaves it `processing` for the worker (advanceX402Payment.ts) → sweep the fee →
+ *   complete.
+ */
+import { type PayResponse, type ProxiedResponse, type X402PayRequest, type X402PayResponse, limits } from "@agentwallet/api";
+import { type Address, type Hex, getAddress } from "viem";
+import type { AppContext } from "../../context.ts";
+import type { Principal } from "../../http/auth.ts";
+import { badRequest } from "../../http/errors.ts";
+import type { PaymentRow, ProjectRow } from "../../ledger/store.ts";
+import { feeFor } from "../../money.ts";
+import { findReplay, insufficient } from "../../services/payments/createPayment.ts";
+import { renderPay, renderX402 } from "../../services/payments/render.ts";
+import type { X402Rail } from "../rails.ts";
+import { type LookupFunction, type SafeFetch, type SafeFetchMethod, type SafeFetchResponse, createSafeFetcher } from "../safeFetch.ts";
+import { SafeFetchError } from "../safeFetchErrors.ts";
+import { type X402Deps, advanceX402Payment, fail, markSettled, sweepFeeAndComplete } from "./advanceX402Payment.ts";
+import { type ChosenRequirement, type RequirementPolicy, chooseRequirement } from "./chooseRequirement.ts";
+import { type KeyClaim, claimIdempotencyKey } from "./claimIdempotencyKey.ts";
+import { readPaymentRequired } from "./readPaymentRequired.ts";
+import { readSettlementHeader, transactionUsedAuthorization } from "./settlementOnChain.ts";
+import { signPayment } from "./signPayment.ts";
+import { fetchFailed } from "./x402Errors.ts";
+import { type X402State, x402State } from "./x402State.ts";
+
+export type X402RailDeps = X402Deps & {
+  /** DNS lookup of the fetcher; tests point names at internal addresses. Default `dns.lookup`. */
+  lookup?: LookupFunction;
+  /** Addresses of ours beyond the relayer, treasury, USDC contract and project wallets (the off-ramp). */
+  otherOwnAddresses?: Address[];
+};
+
+/** USDC's EIP-712 domain, the same for Base USDC and the dev chain's TestUSDC. */
+export const USDC_EIP712 = { name: "USD Coin", version: "2" } as const;
+
+/** The API accepts bodies of this many UTF-16 code units; UTF-8 needs at most 3 bytes for each. */
+export const PROXIED_BODY_BYTES_MAX = limits.proxiedBodyMaxChars * 3;
+
+/**
+ * The request path waits this long for the fee sweep to be mined when one block is final enough
+ * (a local chain mines at once), so the answer can say `completed`; otherwise the worker completes it.
+ */
+const FEE_SWEEP_INLINE_WAIT_MS = 1_000;
+const FEE_SWEEP_POLL_MS = 25;
+/** The request never signs, or sweeps inline, with less of its lease left than this. */
+const LEASE_MARGIN_MS = 5_000;
+
+/** x402 v1 names the networks that v2 calls by CAIP-2 id; only Base (and its testnet) are ours. */
+const V1_NETWORK_NAMES: Readonly<Record<number, string>> = { 8453: "base", 84532: "base-sepolia" };
+
+type ProxiedCall = {
+  url: string;
+  method: SafeFetchMethod;
+  headers: Record<string, string> | undefined;
+  body: string | undefined;
+  maxAmountMicros: number;
+  description: string | null;
+  idempotencyKey: string | null;
+};
+
+type Outcome = { kind: "passthrough"; body: PayResponse; replayed: boolean } | { kind: "payment"; payment: PaymentRow; replayed: boolean };
+
+export function createX402Rail(d: X402RailDeps): X402Rail {
+  const { ctx, chain } = d;
+  const cfg = ctx.config.x402;
+  const fetcher: SafeFetch = createSafeFetcher({
+    allowHttp: cfg.allowHttp,
+    allowPrivateNetworks: cfg.allowPrivateNetworks,
+    timeoutMs: cfg.timeoutMs,
+    maxResponseBytes: cfg.maxResponseBytes,
+    // Aligned with the API's own bounds, so whatever the schema accepts the fetcher sends.
+    maxRequestBodyBytes: PROXIED_BODY_BYTES_MAX,
+    maxHeaderCount: limits.proxiedHeadersMaxCount,
+    lookup: d.lookup,
+  });
+  const v2Network = `eip155:${chain.client.settings.chainId}`;
+  const v1Network = V1_NETWORK_NAMES[chain.client.settings.chainId] ?? v2Network;
+  const serviceAddresses = [chain.relayerAddress, chain.treasuryAddress, chain.client.usdcAddress, ...(d.otherOwnAddresses ?? [])].map((a) => a.toLowerCase());
+
+  function policyFor(project: ProjectRow): RequirementPolicy {
+    return {
+      v2Network,
+      v1Network,
+      usdcAddress: chain.client.usdcAddress,
+      eip712: USDC_EIP712,
+      maxTimeoutSeconds: cfg.maxTimeoutSeconds,
+      amountMicrosMax: limits.x402MaxAmountMicrosMax,
+      ownAddresses: new Set([...serviceAddresses, ctx.custody.addressOf(project.wallet_index).toLowerCase()]),
+      isProjectWallet: async (address) => (await ctx.ledger.db.selectFrom("projects").select("id").where("wallet_address", "=", getAddress(address)).executeTakeFirst()) !== undefined,
+    };
+  }
+
+  async function request(call: ProxiedCall, serviceHeaders?: Record<string, string>): Promise<SafeFetchResponse> {
+    return fetcher({ url: call.url, method: call.method, headers: call.headers, body: call.body }, { serviceHeaders });
+  }
+
+  async function run(principal: Principal, call: ProxiedCall): Promise<Outcome> {
+    let claim: KeyClaim | undefined;
+    if (call.idempotencyKey !== null) {
+      const replay = await findReplay(ctx, principal.projectId, call.idempotencyKey);
+      if (replay) return { kind: "payment", payment: replay, replayed: true };
+      const claimed = await claimIdempotencyKey(ctx, principal.projectId, call.idempotencyKey);
+      if (claimed.kind === "passthrough") return { kind: "passthrough", body: claimed.body, replayed: true };
+      claim = claimed.claim;
+    }
+    let held: { payment: PaymentRow; project: ProjectRow; chosen: ChosenRequirement; paymentRequired: ReturnType<typeof readPaymentRequired>; fromBlock: Promise<number> };
+    try {
+      // A request that held between our first look and our claim owns the key now.
+      const replay = call.idempotencyKey === null ? undefined : await findReplay(ctx, principal.projectId, call.idempotencyKey);
+      if (replay) {
+        await claim?.release();
+        return { kind: "payment", payment: replay, replayed: true };
+      }
+      const first = await request(call).catch((err: unknown) => {
+        throw err instanceof SafeFetchError ? fetchFailed(err, "request") : err;
+      });
+      if (first.status !== 402) {
+        const body = passThrough(ctx, call, first);
+        await claim?.rememberPassThrough(body);
+        return { kind: "passthrough", body, replayed: false };
+      }
+      const project = await ctx.ledger.getProject(principal.projectId);
+      if (!project) throw new Error(`project ${principal.projectId} missing`);
+      const paymentRequired = readPaymentRequired(first);
+      const chosen = await chooseRequirement(paymentRequired, policyFor(project), call.maxAmountMicros);
+      // Any block read before signing bounds the settlement search; read it while the hold commits.
+      const fromBlock = chain.client.blockNumber();
+      fromBlock.catch(() => undefined);
+      const payment = await hold(principal, call, chosen);
+      if (payment.replayed) return { kind: "payment", payment: payment.row, replayed: true };
+      held = { payment: payment.row, project, chosen, paymentRequired, fromBlock };
+    } catch (err) {
+      await claim?.release();
+      throw err;
+    }
+    // From here the payment row owns the idempotency key.
+    await claim?.release();
+    return { kind: "payment", payment: await payHeld(call, held), replayed: false };
+  }
+
+  async function hold(principal: Principal, call: ProxiedCall, chosen: ChosenRequirement): Promise<{ row: PaymentRow; replayed: boolean }> {
+    const feeMicros = feeFor(chosen.amountMicros, principal.plan);
+    const leaseUntil = new Date(ctx.clock().getTime() + ctx.config.workers.paymentRequestLeaseMs).toISOString();
+    const state: X402State = { stage: "held", x402Version: chosen.x402Version, network: chosen.network, payTo: chosen.payTo, maxTimeoutSeconds: chosen.maxTimeoutSeconds };
+    const held = await ctx.ledger.hold({
+      projectId: principal.projectId,
+      rail: "x402",
+      railTxnType: "x402_payment",
+      amountUnits: chosen.amountMicros,
+      feeUnits: feeMicros,
+      amountMicros: chosen.amountMicros,
+      feeMicros,
+      currency: "usdc",
+      recipient: call.url,
+      recipientJson: null,
+      merchantName: new URL(call.url).host,
+      description: call.description,
+      idempotencyKey: call.idempotencyKey,
+      railState: state,
+      estimatedArrival: null,
+      inFlightUntil: leaseUntil,
+      leaseOwner: ctx.instanceId,
+    });
+    if (held.kind === "insufficient") throw insufficient(held.availableMicros, chosen.amountMicros, feeMicros);
+    if (held.kind === "duplicate") return { row: (await findReplay(ctx, principal.projectId, call.idempotencyKey!)) ?? held.payment, replayed: true };
+    return { row: held.payment, replayed: false };
+  }
+
+  /** Sign, retry once with the payment header, and settle what the answer lets us settle. */
+  async function payHeld(call: ProxiedCall, h: { payment: PaymentRow; project: ProjectRow; chosen: ChosenRequirement; paymentRequired: ReturnType<typeof readPaymentRequired>; fromBlock: Promise<number> }): Promise<PaymentRow> {
+    let payment = h.payment;
+    const leaseLeftMs = () => Date.parse(payment.lease_until ?? payment.in_flight_until ?? "") - ctx.clock().getTime();
+    let signed: Awaited<ReturnType<typeof signPayment>>;
+    let state: X402State;
+    try {
+      if (!(leaseLeftMs() > 2 * cfg.timeoutMs + LEASE_MARGIN_MS)) throw new Error("the request's lease is too short to sign safely");
+      signed = await signPayment(ctx.custody.signerFor(h.project.wallet_index) as never, h.paymentRequired, h.chosen, { usdcAddress: chain.client.usdcAddress, v2Network, v1Network, nowMs: ctx.clock().getTime() });
+      state = { ...x402State(payment), stage: "signed", authorization: signed.authorization, fromBlock: await h.fromBlock };
+      payment = await ctx.ledger.updatePayment(payment.id, { status: "processing", rail_state: JSON.stringify(state) });
+    } catch (err) {
+      // Nothing left the process: the payment fails and the hold is credited back at once.
+      await fail(d, payment, "The payment could not be signed; nothing was sent, the amount and fee were credited back.");
+      throw err;
+    }
+
+    let reply: SafeFetchResponse | undefined;
+    try {
+      reply = await request(call, { [signed.header.name]: signed.header.value });
+    } catch (err) {
+      if (err instanceof SafeFetchError && !err.requestMayHaveBeenSent) {
+        await fail(d, payment, `The signed payment never reached the target (${err.code}); the amount and fee were credited back.`);
+        throw fetchFailed(err, "paid_retry");
+      }
+      // The target may have the signature: the worker decides on-chain.
+      ctx.logger.warn({ payment_id: payment.id, code: (err as SafeFetchError).code }, "x402 paid retry failed after sending; settlement is unknown");
+    }
+
+    try {
+      if (reply) payment = await ctx.ledger.updatePayment(payment.id, { response_json: JSON.stringify(proxied(reply)) });
+      const reported = reply ? readSettlementHeader(reply.headers) : undefined;
+      // Only a receipt whose transaction used our authorization settles the payment here; a 402, an
+      // error, or a receipt we cannot prove leaves it `processing` until the chain decides.
+      if (reported?.success && reported.transaction && (await transactionUsedAuthorization(chain, reported.transaction, signed.authorization))) {
+        payment = await markSettled(ctx, payment, state, reported.transaction as Hex, "receipt");
+        if (ctx.config.chain.paymentConfirmations <= 1 && leaseLeftMs() > FEE_SWEEP_INLINE_WAIT_MS + LEASE_MARGIN_MS) payment = await sweepInline(payment);
+      }
+    } catch (err) {
+      ctx.logger.error({ err, payment_id: payment.id }, "x402 payment step failed after the paid retry; a worker will resume it");
+    } finally {
+      payment = (await ctx.ledger.getPayment(payment.id)) ?? payment;
+      if (payment.status === "pending" || payment.status === "processing") {
+        payment = await ctx.ledger.updatePayment(payment.id, { in_flight_until: null, lease_owner: null, lease_until: null, next_attempt_at: ctx.clock().toISOString() });
+      }
+    }
+    return payment;
+  }
+
+  async function sweepInline(payment: PaymentRow): Promise<PaymentRow> {
+    const deadline = Date.now() + FEE_SWEEP_INLINE_WAIT_MS;
+    for (let p = payment; ; ) {
+      const step = await sweepFeeAndComplete(d, p, x402State(p));
+      if (step.done || Date.now() + (step.retryInMs ?? 0) > deadline) return p;
+      if ((step.retryInMs ?? 0) > 0) await new Promise((r) => setTimeout(r, FEE_SWEEP_POLL_MS));
+      p = (await ctx.ledger.getPayment(p.id))!;
+    }
+  }
+
+  return {
+    advance: (payment) => advanceX402Payment(d, payment),
+
+    async pay(principal, body) {
+      if (body.amount_usd !== undefined) {
+        throw badRequest("invalid_request", "amount_usd is not used for URL recipients: the target sets the price. Cap it with max_amount_usdc (micro-USDC).");
+      }
+      const out = await run(principal, callOf(body.recipient, body, { description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null }));
+      return { httpStatus: 200, body: out.kind === "passthrough" ? out.body : renderPay(out.payment), replayed: out.replayed };
+    },
+
+    async payLegacy(principal, body) {
+      // The deprecated endpoint has neither description nor idempotency key.
+      const out = await run(principal, callOf(body.url, body, { description: null, idempotencyKey: null }));
+      if (out.kind === "payment") return { httpStatus: 200, body: renderX402(out.payment) };
+      const r = out.body.response!;
+      return { httpStatus: 200, body: { ...r, payment_amount: 0, fee_amount: 0, tx_hash: null, settled: false } satisfies X402PayResponse };
+    },
+  };
+}
+
+function callOf(url: string, b: Pick<X402PayRequest, "method" | "headers" | "body"> & { max_amount_usdc?: number }, meta: { description: string | null; idempotencyKey: string | null }): ProxiedCall {
+  return { url, method: b.method ?? "GET", headers: b.headers, body: b.body, maxAmountMicros: b.max_amount_usdc ?? limits.x402MaxAmountMicrosMax, ...meta };
+}
+
+function proxied(reply: SafeFetchResponse): ProxiedResponse {
+  return { status_code: reply.status, headers: reply.headers, body: reply.body };
+}
+
+/**
+ * A target that did not answer 402 was not paid: its reply comes back completed, for 0, under an id of
+ * its own (`req_…`, not a transaction id: nothing is recorded in the ledger).
+ */
+function passThrough(ctx: AppContext, call: ProxiedCall, reply: SafeFetchResponse): PayResponse {
+  return {
+    id: ctx.newId("txn").replace(/^txn_/, "req_"),
+    status: "completed",
+    rail: "x402",
+    amount_charged: 0,
+    fee: 0,
+    currency: "usdc",
+    recipient: call.url,
+    tx_hash: null,
+    created_at: ctx.clock().toISOString(),
+    estimated_arrival: null,
+    response: proxied(reply),
+  };
+}
