@@ -22,16 +22,20 @@ import { createUsdcRail } from "./rails/usdcRail.ts";
 import { createFiatRail } from "./rails/fiatRail.ts";
 import { createSandboxFiatProvider, type SandboxFiatProvider } from "./rails/fiat/sandboxProvider.ts";
 import type { Rails } from "./rails/rails.ts";
+import { createX402Rail } from "./rails/x402/x402Rail.ts";
+import { type X402Demo, startX402Demo } from "./sandbox/x402Demo.ts";
 
 export type RunningServer = {
   app: FastifyInstance;
   ctx: AppContext;
   chain: ChainRuntime | undefined;
   baseUrl: string;
+  /** Sandbox with `x402Demo`: the demo x402 merchant and its facilitator. */
+  x402Demo: X402Demo | undefined;
   stop(): Promise<void>;
 };
 
-export type StartServerOptions = { defaultMetrics?: boolean; withChain?: boolean };
+export type StartServerOptions = { defaultMetrics?: boolean; withChain?: boolean; x402Demo?: boolean };
 
 /** Sandbox secrets for the inbound webhooks, generated once into the data directory. */
 function sandboxWebhookSecrets(config: Config): void {
@@ -55,6 +59,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
   let chain: ChainRuntime | undefined;
   let workerLoop: Loop | undefined;
   let sandboxFiat: SandboxFiatProvider | undefined;
+  let x402Demo: X402Demo | undefined;
   try {
     if (opts.withChain ?? true) {
       chain = await startChainRuntime(config);
@@ -87,10 +92,12 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
         rails.byName.fiat = fiatRail;
         ctx.hooks.fiatHint = (payoutId) => fiatRail.onProviderHint(payoutId, () => workerLoop?.kick());
       }
+      rails.x402 = createX402Rail({ ...legDeps, onFinal, otherOwnAddresses: sandboxFiat ? [sandboxFiat.depositAddress] : [] });
       ctx.rails = rails;
       const worker = createPaymentWorker(ctx, rails);
       workerLoop = startLoop("payments", config.workers.workerIntervalMs, () => worker.runOnce(), logger);
       loops.push(workerLoop);
+      if (opts.x402Demo && chain.sandbox) x402Demo = await startX402Demo(chain);
     }
   } catch (err) {
     await built.close();
@@ -120,6 +127,8 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
           minter_private_key: chain.sandbox.accounts.deployer?.privateKey,
           deposit_webhook_secret: config.webhooks.depositSecret,
           fiat_webhook_secret: config.webhooks.fiatSecret,
+          facilitator_url: x402Demo?.facilitatorUrl ?? null,
+          demo_merchant_url: x402Demo?.merchantUrl ?? null,
           pid: process.pid,
         },
         null,
@@ -134,11 +143,13 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     ctx,
     chain,
     baseUrl,
+    x402Demo,
     async stop() {
       if (stopped) return;
       stopped = true;
       await Promise.all(loops.map((l) => l.stop()));
       await app.close();
+      await x402Demo?.stop();
       await chain?.sandbox?.stop();
       await built.close();
     },
