@@ -25,6 +25,8 @@ export type AppContext = {
     depositHint?: (txHash: string) => Promise<void>;
     fiatHint?: (providerRef: string) => Promise<void>;
   };
+  /** Hands a just-accepted payment (leased to this process) to the dispatcher. */
+  dispatch?: (payment: import("./ledger/store.ts").PaymentRow) => void;
   /** Identifies this process in payment leases. */
   instanceId: string;
 };

@@ -23,6 +23,7 @@ import { createFiatRail } from "./rails/fiatRail.ts";
 import { createSandboxFiatProvider, type SandboxFiatProvider } from "./rails/fiat/sandboxProvider.ts";
 import type { Rails } from "./rails/rails.ts";
 import { createX402Rail } from "./rails/x402/x402Rail.ts";
+import { createDispatcher, type Dispatcher } from "./services/payments/dispatcher.ts";
 import { type X402Demo, startX402Demo } from "./sandbox/x402Demo.ts";
 
 export type RunningServer = {
@@ -60,6 +61,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
   let workerLoop: Loop | undefined;
   let sandboxFiat: SandboxFiatProvider | undefined;
   let x402Demo: X402Demo | undefined;
+  let dispatcher: Dispatcher | undefined;
   try {
     if (opts.withChain ?? true) {
       chain = await startChainRuntime(config);
@@ -94,6 +96,8 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       }
       rails.x402 = createX402Rail({ ...legDeps, onFinal, otherOwnAddresses: sandboxFiat ? [sandboxFiat.depositAddress] : [] });
       ctx.rails = rails;
+      dispatcher = createDispatcher(ctx);
+      ctx.dispatch = (p) => dispatcher!.submit(p);
       const worker = createPaymentWorker(ctx, rails);
       workerLoop = startLoop("payments", config.workers.workerIntervalMs, () => worker.runOnce(), logger);
       loops.push(workerLoop);
@@ -149,6 +153,8 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       stopped = true;
       await Promise.all(loops.map((l) => l.stop()));
       await app.close();
+      // Let accepted payments reach their first persisted step before the chain and database go.
+      await dispatcher?.drain();
       await x402Demo?.stop();
       await chain?.sandbox?.stop();
       await built.close();

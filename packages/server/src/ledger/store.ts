@@ -46,6 +46,8 @@ export type NewPayment = {
   /** The creating request owns the payment until then; a repeat of its key gets 409 meanwhile. */
   inFlightUntil: string;
   leaseOwner: string;
+  /** Until when `leaseOwner` alone may advance the payment (default: inFlightUntil). */
+  leaseUntil?: string;
 };
 
 export type HoldResult =
@@ -289,8 +291,8 @@ export class Ledger {
           failure_reason: null,
           in_flight_until: input.inFlightUntil,
           lease_owner: input.leaseOwner,
-          lease_until: input.inFlightUntil,
-          next_attempt_at: input.inFlightUntil,
+          lease_until: input.leaseUntil ?? input.inFlightUntil,
+          next_attempt_at: input.leaseUntil ?? input.inFlightUntil,
           attempts: 0,
           created_at: at,
           updated_at: at,

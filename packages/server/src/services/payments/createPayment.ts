@@ -32,33 +32,36 @@ export function insufficient(availableMicros: number, amountMicros: number, feeM
   );
 }
 
+/**
+ * Accepts a USDC or bank payment: the hold is the whole of the request's work, so accepting is as
+ * fast as the debit itself. The answer is `pending` (recorded, not yet submitted); the dispatcher
+ * signs and submits it right after, under the lease the hold took.
+ */
 export async function createPayment(ctx: AppContext, principal: Principal, intent: PaymentIntent): Promise<CreatedPayment> {
   const replay = await findReplay(ctx, principal.projectId, intent.idempotencyKey);
   if (replay) return { payment: replay, replayed: true };
   const rails = ctx.rails;
   const rail = rails?.byName[intent.rail];
-  if (!rails || !rail) throw new ApiError(503, "rail_unavailable", `The ${intent.rail} rail is not configured on this deployment.`);
+  if (!rails || !rail || !ctx.dispatch) throw new ApiError(503, "rail_unavailable", `The ${intent.rail} rail is not configured on this deployment.`);
 
-  const leaseUntil = new Date(ctx.clock().getTime() + ctx.config.workers.paymentRequestLeaseMs).toISOString();
+  const now = ctx.clock();
+  const leaseUntil = new Date(now.getTime() + ctx.config.workers.paymentRequestLeaseMs).toISOString();
   const estimatedArrival = intent.rail === "fiat" ? (rails.fiatProvider?.estimatedArrival ?? null) : null;
-  const held = await ctx.ledger.hold({ ...intent, estimatedArrival, railState: intent.railState ?? null, projectId: principal.projectId, inFlightUntil: leaseUntil, leaseOwner: ctx.instanceId });
+  const held = await ctx.ledger.hold({
+    ...intent,
+    estimatedArrival,
+    railState: intent.railState ?? null,
+    projectId: principal.projectId,
+    // Nothing of the request remains once the hold committed: a repeat gets the payment at once.
+    inFlightUntil: now.toISOString(),
+    leaseOwner: ctx.instanceId,
+    leaseUntil,
+  });
   if (held.kind === "insufficient") throw insufficient(held.availableMicros, intent.amountMicros, intent.feeMicros);
   if (held.kind === "duplicate") {
     const again = await findReplay(ctx, principal.projectId, intent.idempotencyKey);
     return { payment: again ?? held.payment, replayed: true };
   }
-  let payment = held.payment;
-  try {
-    const step = await rail.advance(payment);
-    payment = (await ctx.ledger.getPayment(payment.id))!;
-    // Hand the payment to the workers: release the request's lease and say when to look next.
-    const next = new Date(ctx.clock().getTime() + (step.retryInMs ?? 0)).toISOString();
-    payment = await ctx.ledger.updatePayment(payment.id, { in_flight_until: null, lease_owner: null, lease_until: null, next_attempt_at: next });
-  } catch (err) {
-    // The hold stands and the lease will expire: a worker resumes from what was persisted.
-    ctx.logger.error({ err, payment_id: payment.id }, "payment step failed after the hold; a worker will resume it");
-    await ctx.ledger.updatePayment(payment.id, { in_flight_until: null, lease_owner: null, lease_until: null, next_attempt_at: ctx.clock().toISOString() }).catch(() => undefined);
-    payment = (await ctx.ledger.getPayment(payment.id)) ?? payment;
-  }
-  return { payment, replayed: false };
+  ctx.dispatch(held.payment);
+  return { payment: held.payment, replayed: false };
 }
