@@ -1,0 +1,114 @@
+/**
+ * `npm run bench -- pay`: POST /v1/pay (usdc_transfer) on the real sandbox server — real database,
+ * real chain, real relayer — against a bare Fastify route that runs the same conditional debit SQL
+ * on the same database, in one run. Reports payments accepted per second (201 answers under load),
+ * settled per second (completed on-chain, from the first request to the last completion), and the
+ * ratio of accepted to the ceiling. Target: accepted ≥ 0.5 × ceiling.
+ */
+import { parseArgs } from "node:util";
+import autocannon from "autocannon";
+import Fastify from "fastify";
+import { sql } from "kysely";
+import { startTestServer } from "../packages/server/src/testing/harness.ts";
+import { type Cell, UsageError, log, machine, printTable, verdict, writeResult } from "./lib.ts";
+
+const TARGET_ACCEPT_RATIO_MIN = 0.5;
+const RECIPIENT = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+/** 0.01 USDC per payment + 0.0002 fee. */
+const AMOUNT_USD = 0.01;
+const DEBIT_MICROS = 10_200;
+
+const HELP = `npm run bench -- pay [flags]
+  --db sqlite|postgres   database (default sqlite, synchronous=FULL; postgres uses $TEST_DATABASE_URL or the local server)
+  --duration S           seconds of load per target (default 10)
+  --connections N        concurrent connections (default 16)
+  --settle-timeout S     how long to wait for every accepted payment to complete (default 180)`;
+
+// autocannon's own options and events beyond bench/autocannon.d.ts's GET-only declaration.
+type Result = { requests: { average: number; total: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number; statusCodeStats?: Record<string, { count: number }> };
+const load = autocannon as unknown as (options: Record<string, unknown>) => Promise<Result>;
+
+type Load = { reqPerSec: number; p50Ms: number; p99Ms: number; total: number; ok: number; non2xx: number; errors: number };
+
+async function post(url: string, headers: Record<string, string>, body: string, connections: number, duration: number, okStatus: number): Promise<Load> {
+  // A worker thread generates the load, so it never shares the event loop of the server it measures.
+  const r = await load({ url, method: "POST", headers: { "content-type": "application/json", ...headers }, body, connections, duration, workers: 1, timeout: 30 });
+  const ok = r.statusCodeStats?.[String(okStatus)]?.count ?? 0;
+  return { reqPerSec: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, total: r.requests.total, ok, non2xx: r.non2xx, errors: r.errors };
+}
+
+export async function run(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: { db: { type: "string", default: "sqlite" }, duration: { type: "string", default: "10" }, connections: { type: "string", default: "16" }, "settle-timeout": { type: "string", default: "180" }, help: { type: "boolean", default: false } },
+  });
+  if (values.help) return void console.log(HELP);
+  if (values.db !== "sqlite" && values.db !== "postgres") throw new UsageError("--db must be sqlite or postgres");
+  const duration = Number(values.duration);
+  const connections = Number(values.connections);
+  const settleTimeoutS = Number(values["settle-timeout"]);
+  if (!(duration > 0 && connections > 0 && settleTimeoutS > 0)) throw new UsageError("--duration, --connections and --settle-timeout must be positive numbers");
+
+  let dropSchema: (() => Promise<void>) | undefined;
+  let databaseUrl: string | undefined;
+  if (values.db === "postgres") {
+    const { createPgSchema } = await import("../packages/server/test/support/db.ts");
+    process.env.TEST_DATABASE_URL ??= "postgres://postgres@127.0.0.1:5432/test";
+    const s = await createPgSchema();
+    databaseUrl = s.url;
+    dropSchema = s.drop;
+  }
+  log(`starting the sandbox server (${values.db}, real anvil chain)…`);
+  const server = await startTestServer({ database: values.db, databaseUrl, env: { RATE_LIMIT_PER_MINUTE: "1000000000", LOG_LEVEL: "warn", WORKER_INTERVAL_MS: "200" } });
+  const ctx = server.server.ctx;
+  const bare = Fastify({ logger: false });
+  try {
+    await server.fund(10_000_000_000n); // 10,000 USDC: enough for ~980,000 payments
+    // The ceiling: the same conditional debit the hold runs, on the same database, on another project.
+    const ceilingProject = await ctx.ledger.createProject({ name: "ceiling", plan: "free" });
+    await ctx.ledger.db.updateTable("balances").set({ available_micros: 9_000_000_000_000 }).where("project_id", "=", ceilingProject.id).execute();
+    bare.post("/debit", async () => {
+      const row = await sql<{ available_micros: number }>`update balances set available_micros = available_micros - ${DEBIT_MICROS}, held_micros = held_micros + ${DEBIT_MICROS} where project_id = ${ceilingProject.id} and available_micros >= ${DEBIT_MICROS} returning available_micros`.execute(ctx.ledger.db);
+      return { ok: row.rows.length === 1 };
+    });
+    const bareUrl = await bare.listen({ host: "127.0.0.1", port: 0 });
+
+    log(`ceiling: bare Fastify + the debit SQL, ${connections} connections, ${duration} s…`);
+    const ceiling = await post(`${bareUrl}/debit`, {}, "{}", connections, duration, 200);
+
+    log(`POST /v1/pay (usdc_transfer), ${connections} connections, ${duration} s…`);
+    const startedAt = Date.now();
+    const pay = await post(`${server.baseUrl}/v1/pay`, { authorization: `Bearer ${server.token}` }, JSON.stringify({ recipient: RECIPIENT, amount_usd: AMOUNT_USD }), connections, duration, 201);
+    const acceptedAt = Date.now();
+
+    log(`waiting for ${pay.ok} accepted payments to complete on-chain…`);
+    let open = Number.POSITIVE_INFINITY;
+    while (open > 0 && Date.now() - acceptedAt < settleTimeoutS * 1000) {
+      const r = await ctx.ledger.db.selectFrom("payments").select((eb) => eb.fn.countAll<number>().as("n")).where("status", "in", ["pending", "processing"]).executeTakeFirstOrThrow();
+      open = Number(r.n);
+      if (open > 0) await new Promise((r) => setTimeout(r, 250));
+    }
+    const settledAt = Date.now();
+    const counts = await ctx.ledger.db.selectFrom("payments").select(["status", (eb) => eb.fn.countAll<number>().as("n")]).groupBy("status").execute();
+    const completed = Number(counts.find((c) => c.status === "completed")?.n ?? 0);
+    const acceptedPerSec = pay.ok / ((acceptedAt - startedAt) / 1000);
+    const settledPerSec = completed / ((settledAt - startedAt) / 1000);
+    const ratio = acceptedPerSec / ceiling.reqPerSec;
+
+    const rows: Cell[][] = [
+      ["ceiling: bare Fastify + debit SQL", Math.round(ceiling.reqPerSec), ceiling.p50Ms, ceiling.p99Ms, "-"],
+      ["POST /v1/pay accepted (201)", Math.round(acceptedPerSec), pay.p50Ms, pay.p99Ms, `${ratio.toFixed(2)} × ceiling`],
+      ["settled on-chain (completed)", Math.round(settledPerSec), "-", "-", `${completed} of ${pay.ok} in ${((settledAt - startedAt) / 1000).toFixed(1)} s`],
+    ];
+    console.log(`\nmachine: ${JSON.stringify(machine())}`);
+    printTable(["target", "per second", "p50 ms", "p99 ms", "note"], rows);
+    console.log(`\naccepted ≥ ${TARGET_ACCEPT_RATIO_MIN} × ceiling: ${verdict(ratio >= TARGET_ACCEPT_RATIO_MIN)} (${ratio.toFixed(2)})`);
+    if (open > 0) console.log(`WARNING: ${open} payments still open after ${settleTimeoutS} s`);
+    const file = writeResult(`pay-${values.db}`, { machine: machine(), db: values.db, connections, duration, ceiling, pay, acceptedPerSec, settledPerSec, completed, statuses: counts, ratio });
+    console.log(`result: ${file}`);
+  } finally {
+    await bare.close();
+    await server.stop();
+    await dropSchema?.();
+  }
+}
