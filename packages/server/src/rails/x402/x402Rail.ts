@@ -257,8 +257,14 @@ function callOf(url: string, b: Pick<X402PayRequest, "method" | "headers" | "bod
   return { url, method: b.method ?? "GET", headers: b.headers, body: b.body, maxAmountMicros: b.max_amount_usdc ?? limits.x402MaxAmountMicrosMax, ...meta };
 }
 
+/** Hop-by-hop headers describe our connection to the target, not its reply (RFC 9110 §7.6.1). */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"]);
+
+/** The target's reply as the API returns it: status, end-to-end headers (lowercased), body. */
 function proxied(reply: SafeFetchResponse): ProxiedResponse {
-  return { status_code: reply.status, headers: reply.headers, body: reply.body };
+  const listed = new Set((reply.headers.connection ?? "").split(",").map((t) => t.trim().toLowerCase()));
+  const headers = Object.fromEntries(Object.entries(reply.headers).filter(([name]) => !HOP_BY_HOP.has(name) && !listed.has(name)));
+  return { status_code: reply.status, headers, body: reply.body };
 }
 
 /**
