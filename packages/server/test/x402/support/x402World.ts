@@ -1,0 +1,113 @@
+/**
+ * The world of the x402 end-to-end tests: the real server (sandbox harness: real database, anvil, real
+ * HTTP), a real x402 facilitator on loopback and real merchants built with Coinbase's packages, plus
+ * probes: on-chain balances, a signature counter on the project's custody, and a small API client.
+ */
+import { randomBytes } from "node:crypto";
+import { startFacilitator, startMerchantV1, startMerchantV2, type Facilitator, type Merchant } from "@agentwallet/devchain";
+import { type Address, getAddress } from "viem";
+import type { Custody } from "../../../src/chain/custody.ts";
+import type { AppContext } from "../../../src/context.ts";
+import { type StartTestServerOptions, type TestServer, startTestServer } from "../../../src/testing/harness.ts";
+import { createPgSchema } from "../../support/db.ts";
+
+export const randomAddress = (): Address => getAddress(`0x${randomBytes(20).toString("hex")}`);
+
+/** Counts every EIP-712 signature the service makes with any project wallet. */
+export function countSignatures(ctx: AppContext): { count(): number } {
+  const real: Custody = ctx.custody;
+  let signatures = 0;
+  ctx.custody = {
+    addressOf: (i) => real.addressOf(i),
+    transactionSigner: (k) => real.transactionSigner(k),
+    close: () => real.close(),
+    signerFor(i) {
+      const signer = real.signerFor(i);
+      return {
+        address: signer.address,
+        signTypedData: (def) => {
+          signatures += 1;
+          return signer.signTypedData(def);
+        },
+      };
+    },
+  };
+  return { count: () => signatures };
+}
+
+export type ApiAnswer = { status: number; body: Record<string, unknown> & { detail?: string; code?: string }; headers: Headers };
+
+export type X402World = {
+  server: TestServer;
+  ctx: AppContext;
+  facilitator: Facilitator;
+  usdc: Address;
+  treasury: Address;
+  signatures: { count(): number };
+  post(path: string, body: unknown, token?: string): Promise<ApiAnswer>;
+  get(path: string, token?: string): Promise<ApiAnswer>;
+  balanceOf(address: Address): Promise<bigint>;
+  /** The project's deposit wallet (created on first use). */
+  wallet(): Promise<Address>;
+  startMerchant(version: 1 | 2, priceMicros: bigint, payTo?: Address): Promise<Merchant & { payTo: Address }>;
+  /** Runs the payment worker until the payment leaves `processing` (bounded). */
+  settle(paymentId: string, timeoutMs?: number): Promise<string>;
+  stop(): Promise<void>;
+};
+
+export async function startX402World(o: { database?: "sqlite" | "postgres"; env?: NodeJS.ProcessEnv; fundMicros?: bigint } = {}): Promise<X402World> {
+  const pg = o.database === "postgres" ? await createPgSchema() : undefined;
+  const options: StartTestServerOptions = { database: o.database, databaseUrl: pg?.url, env: { RATE_LIMIT_PER_MINUTE: "100000", ...o.env } };
+  const server = await startTestServer(options);
+  const ctx = server.server.ctx;
+  const chain = server.server.chain!;
+  const sandbox = chain.sandbox!;
+  const facilitator = await startFacilitator({ rpcUrl: sandbox.rpcUrl, privateKey: sandbox.accounts.facilitator!.privateKey });
+  const merchants: Merchant[] = [];
+  if (o.fundMicros) await server.fund(o.fundMicros);
+  const signatures = countSignatures(ctx);
+  const call = async (method: string, path: string, body?: unknown, token = server.token): Promise<ApiAnswer> => {
+    const response = await fetch(`${server.baseUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as ApiAnswer["body"], headers: response.headers };
+  };
+  return {
+    server,
+    ctx,
+    facilitator,
+    usdc: chain.client.usdcAddress,
+    treasury: chain.treasuryAddress,
+    signatures,
+    post: (path, body, token) => call("POST", path, body, token),
+    get: (path, token) => call("GET", path, undefined, token),
+    balanceOf: (address) => chain.client.usdcBalance(address),
+    async wallet() {
+      const answer = await call("GET", "/v1/stablecoin/address");
+      return answer.body.address as Address;
+    },
+    async startMerchant(version, priceMicros, payTo = randomAddress()) {
+      const start = version === 2 ? startMerchantV2 : startMerchantV1;
+      const merchant = await start({ facilitatorUrl: facilitator.url, payTo, usdcAddress: chain.client.usdcAddress, priceMicros });
+      merchants.push(merchant);
+      return { ...merchant, payTo };
+    },
+    async settle(paymentId, timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const p = await ctx.ledger.getPayment(paymentId);
+        if (p && p.status !== "pending" && p.status !== "processing") return p.status;
+        if (Date.now() > deadline) throw new Error(`payment ${paymentId} still ${p?.status} after ${timeoutMs} ms`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    async stop() {
+      await Promise.all(merchants.map((m) => m.stop()));
+      await facilitator.stop();
+      await server.stop();
+      await pg?.drop();
+    },
+  };
+}
