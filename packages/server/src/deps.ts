@@ -9,6 +9,7 @@ import pino, { type Logger } from "pino";
 import type { Config } from "./config.ts";
 import type { AppContext } from "./context.ts";
 import { createHdCustody, loadMasterMnemonic } from "./chain/custody.ts";
+import { createSigningPool } from "./chain/signingPool.ts";
 import { type OpenedDb, openDb } from "./ledger/db.ts";
 import { migrateToLatest } from "./ledger/migrations.ts";
 import { Ledger } from "./ledger/store.ts";
@@ -47,7 +48,7 @@ export function loadCustody(config: Config) {
     file: config.custody.mnemonicFile,
     sandboxFile: config.mode === "sandbox" ? join(config.dataDir, "master-mnemonic") : undefined,
   });
-  return createHdCustody(mnemonic);
+  return createHdCustody(mnemonic, { pool: createSigningPool(mnemonic, 1) });
 }
 
 export async function buildContext(config: Config, logger: Logger): Promise<{ ctx: AppContext; close(): Promise<void> }> {
@@ -69,6 +70,7 @@ export async function buildContext(config: Config, logger: Logger): Promise<{ ct
     ctx,
     async close() {
       await rateLimiter.close();
+      await ctx.custody.close();
       await opened.close();
     },
   };

@@ -84,7 +84,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
         await watcher.checkTransaction(txHash as Hex);
       };
 
-      const relayer = createRelayer(ctx.ledger, chain, logger);
+      const relayer = createRelayer(ctx.ledger, chain, logger, ctx.custody);
       await relayer.syncNonce();
       const legDeps = { ctx, chain, relayer };
       const onFinal = (p: { rail: string }, outcome: string) => metrics.payments.labels(p.rail, outcome).inc();

@@ -5,16 +5,22 @@
  */
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { type Address, type Hex, type TypedDataDefinition, getAddress } from "viem";
-import { english, generateMnemonic, mnemonicToAccount } from "viem/accounts";
+import { type Address, type Hex, type TransactionSerializable, type TypedDataDefinition, getAddress } from "viem";
+import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
+import type { SigningPool } from "./signingPool.ts";
 
 export interface Custody {
   addressOf(walletIndex: number): Address;
   /** A narrow signer for one wallet, shaped like x402's and viem's local accounts. */
   signerFor(walletIndex: number): { address: Address; signTypedData(def: TypedDataDefinition): Promise<Hex> };
+  /** The relayer's key signs its transactions here too, so all signing shares one place (and thread). */
+  transactionSigner(privateKey: Hex): { address: Address; signTransaction(tx: TransactionSerializable): Promise<Hex> };
+  close(): Promise<void>;
 }
 
-export function createHdCustody(mnemonic: string): Custody {
+/** With a pool, signatures are made in worker threads; without, on the caller's thread (tests, CLI). */
+export function createHdCustody(mnemonic: string, opts: { pool?: SigningPool } = {}): Custody {
+  const pool = opts.pool;
   const cache = new Map<number, ReturnType<typeof mnemonicToAccount>>();
   const account = (index: number) => {
     if (!Number.isSafeInteger(index) || index < 0 || index >= 2 ** 31) throw new Error(`wallet index out of range: ${index}`);
@@ -31,8 +37,13 @@ export function createHdCustody(mnemonic: string): Custody {
     addressOf: (index) => getAddress(account(index).address),
     signerFor(index) {
       const a = account(index);
-      return { address: a.address, signTypedData: (def) => a.signTypedData(def as never) };
+      return { address: a.address, signTypedData: (def) => (pool ? pool.signTypedData(index, def) : a.signTypedData(def as never)) };
     },
+    transactionSigner(privateKey) {
+      const a = privateKeyToAccount(privateKey);
+      return { address: a.address, signTransaction: (tx) => (pool ? pool.signTransaction(privateKey, tx) : a.signTransaction(tx as never)) };
+    },
+    close: async () => pool?.close(),
   };
 }
 

@@ -6,7 +6,7 @@
  * one payment go in one Multicall3 `aggregate3` call, so amount and fee move together or not at all.
  */
 import { type Address, type Hex, encodeFunctionData, keccak256 } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import type { Custody } from "./custody.ts";
 import type { Logger } from "pino";
 import type { Ledger } from "../ledger/store.ts";
 import { MULTICALL3_ADDRESS, multicall3Abi } from "./chainClient.ts";
@@ -17,12 +17,20 @@ export const RELAYER_GAS_LIMIT = 250_000n;
 const FEE_CACHE_MS = 5_000;
 
 export type Call = { target: Address; data: Hex };
+
+/** The payment moved on since the caller read it: another process advanced it. Nothing was stored. */
+export class StaleStepError extends Error {
+  override name = "StaleStepError";
+}
+
+/** What the payment row must still hold for this step to be stored (compare-and-set). */
+export type Expected = { tx_hash: string | null; rail_state: string | null };
 export type RelayedTx = { nonce: number; hash: Hex; raw: Hex };
 
 export type Relayer = ReturnType<typeof createRelayer>;
 
-export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logger) {
-  const account = privateKeyToAccount(chain.relayerKey);
+export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logger, custody: Custody) {
+  const account = custody.transactionSigner(chain.relayerKey);
   const counterKey = `relayer_nonce:${account.address.toLowerCase()}`;
   let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined;
 
@@ -53,7 +61,7 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
    * Allocates a nonce, signs the batch and stores it with the payment's new state in one database
    * transaction. Signing is local CPU work; no network I/O happens inside the transaction.
    */
-  async function prepare(paymentId: string, calls: Call[], paymentPatch: (tx: RelayedTx) => Record<string, unknown>): Promise<RelayedTx> {
+  async function prepare(paymentId: string, calls: Call[], paymentPatch: (tx: RelayedTx) => Record<string, unknown>, expected: Expected): Promise<RelayedTx> {
     const { maxFeePerGas, maxPriorityFeePerGas } = await currentFees();
     const data = encodeFunctionData({ abi: multicall3Abi, functionName: "aggregate3", args: [calls.map((c) => ({ target: c.target, allowFailure: false, callData: c.data }))] });
     return ledger.db.transaction().execute(async (trx) => {
@@ -78,7 +86,16 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
       });
       const hash = keccak256(raw);
       await trx.insertInto("relayer_txs").values({ nonce, relayer: account.address, payment_id: paymentId, raw_tx: raw, tx_hash: hash, created_at: new Date().toISOString() }).execute();
-      await trx.updateTable("payments").set({ ...paymentPatch({ nonce, hash, raw }), updated_at: new Date().toISOString() }).where("id", "=", paymentId).execute();
+      // Compare-and-set: if another process stored a step for this payment since we read it, roll
+      // back everything (the nonce too); our signatures are never broadcast.
+      const stored = await trx
+        .updateTable("payments")
+        .set({ ...paymentPatch({ nonce, hash, raw }), updated_at: new Date().toISOString() })
+        .where("id", "=", paymentId)
+        .where("tx_hash", expected.tx_hash === null ? "is" : "=", expected.tx_hash)
+        .where("rail_state", expected.rail_state === null ? "is" : "=", expected.rail_state)
+        .executeTakeFirst();
+      if (stored.numUpdatedRows !== 1n) throw new StaleStepError(`payment ${paymentId} was advanced by another process`);
       await trx.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", paymentId).where("status", "=", "pending").execute();
       return { nonce, hash, raw };
     });

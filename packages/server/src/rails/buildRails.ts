@@ -13,7 +13,7 @@ import { createUsdcRail } from "./usdcRail.ts";
 export type BuiltRails = { rails: Rails; fiatRail: ReturnType<typeof createFiatRail> | undefined };
 
 export async function buildRails(ctx: AppContext, chain: ChainRuntime, opts: { fiatProvider?: FiatProvider; onFinal?: (p: { rail: string }, outcome: string) => void } = {}): Promise<BuiltRails> {
-  const relayer = createRelayer(ctx.ledger, chain, ctx.logger);
+  const relayer = createRelayer(ctx.ledger, chain, ctx.logger, ctx.custody);
   await relayer.syncNonce();
   const legDeps = { ctx, chain, relayer, onFinal: opts.onFinal };
   const rails: Rails = { chain, relayer, fiatProvider: opts.fiatProvider, byName: { usdc_transfer: createUsdcRail(legDeps) } };

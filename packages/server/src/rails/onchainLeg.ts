@@ -48,7 +48,7 @@ export async function relayTransfers(
   for (const t of transfers.filter((x) => x.micros > 0)) {
     auths.push(await signAuthorization(d.ctx.custody, project.wallet_index, { chainId: d.chain.client.settings.chainId, usdc, to: t.to, valueMicros: t.micros, validAfter: 0, validBefore: now + AUTHORIZATION_VALIDITY_SECONDS, nonce: randomNonce() }));
   }
-  const tx = await d.relayer.prepare(payment.id, encodeCalls(d, auths), (t) => patch({ hash: t.hash, nonce: t.nonce, auths }));
+  const tx = await d.relayer.prepare(payment.id, encodeCalls(d, auths), (t) => patch({ hash: t.hash, nonce: t.nonce, auths }), { tx_hash: payment.tx_hash, rail_state: payment.rail_state });
   await d.relayer.broadcast(tx.raw);
   return tx.hash;
 }
@@ -105,7 +105,7 @@ export async function checkRelayed(
     // Our nonce was consumed by a transaction we do not know (the relayer key used elsewhere).
     // The authorizations are single-use on-chain, so re-submitting them cannot pay twice.
     d.ctx.logger.warn({ payment_id: payment.id, nonce: stored.nonce }, "relayer nonce consumed elsewhere; resubmitting the same authorizations");
-    const tx = await d.relayer.prepare(payment.id, encodeCalls(d, transfers), (t) => onResubmit({ hash: t.hash, nonce: t.nonce }));
+    const tx = await d.relayer.prepare(payment.id, encodeCalls(d, transfers), (t) => onResubmit({ hash: t.hash, nonce: t.nonce }), { tx_hash: payment.tx_hash, rail_state: payment.rail_state });
     await d.relayer.broadcast(tx.raw);
     return "pending";
   }

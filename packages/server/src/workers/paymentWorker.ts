@@ -4,6 +4,7 @@
  * leases make every `pending`/`processing` payment claimable again, so each reaches a final state.
  */
 import type { AppContext } from "../context.ts";
+import { StaleStepError } from "../chain/relayer.ts";
 import type { Rails } from "../rails/rails.ts";
 
 export type PaymentWorkerOptions = { leaseMs?: number; batchMax?: number; backoffMaxMs?: number };
@@ -27,7 +28,8 @@ export function createPaymentWorker(ctx: AppContext, rails: Rails, o: PaymentWor
           if (r.done) return await ctx.ledger.releaseLease(p.id, owner, ctx.clock().toISOString());
           retryInMs = r.retryInMs ?? retryInMs;
         } catch (err) {
-          ctx.logger.warn({ err, payment_id: p.id, attempts: p.attempts }, "payment step failed; will retry");
+          if (err instanceof StaleStepError) ctx.logger.debug({ payment_id: p.id }, "payment advanced elsewhere; looking again later");
+          else ctx.logger.warn({ err, payment_id: p.id, attempts: p.attempts }, "payment step failed; will retry");
         }
         await ctx.ledger.releaseLease(p.id, owner, new Date(ctx.clock().getTime() + retryInMs).toISOString());
       }),

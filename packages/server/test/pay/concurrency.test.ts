@@ -89,6 +89,8 @@ describe.each([
     );
     const ok = results.filter((r) => r.status === 201);
     const refused = results.filter((r) => r.status === 400);
+    const failed = await ledger.db.selectFrom("payments").select(["id", "failure_reason"]).where("status", "=", "failed").execute();
+    expect(failed, `failed payments: ${JSON.stringify(failed)}\n${servers.map((s) => s.output()).join("\n")}`).toEqual([]);
     expect(ok).toHaveLength(10);
     expect(refused).toHaveLength(990);
     for (const r of refused) expect(r.body.detail).toMatch(/^Insufficient balance/);

@@ -57,6 +57,23 @@ describe("recovery: a payment interrupted at each step is finished by a worker, 
     expect(relayed.map((r) => r.tx_hash)).toEqual([hash]);
   });
 
+  test("two processes advancing the same payment at once: one leg is stored and sent, the other is refused", async () => {
+    const r0 = await s.server.chain!.client.usdcBalance(recipient);
+    const held = await ctx().ledger.hold({ ...usdcIntent({ address: recipient, amountMicros: 3_333_333, principal, description: null, idempotencyKey: "race" }), projectId: s.projectId, railState: null, inFlightUntil: past(), leaseOwner: "someone", leaseUntil: new Date(Date.now() + 60_000).toISOString() });
+    if (held.kind !== "held") throw new Error("hold failed");
+    const rail = ctx().rails!.byName.usdc_transfer!;
+    // Both read the same pending row, as a dispatcher and a worker would after a lease expired.
+    const outcomes = await Promise.allSettled([rail.advance(held.payment), rail.advance(held.payment), rail.advance(held.payment)]);
+    expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
+    for (const o of outcomes.filter((o) => o.status === "rejected")) expect(String((o as PromiseRejectedResult).reason)).toMatch(/advanced by another process/);
+    await ctx().ledger.updatePayment(held.payment.id, { lease_owner: null, lease_until: null, next_attempt_at: past() });
+    const p = await final(held.payment.id);
+    expect(p.status).toBe("completed");
+    const relayed = await ctx().ledger.db.selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();
+    expect(relayed).toHaveLength(1);
+    expect((await s.server.chain!.client.usdcBalance(recipient)) - r0).toBe(3_333_333n);
+  });
+
   test("the ledger verifies afterwards", async () => {
     expect((await verifyLedger(ctx().ledger.db)).problems).toEqual([]);
   });

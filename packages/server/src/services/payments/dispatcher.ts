@@ -5,6 +5,7 @@
  * worker resumes it. Either way each payment is advanced by one process at a time.
  */
 import type { AppContext } from "../../context.ts";
+import { StaleStepError } from "../../chain/relayer.ts";
 import type { PaymentRow } from "../../ledger/store.ts";
 
 export type Dispatcher = { submit(p: PaymentRow): void; drain(): Promise<void> };
@@ -26,7 +27,7 @@ export function createDispatcher(ctx: AppContext, opts: { concurrency?: number; 
       const r = await rail.advance(p);
       retryInMs = r.done ? 0 : (r.retryInMs ?? 0);
     } catch (err) {
-      ctx.logger.warn({ err, payment_id: p.id }, "first payment step failed; the worker will retry");
+      if (!(err instanceof StaleStepError)) ctx.logger.warn({ err, payment_id: p.id }, "first payment step failed; the worker will retry");
       retryInMs = 500;
     }
     await release(p.id, retryInMs).catch((err) => ctx.logger.warn({ err, payment_id: p.id }, "lease release failed; it expires on its own"));
