@@ -4,7 +4,7 @@
  * `Idempotent-Replayed: true`).
  */
 import { LegacyPaymentRequest, PayRequest, UsdcTransferRequest, X402PayRequest, limits } from "@agentwallet/api";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply } from "fastify";
 import type { AppContext } from "../context.ts";
 import { guard } from "./app.ts";
 import { requireActive, requirePermission } from "./auth.ts";
@@ -12,9 +12,16 @@ import { ApiError, badRequest } from "./errors.ts";
 import type { Metrics } from "./metrics.ts";
 import { parseOr400 } from "./validation.ts";
 import { parseDecimalAmount } from "../money.ts";
-import { createPayment } from "../services/payments/createPayment.ts";
+import { type CreatedPayment, createPayment } from "../services/payments/createPayment.ts";
 import { checkAddress, classifyRecipient, fiatIntent, payIntent, usdcIntent } from "../services/payments/parsePay.ts";
 import { renderLegacyPayment, renderPay, renderUsdcTransfer } from "../services/payments/render.ts";
+
+/** 201 for a new payment, 200 with `Idempotent-Replayed: true` for a repeat of its key. */
+function answer<T>(reply: FastifyReply, metrics: Metrics, created: CreatedPayment, render: (p: CreatedPayment["payment"]) => T) {
+  if (created.replayed) reply.header("idempotent-replayed", "true");
+  else metrics.payments.labels(created.payment.rail, "accepted").inc();
+  return reply.code(created.replayed ? 200 : 201).send(render(created.payment));
+}
 
 export function registerPaymentRoutes(app: FastifyInstance, ctx: AppContext, metrics: Metrics): void {
   const x402 = () => {
@@ -36,10 +43,7 @@ export function registerPaymentRoutes(app: FastifyInstance, ctx: AppContext, met
       return reply.code(out.httpStatus).send(out.body);
     }
     requireActive(p);
-    const { payment, replayed } = await createPayment(ctx, p, payIntent(body, kind, p));
-    if (!replayed) metrics.payments.labels(payment.rail, "accepted").inc();
-    if (replayed) reply.header("idempotent-replayed", "true");
-    return reply.code(replayed ? 200 : 201).send(renderPay(payment));
+    return answer(reply, metrics, await createPayment(ctx, p, payIntent(body, kind, p)), renderPay);
   });
 
   app.post("/v1/payments", async (req, reply) => {
@@ -47,10 +51,8 @@ export function registerPaymentRoutes(app: FastifyInstance, ctx: AppContext, met
     requirePermission(p, "pay");
     requireActive(p);
     const body = parseOr400(LegacyPaymentRequest, req.body);
-    const { payment, replayed } = await createPayment(ctx, p, fiatIntent({ bank: body.recipient, amountCents: body.amount, principal: p, description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null }));
-    if (!replayed) metrics.payments.labels(payment.rail, "accepted").inc();
-    if (replayed) reply.header("idempotent-replayed", "true");
-    return reply.code(replayed ? 200 : 201).send(renderLegacyPayment(payment));
+    const intent = fiatIntent({ bank: body.recipient, amountCents: body.amount, principal: p, description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null });
+    return answer(reply, metrics, await createPayment(ctx, p, intent), renderLegacyPayment);
   });
 
   app.post("/v1/usdc/transfer", async (req, reply) => {
@@ -63,10 +65,8 @@ export function registerPaymentRoutes(app: FastifyInstance, ctx: AppContext, met
     const parsed = parseDecimalAmount(body.amount_usdc, 6);
     if (!parsed.ok) throw badRequest("invalid_amount", `amount_usdc ${parsed.reason} (USDC has 6 decimals).`);
     if (body.amount_usdc > limits.usdcTransferMaxUsd) throw badRequest("invalid_amount", `amount_usdc must be at most ${limits.usdcTransferMaxUsd}.`);
-    const { payment, replayed } = await createPayment(ctx, p, usdcIntent({ address, amountMicros: parsed.units, principal: p, description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null }));
-    if (!replayed) metrics.payments.labels(payment.rail, "accepted").inc();
-    if (replayed) reply.header("idempotent-replayed", "true");
-    return reply.code(replayed ? 200 : 201).send(renderUsdcTransfer(payment));
+    const intent = usdcIntent({ address, amountMicros: parsed.units, principal: p, description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null });
+    return answer(reply, metrics, await createPayment(ctx, p, intent), renderUsdcTransfer);
   });
 
   app.post("/v1/x402/pay", async (req, reply) => {

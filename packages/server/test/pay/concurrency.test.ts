@@ -14,19 +14,10 @@ import { newId, systemClock } from "../../src/ids.ts";
 import { createToken } from "../../src/services/tokens.ts";
 import { TEST_MNEMONIC } from "../support/context.ts";
 import { createPgSchema } from "../support/db.ts";
+import { poll } from "../support/poll.ts";
 import { liveEnv, spawnServer, type ServerProcess } from "../support/spawnServer.ts";
 
 const recipient: Address = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
-
-async function poll<T>(what: string, fn: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe.each([
   ["sqlite", 1],

@@ -3,19 +3,10 @@ import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { SANDBOX_FAIL_ACCOUNT, SANDBOX_RETURN_ACCOUNT } from "../../src/rails/fiat/sandboxProvider.ts";
+import { poll } from "../support/poll.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 
 const recipient: Address = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe("payments end to end on a real chain (usdc_transfer and fiat rails)", () => {
   let s: TestServer;
@@ -32,7 +23,7 @@ describe("payments end to end on a real chain (usdc_transfer and fiat rails)", (
 
   const chain = () => s.server.chain!.client;
   const payment = (id: string) => s.server.ctx.ledger.getPayment(id);
-  const settled = (id: string, statuses = ["completed", "failed", "reversed"]) => until(`payment ${id}`, async () => {
+  const settled = (id: string, statuses = ["completed", "failed", "reversed"]) => poll(`payment ${id}`, async () => {
     const p = await payment(id);
     return p && statuses.includes(p.status) ? p : undefined;
   });
@@ -134,7 +125,7 @@ describe("payments end to end on a real chain (usdc_transfer and fiat rails)", (
   });
 
   test("the ledger verifies and, with no payment open, the wallet on-chain equals available (less fees owed back on reversals)", async () => {
-    await until("no open payments", async () => {
+    await poll("no open payments", async () => {
       const open = await s.server.ctx.ledger.db.selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
       return open.length === 0 ? true : undefined;
     });

