@@ -45,7 +45,9 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (database) => {
       const answer = await w.post("/v1/pay", { recipient: `${merchant().url}/paid`, max_amount_usdc: Number(price), description: "forecast" });
 
       expect(answer.status, JSON.stringify(answer.body)).toBe(200);
-      expect(answer.body).toMatchObject({ status: "completed", rail: "x402", amount_charged: Number(price), fee: Number(fee), currency: "usdc", recipient: `${merchant().url}/paid` });
+      // Answered once the merchant's settlement is proven on-chain; completed once the fee reached the treasury.
+      expect(answer.body).toMatchObject({ status: "processing", rail: "x402", amount_charged: Number(price), fee: Number(fee), currency: "usdc", recipient: `${merchant().url}/paid`, tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+      expect(await w.settle(answer.body.id as string)).toBe("completed");
       expect(JSON.parse((answer.body.response as { body: string }).body)).toEqual({ paid: true });
       const response = answer.body.response as { status_code: number; headers: Record<string, string> };
       expect(response.status_code).toBe(200);
@@ -76,7 +78,8 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (database) => {
       const sent = JSON.stringify({ query: "weather", at: Date.now() });
       const answer = await w.post("/v1/pay", { recipient: `${merchant().url}/paid`, method: "POST", headers: { "content-type": "application/json" }, body: sent });
       expect(answer.status, JSON.stringify(answer.body)).toBe(200);
-      expect(answer.body).toMatchObject({ status: "completed", amount_charged: Number(price) });
+      expect(answer.body).toMatchObject({ status: "processing", amount_charged: Number(price) });
+      expect(await w.settle(answer.body.id as string)).toBe("completed");
       expect((answer.body.response as { body: string }).body).toBe(sent);
     });
 
@@ -89,6 +92,8 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (database) => {
       expect(JSON.parse(body.body)).toEqual({ paid: true });
       expect(body.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
       expect((await w.balanceOf(merchant().payTo)) - before.merchant).toBe(price);
+      const id = (await w.get("/v1/transactions?limit=1")).body.transactions as { id: string }[];
+      expect(await w.settle(id[0]!.id)).toBe("completed");
     });
 
     test("error: a price above max_amount_usdc is refused with 400 before anything is signed", async () => {

@@ -59,10 +59,13 @@ async function watchAuthorization(d: X402Deps, payment: PaymentRow, state: X402S
   return sweepFeeAndComplete(d, settled, x402State(settled));
 }
 
+export function settledState(state: X402State, txHash: Hex, source: "receipt" | "chain"): X402State {
+  return { ...state, stage: "settled", settlement: { txHash, source } };
+}
+
 /** Records the settlement transaction: `tx_hash` is the merchant's settlement, never our fee sweep. */
-export function markSettled(ctx: AppContext, payment: PaymentRow, state: X402State, txHash: Hex, source: "receipt" | "chain"): Promise<PaymentRow> {
-  const next: X402State = { ...state, stage: "settled", settlement: { txHash, source } };
-  return ctx.ledger.updatePayment(payment.id, { status: "processing", tx_hash: txHash, rail_state: JSON.stringify(next) });
+function markSettled(ctx: AppContext, payment: PaymentRow, state: X402State, txHash: Hex, source: "receipt" | "chain"): Promise<PaymentRow> {
+  return ctx.ledger.updatePayment(payment.id, { tx_hash: txHash, rail_state: JSON.stringify(settledState(state, txHash, source)) });
 }
 
 export async function sweepFeeAndComplete(d: X402Deps, payment: PaymentRow, state: X402State): Promise<AdvanceResult> {
@@ -72,7 +75,9 @@ export async function sweepFeeAndComplete(d: X402Deps, payment: PaymentRow, stat
       await relayTransfers(d, payment, [{ to: d.chain.treasuryAddress, micros: payment.fee_micros }], (t) => ({
         rail_state: JSON.stringify({ ...state, feeSweep: { hash: t.hash, transfers: t.auths } } satisfies X402State),
       }));
-      return { done: false, retryInMs: 0 };
+      // A chain that mines at once confirms it now; otherwise the check below says when to look again.
+      const relayed = (await d.ctx.ledger.getPayment(payment.id))!;
+      return sweepFeeAndComplete(d, relayed, x402State(relayed));
     }
     const swept = await checkRelayed(d, payment, sweep.hash, sweep.transfers, (t) => ({
       rail_state: JSON.stringify({ ...state, feeSweep: { ...sweep, hash: t.hash } } satisfies X402State),

@@ -21,7 +21,7 @@ import { renderPay, renderX402 } from "../../services/payments/render.ts";
 import type { X402Rail } from "../rails.ts";
 import { type LookupFunction, type SafeFetch, type SafeFetchMethod, type SafeFetchResponse, createSafeFetcher } from "../safeFetch.ts";
 import { SafeFetchError } from "../safeFetchErrors.ts";
-import { type X402Deps, advanceX402Payment, fail, markSettled, sweepFeeAndComplete } from "./advanceX402Payment.ts";
+import { type X402Deps, advanceX402Payment, fail, settledState } from "./advanceX402Payment.ts";
 import { type ChosenRequirement, type RequirementPolicy, chooseRequirement } from "./chooseRequirement.ts";
 import { type KeyClaim, claimIdempotencyKey } from "./claimIdempotencyKey.ts";
 import { readPaymentRequired } from "./readPaymentRequired.ts";
@@ -43,13 +43,7 @@ export const USDC_EIP712 = { name: "USD Coin", version: "2" } as const;
 /** The API accepts bodies of this many UTF-16 code units; UTF-8 needs at most 3 bytes for each. */
 export const PROXIED_BODY_BYTES_MAX = limits.proxiedBodyMaxChars * 3;
 
-/**
- * The request path waits this long for the fee sweep to be mined when one block is final enough
- * (a local chain mines at once), so the answer can say `completed`; otherwise the worker completes it.
- */
-const FEE_SWEEP_INLINE_WAIT_MS = 1_000;
-const FEE_SWEEP_POLL_MS = 25;
-/** The request never signs, or sweeps inline, with less of its lease left than this. */
+/** The request never signs with less of its lease left than this beyond its two fetches. */
 const LEASE_MARGIN_MS = 5_000;
 
 /** x402 v1 names the networks that v2 calls by CAIP-2 id; only Base (and its testnet) are ours. */
@@ -176,7 +170,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
   /** Sign, retry once with the payment header, and settle what the answer lets us settle. */
   async function payHeld(call: ProxiedCall, h: { payment: PaymentRow; project: ProjectRow; chosen: ChosenRequirement; paymentRequired: ReturnType<typeof readPaymentRequired>; fromBlock: Promise<number> }): Promise<PaymentRow> {
     let payment = h.payment;
-    const leaseLeftMs = () => Date.parse(payment.lease_until ?? payment.in_flight_until ?? "") - ctx.clock().getTime();
+    const leaseLeftMs = () => Date.parse(payment.lease_until ?? "") - ctx.clock().getTime();
     let signed: Awaited<ReturnType<typeof signPayment>>;
     let state: X402State;
     try {
@@ -202,34 +196,35 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       ctx.logger.warn({ payment_id: payment.id, code: (err as SafeFetchError).code }, "x402 paid retry failed after sending; settlement is unknown");
     }
 
+    // Only a receipt whose transaction used our authorization settles the payment here; a 402, an error,
+    // or a receipt we cannot prove leaves it `processing` until the chain decides (advanceX402Payment.ts).
+    let settlement: Hex | undefined;
     try {
-      if (reply) payment = await ctx.ledger.updatePayment(payment.id, { response_json: JSON.stringify(proxied(reply)) });
       const reported = reply ? readSettlementHeader(reply.headers) : undefined;
-      // Only a receipt whose transaction used our authorization settles the payment here; a 402, an
-      // error, or a receipt we cannot prove leaves it `processing` until the chain decides.
       if (reported?.success && reported.transaction && (await transactionUsedAuthorization(chain, reported.transaction, signed.authorization))) {
-        payment = await markSettled(ctx, payment, state, reported.transaction as Hex, "receipt");
-        if (ctx.config.chain.paymentConfirmations <= 1 && leaseLeftMs() > FEE_SWEEP_INLINE_WAIT_MS + LEASE_MARGIN_MS) payment = await sweepInline(payment);
+        settlement = reported.transaction as Hex;
       }
     } catch (err) {
-      ctx.logger.error({ err, payment_id: payment.id }, "x402 payment step failed after the paid retry; a worker will resume it");
-    } finally {
-      payment = (await ctx.ledger.getPayment(payment.id)) ?? payment;
-      if (payment.status === "pending" || payment.status === "processing") {
-        payment = await ctx.ledger.updatePayment(payment.id, { in_flight_until: null, lease_owner: null, lease_until: null, next_attempt_at: ctx.clock().toISOString() });
-      }
+      ctx.logger.warn({ err, payment_id: payment.id }, "x402 settlement proof failed; the worker will check the chain");
     }
+    // One write: the reply, the settlement, and the end of the request's hold on the key. A proven
+    // settlement stays leased to this process for the dispatcher, which sweeps the fee right after
+    // the answer; anything else goes to the worker.
+    const dispatch = settlement !== undefined ? ctx.dispatch : undefined;
+    try {
+      payment = await ctx.ledger.updatePayment(payment.id, {
+        ...(reply ? { response_json: JSON.stringify(proxied(reply)) } : {}),
+        ...(settlement ? { tx_hash: settlement, rail_state: JSON.stringify(settledState(state, settlement, "receipt")) } : {}),
+        in_flight_until: null,
+        ...(dispatch ? {} : { lease_owner: null, lease_until: null, next_attempt_at: ctx.clock().toISOString() }),
+      });
+    } catch (err) {
+      // The lease expires and a worker resumes from the signed stage: the chain still decides.
+      ctx.logger.error({ err, payment_id: payment.id }, "x402 payment could not be stored after the paid retry; a worker will resume it");
+      return (await ctx.ledger.getPayment(payment.id)) ?? payment;
+    }
+    dispatch?.(payment);
     return payment;
-  }
-
-  async function sweepInline(payment: PaymentRow): Promise<PaymentRow> {
-    const deadline = Date.now() + FEE_SWEEP_INLINE_WAIT_MS;
-    for (let p = payment; ; ) {
-      const step = await sweepFeeAndComplete(d, p, x402State(p));
-      if (step.done || Date.now() + (step.retryInMs ?? 0) > deadline) return p;
-      if ((step.retryInMs ?? 0) > 0) await new Promise((r) => setTimeout(r, FEE_SWEEP_POLL_MS));
-      p = (await ctx.ledger.getPayment(p.id))!;
-    }
   }
 
   return {
