@@ -1,0 +1,157 @@
+/**
+ * `npm run bench -- x402`: a paid `POST /v1/pay` on the real sandbox server (real database, anvil, the
+ * x402 rail with its SSRF-safe fetcher, on-chain proof of settlement and the fee sweep) against the same
+ * merchant paid directly by Coinbase's own client (`@x402/fetch`), in one run. Both pay a real
+ * `@x402/express` merchant settling through x402's own facilitator on loopback; requests alternate one at
+ * a time (direct, service, direct, …) so both see the same machine. Target: median and p99 of the
+ * service ≤ 1.25 × direct.
+ */
+import { parseArgs } from "node:util";
+import { startFacilitator, startMerchantV1, startMerchantV2 } from "@agentwallet/devchain";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
+import { privateKeyToAccount } from "viem/accounts";
+import { startTestServer } from "../packages/server/src/testing/harness.ts";
+import { type Cell, UsageError, log, machine, percentile, printTable, verdict, writeResult } from "./lib.ts";
+
+const TARGET_RATIO_MAX = 1.25;
+const PRICE_MICROS = 10_000n;
+const MERCHANT_PAY_TO = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+
+const HELP = `npm run bench -- x402 [flags]
+  --db sqlite|postgres   database of the service (default sqlite, synchronous=FULL; postgres uses $TEST_DATABASE_URL or the local server)
+  --version 1|2          x402 protocol of the merchant: 2 (@x402/express, default) or 1 (x402-express)
+  --samples N            paid requests per side (default 200)
+  --warmup N             unmeasured paid requests per side first (default 20)
+  --max-seconds S        time budget for the measured requests (default 300)`;
+
+type Side = { samples: number; p50Ms: number; p99Ms: number; meanMs: number; maxMs: number };
+
+function summarise(timesMs: number[]): Side {
+  const sorted = [...timesMs].sort((a, b) => a - b);
+  return { samples: sorted.length, p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99), meanMs: sorted.reduce((s, t) => s + t, 0) / Math.max(1, sorted.length), maxMs: sorted.at(-1) ?? 0 };
+}
+
+async function timed(fn: () => Promise<void>): Promise<number> {
+  const started = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - started) / 1e6;
+}
+
+export async function run(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      db: { type: "string", default: "sqlite" },
+      version: { type: "string", default: "2" },
+      samples: { type: "string", default: "200" },
+      warmup: { type: "string", default: "20" },
+      "max-seconds": { type: "string", default: "300" },
+      help: { type: "boolean", default: false },
+    },
+  });
+  if (values.help) return void console.log(HELP);
+  if (values.db !== "sqlite" && values.db !== "postgres") throw new UsageError("--db must be sqlite or postgres");
+  if (values.version !== "1" && values.version !== "2") throw new UsageError("--version must be 1 or 2");
+  const samples = Number(values.samples);
+  const warmup = Number(values.warmup);
+  const maxSeconds = Number(values["max-seconds"]);
+  if (!(Number.isInteger(samples) && samples > 0 && Number.isInteger(warmup) && warmup >= 0 && maxSeconds > 0)) throw new UsageError("--samples, --warmup and --max-seconds must be positive integers");
+
+  let dropSchema: (() => Promise<void>) | undefined;
+  let databaseUrl: string | undefined;
+  if (values.db === "postgres") {
+    const { createPgSchema } = await import("../packages/server/test/support/db.ts");
+    process.env.TEST_DATABASE_URL ??= "postgres://postgres@127.0.0.1:5432/test";
+    const s = await createPgSchema();
+    databaseUrl = s.url;
+    dropSchema = s.drop;
+  }
+
+  log(`starting the sandbox server (${values.db}, real anvil chain), x402's facilitator and a v${values.version} merchant…`);
+  const server = await startTestServer({ database: values.db, databaseUrl, env: { RATE_LIMIT_PER_MINUTE: "1000000000", LOG_LEVEL: "warn" } });
+  const chain = server.server.chain!;
+  const sandbox = chain.sandbox!;
+  const facilitator = await startFacilitator({ rpcUrl: sandbox.rpcUrl, privateKey: sandbox.accounts.facilitator!.privateKey });
+  const startMerchant = values.version === "2" ? startMerchantV2 : startMerchantV1;
+  const merchant = await startMerchant({ facilitatorUrl: facilitator.url, payTo: MERCHANT_PAY_TO, usdcAddress: chain.client.usdcAddress, priceMicros: PRICE_MICROS });
+  const paidUrl = `${merchant.url}/paid`;
+  try {
+    const total = BigInt(samples + warmup + 10);
+    await server.fund(total * 2n * PRICE_MICROS);
+    const payer = sandbox.accounts.payer!;
+    await sandbox.mint(payer.address, total * PRICE_MICROS);
+
+    // Direct: Coinbase's client, configured as its README says for a custom asset (both protocol versions).
+    const client = new x402Client();
+    registerExactEvmScheme(client, { signer: privateKeyToAccount(payer.privateKey) });
+    client.setSpendControls({
+      allowedAssets: [
+        { network: "eip155:8453", asset: chain.client.usdcAddress, maxAmountPerPayment: PRICE_MICROS.toString() },
+        { network: "base" as `${string}:${string}`, asset: chain.client.usdcAddress, maxAmountPerPayment: PRICE_MICROS.toString() },
+      ],
+    });
+    const payDirect = wrapFetchWithPayment(fetch, client);
+    const direct = async () => {
+      const r = await payDirect(paidUrl);
+      if (r.status !== 200) throw new Error(`direct payment answered ${r.status}: ${await r.text()}`);
+      await r.arrayBuffer();
+    };
+
+    const statuses: Record<string, number> = {};
+    const body = JSON.stringify({ recipient: paidUrl, max_amount_usdc: Number(PRICE_MICROS) });
+    const headers = { authorization: `Bearer ${server.token}`, "content-type": "application/json" };
+    const viaService = async () => {
+      const r = await fetch(`${server.baseUrl}/v1/pay`, { method: "POST", headers, body });
+      const answer = (await r.json()) as { status?: string; response?: { status_code: number } };
+      if (r.status !== 200 || answer.response?.status_code !== 200) throw new Error(`POST /v1/pay answered ${r.status}: ${JSON.stringify(answer)}`);
+      statuses[answer.status!] = (statuses[answer.status!] ?? 0) + 1;
+    };
+
+    log(`warm-up: ${warmup} paid requests per side…`);
+    for (let i = 0; i < warmup; i++) {
+      await direct();
+      await viaService();
+    }
+    for (const k of Object.keys(statuses)) delete statuses[k];
+
+    log(`measuring: up to ${samples} paid requests per side, alternating, within ${maxSeconds} s…`);
+    const directMs: number[] = [];
+    const serviceMs: number[] = [];
+    const merchantBefore = await chain.client.usdcBalance(MERCHANT_PAY_TO);
+    const deadline = performance.now() + maxSeconds * 1000;
+    for (let i = 0; i < samples && performance.now() < deadline; i++) {
+      // Alternate which side goes first, so neither always follows the other's chain activity.
+      if (i % 2 === 0) {
+        directMs.push(await timed(direct));
+        serviceMs.push(await timed(viaService));
+      } else {
+        serviceMs.push(await timed(viaService));
+        directMs.push(await timed(direct));
+      }
+    }
+    const paidOnChain = (await chain.client.usdcBalance(MERCHANT_PAY_TO)) - merchantBefore;
+    const d = summarise(directMs);
+    const s = summarise(serviceMs);
+    const p50Ratio = s.p50Ms / d.p50Ms;
+    const p99Ratio = s.p99Ms / d.p99Ms;
+
+    const host = machine();
+    console.log(`\nmachine: ${host.cpus} × ${host.cpuModel}, ${host.memoryGiB} GiB, Node ${host.node}; load average ${host.loadAverage1m}`);
+    console.log(`merchant: x402 v${values.version} on loopback, price ${PRICE_MICROS} micro-USDC, settled by x402's facilitator on anvil (automine)`);
+    const rows: Cell[][] = [
+      ["direct: @x402/fetch → merchant", d.samples, d.p50Ms, d.p99Ms, d.meanMs, "-"],
+      [`POST /v1/pay → merchant (${values.db})`, s.samples, s.p50Ms, s.p99Ms, s.meanMs, `${p50Ratio.toFixed(2)}× / ${p99Ratio.toFixed(2)}×`],
+    ];
+    printTable(["path", "samples", "p50 ms", "p99 ms", "mean ms", "vs direct (p50 / p99)"], rows);
+    console.log(`\nservice answers: ${Object.entries(statuses).map(([k, v]) => `${v} ${k}`).join(", ")}; merchant received ${paidOnChain} micro-USDC for ${d.samples + s.samples} measured payments`);
+    console.log(`median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99 ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)})`);
+    const file = writeResult(`x402-v${values.version}-${values.db}`, { machine: host, db: values.db, version: values.version, samples, warmup, direct: d, service: s, p50Ratio, p99Ratio, statuses, paidOnChainMicros: paidOnChain.toString() });
+    console.log(`result: ${file}`);
+  } finally {
+    await merchant.stop();
+    await facilitator.stop();
+    await server.stop();
+    await dropSchema?.();
+  }
+}
