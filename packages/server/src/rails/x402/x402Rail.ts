@@ -112,6 +112,9 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
         await claim?.release();
         return { kind: "payment", payment: replay, replayed: true };
       }
+      // Read while the target answers: needed only if it asks to be paid.
+      const projectRead = ctx.ledger.getProject(principal.projectId);
+      projectRead.catch(() => undefined);
       const first = await request(call).catch((err: unknown) => {
         throw err instanceof SafeFetchError ? fetchFailed(err, "request") : err;
       });
@@ -120,7 +123,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
         await claim?.rememberPassThrough(body);
         return { kind: "passthrough", body, replayed: false };
       }
-      const project = await ctx.ledger.getProject(principal.projectId);
+      const project = await projectRead;
       if (!project) throw new Error(`project ${principal.projectId} missing`);
       const paymentRequired = readPaymentRequired(first);
       const chosen = await chooseRequirement(paymentRequired, policyFor(project), call.maxAmountMicros);
