@@ -1,5 +1,6 @@
 /**
- * The x402 payment's state machine after the hold, shared by the paying request and the worker.
+ * The x402 payment's state machine after the hold, shared by the paying request, the dispatcher and
+ * the worker.
  * A signed authorization can be settled by whoever holds it until `validBefore`, whatever the
  * merchant answered, so a payment without a confirmed settlement stays `processing` and is decided on
  * the chain: used → settled (with the transaction that used it), or provably unusable → failed and

@@ -5,11 +5,13 @@
  *   not 402: pass the reply through, nothing charged →
  *   402: read and judge every requirement (nothing is signed for a refused one) → hold price + fee →
  *   sign from the project wallet (x402's client, caged) → store the authorization → retry once with the
- *   payment header → a receipt whose transaction used our authorization on-chain settles the payment;
- *   any other answer leaves it `processing` for the worker (advanceX402Payment.ts) → sweep the fee →
- *   complete.
+ *   payment header → answer with the target's reply. A receipt whose transaction used our authorization
+ *   on-chain is the settlement (the answer carries it); the dispatcher then sweeps the fee and completes
+ *   the payment. Any other answer leaves it `processing` for the worker, which lets the chain decide
+ *   (advanceX402Payment.ts).
  */
 import { type PayResponse, type ProxiedResponse, type X402PayRequest, type X402PayResponse, limits } from "@agentwallet/api";
+import type { PaymentRequired } from "@x402/core/types";
 import { type Address, type Hex, getAddress } from "viem";
 import type { AppContext } from "../../context.ts";
 import type { Principal } from "../../http/auth.ts";
@@ -61,6 +63,9 @@ type ProxiedCall = {
 
 type Outcome = { kind: "passthrough"; body: PayResponse; replayed: boolean } | { kind: "payment"; payment: PaymentRow; replayed: boolean };
 
+/** A payment held for a chosen requirement, ready to be signed. */
+type Held = { payment: PaymentRow; project: ProjectRow; chosen: ChosenRequirement; paymentRequired: PaymentRequired; fromBlock: Promise<number> };
+
 export function createX402Rail(d: X402RailDeps): X402Rail {
   const { ctx, chain } = d;
   const cfg = ctx.config.x402;
@@ -104,7 +109,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       if (claimed.kind === "passthrough") return { kind: "passthrough", body: claimed.body, replayed: true };
       claim = claimed.claim;
     }
-    let held: { payment: PaymentRow; project: ProjectRow; chosen: ChosenRequirement; paymentRequired: ReturnType<typeof readPaymentRequired>; fromBlock: Promise<number> };
+    let held: Held;
     try {
       // A request that held between our first look and our claim owns the key now.
       const replay = call.idempotencyKey === null ? undefined : await findReplay(ctx, principal.projectId, call.idempotencyKey);
@@ -171,7 +176,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
   }
 
   /** Sign, retry once with the payment header, and settle what the answer lets us settle. */
-  async function payHeld(call: ProxiedCall, h: { payment: PaymentRow; project: ProjectRow; chosen: ChosenRequirement; paymentRequired: ReturnType<typeof readPaymentRequired>; fromBlock: Promise<number> }): Promise<PaymentRow> {
+  async function payHeld(call: ProxiedCall, h: Held): Promise<PaymentRow> {
     let payment = h.payment;
     const leaseLeftMs = () => Date.parse(payment.lease_until ?? "") - ctx.clock().getTime();
     let signed: Awaited<ReturnType<typeof signPayment>>;
