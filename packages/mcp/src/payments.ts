@@ -140,8 +140,11 @@ function paymentNotes(
         "this payment instead of paying again; pass a different idempotency_key to make a deliberate second payment.",
     );
   }
-  if (result.data.status === "processing" || result.data.status === "pending") {
-    notes.push("Accepted but not settled yet: list_transactions shows when it completes.");
+  const data = result.data as { status?: string; rail?: string; tx_hash?: string | null };
+  if (data.rail === "x402" && data.tx_hash) {
+    notes.push("The target was paid on-chain (tx_hash); the platform fee is being moved, then the payment shows completed.");
+  } else if (data.status === "processing" || data.status === "pending") {
+    notes.push("Accepted but not settled yet: list_transactions shows when it completes (or fails and is credited back).");
   }
   return notes;
 }

@@ -17,12 +17,8 @@ import { createApp } from "./http/app.ts";
 import { createMetrics } from "./http/metrics.ts";
 import { type Loop, startLoop } from "./workers/loop.ts";
 import { createPaymentWorker } from "./workers/paymentWorker.ts";
-import { createRelayer } from "./chain/relayer.ts";
-import { createUsdcRail } from "./rails/usdcRail.ts";
-import { createFiatRail } from "./rails/fiatRail.ts";
 import { createSandboxFiatProvider, type SandboxFiatProvider } from "./rails/fiat/sandboxProvider.ts";
-import type { Rails } from "./rails/rails.ts";
-import { createX402Rail } from "./rails/x402/x402Rail.ts";
+import { buildRails } from "./rails/buildRails.ts";
 import { createDispatcher, type Dispatcher } from "./services/payments/dispatcher.ts";
 import { type X402Demo, startX402Demo } from "./sandbox/x402Demo.ts";
 
@@ -84,17 +80,9 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
         await watcher.checkTransaction(txHash as Hex);
       };
 
-      const relayer = createRelayer(ctx.ledger, chain, logger, ctx.custody);
-      await relayer.syncNonce();
-      const legDeps = { ctx, chain, relayer };
       const onFinal = (p: { rail: string }, outcome: string) => metrics.payments.labels(p.rail, outcome).inc();
-      const rails: Rails = { chain, relayer, fiatProvider: sandboxFiat, byName: { usdc_transfer: createUsdcRail({ ...legDeps, onFinal }) } };
-      if (sandboxFiat) {
-        const fiatRail = createFiatRail({ ...legDeps, provider: sandboxFiat, onFinal });
-        rails.byName.fiat = fiatRail;
-        ctx.hooks.fiatHint = (payoutId) => fiatRail.onProviderHint(payoutId, () => workerLoop?.kick());
-      }
-      rails.x402 = createX402Rail({ ...legDeps, onFinal, otherOwnAddresses: sandboxFiat ? [sandboxFiat.depositAddress] : [] });
+      const { rails, fiatRail } = await buildRails(ctx, chain, { fiatProvider: sandboxFiat, onFinal });
+      if (fiatRail) ctx.hooks.fiatHint = (payoutId) => fiatRail.onProviderHint(payoutId, () => workerLoop?.kick());
       ctx.rails = rails;
       dispatcher = createDispatcher(ctx);
       ctx.dispatch = (p) => dispatcher!.submit(p);

@@ -19,8 +19,10 @@ export const pay = defineTool({
     "with x402 (the URL is requested, the price it asks is paid up to max_amount_usdc, and its reply comes back in " +
     "`response`); a 0x address receives amount_usd as USDC on Base; a bank details object receives amount_usd in USD " +
     "by ACH (2-3 business days). A platform fee of 1-2% is charged on top. `amount_charged` and `fee` are micro-USDC " +
-    "(1 USDC = 1,000,000) for x402 and USDC, cents for bank payments. Status `processing` means accepted but not " +
-    "settled: list_transactions shows when it completes.",
+    "(1 USDC = 1,000,000) for x402 and USDC, cents for bank payments. A transfer or bank payment is answered " +
+    "`pending` (accepted, submitted right after) and completes later: list_transactions shows when. An x402 answer " +
+    "with a `tx_hash` means the target was paid on-chain; `processing` without one means its settlement is still " +
+    "being confirmed (it completes, or fails and is credited back, on its own).",
   access: "payment",
   inputSchema: PayRequest.extend({
     recipient: z

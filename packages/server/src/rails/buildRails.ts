@@ -1,6 +1,7 @@
 /**
- * Builds the rails of a deployment over a chain runtime: the relayer (nonce synced), the USDC rail,
- * and the fiat rail when an off-ramp is available (the sandbox one in sandbox mode).
+ * Builds the rails of a deployment over a chain runtime: the relayer (nonce synced), the USDC and
+ * x402 rails, and the fiat rail when an off-ramp is available (the sandbox one in sandbox mode). The
+ * server and the CLI's `workers run-once` build them the same way.
  */
 import type { AppContext } from "../context.ts";
 import { createRelayer } from "../chain/relayer.ts";
@@ -9,6 +10,7 @@ import { createFiatRail } from "./fiatRail.ts";
 import type { FiatProvider } from "./fiat/provider.ts";
 import type { Rails } from "./rails.ts";
 import { createUsdcRail } from "./usdcRail.ts";
+import { createX402Rail } from "./x402/x402Rail.ts";
 
 export type BuiltRails = { rails: Rails; fiatRail: ReturnType<typeof createFiatRail> | undefined };
 
@@ -19,5 +21,7 @@ export async function buildRails(ctx: AppContext, chain: ChainRuntime, opts: { f
   const rails: Rails = { chain, relayer, fiatProvider: opts.fiatProvider, byName: { usdc_transfer: createUsdcRail(legDeps) } };
   const fiatRail = opts.fiatProvider ? createFiatRail({ ...legDeps, provider: opts.fiatProvider }) : undefined;
   if (fiatRail) rails.byName.fiat = fiatRail;
+  // The off-ramp's address is ours too: an x402 payTo there is refused like a project wallet.
+  rails.x402 = createX402Rail({ ...legDeps, otherOwnAddresses: opts.fiatProvider ? [opts.fiatProvider.depositAddress] : [] });
   return { rails, fiatRail };
 }
