@@ -1,0 +1,137 @@
+/**
+ * Where the time of a read request goes, measured in-process with no HTTP, one call at a time:
+ * the token lookup every request makes, the balance read, and a transaction page, each through the
+ * service's Kysely query, as the same SQL on the raw driver prepared per call (what Kysely's
+ * drivers do), and prepared once (what a statement cache would give). For deep pages, the same page
+ * by keyset `(created_at, seq) < cursor` instead of OFFSET, and the database's plan for both.
+ */
+import SQLite from "better-sqlite3";
+import pg from "pg";
+import { hashToken } from "../../packages/server/src/tokens.ts";
+import { timeAsync } from "../lib.ts";
+import type { BenchContext } from "./benchContext.ts";
+
+export type DiagnosticRow = { operation: string; samples: number; p50Ms: number; p99Ms: number; meanMs: number };
+export type Diagnostics = { rows: DiagnosticRow[]; plans: Record<string, string[]> };
+export type DiagnosticsInput = {
+  projectId: string;
+  token: string;
+  offsets: number[];
+  pageLimit: number;
+  samples: number;
+  deepSamples: number;
+  /** Per operation: a slow one gets fewer samples, never an endless run. */
+  maxSeconds: number;
+};
+
+const COLUMNS = "id, type, status, amount, currency, description, merchant_name, created_at, completed_at";
+
+export async function readDiagnostics(bench: BenchContext, input: DiagnosticsInput): Promise<Diagnostics> {
+  const { ledger } = bench.ctx;
+  const db = ledger.db;
+  const raw = await openRaw(bench);
+  try {
+    const rows: DiagnosticRow[] = [];
+    const measure = async (operation: string, samples: number, fn: () => Promise<unknown> | unknown) => {
+      rows.push({ operation, ...(await timeAsync(samples, Math.min(20, samples), input.maxSeconds, fn)) });
+    };
+    const threeWays = async (what: string, samples: number, viaService: () => Promise<unknown>, compiled: { sql: string; parameters: readonly unknown[] }) => {
+      const params = [...compiled.parameters];
+      const prepared = await raw.prepare(compiled.sql);
+      await measure(`${what}: service (Kysely)`, samples, viaService);
+      await measure(`${what}: same SQL, raw driver, prepared per call`, samples, () => raw.query(compiled.sql, params));
+      await measure(`${what}: same SQL, raw driver, prepared once`, samples, () => prepared(params));
+    };
+
+    // The same queries as Ledger.findTokenByHash and Ledger.getBalance, compiled to read their SQL.
+    const hash = hashToken(input.token);
+    const authQuery = db
+      .selectFrom("api_tokens")
+      .innerJoin("projects", "projects.id", "api_tokens.project_id")
+      .select(["api_tokens.id", "api_tokens.project_id", "api_tokens.permissions", "api_tokens.expires_at", "api_tokens.revoked_at", "projects.paused", "projects.plan"])
+      .where("api_tokens.token_hash", "=", hash)
+      .compile();
+    await threeWays("auth token lookup", input.samples, () => ledger.findTokenByHash(hash), authQuery);
+    const balanceQuery = db
+      .selectFrom("balances")
+      .innerJoin("projects", "projects.id", "balances.project_id")
+      .select(["balances.available_micros", "balances.held_micros", "balances.pending_micros", "balances.total_funded_micros", "balances.total_spent_micros", "balances.tx_count", "projects.wallet_address"])
+      .where("balances.project_id", "=", input.projectId)
+      .compile();
+    await threeWays("balance read", input.samples, () => ledger.getBalance(input.projectId), balanceQuery);
+
+    const plans: Record<string, string[]> = {};
+    const deepest = Math.max(...input.offsets);
+    for (const offset of input.offsets) {
+      const n = offset === 0 ? input.samples : input.deepSamples;
+      // The rows half of Ledger.listTransactions; the service also reads tx_count in parallel.
+      const pageQuery = db
+        .selectFrom("transactions")
+        .select(["id", "type", "status", "amount", "currency", "description", "merchant_name", "created_at", "completed_at"])
+        .where("project_id", "=", input.projectId)
+        .orderBy("created_at", "desc")
+        .orderBy("seq", "desc")
+        .limit(input.pageLimit)
+        .offset(offset)
+        .compile();
+      await threeWays(`page at offset ${offset}`, n, () => ledger.listTransactions(input.projectId, input.pageLimit, offset), pageQuery);
+      if (offset === 0) continue;
+      // The last row of the previous page: a client holding a cursor would send exactly this.
+      const cursor = (await raw.query(`select created_at, seq from transactions where project_id = ${raw.p(1)} order by created_at desc, seq desc limit 1 offset ${raw.p(2)}`, [input.projectId, offset - 1]))[0] as { created_at: string; seq: number };
+      const keyset = `select ${COLUMNS} from transactions where project_id = ${raw.p(1)} and (created_at, seq) < (${raw.p(2)}, ${raw.p(3)}) order by created_at desc, seq desc limit ${raw.p(4)}`;
+      const params = [input.projectId, cursor.created_at, cursor.seq, input.pageLimit];
+      const first = (await raw.query(keyset, params))[0] as { id: string };
+      const expected = (await raw.query(pageQuery.sql, [...pageQuery.parameters]))[0] as { id: string };
+      if (first.id !== expected.id) throw new Error(`keyset page at offset ${offset} starts at ${first.id}, the OFFSET page at ${expected.id}`);
+      await measure(`page at offset ${offset}: same page by keyset cursor, raw driver, prepared per call`, input.samples, () => raw.query(keyset, params));
+      if (offset === deepest) {
+        plans[`OFFSET ${offset}`] = await raw.plan(pageQuery.sql, [...pageQuery.parameters]);
+        plans[`keyset cursor at offset ${offset}`] = await raw.plan(keyset, params);
+      }
+    }
+    return { rows, plans };
+  } finally {
+    await raw.close();
+  }
+}
+
+type Raw = {
+  /** The dialect's placeholder for the n-th parameter. */
+  p(n: number): string;
+  query(text: string, params: unknown[]): Promise<unknown[]>;
+  prepare(text: string): Promise<(params: unknown[]) => Promise<unknown[]>>;
+  plan(text: string, params: unknown[]): Promise<string[]>;
+  close(): Promise<void>;
+};
+
+async function openRaw(bench: BenchContext): Promise<Raw> {
+  if (bench.dialect === "sqlite") {
+    const db = new SQLite(bench.sqlitePath!, { readonly: true });
+    return {
+      p: () => "?",
+      query: async (text, params) => db.prepare(text).all(...params),
+      prepare: async (text) => {
+        const statement = db.prepare(text);
+        return async (params) => statement.all(...params);
+      },
+      plan: async (text, params) => (db.prepare(`explain query plan ${text}`).all(...params) as { detail: string }[]).map((r) => r.detail),
+      close: async () => {
+        db.close();
+      },
+    };
+  }
+  const client = new pg.Client({ connectionString: bench.postgresUrl! });
+  await client.connect();
+  let statements = 0;
+  return {
+    p: (n) => `$${n}`,
+    query: async (text, params) => (await client.query(text, params)).rows,
+    prepare: async (text) => {
+      // A named statement is parsed and planned once per connection, then only bound and executed.
+      const name = `bench_${++statements}`;
+      return async (params) => (await client.query({ name, text, values: params })).rows;
+    },
+    plan: async (text, params) => (await client.query(`explain (analyze, buffers) ${text}`, params)).rows.map((r: { "QUERY PLAN": string }) => r["QUERY PLAN"]),
+    close: () => client.end(),
+  };
+}
