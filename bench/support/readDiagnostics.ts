@@ -3,7 +3,7 @@
  * the token lookup every request makes, the balance read, and a transaction page, each through the
  * service's Kysely query, as the same SQL on the raw driver prepared per call (what Kysely's
  * drivers do), and prepared once (what a statement cache would give). For deep pages, the same page
- * by keyset `(created_at, seq) < cursor` instead of OFFSET, and the database's plan for both.
+ * and the database's plan for the deepest page (a range of positions, see migration 0002).
  */
 import SQLite from "better-sqlite3";
 import pg from "pg";
@@ -24,7 +24,6 @@ export type DiagnosticsInput = {
   maxSeconds: number;
 };
 
-const COLUMNS = "id, type, status, amount, currency, description, merchant_name, created_at, completed_at";
 
 export async function readDiagnostics(bench: BenchContext, input: DiagnosticsInput): Promise<Diagnostics> {
   const { ledger } = bench.ctx;
@@ -62,32 +61,21 @@ export async function readDiagnostics(bench: BenchContext, input: DiagnosticsInp
 
     const plans: Record<string, string[]> = {};
     const deepest = Math.max(...input.offsets);
+    const total = Number((await ledger.getBalance(input.projectId))!.tx_count);
     for (const offset of input.offsets) {
       const n = offset === 0 ? input.samples : input.deepSamples;
-      // The rows half of Ledger.listTransactions; the service also reads tx_count in parallel.
+      // The rows half of Ledger.listTransactions: positions (N - offset - limit, N - offset].
+      const top = total - offset;
       const pageQuery = db
         .selectFrom("transactions")
         .select(["id", "type", "status", "amount", "currency", "description", "merchant_name", "created_at", "completed_at"])
         .where("project_id", "=", input.projectId)
-        .orderBy("created_at", "desc")
-        .orderBy("seq", "desc")
-        .limit(input.pageLimit)
-        .offset(offset)
+        .where("pos", "<=", top)
+        .where("pos", ">", top - input.pageLimit)
+        .orderBy("pos", "desc")
         .compile();
       await threeWays(`page at offset ${offset}`, n, () => ledger.listTransactions(input.projectId, input.pageLimit, offset), pageQuery);
-      if (offset === 0) continue;
-      // The last row of the previous page: a client holding a cursor would send exactly this.
-      const cursor = (await raw.query(`select created_at, seq from transactions where project_id = ${raw.p(1)} order by created_at desc, seq desc limit 1 offset ${raw.p(2)}`, [input.projectId, offset - 1]))[0] as { created_at: string; seq: number };
-      const keyset = `select ${COLUMNS} from transactions where project_id = ${raw.p(1)} and (created_at, seq) < (${raw.p(2)}, ${raw.p(3)}) order by created_at desc, seq desc limit ${raw.p(4)}`;
-      const params = [input.projectId, cursor.created_at, cursor.seq, input.pageLimit];
-      const first = (await raw.query(keyset, params))[0] as { id: string };
-      const expected = (await raw.query(pageQuery.sql, [...pageQuery.parameters]))[0] as { id: string };
-      if (first.id !== expected.id) throw new Error(`keyset page at offset ${offset} starts at ${first.id}, the OFFSET page at ${expected.id}`);
-      await measure(`page at offset ${offset}: same page by keyset cursor, raw driver, prepared per call`, input.samples, () => raw.query(keyset, params));
-      if (offset === deepest) {
-        plans[`OFFSET ${offset}`] = await raw.plan(pageQuery.sql, [...pageQuery.parameters]);
-        plans[`keyset cursor at offset ${offset}`] = await raw.plan(keyset, params);
-      }
+      if (offset === deepest) plans[`page at offset ${offset} (position range)`] = await raw.plan(pageQuery.sql, [...pageQuery.parameters]);
     }
     return { rows, plans };
   } finally {

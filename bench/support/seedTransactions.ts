@@ -63,6 +63,8 @@ function seedSqlite(path: string, history: LedgerHistory, onProgress?: (done: nu
       insertAll(batch);
       onProgress?.(history.produced);
     }
+    // Positions 1..N in recording order, as the ledger assigns them (migration 0002).
+    db.exec(POSITIONS_SQL);
     // Readers should find the rows in the main file, not in a 200 MB write-ahead log.
     db.pragma("wal_checkpoint(TRUNCATE)");
   } finally {
@@ -87,6 +89,7 @@ async function seedPostgres(url: string, history: LedgerHistory, onProgress?: (d
       await client.query("commit");
       onProgress?.(history.produced);
     }
+    await client.query(POSITIONS_SQL);
     // What autovacuum would have done by the time a table holds a million rows: fresh statistics
     // for the planner and a visibility map.
     await client.query("vacuum analyze transactions");
@@ -94,6 +97,10 @@ async function seedPostgres(url: string, history: LedgerHistory, onProgress?: (d
     await client.end();
   }
 }
+
+/** The same numbering as `backfillTransactionPositions` (packages/server/src/ledger/migrations.ts). */
+const POSITIONS_SQL =
+  "update transactions set pos = r.rn from (select seq, row_number() over (partition by project_id order by created_at, seq) as rn from transactions) as r where transactions.seq = r.seq and transactions.pos is null";
 
 const MERCHANTS = ["api.weather.example", "search.example", "maps.example", "llm-gateway.example", "news.example", "images.example", "translate.example", "geo.example"];
 const PATHS = ["/v1/forecast", "/v1/query", "/v1/route", "/v1/complete", "/v1/headlines", "/v1/generate", "/v1/translate", "/v1/lookup"];

@@ -12,24 +12,34 @@ export interface RateLimiter {
   close(): Promise<void>;
 }
 
+/** The last `limit` accepted timestamps of one key, in a ring: O(1) per hit however busy the key. */
+type Ring = { stamps: Float64Array; start: number; count: number; last: number };
+
 export function createMemoryRateLimiter(limit: number, windowMs = 60_000, now: () => number = Date.now): RateLimiter {
-  const windows = new Map<string, number[]>();
+  const windows = new Map<string, Ring>();
   // Bound memory: forget idle keys periodically.
   const sweep = setInterval(() => {
     const cutoff = now() - windowMs;
-    for (const [k, stamps] of windows) if ((stamps.at(-1) ?? 0) <= cutoff) windows.delete(k);
+    for (const [k, ring] of windows) if (ring.last <= cutoff) windows.delete(k);
   }, windowMs);
   sweep.unref();
   return {
     async hit(key) {
       const t = now();
-      const stamps = windows.get(key) ?? [];
-      while (stamps.length && stamps[0]! <= t - windowMs) stamps.shift();
-      const allowed = stamps.length < limit;
-      if (allowed) stamps.push(t);
-      windows.set(key, stamps);
-      const oldest = stamps[0] ?? t;
-      return { allowed, limit, remaining: Math.max(0, limit - stamps.length), resetSeconds: Math.max(1, Math.ceil((oldest + windowMs - t) / 1000)) };
+      let ring = windows.get(key);
+      if (!ring) windows.set(key, (ring = { stamps: new Float64Array(limit), start: 0, count: 0, last: t }));
+      while (ring.count > 0 && ring.stamps[ring.start]! <= t - windowMs) {
+        ring.start = (ring.start + 1) % limit;
+        ring.count--;
+      }
+      const allowed = ring.count < limit;
+      if (allowed) {
+        ring.stamps[(ring.start + ring.count) % limit] = t;
+        ring.count++;
+        ring.last = t;
+      }
+      const oldest = ring.count > 0 ? ring.stamps[ring.start]! : t;
+      return { allowed, limit, remaining: Math.max(0, limit - ring.count), resetSeconds: Math.max(1, Math.ceil((oldest + windowMs - t) / 1000)) };
     },
     async close() {
       clearInterval(sweep);

@@ -160,7 +160,26 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    "0002_transaction_positions": {
+      // Each project's transactions are numbered 1..N in the order they were recorded, in the same
+      // DB transaction that bumps the project's tx_count. A page at any offset is then a range of
+      // positions, read from the index in O(page size) instead of walking every skipped row.
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable("transactions").addColumn("pos", "bigint").execute();
+        await backfillTransactionPositions(db);
+        await db.schema.createIndex("transactions_project_pos").on("transactions").columns(["project_id", "pos"]).unique().execute();
+        await db.schema.dropIndex("transactions_project_created").execute();
+      },
+    },
   };
+}
+
+/** Numbers rows without a position by creation time, then insertion sequence, per project. */
+export async function backfillTransactionPositions(db: Kysely<any>): Promise<void> {
+  await sql`
+    update transactions set pos = r.rn
+    from (select seq, row_number() over (partition by project_id order by created_at, seq) as rn from transactions) as r
+    where transactions.seq = r.seq and transactions.pos is null`.execute(db);
 }
 
 export async function migrateToLatest(db: Kysely<any>, dialect: Dialect): Promise<string[]> {

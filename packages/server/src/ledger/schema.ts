@@ -51,6 +51,8 @@ export interface TransactionsTable {
   merchant_name: string | null;
   created_at: string;
   completed_at: string | null;
+  /** 1..N per project in recording order (see migration 0002); N = balances.tx_count. */
+  pos: number | null;
 }
 
 export interface JournalEntriesTable {

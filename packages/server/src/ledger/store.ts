@@ -8,7 +8,7 @@
  *   world:chain             deposits' origin           world:payouts      money that left by a rail
  *   revenue:fees            platform fees earned
  */
-import { type Kysely, type Transaction, sql } from "kysely";
+import { type CompiledQuery, type Kysely, type Transaction, sql } from "kysely";
 import type { Db, Dialect } from "./db.ts";
 import type { Database, PaymentsTable, Plan, ProjectsTable } from "./schema.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
@@ -72,13 +72,40 @@ function isUniqueViolation(err: unknown): boolean {
   return e?.code === "23505" || e?.code === "SQLITE_CONSTRAINT_UNIQUE" || /UNIQUE constraint failed/.test(e?.message ?? "");
 }
 
+const compileTokenQuery = (db: Db) =>
+  db
+    .selectFrom("api_tokens")
+    .innerJoin("projects", "projects.id", "api_tokens.project_id")
+    .select(["api_tokens.id", "api_tokens.project_id", "api_tokens.permissions", "api_tokens.expires_at", "api_tokens.revoked_at", "projects.paused", "projects.plan"])
+    .where("api_tokens.token_hash", "=", "")
+    .compile();
+const compileBalanceQuery = (db: Db) =>
+  db
+    .selectFrom("balances")
+    .innerJoin("projects", "projects.id", "balances.project_id")
+    .select(["balances.available_micros", "balances.held_micros", "balances.pending_micros", "balances.total_funded_micros", "balances.total_spent_micros", "balances.tx_count", "projects.wallet_address"])
+    .where("balances.project_id", "=", "")
+    .compile();
+
+/** A compiled query with other values for its parameters (same SQL, same result type). */
+function withParameters<R>(q: CompiledQuery<R>, parameters: readonly unknown[]): CompiledQuery<R> {
+  return { ...q, parameters };
+}
+
 export class Ledger {
+  // The two queries every request makes, compiled once: building SQL costs more than running it.
+  private readonly tokenQuery: ReturnType<typeof compileTokenQuery>;
+  private readonly balanceQuery: ReturnType<typeof compileBalanceQuery>;
+
   constructor(
     readonly db: Db,
     readonly dialect: Dialect,
     private readonly clock: Clock,
     private readonly newId: IdGenerator,
-  ) {}
+  ) {
+    this.tokenQuery = compileTokenQuery(db);
+    this.balanceQuery = compileBalanceQuery(db);
+  }
 
   private now(): string {
     return this.clock().toISOString();
@@ -164,21 +191,8 @@ export class Ledger {
     await this.db.insertInto("api_tokens").values(row).execute();
   }
 
-  findTokenByHash(hash: string) {
-    return this.db
-      .selectFrom("api_tokens")
-      .innerJoin("projects", "projects.id", "api_tokens.project_id")
-      .select([
-        "api_tokens.id",
-        "api_tokens.project_id",
-        "api_tokens.permissions",
-        "api_tokens.expires_at",
-        "api_tokens.revoked_at",
-        "projects.paused",
-        "projects.plan",
-      ])
-      .where("api_tokens.token_hash", "=", hash)
-      .executeTakeFirst();
+  async findTokenByHash(hash: string) {
+    return (await this.db.executeQuery(withParameters(this.tokenQuery, [hash]))).rows[0];
   }
 
   listTokens(projectId: string) {
@@ -198,37 +212,29 @@ export class Ledger {
   // ---------------------------------------------------------------------------------------------
   // Reads
 
-  getBalance(projectId: string) {
-    return this.db
-      .selectFrom("balances")
-      .innerJoin("projects", "projects.id", "balances.project_id")
-      .select([
-        "balances.available_micros",
-        "balances.held_micros",
-        "balances.pending_micros",
-        "balances.total_funded_micros",
-        "balances.total_spent_micros",
-        "balances.tx_count",
-        "projects.wallet_address",
-      ])
-      .where("balances.project_id", "=", projectId)
-      .executeTakeFirst();
+  async getBalance(projectId: string) {
+    return (await this.db.executeQuery(withParameters(this.balanceQuery, [projectId]))).rows[0];
   }
 
+  /**
+   * Newest first. The count N is read first; the page is positions (N - offset - limit, N - offset],
+   * so a transaction recorded meanwhile (position > N) cannot shift the page, and any depth costs
+   * the same: an index range of `limit` rows.
+   */
   async listTransactions(projectId: string, limit: number, offset: number) {
-    const [rows, balance] = await Promise.all([
-      this.db
-        .selectFrom("transactions")
-        .select(["id", "type", "status", "amount", "currency", "description", "merchant_name", "created_at", "completed_at"])
-        .where("project_id", "=", projectId)
-        .orderBy("created_at", "desc")
-        .orderBy("seq", "desc")
-        .limit(limit)
-        .offset(offset)
-        .execute(),
-      this.db.selectFrom("balances").select("tx_count").where("project_id", "=", projectId).executeTakeFirst(),
-    ]);
-    return { rows, total: balance?.tx_count ?? 0 };
+    const balance = await this.db.selectFrom("balances").select("tx_count").where("project_id", "=", projectId).executeTakeFirst();
+    const total = balance?.tx_count ?? 0;
+    const top = total - offset;
+    if (top <= 0) return { rows: [], total };
+    const rows = await this.db
+      .selectFrom("transactions")
+      .select(["id", "type", "status", "amount", "currency", "description", "merchant_name", "created_at", "completed_at"])
+      .where("project_id", "=", projectId)
+      .where("pos", "<=", top)
+      .where("pos", ">", top - limit)
+      .orderBy("pos", "desc")
+      .execute();
+    return { rows, total };
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -265,9 +271,10 @@ export class Ledger {
           }))
           .where("project_id", "=", input.projectId)
           .where("available_micros", ">=", total)
-          .returning("available_micros")
+          .returning(["available_micros", "tx_count"])
           .executeTakeFirst();
         if (!debited) throw new InsufficientSignal();
+        const pos = Number(debited.tx_count); // the rail transaction's position; the fee's is pos - 1
         const payment: PaymentRow = {
           id,
           project_id: input.projectId,
@@ -303,8 +310,8 @@ export class Ledger {
         await trx
           .insertInto("transactions")
           .values([
-            { id: feeTxnId, project_id: input.projectId, payment_id: id, type: "platform_fee", status: "pending", amount: input.feeUnits, currency: input.currency, description: input.description === null ? null : `Fee: ${input.description}`.slice(0, 500), merchant_name: null, created_at: at, completed_at: null },
-            { id, project_id: input.projectId, payment_id: id, type: input.railTxnType, status: "pending", amount: input.amountUnits, currency: input.currency, description: input.description, merchant_name: input.merchantName, created_at: at, completed_at: null },
+            { id: feeTxnId, project_id: input.projectId, payment_id: id, type: "platform_fee", status: "pending", amount: input.feeUnits, currency: input.currency, description: input.description === null ? null : `Fee: ${input.description}`.slice(0, 500), merchant_name: null, created_at: at, completed_at: null, pos: pos - 1 },
+            { id, project_id: input.projectId, payment_id: id, type: input.railTxnType, status: "pending", amount: input.amountUnits, currency: input.currency, description: input.description, merchant_name: input.merchantName, created_at: at, completed_at: null, pos },
           ])
           .execute();
         await this.journal(trx, "hold", [
@@ -506,7 +513,7 @@ export class Ledger {
         .returningAll()
         .executeTakeFirst();
       if (!d) return false;
-      await trx
+      const bumped = await trx
         .updateTable("balances")
         .set((eb) => ({
           pending_micros: eb("pending_micros", "-", d.amount_micros),
@@ -515,8 +522,9 @@ export class Ledger {
           tx_count: eb("tx_count", "+", 1),
         }))
         .where("project_id", "=", d.project_id)
-        .execute();
-      await trx.insertInto("transactions").values({ id: txnId, project_id: d.project_id, payment_id: null, type: "usdc_fund", status: "completed", amount: d.amount_micros, currency: "usdc", description: `USDC deposit from ${d.from_address}`, merchant_name: null, created_at: at, completed_at: at }).execute();
+        .returning("tx_count")
+        .executeTakeFirstOrThrow();
+      await trx.insertInto("transactions").values({ id: txnId, project_id: d.project_id, payment_id: null, type: "usdc_fund", status: "completed", amount: d.amount_micros, currency: "usdc", description: `USDC deposit from ${d.from_address}`, merchant_name: null, created_at: at, completed_at: at, pos: Number(bumped.tx_count) }).execute();
       await this.journal(trx, "deposit", [
         { account: account.chain, projectId: null, amountMicros: -d.amount_micros },
         { account: account.available(d.project_id), projectId: d.project_id, amountMicros: d.amount_micros },

@@ -44,7 +44,18 @@ export async function verifyLedger(db: Db): Promise<{ ok: boolean; problems: Led
   }
 
   // Derived figures: transaction count, funding, spending and pending deposits.
-  const counts = await db.selectFrom("transactions").select(["project_id", sql<number>`count(*)`.as("n")]).groupBy("project_id").execute();
+  const counts = await db
+    .selectFrom("transactions")
+    .select(["project_id", sql<number>`count(*)`.as("n"), sql<number>`count(distinct pos)`.as("positions"), sql<number>`min(pos)`.as("lo"), sql<number>`max(pos)`.as("hi")])
+    .groupBy("project_id")
+    .execute();
+  // Positions are exactly 1..N per project: the list's pages depend on it.
+  for (const c of counts) {
+    const n = Number(c.n);
+    if (Number(c.positions) !== n || (n > 0 && (Number(c.lo) !== 1 || Number(c.hi) !== n))) {
+      problems.push({ check: "positions_contiguous", detail: `project ${c.project_id}: ${n} transactions, ${c.positions} distinct positions from ${c.lo} to ${c.hi}` });
+    }
+  }
   const countBy = new Map(counts.map((c) => [c.project_id, Number(c.n)]));
   const funded = await db.selectFrom("deposits").select(["project_id", sql<number>`cast(sum(amount_micros) as bigint)`.as("s")]).where("status", "=", "credited").groupBy("project_id").execute();
   const fundedBy = new Map(funded.map((f) => [f.project_id, Number(f.s)]));
