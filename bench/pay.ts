@@ -89,6 +89,14 @@ export async function run(args: string[]): Promise<void> {
       if (open > 0) await new Promise((r) => setTimeout(r, 250));
     }
     const settledAt = Date.now();
+
+    // Diagnostic, not the target: the accept path alone, with submission paused (payments stay
+    // pending under their leases), to show what accepting costs when nothing else runs on the cores.
+    log("diagnostic: POST /v1/pay with submission paused…");
+    const dispatch = ctx.dispatch;
+    ctx.dispatch = () => {};
+    const acceptOnly = await post(`${server.baseUrl}/v1/pay`, { authorization: `Bearer ${server.token}` }, JSON.stringify({ recipient: RECIPIENT, amount_usd: AMOUNT_USD }), connections, Math.min(duration, 5), 201);
+    ctx.dispatch = dispatch;
     const counts = await ctx.ledger.db.selectFrom("payments").select(["status", (eb) => eb.fn.countAll<number>().as("n")]).groupBy("status").execute();
     const completed = Number(counts.find((c) => c.status === "completed")?.n ?? 0);
     const acceptedPerSec = pay.ok / ((acceptedAt - startedAt) / 1000);
@@ -99,12 +107,13 @@ export async function run(args: string[]): Promise<void> {
       ["ceiling: bare Fastify + debit SQL", Math.round(ceiling.reqPerSec), ceiling.p50Ms, ceiling.p99Ms, "-"],
       ["POST /v1/pay accepted (201)", Math.round(acceptedPerSec), pay.p50Ms, pay.p99Ms, `${ratio.toFixed(2)} × ceiling`],
       ["settled on-chain (completed)", Math.round(settledPerSec), "-", "-", `${completed} of ${pay.ok} in ${((settledAt - startedAt) / 1000).toFixed(1)} s`],
+      ["(diagnostic) accepted, submission paused", Math.round(acceptOnly.ok / Math.min(duration, 5)), acceptOnly.p50Ms, acceptOnly.p99Ms, `${(acceptOnly.ok / Math.min(duration, 5) / ceiling.reqPerSec).toFixed(2)} × ceiling`],
     ];
     console.log(`\nmachine: ${JSON.stringify(machine())}`);
     printTable(["target", "per second", "p50 ms", "p99 ms", "note"], rows);
     console.log(`\naccepted ≥ ${TARGET_ACCEPT_RATIO_MIN} × ceiling: ${verdict(ratio >= TARGET_ACCEPT_RATIO_MIN)} (${ratio.toFixed(2)})`);
     if (open > 0) console.log(`WARNING: ${open} payments still open after ${settleTimeoutS} s`);
-    const file = writeResult(`pay-${values.db}`, { machine: machine(), db: values.db, connections, duration, ceiling, pay, acceptedPerSec, settledPerSec, completed, statuses: counts, ratio });
+    const file = writeResult(`pay-${values.db}`, { machine: machine(), db: values.db, connections, duration, ceiling, pay, acceptOnly, acceptedPerSec, settledPerSec, completed, statuses: counts, ratio });
     console.log(`result: ${file}`);
   } finally {
     await bare.close();
