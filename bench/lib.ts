@@ -183,3 +183,15 @@ export function writeResult(name: string, data: unknown): string {
 export function log(message: string): void {
   console.log(`[${new Date().toISOString().slice(11, 19)}] ${message}`);
 }
+
+/**
+ * The database a suite's sandbox server uses: SQLite in its own temp dir (nothing to do), or a fresh
+ * schema on PostgreSQL ($TEST_DATABASE_URL or the local server), dropped by `drop()`.
+ */
+export async function benchDatabase(db: "sqlite" | "postgres"): Promise<{ databaseUrl: string | undefined; drop(): Promise<void> }> {
+  if (db === "sqlite") return { databaseUrl: undefined, drop: async () => {} };
+  const { createPgSchema } = await import("../packages/server/test/support/db.ts");
+  process.env.TEST_DATABASE_URL ??= "postgres://postgres@127.0.0.1:5432/test";
+  const schema = await createPgSchema();
+  return { databaseUrl: schema.url, drop: schema.drop };
+}

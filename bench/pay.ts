@@ -10,7 +10,7 @@ import autocannon from "autocannon";
 import Fastify from "fastify";
 import { sql } from "kysely";
 import { startTestServer } from "../packages/server/src/testing/harness.ts";
-import { type Cell, UsageError, log, machine, printTable, verdict, writeResult } from "./lib.ts";
+import { type Cell, UsageError, log, machine, printTable, verdict, writeResult, benchDatabase } from "./lib.ts";
 
 const TARGET_ACCEPT_RATIO_MIN = 0.5;
 const RECIPIENT = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
@@ -49,15 +49,7 @@ export async function run(args: string[]): Promise<void> {
   const settleTimeoutS = Number(values["settle-timeout"]);
   if (!(duration > 0 && connections > 0 && settleTimeoutS > 0)) throw new UsageError("--duration, --connections and --settle-timeout must be positive numbers");
 
-  let dropSchema: (() => Promise<void>) | undefined;
-  let databaseUrl: string | undefined;
-  if (values.db === "postgres") {
-    const { createPgSchema } = await import("../packages/server/test/support/db.ts");
-    process.env.TEST_DATABASE_URL ??= "postgres://postgres@127.0.0.1:5432/test";
-    const s = await createPgSchema();
-    databaseUrl = s.url;
-    dropSchema = s.drop;
-  }
+  const { databaseUrl, drop: dropSchema } = await benchDatabase(values.db);
   log(`starting the sandbox server (${values.db}, real anvil chain)…`);
   const server = await startTestServer({ database: values.db, databaseUrl, env: { RATE_LIMIT_PER_MINUTE: "1000000000", LOG_LEVEL: "warn", WORKER_INTERVAL_MS: "200" } });
   const ctx = server.server.ctx;
@@ -118,6 +110,6 @@ export async function run(args: string[]): Promise<void> {
   } finally {
     await bare.close();
     await server.stop();
-    await dropSchema?.();
+    await dropSchema();
   }
 }

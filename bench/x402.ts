@@ -12,7 +12,7 @@ import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
 import { startTestServer } from "../packages/server/src/testing/harness.ts";
-import { type Cell, UsageError, log, machine, percentile, printTable, verdict, writeResult } from "./lib.ts";
+import { type Cell, UsageError, log, machine, percentile, printTable, verdict, writeResult, benchDatabase } from "./lib.ts";
 
 const TARGET_RATIO_MAX = 1.25;
 const PRICE_MICROS = 10_000n;
@@ -58,15 +58,7 @@ export async function run(args: string[]): Promise<void> {
   const maxSeconds = Number(values["max-seconds"]);
   if (!(Number.isInteger(samples) && samples > 0 && Number.isInteger(warmup) && warmup >= 0 && maxSeconds > 0)) throw new UsageError("--samples, --warmup and --max-seconds must be positive integers");
 
-  let dropSchema: (() => Promise<void>) | undefined;
-  let databaseUrl: string | undefined;
-  if (values.db === "postgres") {
-    const { createPgSchema } = await import("../packages/server/test/support/db.ts");
-    process.env.TEST_DATABASE_URL ??= "postgres://postgres@127.0.0.1:5432/test";
-    const s = await createPgSchema();
-    databaseUrl = s.url;
-    dropSchema = s.drop;
-  }
+  const { databaseUrl, drop: dropSchema } = await benchDatabase(values.db);
 
   log(`starting the sandbox server (${values.db}, real anvil chain), x402's facilitator and a v${values.version} merchant…`);
   const server = await startTestServer({ database: values.db, databaseUrl, env: { RATE_LIMIT_PER_MINUTE: "1000000000", LOG_LEVEL: "warn" } });
@@ -152,6 +144,6 @@ export async function run(args: string[]): Promise<void> {
     await merchant.stop();
     await facilitator.stop();
     await server.stop();
-    await dropSchema?.();
+    await dropSchema();
   }
 }
