@@ -73,11 +73,17 @@ export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyIn
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);
   });
+  // Histogram children by (method, route, status), looked up once: labels() hashes on every call.
+  const durations = new Map<string, { observe(v: number): void }>();
   app.addHook("onResponse", async (req, reply) => {
     const route = req.routeOptions.url ?? "unknown";
-    metrics.httpDuration.labels(req.method, route, String(reply.statusCode)).observe(reply.elapsedTime / 1000);
+    const key = `${req.method} ${route} ${reply.statusCode}`;
+    let child = durations.get(key);
+    if (!child) durations.set(key, (child = metrics.httpDuration.labels(req.method, route, String(reply.statusCode))));
+    const ms = reply.elapsedTime;
+    child.observe(ms / 1000);
     // One line per request; the Authorization header is never part of it.
-    req.log.info({ method: req.method, route, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, token_id: req.principal?.tokenId }, "request");
+    if (ctx.logger.isLevelEnabled("info")) req.log.info({ method: req.method, route, status: reply.statusCode, ms: Math.round(ms * 10) / 10, token_id: req.principal?.tokenId }, "request");
   });
 
   app.setErrorHandler((err: unknown, req, reply) => {
@@ -122,7 +128,7 @@ export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyIn
   app.get("/v1/balance", async (req, reply) => {
     const p = await guard(ctx, req, reply);
     requirePermission(p, "read");
-    return getBalance(ctx, p.projectId);
+    return getBalance(ctx, p.projectId, p.balance);
   });
   app.get("/v1/stablecoin/address", async (req, reply) => {
     const p = await guard(ctx, req, reply);

@@ -10,7 +10,10 @@ import type { Plan } from "../ledger/schema.ts";
 import { hashToken, isWellFormedToken } from "../tokens.ts";
 import { forbidden, unauthorized } from "./errors.ts";
 
-export type Principal = { tokenId: string; projectId: string; permissions: Set<Permission>; paused: boolean; plan: Plan };
+/** The project's balance as read in the authenticating statement, at the start of this request. */
+export type BalanceSnapshot = { availableMicros: number; pendingMicros: number; totalFundedMicros: number; totalSpentMicros: number; walletAddress: string | null };
+
+export type Principal = { tokenId: string; projectId: string; permissions: Set<Permission>; paused: boolean; plan: Plan; balance?: BalanceSnapshot };
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -37,6 +40,13 @@ export async function authenticate(ctx: AppContext, req: FastifyRequest): Promis
     permissions: new Set(row.permissions.split(",") as Permission[]),
     paused: row.paused === 1,
     plan: row.plan,
+    balance: {
+      availableMicros: row.available_micros,
+      pendingMicros: row.pending_micros,
+      totalFundedMicros: row.total_funded_micros,
+      totalSpentMicros: row.total_spent_micros,
+      walletAddress: row.wallet_address,
+    },
   };
   req.principal = principal;
   return principal;

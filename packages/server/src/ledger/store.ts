@@ -72,11 +72,27 @@ function isUniqueViolation(err: unknown): boolean {
   return e?.code === "23505" || e?.code === "SQLITE_CONSTRAINT_UNIQUE" || /UNIQUE constraint failed/.test(e?.message ?? "");
 }
 
+// The token, its project and the project's balance in one statement: authentication needs the first
+// two, and GET /v1/balance answers from the third without a second round trip.
 const compileTokenQuery = (db: Db) =>
   db
     .selectFrom("api_tokens")
     .innerJoin("projects", "projects.id", "api_tokens.project_id")
-    .select(["api_tokens.id", "api_tokens.project_id", "api_tokens.permissions", "api_tokens.expires_at", "api_tokens.revoked_at", "projects.paused", "projects.plan"])
+    .innerJoin("balances", "balances.project_id", "api_tokens.project_id")
+    .select([
+      "api_tokens.id",
+      "api_tokens.project_id",
+      "api_tokens.permissions",
+      "api_tokens.expires_at",
+      "api_tokens.revoked_at",
+      "projects.paused",
+      "projects.plan",
+      "projects.wallet_address",
+      "balances.available_micros",
+      "balances.pending_micros",
+      "balances.total_funded_micros",
+      "balances.total_spent_micros",
+    ])
     .where("api_tokens.token_hash", "=", "")
     .compile();
 const compileBalanceQuery = (db: Db) =>
