@@ -519,15 +519,7 @@ export class Ledger {
     const at = this.now();
     return this.db.transaction().execute(async (trx) => {
       const txnId = this.newId("txn");
-      const d = await trx
-        .updateTable("deposits")
-        .set({ status: "credited", txn_id: txnId, credited_at: at })
-        .where("chain", "=", key.chain)
-        .where("tx_hash", "=", key.txHash)
-        .where("log_index", "=", key.logIndex)
-        .where("status", "=", "seen")
-        .returningAll()
-        .executeTakeFirst();
+      const d = await leaveSeen(trx, key, { status: "credited", txn_id: txnId, credited_at: at });
       if (!d) return false;
       const bumped = await trx
         .updateTable("balances")
@@ -552,15 +544,7 @@ export class Ledger {
   /** A seen transfer that vanished before confirmation (reorg): no credit, pending released. */
   async dropDeposit(key: DepositKey): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
-      const d = await trx
-        .updateTable("deposits")
-        .set({ status: "dropped" })
-        .where("chain", "=", key.chain)
-        .where("tx_hash", "=", key.txHash)
-        .where("log_index", "=", key.logIndex)
-        .where("status", "=", "seen")
-        .returningAll()
-        .executeTakeFirst();
+      const d = await leaveSeen(trx, key, { status: "dropped" });
       if (!d) return false;
       await trx.updateTable("balances").set((eb) => ({ pending_micros: eb("pending_micros", "-", d.amount_micros) })).where("project_id", "=", d.project_id).execute();
       return true;
@@ -590,5 +574,18 @@ export class Ledger {
 }
 
 class InsufficientSignal extends Error {}
+
+/** Moves a deposit out of `seen` (to credited or dropped), once: the row, or undefined if it had left. */
+function leaveSeen(trx: Trx, key: DepositKey, patch: Partial<Database["deposits"]>) {
+  return trx
+    .updateTable("deposits")
+    .set(patch)
+    .where("chain", "=", key.chain)
+    .where("tx_hash", "=", key.txHash)
+    .where("log_index", "=", key.logIndex)
+    .where("status", "=", "seen")
+    .returningAll()
+    .executeTakeFirst();
+}
 
 export type { Kysely };
