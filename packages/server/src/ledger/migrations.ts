@@ -182,7 +182,8 @@ export async function backfillTransactionPositions(db: Kysely<any>): Promise<voi
     where transactions.seq = r.seq and transactions.pos is null`.execute(db);
 }
 
-export async function migrateToLatest(db: Kysely<any>, dialect: Dialect): Promise<string[]> {
+/** Migrates to `target` (a migration name) or, without one, to the latest. */
+export async function migrateToLatest(db: Kysely<any>, dialect: Dialect, target?: string): Promise<string[]> {
   // Kysely looks for its bookkeeping tables across all schemas; pin them to the schema this
   // connection writes to, or two deployments sharing one database would see each other's.
   const schema =
@@ -192,7 +193,7 @@ export async function migrateToLatest(db: Kysely<any>, dialect: Dialect): Promis
     provider: { getMigrations: async () => migrations(dialect) },
     ...(schema ? { migrationTableSchema: schema } : {}),
   });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = target ? await migrator.migrateTo(target) : await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }
