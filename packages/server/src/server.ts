@@ -19,6 +19,7 @@ import { type Loop, startLoop } from "./workers/loop.ts";
 import { createPaymentWorker } from "./workers/paymentWorker.ts";
 import { createSandboxFiatProvider, type SandboxFiatProvider } from "./rails/fiat/sandboxProvider.ts";
 import { buildRails } from "./rails/buildRails.ts";
+import { pruneExpiredPassThrough } from "./rails/x402/claimIdempotencyKey.ts";
 import { createDispatcher, type Dispatcher } from "./services/payments/dispatcher.ts";
 import { type X402Demo, startX402Demo } from "./sandbox/x402Demo.ts";
 
@@ -87,6 +88,8 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       dispatcher = createDispatcher(ctx);
       ctx.dispatch = (p) => dispatcher!.submit(p);
       const worker = createPaymentWorker(ctx, rails);
+      let pruneFrom: string | undefined;
+      loops.push(startLoop("x402-replies", 60_000, async () => void (pruneFrom = await pruneExpiredPassThrough(ctx, pruneFrom)), logger));
       workerLoop = startLoop("payments", config.workers.workerIntervalMs, () => worker.runOnce(), logger);
       loops.push(workerLoop);
       if (opts.x402Demo && chain.sandbox) x402Demo = await startX402Demo(chain);

@@ -3,8 +3,8 @@
 // over only once its lease has passed.
 import type { PayResponse } from "@agentwallet/api";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { claimIdempotencyKey } from "../../src/rails/x402/claimIdempotencyKey.ts";
-import { createTestContext, type TestContext } from "../support/context.ts";
+import { PASS_THROUGH_KEEP_MS, claimIdempotencyKey, pruneExpiredPassThrough } from "../../src/rails/x402/claimIdempotencyKey.ts";
+import { createTestContext, projectWithToken, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 
 const reply: PayResponse = { id: "req_x", status: "completed", rail: "x402", amount_charged: 0, fee: 0, currency: "usdc", recipient: "https://x.test", tx_hash: null, created_at: "2026-01-01T00:00:00.000Z", estimated_arrival: null, response: { status_code: 200, headers: {}, body: "ok" } };
@@ -53,5 +53,32 @@ describe.each(dialects)("%s", (dialect) => {
     await dead.claim.release();
     await dead.claim.rememberPassThrough(reply);
     await expect(claimIdempotencyKey(t.ctx, "prj_a", "k5")).rejects.toMatchObject({ status: 409 });
+  });
+});
+
+describe.each(dialects)("kept pass-through replies expire (%s)", (dialect) => {
+  test("after 24 hours a reply no longer answers its key and the sweep removes it; a newer one stays", async () => {
+    const t = await createTestContext(dialect);
+    try {
+      const { project } = await projectWithToken(t.ctx);
+      const body = { id: "req_x", status: "completed", rail: "x402", amount_charged: 0, fee: 0, currency: "usdc", recipient: "https://x", tx_hash: null, created_at: new Date().toISOString(), estimated_arrival: null, response: null } as PayResponse;
+      const remember = async (key: string) => {
+        const c = await claimIdempotencyKey(t.ctx, project.id, key);
+        if (c.kind !== "claimed") throw new Error(`${key} not claimed`);
+        await c.claim.rememberPassThrough(body);
+      };
+      await remember("old");
+      expect((await claimIdempotencyKey(t.ctx, project.id, "old")).kind).toBe("passthrough");
+      const start = Date.now();
+      t.ctx.clock = () => new Date(start + PASS_THROUGH_KEEP_MS + 1_000); // a day later
+      await remember("fresh");
+      expect(await pruneExpiredPassThrough(t.ctx, undefined)).toBeUndefined();
+      const left = await t.ctx.ledger.db.selectFrom("kv").select("key").where("key", "like", "x402_idempotency:%").execute();
+      expect(left.map((r) => r.key)).toEqual([`x402_idempotency:${project.id}:fresh`]);
+      expect((await claimIdempotencyKey(t.ctx, project.id, "fresh")).kind).toBe("passthrough");
+      expect((await claimIdempotencyKey(t.ctx, project.id, "old")).kind).toBe("claimed");
+    } finally {
+      await t.close();
+    }
   });
 });

@@ -9,7 +9,9 @@
  *   without a second request;
  * - when the request is refused (nothing signed, held or charged), the key is given up, so a repeat is
  *   a new attempt.
- * A claim whose request died is taken over once its lease has passed.
+ * A claim whose request died is taken over once its lease has passed. A kept reply lives 24 hours (the
+ * usual life of an idempotency key): after that the key is free again, and `pruneExpiredPassThrough`
+ * removes such rows in bounded batches, so replies (up to the fetcher's 1 MiB each) cannot pile up.
  */
 import { randomBytes } from "node:crypto";
 import type { PayResponse } from "@agentwallet/api";
@@ -25,14 +27,18 @@ export type KeyClaim = {
 
 export type ClaimResult = { kind: "claimed"; claim: KeyClaim } | { kind: "passthrough"; body: PayResponse };
 
-type Stored = { state: "running"; until: string; token: string } | { state: "passthrough"; body: PayResponse };
+type Stored = { state: "running"; until: string; token: string } | { state: "passthrough"; body: PayResponse; expires?: string };
+
+/** How long a kept pass-through reply answers repeats of its key. */
+export const PASS_THROUGH_KEEP_MS = 24 * 3_600_000;
+const KEY_PREFIX = "x402_idempotency:";
 
 /** Two racing takeovers of a dead claim: one wins, the other sees a running claim on its next look. */
 const CLAIM_ATTEMPTS_MAX = 3;
 
 export async function claimIdempotencyKey(ctx: AppContext, projectId: string, key: string): Promise<ClaimResult> {
   const db = ctx.ledger.db;
-  const kvKey = `x402_idempotency:${projectId}:${key}`;
+  const kvKey = `${KEY_PREFIX}${projectId}:${key}`;
   const until = new Date(ctx.clock().getTime() + ctx.config.workers.paymentRequestLeaseMs).toISOString();
   const mine = JSON.stringify({ state: "running", until, token: randomBytes(12).toString("hex") } satisfies Stored);
   const claim: KeyClaim = {
@@ -40,7 +46,8 @@ export async function claimIdempotencyKey(ctx: AppContext, projectId: string, ke
       await db.deleteFrom("kv").where("key", "=", kvKey).where("value", "=", mine).execute();
     },
     async rememberPassThrough(body) {
-      await db.updateTable("kv").set({ value: JSON.stringify({ state: "passthrough", body } satisfies Stored) }).where("key", "=", kvKey).where("value", "=", mine).execute();
+      const expires = new Date(ctx.clock().getTime() + PASS_THROUGH_KEEP_MS).toISOString();
+      await db.updateTable("kv").set({ value: JSON.stringify({ state: "passthrough", body, expires } satisfies Stored) }).where("key", "=", kvKey).where("value", "=", mine).execute();
     },
   };
   for (let attempt = 0; attempt < CLAIM_ATTEMPTS_MAX; attempt++) {
@@ -49,10 +56,35 @@ export async function claimIdempotencyKey(ctx: AppContext, projectId: string, ke
     const row = await db.selectFrom("kv").select("value").where("key", "=", kvKey).executeTakeFirst();
     if (!row) continue;
     const stored = JSON.parse(row.value) as Stored;
-    if (stored.state === "passthrough") return { kind: "passthrough", body: stored.body };
-    if (stored.until > ctx.clock().toISOString()) break;
+    const now = ctx.clock().toISOString();
+    if (stored.state === "passthrough" && (stored.expires === undefined || stored.expires > now)) return { kind: "passthrough", body: stored.body };
+    if (stored.state === "running" && stored.until > now) break;
+    // A dead claim or an expired reply: take the key over, if no one else did meanwhile.
     const taken = await db.updateTable("kv").set({ value: mine }).where("key", "=", kvKey).where("value", "=", row.value).returning("key").executeTakeFirst();
     if (taken) return { kind: "claimed", claim };
   }
   throw conflict("idempotency_in_flight", `A request with idempotency_key "${key}" is still being processed. Retry in a few seconds to get its result.`);
+}
+
+/**
+ * Removes expired pass-through replies, walking the keys in order from `after` (at most `max` rows a
+ * call). Returns where to continue, or undefined once the end was reached (start again from the top).
+ */
+export async function pruneExpiredPassThrough(ctx: AppContext, after: string | undefined, max = 500): Promise<string | undefined> {
+  const rows = await ctx.ledger.db
+    .selectFrom("kv")
+    .select(["key", "value"])
+    .where("key", "like", `${KEY_PREFIX}%`)
+    .where("key", ">", after ?? "")
+    .orderBy("key")
+    .limit(max)
+    .execute();
+  const now = ctx.clock().toISOString();
+  for (const row of rows) {
+    const stored = JSON.parse(row.value) as Stored;
+    if (stored.state === "passthrough" && stored.expires !== undefined && stored.expires <= now) {
+      await ctx.ledger.db.deleteFrom("kv").where("key", "=", row.key).where("value", "=", row.value).execute();
+    }
+  }
+  return rows.length === max ? rows.at(-1)!.key : undefined;
 }
