@@ -16,6 +16,8 @@ export const DEV_ACCOUNT_INDEXES = {
   merchant: 4,
   payer: 5,
   other: 6,
+  /** The sandbox's ACH off-ramp: receives USDC for payouts and refunds failed or returned ones. */
+  offramp: 7,
 } as const;
 
 export type DevAccountRole = keyof typeof DEV_ACCOUNT_INDEXES;

@@ -122,8 +122,9 @@ describe("deployment", () => {
     expect(chain.accounts.deployer.address).toBe("0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266");
     expect(chain.accounts.payer.address).toBe("0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc");
     expect(chain.accounts.other.address).toBe("0x976EA74026E726554dB657fA54763abd0C3a0aa9");
+    expect(chain.accounts.offramp.address).toBe("0x14dC79964da2C08b23698B3D3cc7Ca32193d9955");
     expect(privateKeyToAccount(chain.accounts.facilitator.privateKey).address).toBe(chain.accounts.facilitator.address);
-    expect(new Set(Object.values(chain.accounts).map((a) => a.address)).size).toBe(7);
+    expect(new Set(Object.values(chain.accounts).map((a) => a.address)).size).toBe(8);
   });
 });
 

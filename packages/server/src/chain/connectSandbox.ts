@@ -4,13 +4,10 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Address, type Hex, bytesToHex } from "viem";
-import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
+import type { Address, Hex } from "viem";
 import type { Config } from "../config.ts";
 import { createChainClient } from "./chainClient.ts";
 import { type ChainRuntime, startChainRuntime } from "./runtime.ts";
-
-const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
 
 export type SandboxFile = { base_url: string; rpc_url: string; chain_id: number; usdc_address: Address; relayer_address: Address; treasury_address: Address; minter_private_key: Hex; pid: number; [k: string]: unknown };
 
@@ -30,14 +27,14 @@ export async function connectChain(config: Config): Promise<ChainRuntime> {
   if (config.mode === "live") return startChainRuntime(config);
   const s = readSandboxFile(config.dataDir);
   if (!s) throw new Error(`No running sandbox for data dir ${config.dataDir}. Start it with \`npm start\`.`);
-  // The sandbox's well-known dev accounts (public test keys): relayer index 1, off-ramp index 7.
-  const key = (i: number) => bytesToHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: i }).getHdKey().privateKey!);
-  const relayerKey = key(1);
+  // The sandbox's roles are devchain's well-known dev accounts (public test keys), as the server uses them.
+  const { devAccounts } = await import("@agentwallet/devchain");
+  const accounts = devAccounts();
   return {
     client: createChainClient({ rpcUrl: s.rpc_url, chainId: s.chain_id, usdcAddress: s.usdc_address, timeoutMs: config.chain.rpcTimeoutMs, retries: config.chain.rpcRetries, pollingIntervalMs: 100 }),
-    relayerKey,
-    relayerAddress: privateKeyToAccount(relayerKey).address,
+    relayerKey: accounts.relayer.privateKey,
+    relayerAddress: accounts.relayer.address,
     treasuryAddress: s.treasury_address,
-    sandbox: { rpcUrl: s.rpc_url, stop: async () => {}, mint: async () => { throw new Error("mint through `agentwallet fund`"); }, accounts: {}, statePath: "", offrampKey: key(7) },
+    sandbox: { rpcUrl: s.rpc_url, stop: async () => {}, mint: async () => { throw new Error("mint through `agentwallet fund`"); }, accounts: {}, statePath: "", offrampKey: accounts.offramp.privateKey },
   };
 }

@@ -5,8 +5,7 @@
  */
 import { join } from "node:path";
 import type { Address, Hex } from "viem";
-import { bytesToHex } from "viem";
-import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
+import { privateKeyToAccount } from "viem/accounts";
 import type { Config } from "../config.ts";
 import { type ChainClient, createChainClient } from "./chainClient.ts";
 
@@ -37,9 +36,7 @@ export async function startChainRuntime(config: Config, opts: { rpcPollingMs?: n
       treasuryAddress: config.custody.treasuryAddress as Address,
     };
   }
-  const { startDevChain, ANVIL_MNEMONIC } = await import("@agentwallet/devchain");
-  // Index 7 of anvil's prefunded accounts: not one of devchain's named roles.
-  const offrampKey = bytesToHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: 7 }).getHdKey().privateKey!);
+  const { startDevChain } = await import("@agentwallet/devchain");
   const statePath = join(config.dataDir, "chain-state.json");
   // Instant blocks for transactions plus one empty block a second, so deposits gain confirmations.
   const dev = await startDevChain({ statePath, blockTime: 1, mixedMining: true });
@@ -48,6 +45,6 @@ export async function startChainRuntime(config: Config, opts: { rpcPollingMs?: n
     relayerKey: dev.accounts.relayer.privateKey,
     relayerAddress: dev.accounts.relayer.address,
     treasuryAddress: dev.accounts.treasury.address,
-    sandbox: { rpcUrl: dev.rpcUrl, stop: dev.stop, mint: dev.mint, accounts: dev.accounts as never, statePath, offrampKey },
+    sandbox: { rpcUrl: dev.rpcUrl, stop: dev.stop, mint: dev.mint, accounts: dev.accounts as never, statePath, offrampKey: dev.accounts.offramp.privateKey },
   };
 }
