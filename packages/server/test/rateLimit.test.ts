@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createRedisRateLimiter } from "../src/http/rateLimit.ts";
+import { createMemoryRateLimiter, createRedisRateLimiter } from "../src/http/rateLimit.ts";
 import { buildApp, createTestContext, projectWithToken, type TestContext } from "./support/context.ts";
 
 describe("rate limit: 100 requests per minute per token", () => {
@@ -52,5 +52,35 @@ describe("rate limit on Redis (shared by replicas)", () => {
     expect(decisions.filter((d) => !d.allowed)).toHaveLength(50);
     expect((await replicaA.hit("tok_2")).allowed).toBe(true);
     await redis.del(`${prefix}tok_1`, `${prefix}tok_2`);
+  });
+});
+
+describe("memory limiter: a sliding window over a growing ring", () => {
+  test("slots free exactly as the oldest hits leave the window, across growth and wrap-around", async () => {
+    let now = 0;
+    const limiter = createMemoryRateLimiter(20, 60_000, () => now);
+    for (let i = 0; i < 20; i++) {
+      now = i * 1_000;
+      expect((await limiter.hit("k")).allowed).toBe(true); // grows 16 → 20 on the way
+    }
+    now = 30_000;
+    expect(await limiter.hit("k")).toMatchObject({ allowed: false, remaining: 0, resetSeconds: 30 });
+    for (let round = 0; round < 3; round++) {
+      // Each second past the first minute frees exactly the hit made 60 s earlier: the ring wraps.
+      for (let i = 0; i < 20; i++) {
+        now = 60_000 * (round + 1) + i * 1_000 + 1;
+        expect((await limiter.hit("k")).allowed).toBe(true);
+        expect((await limiter.hit("k")).allowed).toBe(false);
+      }
+    }
+    await limiter.close();
+  });
+
+  test("a huge configured limit costs nothing up front", async () => {
+    const limiter = createMemoryRateLimiter(1_000_000_000);
+    const before = process.memoryUsage().arrayBuffers;
+    for (let i = 0; i < 1_000; i++) await limiter.hit(`token-${i}`);
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(10 * 1024 * 1024);
+    await limiter.close();
   });
 });

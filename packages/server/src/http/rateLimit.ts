@@ -12,8 +12,19 @@ export interface RateLimiter {
   close(): Promise<void>;
 }
 
-/** The last `limit` accepted timestamps of one key, in a ring: O(1) per hit however busy the key. */
+/**
+ * The accepted timestamps of one key in the window, in a ring: O(1) per hit however busy the key. It
+ * starts small and doubles up to `limit`, so memory follows a token's real traffic, not the setting.
+ */
 type Ring = { stamps: Float64Array; start: number; count: number; last: number };
+const RING_INITIAL = 16;
+
+function grow(ring: Ring, limit: number): void {
+  const bigger = new Float64Array(Math.min(limit, ring.stamps.length * 2));
+  for (let i = 0; i < ring.count; i++) bigger[i] = ring.stamps[(ring.start + i) % ring.stamps.length]!;
+  ring.stamps = bigger;
+  ring.start = 0;
+}
 
 export function createMemoryRateLimiter(limit: number, windowMs = 60_000, now: () => number = Date.now): RateLimiter {
   const windows = new Map<string, Ring>();
@@ -27,14 +38,15 @@ export function createMemoryRateLimiter(limit: number, windowMs = 60_000, now: (
     async hit(key) {
       const t = now();
       let ring = windows.get(key);
-      if (!ring) windows.set(key, (ring = { stamps: new Float64Array(limit), start: 0, count: 0, last: t }));
+      if (!ring) windows.set(key, (ring = { stamps: new Float64Array(Math.min(limit, RING_INITIAL)), start: 0, count: 0, last: t }));
       while (ring.count > 0 && ring.stamps[ring.start]! <= t - windowMs) {
-        ring.start = (ring.start + 1) % limit;
+        ring.start = (ring.start + 1) % ring.stamps.length;
         ring.count--;
       }
       const allowed = ring.count < limit;
       if (allowed) {
-        ring.stamps[(ring.start + ring.count) % limit] = t;
+        if (ring.count === ring.stamps.length) grow(ring, limit);
+        ring.stamps[(ring.start + ring.count) % ring.stamps.length] = t;
         ring.count++;
         ring.last = t;
       }
