@@ -33,7 +33,7 @@ export type RunningServer = {
   stop(): Promise<void>;
 };
 
-export type StartServerOptions = { defaultMetrics?: boolean; withChain?: boolean; x402Demo?: boolean };
+export type StartServerOptions = { defaultMetrics?: boolean; x402Demo?: boolean };
 
 /** Sandbox secrets for the inbound webhooks, generated once into the data directory. */
 function sandboxWebhookSecrets(config: Config): void {
@@ -60,40 +60,38 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
   let x402Demo: X402Demo | undefined;
   let dispatcher: Dispatcher | undefined;
   try {
-    if (opts.withChain ?? true) {
-      chain = await startChainRuntime(config);
-      if (chain.sandbox) {
-        sandboxFiat = createSandboxFiatProvider({ ledger: ctx.ledger, chain: chain.client, privateKey: chain.sandbox.offrampKey, webhookSecret: config.webhooks.fiatSecret!, delayMs: config.fiat.sandboxDelayMs, logger });
-      }
-      const watcher = createDepositWatcher(ctx.ledger, chain.client, logger, {
-        chainName: "base",
-        confirmations: config.chain.depositConfirmations,
-        maxBlocksPerScan: config.chain.depositScanMaxBlocks,
-        // A fresh sandbox chain is scanned from genesis; a live deployment starts near the head.
-        startBlock: (head) => (config.mode === "sandbox" ? 0 : Math.max(0, head - config.chain.depositScanMaxBlocks)),
-        onCredit: () => metrics.deposits.inc(),
-        // The off-ramp refunds failed and returned payouts on-chain; the ledger credited those already.
-        ignoreFrom: sandboxFiat ? [sandboxFiat.depositAddress] : [],
-      });
-      const watchLoop = startLoop("deposits", config.workers.watcherIntervalMs, () => watcher.tick(), logger);
-      loops.push(watchLoop);
-      ctx.hooks.depositHint = async (txHash) => {
-        await watcher.checkTransaction(txHash as Hex);
-      };
-
-      const onFinal = (p: { rail: string }, outcome: string) => metrics.payments.labels(p.rail, outcome).inc();
-      const { rails, fiatRail } = await buildRails(ctx, chain, { fiatProvider: sandboxFiat, onFinal });
-      if (fiatRail) ctx.hooks.fiatHint = (payoutId) => fiatRail.onProviderHint(payoutId, () => workerLoop?.kick());
-      ctx.rails = rails;
-      dispatcher = createDispatcher(ctx);
-      ctx.dispatch = (p) => dispatcher!.submit(p);
-      const worker = createPaymentWorker(ctx, rails);
-      let pruneFrom: string | undefined;
-      loops.push(startLoop("x402-replies", 60_000, async () => void (pruneFrom = await pruneExpiredPassThrough(ctx, pruneFrom)), logger));
-      workerLoop = startLoop("payments", config.workers.workerIntervalMs, () => worker.runOnce(), logger);
-      loops.push(workerLoop);
-      if (opts.x402Demo && chain.sandbox) x402Demo = await startX402Demo(chain);
+    chain = await startChainRuntime(config);
+    if (chain.sandbox) {
+      sandboxFiat = createSandboxFiatProvider({ ledger: ctx.ledger, chain: chain.client, privateKey: chain.sandbox.offrampKey, webhookSecret: config.webhooks.fiatSecret!, delayMs: config.fiat.sandboxDelayMs, logger });
     }
+    const watcher = createDepositWatcher(ctx.ledger, chain.client, logger, {
+      chainName: "base",
+      confirmations: config.chain.depositConfirmations,
+      maxBlocksPerScan: config.chain.depositScanMaxBlocks,
+      // A fresh sandbox chain is scanned from genesis; a live deployment starts near the head.
+      startBlock: (head) => (config.mode === "sandbox" ? 0 : Math.max(0, head - config.chain.depositScanMaxBlocks)),
+      onCredit: () => metrics.deposits.inc(),
+      // The off-ramp refunds failed and returned payouts on-chain; the ledger credited those already.
+      ignoreFrom: sandboxFiat ? [sandboxFiat.depositAddress] : [],
+    });
+    const watchLoop = startLoop("deposits", config.workers.watcherIntervalMs, () => watcher.tick(), logger);
+    loops.push(watchLoop);
+    ctx.hooks.depositHint = async (txHash) => {
+      await watcher.checkTransaction(txHash as Hex);
+    };
+
+    const onFinal = (p: { rail: string }, outcome: string) => metrics.payments.labels(p.rail, outcome).inc();
+    const { rails, fiatRail } = await buildRails(ctx, chain, { fiatProvider: sandboxFiat, onFinal });
+    if (fiatRail) ctx.hooks.fiatHint = (payoutId) => fiatRail.onProviderHint(payoutId, () => workerLoop?.kick());
+    ctx.rails = rails;
+    dispatcher = createDispatcher(ctx);
+    ctx.dispatch = (p) => dispatcher!.submit(p);
+    const worker = createPaymentWorker(ctx, rails);
+    let pruneFrom: string | undefined;
+    loops.push(startLoop("x402-replies", 60_000, async () => void (pruneFrom = await pruneExpiredPassThrough(ctx, pruneFrom)), logger));
+    workerLoop = startLoop("payments", config.workers.workerIntervalMs, () => worker.runOnce(), logger);
+    loops.push(workerLoop);
+    if (opts.x402Demo && chain.sandbox) x402Demo = await startX402Demo(chain);
   } catch (err) {
     await built.close();
     await chain?.sandbox?.stop();

@@ -1,6 +1,6 @@
 /** The CLI's commands, each a function of (config, args, options) → exit code. */
 import type { Config } from "../config.ts";
-import { buildContext, createLogger, openLedger } from "../deps.ts";
+import { openLedger } from "../deps.ts";
 import { verifyLedger } from "../ledger/verify.ts";
 import type { Plan } from "../ledger/schema.ts";
 import { newId, systemClock } from "../ids.ts";
@@ -119,5 +119,3 @@ async function setPaused(config: Config, args: string[], io: CommandIo, paused: 
   io.out(`Project ${id} ${paused ? "paused: payments are refused" : "resumed"}.`, { id, paused });
   return 0;
 }
-
-export { buildContext, createLogger };

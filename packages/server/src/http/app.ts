@@ -128,7 +128,7 @@ export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyIn
   app.get("/v1/balance", async (req, reply) => {
     const p = await guard(ctx, req, reply);
     requirePermission(p, "read");
-    return getBalance(ctx, p.projectId, p.balance);
+    return getBalance(p);
   });
   app.get("/v1/stablecoin/address", async (req, reply) => {
     const p = await guard(ctx, req, reply);

@@ -13,7 +13,7 @@ import { forbidden, unauthorized } from "./errors.ts";
 /** The project's balance as read in the authenticating statement, at the start of this request. */
 export type BalanceSnapshot = { availableMicros: number; pendingMicros: number; totalFundedMicros: number; totalSpentMicros: number; walletAddress: string | null };
 
-export type Principal = { tokenId: string; projectId: string; permissions: Set<Permission>; paused: boolean; plan: Plan; balance?: BalanceSnapshot };
+export type Principal = { tokenId: string; projectId: string; permissions: Set<Permission>; paused: boolean; plan: Plan; balance: BalanceSnapshot };
 
 declare module "fastify" {
   interface FastifyRequest {

@@ -14,7 +14,7 @@ describe("recovery: a payment interrupted at each step is finished by a worker, 
   beforeAll(async () => {
     s = await startTestServer();
     await s.fund(50_000_000n);
-    principal = { tokenId: "t", projectId: s.projectId, permissions: new Set(["read", "pay"]), paused: false, plan: "free" };
+    principal = { tokenId: "t", projectId: s.projectId, permissions: new Set(["read", "pay"]), paused: false, plan: "free", balance: { availableMicros: 0, pendingMicros: 0, totalFundedMicros: 0, totalSpentMicros: 0, walletAddress: null } };
   });
   afterAll(async () => s?.stop());
 
