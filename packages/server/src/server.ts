@@ -33,6 +33,9 @@ export type RunningServer = {
   stop(): Promise<void>;
 };
 
+/** Webhook ids are remembered a day: far past the 5-minute signature tolerance. */
+const WEBHOOK_ID_KEEP_MS = 24 * 3_600_000;
+
 export type StartServerOptions = { defaultMetrics?: boolean; x402Demo?: boolean };
 
 /** Sandbox secrets for the inbound webhooks, generated once into the data directory. */
@@ -87,8 +90,14 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     dispatcher = createDispatcher(ctx);
     ctx.dispatch = (p) => dispatcher!.submit(p);
     const worker = createPaymentWorker(ctx, rails);
+    // Housekeeping, bounded per pass: expired x402 pass-through replies, and webhook ids past any replay window.
     let pruneFrom: string | undefined;
-    loops.push(startLoop("x402-replies", 60_000, async () => void (pruneFrom = await pruneExpiredPassThrough(ctx, pruneFrom)), logger));
+    loops.push(
+      startLoop("housekeeping", 60_000, async () => {
+        pruneFrom = await pruneExpiredPassThrough(ctx, pruneFrom);
+        await ctx.ledger.pruneWebhookEvents(new Date(ctx.clock().getTime() - WEBHOOK_ID_KEEP_MS).toISOString());
+      }, logger),
+    );
     workerLoop = startLoop("payments", config.workers.workerIntervalMs, () => worker.runOnce(), logger);
     loops.push(workerLoop);
     if (opts.x402Demo && chain.sandbox) x402Demo = await startX402Demo(chain);

@@ -566,6 +566,18 @@ export class Ledger {
     await this.db.insertInto("kv").values({ key, value }).onConflict((oc) => oc.column("key").doUpdateSet({ value })).execute();
   }
 
+  /**
+   * Forgets webhook ids received before `before`, at most `max` a call: a delivery that old fails the
+   * 5-minute timestamp check anyway, so its id no longer needs remembering. Returns how many went.
+   */
+  async pruneWebhookEvents(before: string, max = 1_000): Promise<number> {
+    const r = await this.db
+      .deleteFrom("webhook_events")
+      .where("id", "in", (eb) => eb.selectFrom("webhook_events").select("id").where("received_at", "<", before).limit(max))
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
+  }
+
   /** Records a webhook id; false when it was seen before (a replay). */
   async rememberWebhook(id: string, source: string): Promise<boolean> {
     const r = await this.db.insertInto("webhook_events").values({ id, source, received_at: this.now() }).onConflict((oc) => oc.column("id").doNothing()).returning("id").executeTakeFirst();
