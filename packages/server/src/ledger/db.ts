@@ -7,6 +7,7 @@ import { dirname } from "node:path";
 import SQLite from "better-sqlite3";
 import { Kysely, PostgresDialect, SqliteDialect } from "kysely";
 import pg from "pg";
+import { type GroupCommit, createGroupCommit } from "./groupCommit.ts";
 import type { Database } from "./schema.ts";
 
 export type Dialect = "sqlite" | "postgres";
@@ -14,6 +15,13 @@ export type Dialect = "sqlite" | "postgres";
 /** Prepared SQLite statements kept for reuse; the service issues a few dozen distinct ones. */
 const STATEMENT_CACHE_MAX = 500;
 export type Db = Kysely<Database>;
+
+const groupCommits = new WeakMap<Db, GroupCommit>();
+
+/** The group commit of a SQLite database opened by `openDb`; undefined for PostgreSQL. */
+export function groupCommitOf(db: Db): GroupCommit | undefined {
+  return groupCommits.get(db);
+}
 export type OpenedDb = { db: Db; dialect: Dialect; close(): Promise<void> };
 
 export type OpenDbOptions =
@@ -56,6 +64,7 @@ export function openDb(options: OpenDbOptions): OpenedDb {
       },
     };
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+    groupCommits.set(db, createGroupCommit(db, (text) => database.prepare(text)));
     return { db, dialect: "sqlite", close: () => db.destroy() };
   }
   const pool = new pg.Pool({

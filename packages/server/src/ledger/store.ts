@@ -9,7 +9,8 @@
  *   revenue:fees            platform fees earned
  */
 import { type CompiledQuery, type Kysely, type Transaction, sql } from "kysely";
-import type { Db, Dialect } from "./db.ts";
+import { type Db, type Dialect, groupCommitOf } from "./db.ts";
+import type { GroupCommit } from "./groupCommit.ts";
 import type { Database, PaymentsTable, Plan, ProjectsTable } from "./schema.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 
@@ -43,6 +44,8 @@ export type NewPayment = {
   idempotencyKey: string | null;
   railState: unknown;
   estimatedArrival?: string | null;
+  /** `processing` when the rail's first step is already done (and recorded in railState); default pending. */
+  status?: "pending" | "processing";
   /** The creating request owns the payment until then; a repeat of its key gets 409 meanwhile. */
   inFlightUntil: string;
   leaseOwner: string;
@@ -112,6 +115,8 @@ export class Ledger {
   // The two queries every request makes, compiled once: building SQL costs more than running it.
   private readonly tokenQuery: ReturnType<typeof compileTokenQuery>;
   private readonly balanceQuery: ReturnType<typeof compileBalanceQuery>;
+  /** SQLite: the hot writes share commits (groupCommit.ts); PostgreSQL runs them as transactions. */
+  private readonly group: GroupCommit | undefined;
 
   constructor(
     readonly db: Db,
@@ -121,18 +126,24 @@ export class Ledger {
   ) {
     this.tokenQuery = compileTokenQuery(db);
     this.balanceQuery = compileBalanceQuery(db);
+    this.group = groupCommitOf(db);
   }
 
   private now(): string {
     return this.clock().toISOString();
   }
 
-  private async journal(trx: Trx, kind: string, entries: Entry[], at: string): Promise<string> {
+  private async journal(trx: Trx, kind: string, entries: Entry[], at: string): Promise<void> {
+    await trx.executeQuery(this.journalStatement(kind, entries, at));
+  }
+
+  /** One journal movement as a statement: its entries, which must sum to zero. */
+  private journalStatement(kind: string, entries: Entry[], at: string): CompiledQuery {
     const sum = entries.reduce((s, e) => s + e.amountMicros, 0);
     // A movement that does not sum to zero is a bug, not a runtime condition: crash loudly.
     if (sum !== 0) throw new Error(`journal movement ${kind} does not sum to zero (${sum})`);
     const movementId = this.newId("mov");
-    await trx
+    return this.db
       .insertInto("journal_entries")
       .values(
         entries
@@ -146,8 +157,7 @@ export class Ledger {
             created_at: at,
           })),
       )
-      .execute();
-    return movementId;
+      .compile();
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -272,69 +282,21 @@ export class Ledger {
   async hold(input: NewPayment): Promise<HoldResult> {
     const total = input.amountMicros + input.feeMicros;
     if (!(Number.isSafeInteger(total) && total > 0)) throw new Error(`hold of invalid amount ${total}`);
-    const at = this.now();
-    const id = this.newId("txn");
-    const feeTxnId = this.newId("txn");
+    const plan = this.holdPlan(input, total);
     try {
+      if (this.group) {
+        return await this.group.write((run): HoldResult => {
+          const debited = run(plan.debit)[0];
+          if (!debited) return { kind: "insufficient", availableMicros: run(withParameters(this.balanceQuery, [input.projectId]))[0]?.available_micros ?? 0 };
+          for (const q of plan.records(Number(debited.tx_count))) run(q);
+          return { kind: "held", payment: plan.payment };
+        });
+      }
       return await this.db.transaction().execute(async (trx): Promise<HoldResult> => {
-        const debited = await trx
-          .updateTable("balances")
-          .set((eb) => ({
-            available_micros: eb("available_micros", "-", total),
-            held_micros: eb("held_micros", "+", total),
-            total_spent_micros: eb("total_spent_micros", "+", total),
-            tx_count: eb("tx_count", "+", 2),
-          }))
-          .where("project_id", "=", input.projectId)
-          .where("available_micros", ">=", total)
-          .returning(["available_micros", "tx_count"])
-          .executeTakeFirst();
+        const debited = (await trx.executeQuery(plan.debit)).rows[0];
         if (!debited) throw new InsufficientSignal();
-        const pos = Number(debited.tx_count); // the rail transaction's position; the fee's is pos - 1
-        const payment: PaymentRow = {
-          id,
-          project_id: input.projectId,
-          rail: input.rail,
-          status: "pending",
-          amount_units: input.amountUnits,
-          fee_units: input.feeUnits,
-          amount_micros: input.amountMicros,
-          fee_micros: input.feeMicros,
-          currency: input.currency,
-          recipient: input.recipient,
-          recipient_json: input.recipientJson,
-          description: input.description,
-          idempotency_key: input.idempotencyKey,
-          fee_txn_id: feeTxnId,
-          tx_hash: null,
-          provider_ref: null,
-          estimated_arrival: input.estimatedArrival ?? null,
-          response_json: null,
-          rail_state: input.railState === undefined ? null : JSON.stringify(input.railState),
-          failure_reason: null,
-          in_flight_until: input.inFlightUntil,
-          lease_owner: input.leaseOwner,
-          lease_until: input.leaseUntil ?? input.inFlightUntil,
-          next_attempt_at: input.leaseUntil ?? input.inFlightUntil,
-          attempts: 0,
-          created_at: at,
-          updated_at: at,
-          completed_at: null,
-        };
-        await trx.insertInto("payments").values(payment).execute();
-        // Fee first so the rail transaction, inserted last, lists first among equal timestamps.
-        await trx
-          .insertInto("transactions")
-          .values([
-            { id: feeTxnId, project_id: input.projectId, payment_id: id, type: "platform_fee", status: "pending", amount: input.feeUnits, currency: input.currency, description: input.description === null ? null : `Fee: ${input.description}`.slice(0, 500), merchant_name: null, created_at: at, completed_at: null, pos: pos - 1 },
-            { id, project_id: input.projectId, payment_id: id, type: input.railTxnType, status: "pending", amount: input.amountUnits, currency: input.currency, description: input.description, merchant_name: input.merchantName, created_at: at, completed_at: null, pos },
-          ])
-          .execute();
-        await this.journal(trx, "hold", [
-          { account: account.available(input.projectId), projectId: input.projectId, amountMicros: -total },
-          { account: account.held(input.projectId), projectId: input.projectId, amountMicros: total },
-        ], at);
-        return { kind: "held", payment };
+        for (const q of plan.records(Number(debited.tx_count))) await trx.executeQuery(q);
+        return { kind: "held", payment: plan.payment };
       });
     } catch (err) {
       if (err instanceof InsufficientSignal) {
@@ -349,21 +311,96 @@ export class Ledger {
     }
   }
 
+  /**
+   * The hold's statements, compiled: the conditional debit (its row gives the transactions' positions),
+   * then the payment, its two transactions and the journal movement. One definition for both dialects.
+   */
+  private holdPlan(input: NewPayment, total: number) {
+    const at = this.now();
+    const id = this.newId("txn");
+    const feeTxnId = this.newId("txn");
+    const status = input.status ?? "pending";
+    const debit = this.db
+      .updateTable("balances")
+      .set((eb) => ({
+        available_micros: eb("available_micros", "-", total),
+        held_micros: eb("held_micros", "+", total),
+        total_spent_micros: eb("total_spent_micros", "+", total),
+        tx_count: eb("tx_count", "+", 2),
+      }))
+      .where("project_id", "=", input.projectId)
+      .where("available_micros", ">=", total)
+      .returning(["available_micros", "tx_count"])
+      .compile();
+    const payment: PaymentRow = {
+      id,
+      project_id: input.projectId,
+      rail: input.rail,
+      status,
+      amount_units: input.amountUnits,
+      fee_units: input.feeUnits,
+      amount_micros: input.amountMicros,
+      fee_micros: input.feeMicros,
+      currency: input.currency,
+      recipient: input.recipient,
+      recipient_json: input.recipientJson,
+      description: input.description,
+      idempotency_key: input.idempotencyKey,
+      fee_txn_id: feeTxnId,
+      tx_hash: null,
+      provider_ref: null,
+      estimated_arrival: input.estimatedArrival ?? null,
+      response_json: null,
+      rail_state: input.railState === undefined ? null : JSON.stringify(input.railState),
+      failure_reason: null,
+      in_flight_until: input.inFlightUntil,
+      lease_owner: input.leaseOwner,
+      lease_until: input.leaseUntil ?? input.inFlightUntil,
+      next_attempt_at: input.leaseUntil ?? input.inFlightUntil,
+      attempts: 0,
+      created_at: at,
+      updated_at: at,
+      completed_at: null,
+    };
+    // pos is the rail transaction's position; the fee's is pos - 1.
+    const records = (pos: number): CompiledQuery[] => [
+      this.db.insertInto("payments").values(payment).compile(),
+      // Fee first so the rail transaction, inserted last, lists first among equal timestamps.
+      this.db
+        .insertInto("transactions")
+        .values([
+          { id: feeTxnId, project_id: input.projectId, payment_id: id, type: "platform_fee", status, amount: input.feeUnits, currency: input.currency, description: input.description === null ? null : `Fee: ${input.description}`.slice(0, 500), merchant_name: null, created_at: at, completed_at: null, pos: pos - 1 },
+          { id, project_id: input.projectId, payment_id: id, type: input.railTxnType, status, amount: input.amountUnits, currency: input.currency, description: input.description, merchant_name: input.merchantName, created_at: at, completed_at: null, pos },
+        ])
+        .compile(),
+      this.journalStatement("hold", [
+        { account: account.available(input.projectId), projectId: input.projectId, amountMicros: -total },
+        { account: account.held(input.projectId), projectId: input.projectId, amountMicros: total },
+      ], at),
+    ];
+    return { debit, payment, records };
+  }
+
   /** Persists progress of an open payment (status pending → processing, hashes, rail state). */
   async updatePayment(
     id: string,
     patch: Partial<Pick<PaymentRow, "status" | "tx_hash" | "provider_ref" | "estimated_arrival" | "response_json" | "rail_state" | "next_attempt_at" | "in_flight_until" | "lease_owner" | "lease_until" | "attempts" | "failure_reason">>,
   ): Promise<PaymentRow> {
+    const update = this.db.updateTable("payments").set({ ...patch, updated_at: this.now() }).where("id", "=", id).returningAll().compile();
+    const processing = patch.status === "processing" ? this.db.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", id).where("status", "=", "pending").compile() : undefined;
+    const missing = () => new Error(`payment ${id} not found`);
+    if (this.group) {
+      return this.group.write((run) => {
+        const row = run(update)[0];
+        if (!row) throw missing();
+        if (processing) run(processing);
+        return row;
+      });
+    }
     return this.db.transaction().execute(async (trx) => {
-      const row = await trx
-        .updateTable("payments")
-        .set({ ...patch, updated_at: this.now() })
-        .where("id", "=", id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      if (patch.status === "processing") {
-        await trx.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", id).where("status", "=", "pending").execute();
-      }
+      const row = (await trx.executeQuery(update)).rows[0];
+      if (!row) throw missing();
+      if (processing) await trx.executeQuery(processing);
       return row;
     });
   }

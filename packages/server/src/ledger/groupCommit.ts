@@ -1,0 +1,98 @@
+/**
+ * Group commit for SQLite: ledger writes submitted during one turn of the event loop run together in
+ * one database transaction, each inside its own savepoint, and share one commit (one `fsync` with
+ * `synchronous=FULL`). A write that throws rolls back its own savepoint only; the others commit. No
+ * caller hears of its write before the commit that makes it durable has returned.
+ *
+ * Each write is a synchronous function over compiled queries, so nothing else runs on the connection
+ * while the batch is open; the batch takes Kysely's connection (its mutex) first, so it never lands
+ * inside a transaction Kysely has open across an `await`.
+ */
+import type SQLite from "better-sqlite3";
+import type { CompiledQuery, Kysely } from "kysely";
+
+/** Runs one compiled query on the batch's connection; returns its rows (empty for a plain write). */
+export type RunQuery = <R>(query: CompiledQuery<R>) => R[];
+
+export type GroupCommit = {
+  /** Runs `write` in the next batch; resolves with its result once the batch has committed. */
+  write<T>(write: (run: RunQuery) => T): Promise<T>;
+};
+
+/** At most this many writes share a commit; more wait for the next batch. */
+const BATCH_MAX = 256;
+
+type Item = { write: (run: RunQuery) => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+
+export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) => SQLite.Statement): GroupCommit {
+  let queue: Item[] = [];
+  let scheduled = false;
+
+  const run: RunQuery = <R>(query: CompiledQuery<R>): R[] => {
+    const st = statement(query.sql);
+    const parameters = query.parameters as unknown[];
+    if (st.reader) return st.all(...parameters) as R[];
+    st.run(...parameters);
+    return [];
+  };
+
+  function schedule(): void {
+    if (scheduled || queue.length === 0) return;
+    scheduled = true;
+    // After the current turn's I/O callbacks, so every request parsed in this turn joins the batch.
+    setImmediate(() => void flush());
+  }
+
+  async function flush(): Promise<void> {
+    const batch = queue.slice(0, BATCH_MAX);
+    queue = queue.slice(batch.length);
+    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    try {
+      await db.connection().execute(async () => {
+        statement("begin immediate").run();
+        try {
+          for (const item of batch) {
+            statement("savepoint w").run();
+            try {
+              outcomes.push({ ok: true, value: item.write(run) });
+              statement("release w").run();
+            } catch (error) {
+              statement("rollback to w").run();
+              statement("release w").run();
+              outcomes.push({ ok: false, error });
+            }
+          }
+          statement("commit").run();
+        } catch (err) {
+          // Nothing of this batch is durable; make sure the connection is left outside a transaction.
+          try {
+            statement("rollback").run();
+          } catch {
+            /* no transaction open */
+          }
+          throw err;
+        }
+      });
+    } catch (err) {
+      for (const item of batch) item.reject(err);
+      return;
+    } finally {
+      scheduled = false;
+      schedule();
+    }
+    batch.forEach((item, i) => {
+      const o = outcomes[i]!;
+      if (o.ok) item.resolve(o.value);
+      else item.reject(o.error);
+    });
+  }
+
+  return {
+    write<T>(write: (run: RunQuery) => T): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        queue.push({ write, resolve: resolve as (v: unknown) => void, reject });
+        schedule();
+      });
+    },
+  };
+}

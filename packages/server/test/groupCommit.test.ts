@@ -1,0 +1,163 @@
+// Group commit on a real SQLite file: writes submitted in one turn share one commit, a failing write
+// rolls back alone, and no caller hears of its write before it is durable. Then the ledger's holds on
+// both databases through it: concurrent holds against a balance that covers some of them.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import SQLite from "better-sqlite3";
+import { CompiledQuery, type Generated, Kysely, SqliteDialect } from "kysely";
+import { afterEach, describe, expect, test } from "vitest";
+import { createGroupCommit } from "../src/ledger/groupCommit.ts";
+import { Ledger, type NewPayment } from "../src/ledger/store.ts";
+import { verifyLedger } from "../src/ledger/verify.ts";
+import { newId, systemClock } from "../src/ids.ts";
+import { createTestDb, dialects, type TestDb } from "./support/db.ts";
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+function openFile() {
+  const dir = mkdtempSync(join(tmpdir(), "aw-group-"));
+  const path = join(dir, "g.db");
+  const sqlite = new SQLite(path);
+  sqlite.pragma("journal_mode = WAL");
+  sqlite.pragma("synchronous = FULL");
+  sqlite.exec("create table t (id integer primary key, v text not null unique)");
+  const executed: string[] = [];
+  const statement = (text: string) => {
+    executed.push(text);
+    return sqlite.prepare(text);
+  };
+  const db = new Kysely<{ t: { id: Generated<number>; v: string } }>({ dialect: new SqliteDialect({ database: { close: () => sqlite.close(), prepare: (text: string) => sqlite.prepare(text) } }) });
+  cleanups.push(async () => {
+    await db.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { path, db, group: createGroupCommit(db, statement), executed };
+}
+
+const insert = (v: string) => CompiledQuery.raw("insert into t (v) values (?) returning id", [v]);
+
+describe("group commit", () => {
+  test("behavior: writes submitted in one turn share one commit, and each gets its own result", async () => {
+    const { group, executed } = openFile();
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => group.write((run) => run<{ id: number }>(insert(`v${i}`))[0]!.id)));
+    expect(new Set(results).size).toBe(20);
+    expect(executed.filter((s) => s === "commit")).toHaveLength(1);
+    expect(executed.filter((s) => s === "begin immediate")).toHaveLength(1);
+  });
+
+  test("error: a write that throws rolls back alone; the others of its batch commit", async () => {
+    const { path, group } = openFile();
+    const outcomes = await Promise.allSettled([
+      group.write((run) => run(insert("a"))),
+      group.write((run) => {
+        run(insert("b"));
+        run(insert("a")); // unique violation after a first insert: both of this write's rows go
+      }),
+      group.write((run) => run(insert("c"))),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(String((outcomes[1] as PromiseRejectedResult).reason)).toContain("UNIQUE");
+    const other = new SQLite(path, { readonly: true });
+    expect(other.prepare("select v from t order by v").pluck().all()).toEqual(["a", "c"]);
+    other.close();
+  });
+
+  test("behavior: a write's promise resolves only once another connection can read it", async () => {
+    const { path, group } = openFile();
+    const other = new SQLite(path, { readonly: true });
+    cleanups.push(() => void other.close());
+    const seen: number[] = [];
+    await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        group.write((run) => run(insert(`d${i}`))).then(() => seen.push(other.prepare("select count(*) from t").pluck().get() as number)),
+      ),
+    );
+    expect(seen).toEqual([5, 5, 5, 5, 5]);
+  });
+
+  test("behavior: writes submitted while a batch commits go in the next batch", async () => {
+    const { group, executed } = openFile();
+    const first = group.write((run) => run(insert("x1")));
+    await first;
+    await Promise.all([group.write((run) => run(insert("x2"))), group.write((run) => run(insert("x3")))]);
+    expect(executed.filter((s) => s === "commit")).toHaveLength(2);
+  });
+
+  test("behavior: a Kysely transaction open across an await is never joined by a batch", async () => {
+    const { db, group, path } = openFile();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const trx = db.transaction().execute(async (t) => {
+      await t.insertInto("t").values({ v: "in-trx" }).execute();
+      await held;
+      throw new Error("roll back");
+    });
+    const write = group.write((run) => run(insert("outside")));
+    await new Promise((r) => setTimeout(r, 20));
+    release();
+    await expect(trx).rejects.toThrow("roll back");
+    await write;
+    const other = new SQLite(path, { readonly: true });
+    expect(other.prepare("select v from t").pluck().all()).toEqual(["outside"]);
+    other.close();
+  });
+});
+
+describe.each(dialects)("concurrent holds on %s", (dialect) => {
+  const holdOf = (projectId: string, key: string | null): NewPayment => ({
+    projectId,
+    rail: "usdc_transfer",
+    railTxnType: "usdc_transfer",
+    amountUnits: 1_000_000,
+    feeUnits: 20_000,
+    amountMicros: 1_000_000,
+    feeMicros: 20_000,
+    currency: "usdc",
+    recipient: "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
+    recipientJson: null,
+    merchantName: null,
+    description: null,
+    idempotencyKey: key,
+    railState: { stage: "held" },
+    inFlightUntil: new Date(Date.now() + 60_000).toISOString(),
+    leaseOwner: "test",
+  });
+
+  async function fundedProject(db: TestDb, micros: number) {
+    const ledger = new Ledger(db.db, db.dialect, systemClock, newId);
+    const project = await ledger.createProject({ name: "p", plan: "free" });
+    await ledger.setWalletAddress(project.id, "0x00000000000000000000000000000000000000a1");
+    await ledger.recordSeenDeposit({ chain: "base", txHash: `0x${"1".repeat(64)}`, logIndex: 0, projectId: project.id, toAddress: "0x00000000000000000000000000000000000000a1", fromAddress: "0x00000000000000000000000000000000000000b2", amountMicros: micros, blockNumber: 1, blockHash: `0x${"2".repeat(64)}` });
+    await ledger.creditDeposit({ chain: "base", txHash: `0x${"1".repeat(64)}`, logIndex: 0 });
+    return { ledger, projectId: project.id };
+  }
+
+  test("behavior: 50 holds at once against a balance for exactly 7 → 7 held, 43 insufficient, ledger verifies", async () => {
+    const db = await createTestDb(dialect);
+    cleanups.push(() => db.drop());
+    const { ledger, projectId } = await fundedProject(db, 7 * 1_020_000);
+    const results = await Promise.all(Array.from({ length: 50 }, () => ledger.hold(holdOf(projectId, null))));
+    expect(results.filter((r) => r.kind === "held")).toHaveLength(7);
+    expect(results.filter((r) => r.kind === "insufficient")).toHaveLength(43);
+    const balance = (await ledger.getBalance(projectId))!;
+    expect(balance.available_micros).toBe(0);
+    expect(balance.tx_count).toBe(1 + 14);
+    expect((await verifyLedger(db.db)).ok).toBe(true);
+  });
+
+  test("behavior: holds with one idempotency key in one batch → one held, the rest duplicates of it", async () => {
+    const db = await createTestDb(dialect);
+    cleanups.push(() => db.drop());
+    const { ledger, projectId } = await fundedProject(db, 100 * 1_020_000);
+    const results = await Promise.all(Array.from({ length: 10 }, () => ledger.hold(holdOf(projectId, "same-key"))));
+    const held = results.filter((r) => r.kind === "held");
+    expect(held).toHaveLength(1);
+    for (const r of results.filter((r) => r.kind === "duplicate")) expect(r.kind === "duplicate" && r.payment.id).toBe(held[0]!.kind === "held" && held[0]!.payment.id);
+    expect((await ledger.getBalance(projectId))!.available_micros).toBe(99 * 1_020_000);
+    expect((await verifyLedger(db.db)).ok).toBe(true);
+  });
+});
