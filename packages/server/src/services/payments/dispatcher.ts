@@ -1,5 +1,5 @@
 /**
- * Runs newly accepted payments right after the request answered, under the lease the hold took, and
+ * Runs newly accepted payments right after the request answered (on the next turn of the event loop), under the lease the hold took, and
  * follows each one to its final state (re-reading its row between steps, so watching a receipt
  * costs no writes). Bounded: at most `concurrency` steps at once, at most `queueMax` payments waiting
  * (more go straight to the worker, so nothing waits here past its lease), and a payment followed for
@@ -21,6 +21,8 @@ export function createDispatcher(ctx: AppContext, opts: DispatcherOptions = {}):
   const followMs = opts.followMs ?? Math.floor(ctx.config.workers.paymentRequestLeaseMs / 2);
   type Item = { p: PaymentRow; since: number };
   const queue: Item[] = [];
+  /** Submitted during the current turn of the event loop; admitted to `queue` on the next. */
+  const incoming: Item[] = [];
   const waiting = new Map<NodeJS.Timeout, string>();
   let active = 0;
   let closing = false;
@@ -53,6 +55,13 @@ export function createDispatcher(ctx: AppContext, opts: DispatcherOptions = {}):
     waiting.set(timer, item.p.id);
   }
 
+  function admit(): void {
+    const items = incoming.splice(0);
+    if (closing) for (const item of items) void handOver(item.p.id, 0);
+    else for (const item of items) queue.push(item);
+    pump();
+  }
+
   function enqueue(item: Item): void {
     queue.push(item);
     pump();
@@ -71,7 +80,7 @@ export function createDispatcher(ctx: AppContext, opts: DispatcherOptions = {}):
   }
 
   function settle(): void {
-    if (active === 0 && queue.length === 0 && waiting.size === 0) {
+    if (active === 0 && queue.length === 0 && incoming.length === 0 && waiting.size === 0) {
       const done = idle;
       idle = [];
       for (const w of done) w();
@@ -80,8 +89,11 @@ export function createDispatcher(ctx: AppContext, opts: DispatcherOptions = {}):
 
   return {
     submit(p) {
-      if (closing || queue.length >= queueMax) return void handOver(p.id, 0);
-      enqueue({ p, since: Date.now() });
+      if (closing || queue.length + incoming.length >= queueMax) return void handOver(p.id, 0);
+      // Taken up on the next turn of the event loop, once the request that accepted it has answered:
+      // its first step (signing, a commit) must not delay that answer.
+      incoming.push({ p, since: Date.now() });
+      if (incoming.length === 1) setImmediate(admit);
     },
     /** Stops following payments (the worker takes them) and waits for the steps under way. */
     drain() {
@@ -91,7 +103,7 @@ export function createDispatcher(ctx: AppContext, opts: DispatcherOptions = {}):
         waiting.delete(t);
         void handOver(id, 0);
       }
-      for (const item of queue.splice(0)) void handOver(item.p.id, 0);
+      for (const item of [...queue.splice(0), ...incoming.splice(0)]) void handOver(item.p.id, 0);
       if (active === 0) return Promise.resolve();
       return new Promise((r) => idle.push(r));
     },
