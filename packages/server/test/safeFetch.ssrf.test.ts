@@ -24,8 +24,16 @@ function connections(): number {
   return httpListener.connections() + httpsListener.connections();
 }
 
-async function expectRefused(fetch: SafeFetch, { url, expected }: SsrfCase): Promise<void> {
-  const error = await fetch({ url, method: "GET" }).then(
+/** The three ways the rail sends: a fresh connection, a kept one (unpaid request), one dialled ahead (paid retry). */
+const MODES = ["fresh", "kept", "prepared"] as const;
+
+function send(fetch: SafeFetch, url: string, mode: (typeof MODES)[number]) {
+  if (mode === "prepared") return fetch.prepare(url).send({ url, method: "GET" });
+  return fetch({ url, method: "GET" }, { reuseConnection: mode === "kept" });
+}
+
+async function expectRefused(fetch: SafeFetch, { url, expected }: SsrfCase, mode: (typeof MODES)[number] = "fresh"): Promise<void> {
+  const error = await send(fetch, url, mode).then(
     () => undefined,
     (caught: unknown) => caught,
   );
@@ -47,6 +55,12 @@ describe.each([false, true])("live mode, allowHttp %s", (allowHttp) => {
     "error: $url is refused with $expected",
     async (c) => expectRefused(fetch, c),
   );
+
+  test("behavior: the same list is refused over kept and prepared connections too", async () => {
+    for (const mode of ["kept", "prepared"] as const) {
+      for (const c of casesFor({ http: httpListener.port, https: httpsListener.port }, allowHttp)) await expectRefused(fetch, c, mode);
+    }
+  });
 
   test("behavior: after the whole list the listeners recorded 0 connections", async () => {
     // A dial that slipped through could land after its fetch settled; give it a moment.

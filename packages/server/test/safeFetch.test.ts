@@ -550,6 +550,110 @@ describe("DNS and pinning", () => {
   });
 });
 
+// --- kept and prepared connections ----------------------------------------------------------------------
+
+describe("connections", () => {
+  test("default: every request without reuseConnection dials a fresh connection and closes it", async () => {
+    const server = await startHttpServer((_request, response) => response.end("ok"));
+    const fetch = loopbackFetcher();
+    const url = `http://127.0.0.1:${server.port}/`;
+    for (let i = 0; i < 3; i++) expect((await fetch({ url, method: "GET" })).body).toBe("ok");
+    expect(server.connections()).toBe(3);
+    await expect.poll(() => server.closed(), { timeout: 2_000 }).toBe(3);
+  });
+
+  test("behavior: reuseConnection keeps connections to an origin, at most 4 of them", async () => {
+    const server = await startHttpServer((_request, response) => response.end("ok"));
+    const fetch = loopbackFetcher();
+    const url = `http://127.0.0.1:${server.port}/`;
+    for (let i = 0; i < 6; i++) expect((await fetch({ url, method: "GET" }, { reuseConnection: true })).status).toBe(200);
+    expect(server.received).toHaveLength(6);
+    expect(server.connections()).toBeLessThanOrEqual(2);
+    await Promise.all(Array.from({ length: 12 }, () => fetch({ url, method: "GET" }, { reuseConnection: true })));
+    expect(server.received).toHaveLength(18);
+    expect(server.connections()).toBeLessThanOrEqual(4);
+  });
+
+  test("behavior: a kept connection is never used for a name that now resolves to another address", async () => {
+    const server = await startHttpServer((_request, response) => response.end("ok"));
+    const table: Record<string, string[]> = { "moving.test": ["127.0.0.1"] };
+    const { lookup } = fakeLookup(table);
+    const fetch = loopbackFetcher({ lookup });
+    const url = `http://moving.test:${server.port}/`;
+    await fetch({ url, method: "GET" }, { reuseConnection: true });
+    table["moving.test"] = ["127.0.0.2"];
+    await fetch({ url, method: "GET" }, { reuseConnection: true }).catch(() => undefined);
+    // The second request dialled 127.0.0.2 (nothing listens there on Linux' 127/8 unless bound: the
+    // server is bound to 127.0.0.1 only), so the server saw one connection and one request.
+    expect(server.connections()).toBe(1);
+    expect(server.received).toHaveLength(1);
+  });
+
+  test("error: a kept-connection request to a refused port says it could not connect", async () => {
+    const probe = await startTcpServer(() => undefined);
+    const port = probe.port;
+    await cleanups.pop()!();
+    const error = await failure(loopbackFetcher()({ url: `http://127.0.0.1:${port}/`, method: "GET" }, { reuseConnection: true }));
+    expect(error.code).toBe("connect_failed");
+    expect(error.message).toBe(`Could not connect to 127.0.0.1:${port} (ECONNREFUSED).`);
+  });
+
+  test("behavior: prepare dials before the request exists; send uses that fresh connection once", async () => {
+    const server = await startHttpServer((request, response) => response.end(`paid ${request.headers["payment-signature"] ?? ""}`));
+    const fetch = loopbackFetcher();
+    const url = `http://127.0.0.1:${server.port}/paid`;
+    await fetch({ url, method: "GET" }, { reuseConnection: true });
+    const prepared = fetch.prepare(url);
+    await expect.poll(() => server.connections(), { timeout: 2_000 }).toBe(2);
+    expect(server.received).toHaveLength(1);
+
+    const response = await prepared.send({ url, method: "GET" }, { serviceHeaders: { "payment-signature": "sig" } });
+    expect(response.body).toBe("paid sig");
+    // The paid request went over the connection dialled for it, not the kept one, and that one is closed.
+    expect(server.connections()).toBe(2);
+    await expect.poll(() => server.closed(), { timeout: 2_000 }).toBe(1);
+    await expect(prepared.send({ url, method: "GET" })).rejects.toThrow("this prepared request is used");
+  });
+
+  test("error: a prepared connection that could not be dialled fails the send with nothing sent", async () => {
+    const probe = await startTcpServer(() => undefined);
+    const port = probe.port;
+    await cleanups.pop()!();
+    const url = `http://127.0.0.1:${port}/paid`;
+    const error = await failure(loopbackFetcher().prepare(url).send({ url, method: "GET" }));
+    expect(error).toMatchObject({ code: "connect_failed", requestMayHaveBeenSent: false });
+  });
+
+  test("error: a prepared connection the target closed before the send fails with nothing sent", async () => {
+    const server = await startTcpServer((socket) => socket.destroy());
+    const url = `http://127.0.0.1:${server.port}/paid`;
+    const prepared = loopbackFetcher().prepare(url);
+    await expect.poll(() => server.connections(), { timeout: 2_000 }).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const error = await failure(prepared.send({ url, method: "GET" }));
+    expect(error).toMatchObject({ code: "connect_failed", requestMayHaveBeenSent: false });
+  });
+
+  test("behavior: close drops a prepared connection unused", async () => {
+    const server = await startHttpServer((_request, response) => response.end("ok"));
+    const url = `http://127.0.0.1:${server.port}/`;
+    const prepared = loopbackFetcher().prepare(url);
+    await expect.poll(() => server.connections(), { timeout: 2_000 }).toBe(1);
+    prepared.close();
+    await expect.poll(() => server.closed(), { timeout: 2_000 }).toBe(1);
+    expect(server.received).toHaveLength(0);
+    await expect(prepared.send({ url, method: "GET" })).rejects.toThrow("this prepared request is closed");
+  });
+
+  test("error: a prepared connection serves only its own origin", async () => {
+    const a = await startHttpServer((_request, response) => response.end("a"));
+    const b = await startHttpServer((_request, response) => response.end("b"));
+    const prepared = loopbackFetcher().prepare(`http://127.0.0.1:${a.port}/`);
+    await expect(prepared.send({ url: `http://127.0.0.1:${b.port}/`, method: "GET" })).rejects.toThrow("cannot serve");
+    expect(b.received).toHaveLength(0);
+  });
+});
+
 // --- messages --------------------------------------------------------------------------------------------
 
 describe("error messages", () => {

@@ -12,7 +12,11 @@
 // 3. Dial: a fresh undici Client per request whose connector dials exactly the address checked in step 2
 //    (pinned, so a second DNS answer cannot swap in an internal address), with the original host name as
 //    TLS servername and certificate identity, re-checks that address, and refuses any DNS lookup of its own.
-//    The Client is destroyed after the response, so no connection outlives the request.
+//    The Client is destroyed after the response, so no connection outlives the request. `prepare` does
+//    steps 1–3 ahead of time for one request (the x402 paid retry dials while the payment is signed and
+//    held); its connection is just as fresh, pinned and single-use. Only a request sent with
+//    `reuseConnection` (the unpaid first request, which carries no payment) may use a kept-alive connection,
+//    kept per origin and checked address, so a new DNS answer never reuses a connection to the old one.
 // 4. Never follows redirects: a 3xx is returned as the response and its Location is never dialled.
 // 5. One deadline (`timeoutMs`) covers DNS, connect, headers and body; the body is read up to
 //    `maxResponseBytes` and the connection torn down beyond it.
@@ -36,7 +40,8 @@
 
 import dns from "node:dns";
 import { Buffer } from "node:buffer";
-import { Client, buildConnector } from "undici";
+import type { Duplex } from "node:stream";
+import { Client, Pool, buildConnector } from "undici";
 import { checkAddress, ipLiteralFromHostname } from "./ipPolicy.ts";
 import { SafeFetchError } from "./safeFetchErrors.ts";
 
@@ -115,9 +120,28 @@ export type SafeFetchResponse = {
 export type SafeFetchCallOptions = {
   /** Headers the service itself adds (the x402 payment header on the paid retry); they win over the caller's. */
   readonly serviceHeaders?: Readonly<Record<string, string>>;
+  /**
+   * Send over a kept-alive connection to the same origin and checked address, if one is idle (the x402
+   * rail's unpaid first request). Never for a request that carries a payment: that one needs a fresh
+   * connection, whose failure to connect proves the payment was never sent.
+   */
+  readonly reuseConnection?: boolean;
 };
 
-export type SafeFetch = (request: SafeFetchRequest, callOptions?: SafeFetchCallOptions) => Promise<SafeFetchResponse>;
+export type SafeFetch = {
+  (request: SafeFetchRequest, callOptions?: SafeFetchCallOptions): Promise<SafeFetchResponse>;
+  /**
+   * Checks the URL's host and dials its address now, for one request sent later with `send` (to the same
+   * origin): the connection is fresh, used once, and destroyed after that request like any other. `close`
+   * drops it unused. Everything `SafeFetch` checks is checked; a failure to dial surfaces from `send`.
+   */
+  prepare(url: string): PreparedRequest;
+};
+
+export type PreparedRequest = {
+  send(request: SafeFetchRequest, callOptions?: SafeFetchCallOptions): Promise<SafeFetchResponse>;
+  close(): void;
+};
 
 type Limits = Required<SafeFetchOptions>;
 
@@ -128,13 +152,17 @@ export function createSafeFetcher(options: SafeFetchOptions = {}): SafeFetch {
     ...definedOnly(options),
   };
   assertLimits(limits);
-  return (request, callOptions = {}) => safeFetch(limits, request, callOptions);
+  const pools = new KeptConnections(limits);
+  const fetcher = (request: SafeFetchRequest, callOptions: SafeFetchCallOptions = {}) => safeFetch(limits, request, callOptions, undefined, callOptions.reuseConnection ? pools : undefined);
+  return Object.assign(fetcher, { prepare: (url: string) => prepare(limits, url) });
 }
 
 async function safeFetch(
   limits: Limits,
   request: SafeFetchRequest,
   callOptions: SafeFetchCallOptions,
+  prepared?: Promise<Dialled>,
+  kept?: KeptConnections,
 ): Promise<SafeFetchResponse> {
   const deadline = startDeadline(limits.timeoutMs);
   try {
@@ -142,11 +170,56 @@ async function safeFetch(
     const body = checkBody(request, method, limits);
     const url = parseTarget(request, limits);
     const headers = buildHeaders(request.headers, callOptions.serviceHeaders, limits);
-    const address = await resolveTarget(url.hostname, limits, deadline);
-    return await exchange({ url, address, method, headers, body, limits, deadline });
+    if (!prepared) {
+      const address = await resolveTarget(url.hostname, limits, deadline);
+      const x: Exchange = { url, address, method, headers, body, limits, deadline };
+      return await (kept ? exchangeKept(x, kept) : exchange(x));
+    }
+    const dialled = await prepared;
+    if (dialled.url.origin !== url.origin) throw new Error(`a connection prepared for ${dialled.url.origin} cannot serve ${url.origin}`);
+    return await exchange({ url, address: dialled.address, method, headers, body, limits, deadline }, dialled);
   } finally {
     deadline.clear();
   }
+}
+
+/** A connection dialled ahead of its request: the checked address and the socket, or why it failed. */
+type Dialled = { url: URL; address: string; socket?: Duplex; error?: unknown };
+
+function prepare(limits: Limits, target: string): PreparedRequest {
+  const deadline = startDeadline(limits.timeoutMs);
+  let state: "open" | "used" | "closed" = "open";
+  const dialled: Promise<Dialled> = (async () => {
+    try {
+      const url = parseTarget({ url: target, method: "GET" }, limits);
+      const address = await resolveTarget(url.hostname, limits, deadline);
+      const connect = pinnedConnector({ address, limits, deadline }, { connected: false });
+      // The options undici itself passes for this origin (undici/lib/dispatcher/client.js, connect()).
+      const options = { host: url.host, hostname: url.hostname, protocol: url.protocol, port: url.port, servername: null, localAddress: null };
+      return await new Promise<Dialled>((resolve) => {
+        connect(options as never, (error, socket) => {
+          if (state === "closed") socket?.destroy();
+          resolve(error ? { url, address, error } : { url, address, socket: socket! });
+        });
+      });
+    } finally {
+      deadline.clear();
+    }
+  })();
+  dialled.catch(() => undefined);
+  return {
+    send(request, callOptions = {}) {
+      if (state !== "open") return Promise.reject(new Error(`this prepared request is ${state}`));
+      state = "used";
+      return safeFetch(limits, request, callOptions, dialled);
+    },
+    close() {
+      if (state !== "open") return;
+      state = "closed";
+      deadline.clear();
+      void dialled.then((d) => d.socket?.destroy(), () => undefined);
+    },
+  };
 }
 
 // --- 1. shape --------------------------------------------------------------------------------------------
@@ -397,10 +470,10 @@ type Exchange = {
   readonly deadline: Deadline;
 };
 
-async function exchange(x: Exchange): Promise<SafeFetchResponse> {
+async function exchange(x: Exchange, prepared?: Dialled): Promise<SafeFetchResponse> {
   const dialled = { connected: false };
   const client = new Client(x.url.origin, {
-    connect: pinnedConnector(x, dialled),
+    connect: prepared ? handOver(prepared, dialled) : pinnedConnector(x, dialled),
     headersTimeout: x.limits.timeoutMs,
     bodyTimeout: x.limits.timeoutMs,
     maxHeaderSize: x.limits.maxResponseHeaderBytes,
@@ -427,16 +500,90 @@ async function exchange(x: Exchange): Promise<SafeFetchResponse> {
   } catch (error) {
     throw transportError(error, x, dialled.connected, status);
   } finally {
-    // Tears the connection down, also mid-body after an over-size or timed-out response.
-    await client.destroy().catch(() => undefined);
+    // Tears the connection down, also mid-body after an over-size or timed-out response. The socket is
+    // destroyed at once; the answer does not wait for its close callbacks.
+    client.destroy().catch(() => undefined);
   }
+}
+
+/**
+ * Kept-alive connections for requests that may reuse one, per origin and checked address (so a new DNS
+ * answer never reuses a connection to the old address), at most `KEPT_ORIGINS_MAX` origins with
+ * `KEPT_CONNECTIONS_PER_ORIGIN` connections each, idle ones closed after `KEPT_IDLE_MS`.
+ */
+class KeptConnections {
+  private readonly pools = new Map<string, Pool>();
+  constructor(private readonly limits: Limits) {}
+
+  for(x: Exchange): Pool {
+    const key = `${x.url.origin} ${x.address}`;
+    let pool = this.pools.get(key);
+    if (pool) {
+      this.pools.delete(key);
+    } else {
+      pool = new Pool(x.url.origin, {
+        connections: KEPT_CONNECTIONS_PER_ORIGIN,
+        // Each connection dials the address checked for the request that opened it: the key's address.
+        connect: pinnedConnector({ address: x.address, limits: this.limits, deadline: { remainingMs: () => this.limits.timeoutMs } }, { connected: false }),
+        headersTimeout: this.limits.timeoutMs,
+        bodyTimeout: this.limits.timeoutMs,
+        maxHeaderSize: this.limits.maxResponseHeaderBytes,
+        keepAliveTimeout: KEPT_IDLE_MS,
+        keepAliveMaxTimeout: KEPT_IDLE_MS,
+        pipelining: 1,
+      });
+      if (this.pools.size >= KEPT_ORIGINS_MAX) {
+        const [oldest, old] = this.pools.entries().next().value!;
+        this.pools.delete(oldest);
+        old.close().catch(() => undefined);
+      }
+    }
+    this.pools.set(key, pool);
+    return pool;
+  }
+}
+
+const DIAL_CODES: ReadonlySet<string> = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "UND_ERR_CONNECT_TIMEOUT"]);
+const KEPT_ORIGINS_MAX = 64;
+const KEPT_CONNECTIONS_PER_ORIGIN = 4;
+const KEPT_IDLE_MS = 4_000;
+
+async function exchangeKept(x: Exchange, kept: KeptConnections): Promise<SafeFetchResponse> {
+  let status: number | undefined;
+  try {
+    const response = await kept.for(x).request({ path: x.url.pathname + x.url.search, method: x.method, headers: x.headers, body: x.body, signal: x.deadline.signal });
+    status = response.statusCode;
+    const body = await readCapped(response.body, response.headers["content-length"], x, status);
+    return { status, headers: flattenHeaders(response.headers), body: new TextDecoder("utf-8").decode(body), url: x.url.href };
+  } catch (error) {
+    // Nothing that needs to know whether bytes left is sent this way; the detail still says which phase failed.
+    const dialFailed = status === undefined && (error instanceof SafeFetchError || DIAL_CODES.has(errorCode(error)));
+    throw transportError(error, x, !dialFailed, status);
+  }
+}
+
+/**
+ * Gives undici the connection dialled in advance, once; its failure to dial fails the request unsent.
+ * The callback comes on a microtask, as a real dial's would: undici mishandles a synchronous one.
+ */
+function handOver(prepared: Dialled, dialled: { connected: boolean }): buildConnector.connector {
+  let given = false;
+  return (_options, callback) =>
+    queueMicrotask(() => {
+      if (given) return callback(new Error("a prepared request has exactly one connection"), null);
+      given = true;
+      if (prepared.error !== undefined) return callback(prepared.error as Error, null);
+      if (prepared.socket!.destroyed) return callback(new Error("the prepared connection closed before the request was sent"), null);
+      dialled.connected = true;
+      callback(null, prepared.socket as never);
+    });
 }
 
 /**
  * Dials exactly `x.address`, whatever host name undici asks for; TLS still verifies the certificate for the
  * URL's host name (undici derives the servername from the origin, which is unchanged).
  */
-function pinnedConnector(x: Exchange, dialled: { connected: boolean }): buildConnector.connector {
+function pinnedConnector(x: { address: string; limits: Limits; deadline: Pick<Deadline, "remainingMs"> }, dialled: { connected: boolean }): buildConnector.connector {
   const connect = buildConnector({
     timeout: Math.max(1, x.deadline.remainingMs()),
     maxCachedSessions: 0,
