@@ -11,8 +11,12 @@ import type { SigningPool } from "./signingPool.ts";
 
 export interface Custody {
   addressOf(walletIndex: number): Address;
-  /** A narrow signer for one wallet, shaped like x402's and viem's local accounts. */
-  signerFor(walletIndex: number): { address: Address; signTypedData(def: TypedDataDefinition): Promise<Hex> };
+  /**
+   * A narrow signer for one wallet, shaped like x402's and viem's local accounts. Signatures are made
+   * in the signing threads when there are any; `onCallerThread` makes them on the caller's thread,
+   * for a single signature that a waiting request needs at once (the hop costs more than the work).
+   */
+  signerFor(walletIndex: number, opts?: { onCallerThread?: boolean }): { address: Address; signTypedData(def: TypedDataDefinition): Promise<Hex> };
   /** The relayer's key signs its transactions here too, so all signing shares one place (and thread). */
   transactionSigner(privateKey: Hex): { address: Address; signTransaction(tx: TransactionSerializable): Promise<Hex> };
   close(): Promise<void>;
@@ -35,9 +39,10 @@ export function createHdCustody(mnemonic: string, opts: { pool?: SigningPool } =
   };
   return {
     addressOf: (index) => getAddress(account(index).address),
-    signerFor(index) {
+    signerFor(index, opts) {
       const a = account(index);
-      return { address: a.address, signTypedData: (def) => (pool ? pool.signTypedData(index, def) : a.signTypedData(def as never)) };
+      const threaded = pool && !opts?.onCallerThread ? pool : undefined;
+      return { address: a.address, signTypedData: (def) => (threaded ? threaded.signTypedData(index, def) : a.signTypedData(def as never)) };
     },
     transactionSigner(privateKey) {
       const a = privateKeyToAccount(privateKey);

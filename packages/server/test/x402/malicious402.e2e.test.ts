@@ -146,6 +146,17 @@ describe("malicious 402 answers", () => {
     expect(w.signatures.count()).toBe(signatures);
   });
 
+  test("error: a price the balance does not cover → 400 insufficient_balance; nothing is signed or sent", async () => {
+    reply = v2PaymentRequired([v2({ amount: "6000000" })]);
+    const before = { signatures: w.signatures.count(), paid: target.paidRequests().length, balance: (await w.get("/v1/balance")).body };
+    const answer = await w.post("/v1/pay", { recipient: `${target.url}/paid`, max_amount_usdc: 10_000_000 });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(400);
+    expect(answer.body.code).toBe("insufficient_balance");
+    expect(w.signatures.count()).toBe(before.signatures);
+    expect(target.paidRequests().length).toBe(before.paid);
+    expect((await w.get("/v1/balance")).body).toEqual(before.balance);
+  });
+
   test("behavior: with several offers, a refused one does not stop the payable one, and the cheapest payable is signed", async () => {
     reply = v2PaymentRequired([v2({ network: "eip155:1", amount: "1" }), v2({ payTo: addr.wallet, amount: "2" }), v2({ amount: "30000" }), v2({ amount: "20000", maxTimeoutSeconds: 2 })]);
     const signatures = w.signatures.count();

@@ -3,8 +3,9 @@
  * `POST /v1/x402/pay`. The request path, in order, each step persisted before the next external call:
  *   idempotency (replay, 409, or claim) → request the target through the SSRF-safe fetcher →
  *   not 402: pass the reply through, nothing charged →
- *   402: read and judge every requirement (nothing is signed for a refused one) → hold price + fee →
- *   sign from the project wallet (x402's client, caged) → store the authorization → retry once with the
+ *   402: read and judge every requirement (nothing is signed for a refused one) → sign from the project
+ *   wallet (x402's client, caged) → hold price + fee and store the authorization in one commit → only
+ *   then send the signature: retry once with the
  *   payment header → answer with the target's reply. A receipt whose transaction used our authorization
  *   on-chain is the settlement (the answer carries it); the dispatcher then sweeps the fee and completes
  *   the payment. Any other answer leaves it `processing` for the worker, which lets the chain decide
@@ -21,14 +22,14 @@ import { feeFor } from "../../money.ts";
 import { findReplay, insufficient } from "../../services/payments/createPayment.ts";
 import { renderPay, renderX402 } from "../../services/payments/render.ts";
 import type { X402Rail } from "../rails.ts";
-import { type LookupFunction, type SafeFetch, type SafeFetchMethod, type SafeFetchResponse, createSafeFetcher } from "../safeFetch.ts";
+import { type LookupFunction, type SafeFetch, type SafeFetchMethod, type PreparedRequest, type SafeFetchResponse, createSafeFetcher } from "../safeFetch.ts";
 import { SafeFetchError } from "../safeFetchErrors.ts";
 import { type X402Deps, advanceX402Payment, fail, settledState } from "./advanceX402Payment.ts";
 import { type ChosenRequirement, type RequirementPolicy, chooseRequirement } from "./chooseRequirement.ts";
 import { type KeyClaim, claimIdempotencyKey } from "./claimIdempotencyKey.ts";
 import { readPaymentRequired } from "./readPaymentRequired.ts";
 import { readSettlementHeader, transactionUsedAuthorization } from "./settlementOnChain.ts";
-import { signPayment } from "./signPayment.ts";
+import { type SignedPayment, signPayment } from "./signPayment.ts";
 import { fetchFailed } from "./x402Errors.ts";
 import { type X402State, x402State } from "./x402State.ts";
 
@@ -48,6 +49,10 @@ export const PROXIED_BODY_BYTES_MAX = limits.proxiedBodyMaxChars * 3;
 /** The request never signs with less of its lease left than this beyond its two fetches. */
 const LEASE_MARGIN_MS = 5_000;
 
+/** How old a block number may be to bound a settlement search, and when it is read again. */
+const RECENT_BLOCK_MAX_AGE_MS = 60_000;
+const RECENT_BLOCK_REFRESH_MS = 1_000;
+
 /** x402 v1 names the networks that v2 calls by CAIP-2 id; only Base (and its testnet) are ours. */
 const V1_NETWORK_NAMES: Readonly<Record<number, string>> = { 8453: "base", 84532: "base-sepolia" };
 
@@ -63,8 +68,17 @@ type ProxiedCall = {
 
 type Outcome = { kind: "passthrough"; body: PayResponse; replayed: boolean } | { kind: "payment"; payment: PaymentRow; replayed: boolean };
 
-/** A payment held for a chosen requirement, ready to be signed. */
-type Held = { payment: PaymentRow; project: ProjectRow; chosen: ChosenRequirement; paymentRequired: PaymentRequired; fromBlock: Promise<number> };
+/** A payment held for a chosen requirement: signed and recorded already (`signed`), or to be signed. */
+type Held = {
+  payment: PaymentRow;
+  project: ProjectRow;
+  chosen: ChosenRequirement;
+  paymentRequired: PaymentRequired;
+  fromBlock: Promise<number>;
+  signed: SignedPayment | undefined;
+  /** The paid retry, its connection dialled already. */
+  retry: PreparedRequest;
+};
 
 export function createX402Rail(d: X402RailDeps): X402Rail {
   const { ctx, chain } = d;
@@ -96,8 +110,9 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
     };
   }
 
-  async function request(call: ProxiedCall, serviceHeaders?: Record<string, string>): Promise<SafeFetchResponse> {
-    return fetcher({ url: call.url, method: call.method, headers: call.headers, body: call.body }, { serviceHeaders });
+  /** The unpaid request: it may reuse a kept-alive connection to the target (it carries no payment). */
+  async function request(call: ProxiedCall): Promise<SafeFetchResponse> {
+    return fetcher({ url: call.url, method: call.method, headers: call.headers, body: call.body }, { reuseConnection: true });
   }
 
   async function run(principal: Principal, call: ProxiedCall): Promise<Outcome> {
@@ -110,6 +125,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       claim = claimed.claim;
     }
     let held: Held;
+    let retry: PreparedRequest | undefined;
     try {
       // A request that held between our first look and our claim owns the key now.
       const replay = call.idempotencyKey === null ? undefined : await findReplay(ctx, principal.projectId, call.idempotencyKey);
@@ -132,13 +148,30 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       if (!project) throw new Error(`project ${principal.projectId} missing`);
       const paymentRequired = readPaymentRequired(first);
       const chosen = await chooseRequirement(paymentRequired, policyFor(project), call.maxAmountMicros);
-      // Any block read before signing bounds the settlement search; read it while the hold commits.
-      const fromBlock = chain.client.blockNumber();
+      // The paid retry's connection is dialled (fresh, pinned, checked) while the payment is signed and held.
+      retry = fetcher.prepare(call.url);
+      const fromBlock = blockBeforeSigning();
       fromBlock.catch(() => undefined);
-      const payment = await hold(principal, call, chosen);
-      if (payment.replayed) return { kind: "payment", payment: payment.row, replayed: true };
-      held = { payment: payment.row, project, chosen, paymentRequired, fromBlock };
+      const base: X402State = { stage: "held", x402Version: chosen.x402Version, network: chosen.network, payTo: chosen.payTo, maxTimeoutSeconds: chosen.maxTimeoutSeconds };
+      let signed: SignedPayment | undefined;
+      let payment: { row: PaymentRow; replayed: boolean };
+      if (coveredBySnapshot(principal, chosen)) {
+        // Sign first, then one commit holds the money and records the authorization (stage `signed`):
+        // the signature leaves this process only after that commit. Should the hold be refused after
+        // all (a concurrent spend, a racing key), the signature is dropped unsent.
+        signed = await sign(project, paymentRequired, chosen);
+        payment = await hold(principal, call, chosen, { ...base, stage: "signed", authorization: signed.authorization, fromBlock: await fromBlock });
+      } else {
+        // Most likely refused for the balance; if a deposit landed meanwhile, sign after the hold.
+        payment = await hold(principal, call, chosen, base);
+      }
+      if (payment.replayed) {
+        retry.close();
+        return { kind: "payment", payment: payment.row, replayed: true };
+      }
+      held = { payment: payment.row, project, chosen, paymentRequired, fromBlock, signed, retry };
     } catch (err) {
+      retry?.close();
       await claim?.release();
       throw err;
     }
@@ -147,11 +180,44 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
     return { kind: "payment", payment: await payHeld(call, held), replayed: false };
   }
 
-  async function hold(principal: Principal, call: ProxiedCall, chosen: ChosenRequirement): Promise<{ row: PaymentRow; replayed: boolean }> {
+  /**
+   * One EIP-712 signature (~0.4 ms) that this request waits for: made on this thread, where the hop
+   * to the signing thread and back would cost more than the work.
+   */
+  function sign(project: ProjectRow, paymentRequired: PaymentRequired, chosen: ChosenRequirement): Promise<SignedPayment> {
+    return signPayment(ctx.custody.signerFor(project.wallet_index, { onCallerThread: true }) as never, paymentRequired, chosen, { usdcAddress: chain.client.usdcAddress, v2Network, v1Network, nowMs: ctx.clock().getTime() });
+  }
+
+  let recentBlock: { number: number; readAtMs: number } | undefined;
+  /**
+   * A block number read before the signature exists: the settlement search starts there. Any earlier
+   * block is as correct, only wider to search, so a number read in the last minute is used at once
+   * (and refreshed in the background after a second) instead of a round trip on every payment.
+   */
+  function blockBeforeSigning(): Promise<number> {
+    const now = Date.now();
+    const known = recentBlock && now - recentBlock.readAtMs < RECENT_BLOCK_MAX_AGE_MS ? recentBlock.number : undefined;
+    if (known === undefined || now - recentBlock!.readAtMs > RECENT_BLOCK_REFRESH_MS) {
+      const read = chain.client.blockNumber().then((n) => {
+        if (!recentBlock || n >= recentBlock.number) recentBlock = { number: n, readAtMs: now };
+        return n;
+      });
+      if (known === undefined) return read;
+      read.catch((err: unknown) => ctx.logger.warn({ err }, "block number refresh failed"));
+    }
+    return Promise.resolve(known);
+  }
+
+  /** Whether the balance read at authentication covers price and fee: then signing may come first. */
+  function coveredBySnapshot(principal: Principal, chosen: ChosenRequirement): boolean {
+    return principal.balance.availableMicros >= chosen.amountMicros + feeFor(chosen.amountMicros, principal.plan);
+  }
+
+  async function hold(principal: Principal, call: ProxiedCall, chosen: ChosenRequirement, state: X402State): Promise<{ row: PaymentRow; replayed: boolean }> {
     const feeMicros = feeFor(chosen.amountMicros, principal.plan);
     const leaseUntil = new Date(ctx.clock().getTime() + ctx.config.workers.paymentRequestLeaseMs).toISOString();
-    const state: X402State = { stage: "held", x402Version: chosen.x402Version, network: chosen.network, payTo: chosen.payTo, maxTimeoutSeconds: chosen.maxTimeoutSeconds };
     const held = await ctx.ledger.hold({
+      status: state.stage === "signed" ? "processing" : "pending",
       projectId: principal.projectId,
       rail: "x402",
       railTxnType: "x402_payment",
@@ -179,22 +245,28 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
   async function payHeld(call: ProxiedCall, h: Held): Promise<PaymentRow> {
     let payment = h.payment;
     const leaseLeftMs = () => Date.parse(payment.lease_until ?? "") - ctx.clock().getTime();
-    let signed: Awaited<ReturnType<typeof signPayment>>;
+    let signed: SignedPayment;
     let state: X402State;
     try {
-      if (!(leaseLeftMs() > 2 * cfg.timeoutMs + LEASE_MARGIN_MS)) throw new Error("the request's lease is too short to sign safely");
-      signed = await signPayment(ctx.custody.signerFor(h.project.wallet_index) as never, h.paymentRequired, h.chosen, { usdcAddress: chain.client.usdcAddress, v2Network, v1Network, nowMs: ctx.clock().getTime() });
-      state = { ...x402State(payment), stage: "signed", authorization: signed.authorization, fromBlock: await h.fromBlock };
-      payment = await ctx.ledger.updatePayment(payment.id, { status: "processing", rail_state: JSON.stringify(state) });
+      if (!(leaseLeftMs() > 2 * cfg.timeoutMs + LEASE_MARGIN_MS)) throw new Error("the request's lease is too short to send a signature safely");
+      if (h.signed) {
+        signed = h.signed;
+        state = x402State(payment);
+      } else {
+        signed = await sign(h.project, h.paymentRequired, h.chosen);
+        state = { ...x402State(payment), stage: "signed", authorization: signed.authorization, fromBlock: await h.fromBlock };
+        payment = await ctx.ledger.updatePayment(payment.id, { status: "processing", rail_state: JSON.stringify(state) });
+      }
     } catch (err) {
       // Nothing left the process: the payment fails and the hold is credited back at once.
-      await fail(d, payment, "The payment could not be signed; nothing was sent, the amount and fee were credited back.");
+      h.retry.close();
+      await fail(d, payment, "The payment could not be signed or sent safely; nothing was sent, the amount and fee were credited back.");
       throw err;
     }
 
     let reply: SafeFetchResponse | undefined;
     try {
-      reply = await request(call, { [signed.header.name]: signed.header.value });
+      reply = await h.retry.send({ url: call.url, method: call.method, headers: call.headers, body: call.body }, { serviceHeaders: { [signed.header.name]: signed.header.value } });
     } catch (err) {
       if (err instanceof SafeFetchError && !err.requestMayHaveBeenSent) {
         await fail(d, payment, `The signed payment never reached the target (${err.code}); the amount and fee were credited back.`);

@@ -21,8 +21,8 @@ export function countSignatures(ctx: AppContext): { count(): number } {
     addressOf: (i) => real.addressOf(i),
     transactionSigner: (k) => real.transactionSigner(k),
     close: () => real.close(),
-    signerFor(i) {
-      const signer = real.signerFor(i);
+    signerFor(i, opts) {
+      const signer = real.signerFor(i, opts);
       return {
         address: signer.address,
         signTypedData: (def) => {
