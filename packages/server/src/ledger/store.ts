@@ -28,6 +28,9 @@ export const account = {
 
 type Entry = { account: string; projectId: string | null; amountMicros: number };
 
+/** A write as the statements it runs, in order; each `yield` receives that statement's rows. */
+type Steps<T> = Generator<CompiledQuery, T, unknown[]>;
+
 export type NewPayment = {
   projectId: string;
   rail: PaymentsTable["rail"];
@@ -283,26 +286,18 @@ export class Ledger {
     const total = input.amountMicros + input.feeMicros;
     if (!(Number.isSafeInteger(total) && total > 0)) throw new Error(`hold of invalid amount ${total}`);
     const plan = this.holdPlan(input, total);
+    const balanceQuery = this.balanceQuery;
     try {
-      if (this.group) {
-        return await this.group.write((run): HoldResult => {
-          const debited = run(plan.debit)[0];
-          if (!debited) return { kind: "insufficient", availableMicros: run(withParameters(this.balanceQuery, [input.projectId]))[0]?.available_micros ?? 0 };
-          for (const q of plan.records(Number(debited.tx_count))) run(q);
-          return { kind: "held", payment: plan.payment };
-        });
-      }
-      return await this.db.transaction().execute(async (trx): Promise<HoldResult> => {
-        const debited = (await trx.executeQuery(plan.debit)).rows[0];
-        if (!debited) throw new InsufficientSignal();
-        for (const q of plan.records(Number(debited.tx_count))) await trx.executeQuery(q);
+      return await this.atomically(function* (): Steps<HoldResult> {
+        const debited = (yield plan.debit)[0] as { tx_count: number } | undefined;
+        if (!debited) {
+          const balance = (yield withParameters(balanceQuery, [input.projectId]))[0] as { available_micros: number } | undefined;
+          return { kind: "insufficient", availableMicros: balance?.available_micros ?? 0 };
+        }
+        for (const q of plan.records(Number(debited.tx_count))) yield q;
         return { kind: "held", payment: plan.payment };
       });
     } catch (err) {
-      if (err instanceof InsufficientSignal) {
-        const b = await this.getBalance(input.projectId);
-        return { kind: "insufficient", availableMicros: b?.available_micros ?? 0 };
-      }
       if (isUniqueViolation(err) && input.idempotencyKey !== null) {
         const existing = await this.findPaymentByKey(input.projectId, input.idempotencyKey);
         if (existing) return { kind: "duplicate", payment: existing };
@@ -388,20 +383,33 @@ export class Ledger {
   ): Promise<PaymentRow> {
     const update = this.db.updateTable("payments").set({ ...patch, updated_at: this.now() }).where("id", "=", id).returningAll().compile();
     const processing = patch.status === "processing" ? this.db.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", id).where("status", "=", "pending").compile() : undefined;
-    const missing = () => new Error(`payment ${id} not found`);
+    return this.atomically(function* (): Steps<PaymentRow> {
+      const row = (yield update)[0] as PaymentRow | undefined;
+      if (!row) throw new Error(`payment ${id} not found`);
+      if (processing) yield processing;
+      return row;
+    });
+  }
+
+  /**
+   * Runs a write described as a generator of compiled statements (each `yield` gives back its rows) as
+   * one atomic unit: on SQLite in the group commit, on PostgreSQL in a transaction of its own. One
+   * body for both: what it yields is all it does to the database.
+   */
+  private atomically<T>(steps: () => Steps<T>): Promise<T> {
     if (this.group) {
       return this.group.write((run) => {
-        const row = run(update)[0];
-        if (!row) throw missing();
-        if (processing) run(processing);
-        return row;
+        const g = steps();
+        let r = g.next();
+        while (!r.done) r = g.next(run(r.value));
+        return r.value;
       });
     }
     return this.db.transaction().execute(async (trx) => {
-      const row = (await trx.executeQuery(update)).rows[0];
-      if (!row) throw missing();
-      if (processing) await trx.executeQuery(processing);
-      return row;
+      const g = steps();
+      let r = g.next();
+      while (!r.done) r = g.next((await trx.executeQuery(r.value)).rows as unknown[]);
+      return r.value;
     });
   }
 
@@ -411,36 +419,43 @@ export class Ledger {
    */
   async resolve(id: string, outcome: "completed" | "failed", extra: { txHash?: string | null; failureReason?: string | null; responseJson?: string | null } = {}): Promise<{ changed: boolean; payment: PaymentRow }> {
     const at = this.now();
-    return this.db.transaction().execute(async (trx) => {
-      const row = await trx
-        .updateTable("payments")
-        .set({
-          status: outcome,
-          updated_at: at,
-          completed_at: outcome === "completed" ? at : null,
-          lease_owner: null,
-          lease_until: null,
-          in_flight_until: null,
-          ...(extra.txHash ? { tx_hash: extra.txHash } : {}),
-          ...(extra.failureReason !== undefined ? { failure_reason: extra.failureReason } : {}),
-          ...(extra.responseJson !== undefined ? { response_json: extra.responseJson } : {}),
-        })
-        .where("id", "=", id)
-        .where("status", "in", ["pending", "processing"])
-        .returningAll()
-        .executeTakeFirst();
-      if (!row) return { changed: false, payment: (await trx.selectFrom("payments").selectAll().where("id", "=", id).executeTakeFirstOrThrow()) };
+    const db = this.db;
+    const journal = (kind: string, entries: Entry[]) => this.journalStatement(kind, entries, at);
+    const finish = db
+      .updateTable("payments")
+      .set({
+        status: outcome,
+        updated_at: at,
+        completed_at: outcome === "completed" ? at : null,
+        lease_owner: null,
+        lease_until: null,
+        in_flight_until: null,
+        ...(extra.txHash ? { tx_hash: extra.txHash } : {}),
+        ...(extra.failureReason !== undefined ? { failure_reason: extra.failureReason } : {}),
+        ...(extra.responseJson !== undefined ? { response_json: extra.responseJson } : {}),
+      })
+      .where("id", "=", id)
+      .where("status", "in", ["pending", "processing"])
+      .returningAll()
+      .compile();
+    return this.atomically(function* (): Steps<{ changed: boolean; payment: PaymentRow }> {
+      const row = (yield finish)[0] as PaymentRow | undefined;
+      if (!row) {
+        const current = (yield db.selectFrom("payments").selectAll().where("id", "=", id).compile())[0] as PaymentRow | undefined;
+        if (!current) throw new Error(`payment ${id} not found`);
+        return { changed: false, payment: current };
+      }
       const total = row.amount_micros + row.fee_micros;
       const p = row.project_id;
       if (outcome === "completed") {
-        await trx.updateTable("balances").set((eb) => ({ held_micros: eb("held_micros", "-", total) })).where("project_id", "=", p).execute();
-        await this.journal(trx, "post", [
+        yield db.updateTable("balances").set((eb) => ({ held_micros: eb("held_micros", "-", total) })).where("project_id", "=", p).compile();
+        yield journal("post", [
           { account: account.held(p), projectId: p, amountMicros: -total },
           { account: account.payouts, projectId: null, amountMicros: row.amount_micros },
           { account: account.fees, projectId: null, amountMicros: row.fee_micros },
-        ], at);
+        ]);
       } else {
-        await trx
+        yield db
           .updateTable("balances")
           .set((eb) => ({
             held_micros: eb("held_micros", "-", total),
@@ -448,20 +463,17 @@ export class Ledger {
             total_spent_micros: eb("total_spent_micros", "-", total),
           }))
           .where("project_id", "=", p)
-          .execute();
-        await this.journal(trx, "void", [
+          .compile();
+        yield journal("void", [
           { account: account.held(p), projectId: p, amountMicros: -total },
           { account: account.available(p), projectId: p, amountMicros: total },
-        ], at);
+        ]);
       }
-      await trx
-        .updateTable("transactions")
-        .set({ status: outcome, completed_at: outcome === "completed" ? at : null })
-        .where("payment_id", "=", id)
-        .execute();
+      yield db.updateTable("transactions").set({ status: outcome, completed_at: outcome === "completed" ? at : null }).where("payment_id", "=", id).compile();
       return { changed: true, payment: row };
     });
   }
+
 
   /** A completed payment returned later (an ACH return): credited back in full, once. */
   async reverse(id: string, reason: string): Promise<boolean> {
@@ -524,12 +536,10 @@ export class Ledger {
   }
 
   async releaseLease(id: string, owner: string, nextAttemptAt: string): Promise<void> {
-    await this.db
-      .updateTable("payments")
-      .set({ lease_owner: null, lease_until: null, next_attempt_at: nextAttemptAt })
-      .where("id", "=", id)
-      .where("lease_owner", "=", owner)
-      .execute();
+    const release = this.db.updateTable("payments").set({ lease_owner: null, lease_until: null, next_attempt_at: nextAttemptAt }).where("id", "=", id).where("lease_owner", "=", owner).compile();
+    await this.atomically(function* (): Steps<void> {
+      yield release;
+    });
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -621,8 +631,6 @@ export class Ledger {
     return r !== undefined;
   }
 }
-
-class InsufficientSignal extends Error {}
 
 /** Moves a deposit out of `seen` (to credited or dropped), once: the row, or undefined if it had left. */
 function leaveSeen(trx: Trx, key: DepositKey, patch: Partial<Database["deposits"]>) {
