@@ -11,6 +11,8 @@ import { createGroupCommit } from "../src/ledger/groupCommit.ts";
 import { Ledger, type NewPayment } from "../src/ledger/store.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { newId, systemClock } from "../src/ids.ts";
+import { createToken } from "../src/services/tokens.ts";
+import { hashToken } from "../src/tokens.ts";
 import { createTestDb, dialects, type TestDb } from "./support/db.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -105,6 +107,26 @@ describe("group commit", () => {
     expect(other.prepare("select v from t").pluck().all()).toEqual(["outside"]);
     other.close();
   });
+});
+
+test("behavior: the token lookup never reads the uncommitted rows of a transaction open across an await", async () => {
+  const db = await createTestDb("sqlite");
+  cleanups.push(() => db.drop());
+  const ledger = new Ledger(db.db, db.dialect, systemClock, newId);
+  const project = await ledger.createProject({ name: "p", plan: "free" });
+  const { token } = await createToken({ ledger, clock: systemClock, newId }, { projectId: project.id, permissions: ["read"], mode: "test" });
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const trx = db.db.transaction().execute(async (t) => {
+    await t.updateTable("balances").set({ available_micros: 999 }).where("project_id", "=", project.id).execute();
+    await held;
+    throw new Error("roll back");
+  });
+  await new Promise((r) => setTimeout(r, 10));
+  const lookup = ledger.findTokenByHash(hashToken(token));
+  release();
+  await expect(trx).rejects.toThrow("roll back");
+  expect((await lookup)!.available_micros).toBe(0);
 });
 
 describe.each(dialects)("concurrent holds on %s", (dialect) => {

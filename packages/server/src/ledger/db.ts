@@ -5,7 +5,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, PostgresDialect, SqliteDialect } from "kysely";
+import { type CompiledQuery, Kysely, PostgresDialect, SqliteDialect } from "kysely";
 import pg from "pg";
 import { type GroupCommit, createGroupCommit } from "./groupCommit.ts";
 import type { Database } from "./schema.ts";
@@ -17,6 +17,18 @@ const STATEMENT_CACHE_MAX = 500;
 export type Db = Kysely<Database>;
 
 const groupCommits = new WeakMap<Db, GroupCommit>();
+
+const immediateReads = new WeakMap<Db, ImmediateRead>();
+
+/**
+ * SQLite: runs a read at once on the calling stack, skipping the driver's queue — but only when no
+ * transaction is open on the connection (one of Kysely's, open across an `await`, would show its
+ * uncommitted rows); then it answers undefined and the caller goes through Kysely. Undefined for PostgreSQL.
+ */
+export type ImmediateRead = (query: CompiledQuery) => unknown[] | undefined;
+export function immediateReadOf(db: Db): ImmediateRead | undefined {
+  return immediateReads.get(db);
+}
 
 /** The group commit of a SQLite database opened by `openDb`; undefined for PostgreSQL. */
 export function groupCommitOf(db: Db): GroupCommit | undefined {
@@ -65,6 +77,7 @@ export function openDb(options: OpenDbOptions): OpenedDb {
     };
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
     groupCommits.set(db, createGroupCommit(db, (text) => database.prepare(text)));
+    immediateReads.set(db, (query) => (sqlite.inTransaction ? undefined : database.prepare(query.sql).all(...(query.parameters as unknown[]))));
     return { db, dialect: "sqlite", close: () => db.destroy() };
   }
   const pool = new pg.Pool({

@@ -9,7 +9,7 @@
  *   revenue:fees            platform fees earned
  */
 import { type CompiledQuery, type Kysely, type Transaction, sql } from "kysely";
-import { type Db, type Dialect, groupCommitOf } from "./db.ts";
+import { type Db, type Dialect, type ImmediateRead, groupCommitOf, immediateReadOf } from "./db.ts";
 import type { GroupCommit } from "./groupCommit.ts";
 import type { Database, PaymentsTable, Plan, ProjectsTable } from "./schema.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
@@ -120,6 +120,8 @@ export class Ledger {
   private readonly balanceQuery: ReturnType<typeof compileBalanceQuery>;
   /** SQLite: the hot writes share commits (groupCommit.ts); PostgreSQL runs them as transactions. */
   private readonly group: GroupCommit | undefined;
+  /** SQLite: the token lookup, on every request, runs on the calling stack when it safely can. */
+  private readonly read: ImmediateRead | undefined;
 
   constructor(
     readonly db: Db,
@@ -130,6 +132,7 @@ export class Ledger {
     this.tokenQuery = compileTokenQuery(db);
     this.balanceQuery = compileBalanceQuery(db);
     this.group = groupCommitOf(db);
+    this.read = immediateReadOf(db);
   }
 
   private now(): string {
@@ -221,7 +224,9 @@ export class Ledger {
   }
 
   async findTokenByHash(hash: string) {
-    return (await this.db.executeQuery(withParameters(this.tokenQuery, [hash]))).rows[0];
+    const query = withParameters(this.tokenQuery, [hash]);
+    const rows = this.read?.(query) as (typeof query extends CompiledQuery<infer R> ? R : never)[] | undefined;
+    return (rows ?? (await this.db.executeQuery(query)).rows)[0];
   }
 
   listTokens(projectId: string) {
