@@ -388,6 +388,12 @@ export class Ledger {
   ): Promise<PaymentRow> {
     const update = this.db.updateTable("payments").set({ ...patch, updated_at: this.now() }).where("id", "=", id).returningAll().compile();
     const processing = patch.status === "processing" ? this.db.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", id).where("status", "=", "pending").compile() : undefined;
+    if (!processing && !this.group) {
+      // One statement is atomic on its own: no BEGIN/COMMIT round trips on PostgreSQL.
+      const row = (await this.db.executeQuery(update)).rows[0];
+      if (!row) throw new Error(`payment ${id} not found`);
+      return row;
+    }
     return this.atomically(function* (): Steps<PaymentRow> {
       const row = (yield update)[0] as PaymentRow | undefined;
       if (!row) throw new Error(`payment ${id} not found`);
@@ -542,6 +548,7 @@ export class Ledger {
 
   async releaseLease(id: string, owner: string, nextAttemptAt: string): Promise<void> {
     const release = this.db.updateTable("payments").set({ lease_owner: null, lease_until: null, next_attempt_at: nextAttemptAt }).where("id", "=", id).where("lease_owner", "=", owner).compile();
+    if (!this.group) return void (await this.db.executeQuery(release));
     await this.atomically(function* (): Steps<void> {
       yield release;
     });
