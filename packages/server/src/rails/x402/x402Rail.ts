@@ -189,6 +189,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
   }
 
   let recentBlock: { number: number; readAtMs: number } | undefined;
+  let refreshing = false;
   /**
    * A block number read before the signature exists: the settlement search starts there. Any earlier
    * block is as correct, only wider to search, so a number read in the last minute is used at once
@@ -197,15 +198,22 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
   function blockBeforeSigning(): Promise<number> {
     const now = Date.now();
     const known = recentBlock && now - recentBlock.readAtMs < RECENT_BLOCK_MAX_AGE_MS ? recentBlock.number : undefined;
-    if (known === undefined || now - recentBlock!.readAtMs > RECENT_BLOCK_REFRESH_MS) {
-      const read = chain.client.blockNumber().then((n) => {
-        if (!recentBlock || n >= recentBlock.number) recentBlock = { number: n, readAtMs: now };
-        return n;
-      });
-      if (known === undefined) return read;
-      read.catch((err: unknown) => ctx.logger.warn({ err }, "block number refresh failed"));
+    if (known === undefined) return readBlock(now);
+    if (now - recentBlock!.readAtMs > RECENT_BLOCK_REFRESH_MS && !refreshing) {
+      // One refresh at a time, whatever the number of payments meanwhile.
+      refreshing = true;
+      readBlock(now)
+        .catch((err: unknown) => ctx.logger.warn({ err }, "block number refresh failed"))
+        .finally(() => (refreshing = false));
     }
     return Promise.resolve(known);
+  }
+
+  function readBlock(startedAt: number): Promise<number> {
+    return chain.client.blockNumber().then((n) => {
+      if (!recentBlock || n >= recentBlock.number) recentBlock = { number: n, readAtMs: startedAt };
+      return n;
+    });
   }
 
   /** Whether the balance read at authentication covers price and fee: then signing may come first. */
