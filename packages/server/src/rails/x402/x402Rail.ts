@@ -148,14 +148,14 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       if (!project) throw new Error(`project ${principal.projectId} missing`);
       const paymentRequired = readPaymentRequired(first);
       const chosen = await chooseRequirement(paymentRequired, policyFor(project), call.maxAmountMicros);
-      // The paid retry's connection is dialled (fresh, pinned, checked) while the payment is signed and held.
-      retry = fetcher.prepare(call.url);
       const fromBlock = blockBeforeSigning();
       fromBlock.catch(() => undefined);
       const base: X402State = { stage: "held", x402Version: chosen.x402Version, network: chosen.network, payTo: chosen.payTo, maxTimeoutSeconds: chosen.maxTimeoutSeconds };
       let signed: SignedPayment | undefined;
       let payment: { row: PaymentRow; replayed: boolean };
       if (coveredBySnapshot(principal, chosen)) {
+        // The paid retry's connection is dialled (fresh, pinned, checked) while the payment is signed and held.
+        retry = fetcher.prepare(call.url);
         // Sign first, then one commit holds the money and records the authorization (stage `signed`):
         // the signature leaves this process only after that commit. Should the hold be refused after
         // all (a concurrent spend, a racing key), the signature is dropped unsent.
@@ -166,9 +166,10 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
         payment = await hold(principal, call, chosen, base);
       }
       if (payment.replayed) {
-        retry.close();
+        retry?.close();
         return { kind: "payment", payment: payment.row, replayed: true };
       }
+      retry ??= fetcher.prepare(call.url);
       held = { payment: payment.row, project, chosen, paymentRequired, fromBlock, signed, retry };
     } catch (err) {
       retry?.close();
