@@ -8,7 +8,7 @@
  *   world:chain             deposits' origin           world:payouts      money that left by a rail
  *   revenue:fees            platform fees earned
  */
-import { type CompiledQuery, type Kysely, type Transaction, sql } from "kysely";
+import { CompiledQuery, type Insertable, type Kysely, type Transaction, sql } from "kysely";
 import { type Db, type Dialect, type ImmediateRead, groupCommitOf, immediateReadOf } from "./db.ts";
 import type { GroupCommit } from "./groupCommit.ts";
 import type { Database, PaymentsTable, Plan, ProjectsTable } from "./schema.ts";
@@ -27,6 +27,8 @@ export const account = {
 } as const;
 
 type Entry = { account: string; projectId: string | null; amountMicros: number };
+type JournalRow = Insertable<Database["journal_entries"]>;
+type TransactionRow = Insertable<Database["transactions"]>;
 
 /** A write as the statements it runs, in order; each `yield` receives that statement's rows. */
 type Steps<T> = Generator<CompiledQuery, T, unknown[]>;
@@ -145,25 +147,18 @@ export class Ledger {
 
   /** One journal movement as a statement: its entries, which must sum to zero. */
   private journalStatement(kind: string, entries: Entry[], at: string): CompiledQuery {
+    return this.db.insertInto("journal_entries").values(this.journalRows(kind, entries, at)).compile();
+  }
+
+  /** One journal movement's rows; its entries must sum to zero. */
+  private journalRows(kind: string, entries: Entry[], at: string): JournalRow[] {
     const sum = entries.reduce((s, e) => s + e.amountMicros, 0);
     // A movement that does not sum to zero is a bug, not a runtime condition: crash loudly.
     if (sum !== 0) throw new Error(`journal movement ${kind} does not sum to zero (${sum})`);
     const movementId = this.newId("mov");
-    return this.db
-      .insertInto("journal_entries")
-      .values(
-        entries
-          .filter((e) => e.amountMicros !== 0)
-          .map((e) => ({
-            movement_id: movementId,
-            kind,
-            account: e.account,
-            project_id: e.projectId,
-            amount_micros: e.amountMicros,
-            created_at: at,
-          })),
-      )
-      .compile();
+    return entries
+      .filter((e) => e.amountMicros !== 0)
+      .map((e) => ({ movement_id: movementId, kind, account: e.account, project_id: e.projectId, amount_micros: e.amountMicros, created_at: at }));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -293,6 +288,11 @@ export class Ledger {
     const plan = this.holdPlan(input, total);
     const balanceQuery = this.balanceQuery;
     try {
+      if (!this.group) {
+        // PostgreSQL: one statement, one round trip.
+        if ((await this.db.executeQuery(plan.single())).rows[0]) return { kind: "held", payment: plan.payment };
+        return { kind: "insufficient", availableMicros: (await this.getBalance(input.projectId))?.available_micros ?? 0 };
+      }
       return await this.atomically(function* (): Steps<HoldResult> {
         const debited = (yield plan.debit)[0] as { tx_count: number } | undefined;
         if (!debited) {
@@ -362,23 +362,22 @@ export class Ledger {
       updated_at: at,
       completed_at: null,
     };
-    // pos is the rail transaction's position; the fee's is pos - 1.
+    // Fee first so the rail transaction, inserted last, lists first among equal timestamps. Positions:
+    // the rail transaction's is the debited count (`pos`), the fee's one less.
+    const transactions: Omit<TransactionRow, "pos">[] = [
+      { id: feeTxnId, project_id: input.projectId, payment_id: id, type: "platform_fee", status, amount: input.feeUnits, currency: input.currency, description: input.description === null ? null : `Fee: ${input.description}`.slice(0, 500), merchant_name: null, created_at: at, completed_at: null },
+      { id, project_id: input.projectId, payment_id: id, type: input.railTxnType, status, amount: input.amountUnits, currency: input.currency, description: input.description, merchant_name: input.merchantName, created_at: at, completed_at: null },
+    ];
+    const journal = this.journalRows("hold", [
+      { account: account.available(input.projectId), projectId: input.projectId, amountMicros: -total },
+      { account: account.held(input.projectId), projectId: input.projectId, amountMicros: total },
+    ], at);
     const records = (pos: number): CompiledQuery[] => [
       this.db.insertInto("payments").values(payment).compile(),
-      // Fee first so the rail transaction, inserted last, lists first among equal timestamps.
-      this.db
-        .insertInto("transactions")
-        .values([
-          { id: feeTxnId, project_id: input.projectId, payment_id: id, type: "platform_fee", status, amount: input.feeUnits, currency: input.currency, description: input.description === null ? null : `Fee: ${input.description}`.slice(0, 500), merchant_name: null, created_at: at, completed_at: null, pos: pos - 1 },
-          { id, project_id: input.projectId, payment_id: id, type: input.railTxnType, status, amount: input.amountUnits, currency: input.currency, description: input.description, merchant_name: input.merchantName, created_at: at, completed_at: null, pos },
-        ])
-        .compile(),
-      this.journalStatement("hold", [
-        { account: account.available(input.projectId), projectId: input.projectId, amountMicros: -total },
-        { account: account.held(input.projectId), projectId: input.projectId, amountMicros: total },
-      ], at),
+      this.db.insertInto("transactions").values(transactions.map((t, i) => ({ ...t, pos: pos - (transactions.length - 1 - i) }))).compile(),
+      this.db.insertInto("journal_entries").values(journal).compile(),
     ];
-    return { debit, payment, records };
+    return { debit, payment, records, single: () => pgHoldStatement(input.projectId, total, payment, transactions, journal) };
   }
 
   /** Persists progress of an open payment (status pending → processing, hashes, rail state). */
@@ -658,3 +657,33 @@ function leaveSeen(trx: Trx, key: DepositKey, patch: Partial<Database["deposits"
 }
 
 export type { Kysely };
+
+/** PostgreSQL column types of the hold's inserts; every other column is text. */
+const PG_TYPES: Readonly<Record<string, string>> = { amount_units: "bigint", fee_units: "bigint", amount_micros: "bigint", fee_micros: "bigint", amount: "bigint", attempts: "integer" };
+
+/**
+ * The whole hold as one PostgreSQL statement (one round trip instead of six): the conditional debit,
+ * and the payment, its transactions and its journal movement inserted from the debit's row, so nothing
+ * is inserted when the balance does not cover it. A single statement is atomic; a duplicate idempotency
+ * key fails all of it. Returns the debited row, or no row when the balance was short.
+ */
+function pgHoldStatement(projectId: string, total: number, payment: PaymentRow, transactions: Omit<TransactionRow, "pos">[], journal: JournalRow[]): CompiledQuery<{ available_micros: number; tx_count: number }> {
+  const parameters: unknown[] = [];
+  const param = (value: unknown, column: string) => {
+    parameters.push(value);
+    return `$${parameters.length}::${PG_TYPES[column] ?? "text"}`;
+  };
+  const names = (row: object) => Object.keys(row).map((c) => `"${c}"`).join(", ");
+  const values = (row: object) => Object.entries(row).map(([c, v]) => param(v, c)).join(", ");
+  const last = transactions.length - 1;
+  const text = [
+    `with debit as (update "balances" set "available_micros" = "available_micros" - ${param(total, "amount")}, "held_micros" = "held_micros" + ${param(total, "amount")},`,
+    ` "total_spent_micros" = "total_spent_micros" + ${param(total, "amount")}, "tx_count" = "tx_count" + ${transactions.length}`,
+    ` where "project_id" = ${param(projectId, "project_id")} and "available_micros" >= ${param(total, "amount")} returning "available_micros", "tx_count"),`,
+    ` p as (insert into "payments" (${names(payment)}) select ${values(payment)} from debit),`,
+    ` t as (insert into "transactions" (${names(transactions[0]!)}, "pos") ${transactions.map((row, i) => `select ${values(row)}, debit."tx_count" - ${last - i} from debit`).join(" union all ")}),`,
+    ` j as (insert into "journal_entries" (${names(journal[0]!)}) ${journal.map((row) => `select ${values(row)} from debit`).join(" union all ")})`,
+    ` select "available_micros", "tx_count" from debit`,
+  ].join("");
+  return CompiledQuery.raw(text, parameters) as CompiledQuery<{ available_micros: number; tx_count: number }>;
+}
