@@ -1,0 +1,85 @@
+// The dispatcher's hand-offs, on a real SQLite ledger: a submitted payment is taken up on the next turn of
+// the event loop (after the accepting request has answered), and whatever it has not taken up when it
+// drains, or cannot queue, goes to the worker with its lease released. The rail here only records what it
+// is asked to do; the real rails are exercised end to end in the other pay tests.
+import { afterEach, expect, test } from "vitest";
+import type { PaymentRow } from "../../src/ledger/store.ts";
+import type { Rails } from "../../src/rails/rails.ts";
+import { createDispatcher } from "../../src/services/payments/dispatcher.ts";
+import { type TestContext, createTestContext } from "../support/context.ts";
+
+let t: TestContext | undefined;
+afterEach(async () => {
+  await t?.close();
+  t = undefined;
+});
+
+async function setUp() {
+  t = await createTestContext("sqlite");
+  const { ctx } = t;
+  const advanced: string[] = [];
+  ctx.rails = { byName: { usdc_transfer: { advance: async (p: PaymentRow) => (advanced.push(p.id), { done: true }) } } } as unknown as Rails;
+  const project = await ctx.ledger.createProject({ name: "p", plan: "free" });
+  await ctx.ledger.db.updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", project.id).execute();
+  const hold = async () => {
+    const r = await ctx.ledger.hold({
+      projectId: project.id,
+      rail: "usdc_transfer",
+      railTxnType: "usdc_transfer",
+      amountUnits: 1_000,
+      feeUnits: 20,
+      amountMicros: 1_000,
+      feeMicros: 20,
+      currency: "usdc",
+      recipient: "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
+      recipientJson: null,
+      merchantName: null,
+      description: null,
+      idempotencyKey: null,
+      railState: null,
+      inFlightUntil: new Date(Date.now() + 60_000).toISOString(),
+      leaseOwner: ctx.instanceId,
+    });
+    if (r.kind !== "held") throw new Error("not held");
+    return r.payment;
+  };
+  return { ctx, advanced, hold };
+}
+
+test("behavior: a submitted payment is advanced on the next turn of the event loop, not during submit", async () => {
+  const { ctx, advanced, hold } = await setUp();
+  const dispatcher = createDispatcher(ctx);
+  const p = await hold();
+  dispatcher.submit(p);
+  await Promise.resolve();
+  expect(advanced).toEqual([]);
+  await new Promise((r) => setImmediate(r));
+  await dispatcher.drain();
+  expect(advanced).toEqual([p.id]);
+  // Done: the lease is released for good.
+  expect((await ctx.ledger.getPayment(p.id))!.lease_owner).toBeNull();
+});
+
+test("behavior: a payment submitted just before drain is handed to the worker, never advanced here", async () => {
+  const { ctx, advanced, hold } = await setUp();
+  const dispatcher = createDispatcher(ctx);
+  const p = await hold();
+  dispatcher.submit(p);
+  await dispatcher.drain();
+  await new Promise((r) => setTimeout(r, 20));
+  expect(advanced).toEqual([]);
+  const row = (await ctx.ledger.getPayment(p.id))!;
+  expect(row.lease_owner).toBeNull();
+  expect(Date.parse(row.next_attempt_at)).toBeLessThanOrEqual(Date.now());
+});
+
+test("behavior: beyond queueMax, payments go straight to the worker with their leases released", async () => {
+  const { ctx, advanced, hold } = await setUp();
+  const dispatcher = createDispatcher(ctx, { queueMax: 2, concurrency: 1 });
+  const payments = [await hold(), await hold(), await hold(), await hold()];
+  for (const p of payments) dispatcher.submit(p);
+  await new Promise((r) => setTimeout(r, 50));
+  await dispatcher.drain();
+  expect(advanced).toEqual(payments.slice(0, 2).map((p) => p.id));
+  for (const p of payments.slice(2)) expect((await ctx.ledger.getPayment(p.id))!.lease_owner).toBeNull();
+});
