@@ -157,6 +157,24 @@ describe("malicious 402 answers", () => {
     expect((await w.get("/v1/balance")).body).toEqual(before.balance);
   });
 
+  test("behavior: 8 concurrent payments against a balance for exactly 2 → 2 paid, 6 refused; no other signature reaches the target", async () => {
+    const available = (await w.get("/v1/balance")).body.available as number;
+    // Free plan: fee 2 %, rounded up. Two payments fit, a third does not.
+    const amount = Math.floor(available / 2.5);
+    reply = v2PaymentRequired([v2({ amount: String(amount), maxTimeoutSeconds: 2 })]);
+    const paid = target.paidRequests().length;
+    const answers = await Promise.all(Array.from({ length: 8 }, () => w.post("/v1/pay", { recipient: `${target.url}/paid`, max_amount_usdc: 100_000_000 })));
+    const accepted = answers.filter((a) => a.status === 200);
+    expect(accepted).toHaveLength(2);
+    expect(answers.filter((a) => a.status === 400 && a.body.code === "insufficient_balance")).toHaveLength(6);
+    expect(target.paidRequests().length).toBe(paid + 2);
+    const after = (await w.get("/v1/balance")).body.available as number;
+    expect(after).toBe(available - 2 * (amount + Math.ceil(amount * 0.02)));
+    // The target took the signatures and answered 500; unused, they fail and are credited back.
+    for (const a of accepted) expect(await w.settle(a.body.id as string)).toBe("failed");
+    expect((await w.get("/v1/balance")).body.available).toBe(available);
+  });
+
   test("behavior: with several offers, a refused one does not stop the payable one, and the cheapest payable is signed", async () => {
     reply = v2PaymentRequired([v2({ network: "eip155:1", amount: "1" }), v2({ payTo: addr.wallet, amount: "2" }), v2({ amount: "30000" }), v2({ amount: "20000", maxTimeoutSeconds: 2 })]);
     const signatures = w.signatures.count();
