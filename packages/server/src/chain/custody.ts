@@ -17,8 +17,11 @@ export interface Custody {
    * for a single signature that a waiting request needs at once (the hop costs more than the work).
    */
   signerFor(walletIndex: number, opts?: { onCallerThread?: boolean }): { address: Address; signTypedData(def: TypedDataDefinition): Promise<Hex> };
-  /** The relayer's key signs its transactions here too, so all signing shares one place (and thread). */
-  transactionSigner(privateKey: Hex): { address: Address; signTransaction(tx: TransactionSerializable): Promise<Hex> };
+  /**
+   * The relayer's key signs its transactions here too, so all signing shares one place. `onCallerThread`
+   * as for `signerFor`: for a signature made while a database transaction and its locks wait for it.
+   */
+  transactionSigner(privateKey: Hex, opts?: { onCallerThread?: boolean }): { address: Address; signTransaction(tx: TransactionSerializable): Promise<Hex> };
   close(): Promise<void>;
 }
 
@@ -44,9 +47,10 @@ export function createHdCustody(mnemonic: string, opts: { pool?: SigningPool } =
       const threaded = pool && !opts?.onCallerThread ? pool : undefined;
       return { address: a.address, signTypedData: (def) => (threaded ? threaded.signTypedData(index, def) : a.signTypedData(def as never)) };
     },
-    transactionSigner(privateKey) {
+    transactionSigner(privateKey, opts) {
       const a = privateKeyToAccount(privateKey);
-      return { address: a.address, signTransaction: (tx) => (pool ? pool.signTransaction(privateKey, tx) : a.signTransaction(tx as never)) };
+      const threaded = pool && !opts?.onCallerThread ? pool : undefined;
+      return { address: a.address, signTransaction: (tx) => (threaded ? threaded.signTransaction(privateKey, tx) : a.signTransaction(tx as never)) };
     },
     close: async () => pool?.close(),
   };

@@ -30,7 +30,10 @@ export type RelayedTx = { nonce: number; hash: Hex; raw: Hex };
 export type Relayer = ReturnType<typeof createRelayer>;
 
 export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logger, custody: Custody) {
-  const account = custody.transactionSigner(chain.relayerKey);
+  // Signed on this thread: the signature is made inside the database transaction that allocated its
+  // nonce, and waiting there behind every authorization queued for the signing thread would hold the
+  // nonce counter's row lock and a pooled connection (on SQLite, the only connection) all that time.
+  const account = custody.transactionSigner(chain.relayerKey, { onCallerThread: true });
   const counterKey = `relayer_nonce:${account.address.toLowerCase()}`;
   let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined;
 
