@@ -18,10 +18,11 @@ export interface Custody {
    */
   signerFor(walletIndex: number, opts?: { onCallerThread?: boolean }): { address: Address; signTypedData(def: TypedDataDefinition): Promise<Hex> };
   /**
-   * The relayer's key signs its transactions here too, so all signing shares one place. `onCallerThread`
-   * as for `signerFor`: for a signature made while a database transaction and its locks wait for it.
+   * The relayer's key signs its transactions here too, so all signing shares one place. Always on the
+   * caller's thread: a relayer transaction is signed inside the database transaction that allocated its
+   * nonce, which must not wait behind the signing threads' queue while it holds its lock.
    */
-  transactionSigner(privateKey: Hex, opts?: { onCallerThread?: boolean }): { address: Address; signTransaction(tx: TransactionSerializable): Promise<Hex> };
+  transactionSigner(privateKey: Hex): { address: Address; signTransaction(tx: TransactionSerializable): Promise<Hex> };
   close(): Promise<void>;
 }
 
@@ -47,10 +48,9 @@ export function createHdCustody(mnemonic: string, opts: { pool?: SigningPool } =
       const threaded = pool && !opts?.onCallerThread ? pool : undefined;
       return { address: a.address, signTypedData: (def) => (threaded ? threaded.signTypedData(index, def) : a.signTypedData(def as never)) };
     },
-    transactionSigner(privateKey, opts) {
+    transactionSigner(privateKey) {
       const a = privateKeyToAccount(privateKey);
-      const threaded = pool && !opts?.onCallerThread ? pool : undefined;
-      return { address: a.address, signTransaction: (tx) => (threaded ? threaded.signTransaction(privateKey, tx) : a.signTransaction(tx as never)) };
+      return { address: a.address, signTransaction: (tx) => a.signTransaction(tx as never) };
     },
     close: async () => pool?.close(),
   };

@@ -30,10 +30,8 @@ export type RelayedTx = { nonce: number; hash: Hex; raw: Hex };
 export type Relayer = ReturnType<typeof createRelayer>;
 
 export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logger, custody: Custody) {
-  // Signed on this thread: the signature is made inside the database transaction that allocated its
-  // nonce, and waiting there behind every authorization queued for the signing thread would hold the
-  // nonce counter's row lock and a pooled connection (on SQLite, the only connection) all that time.
-  const account = custody.transactionSigner(chain.relayerKey, { onCallerThread: true });
+  // Signs on this thread (see Custody.transactionSigner): inside the nonce transaction, never queued.
+  const account = custody.transactionSigner(chain.relayerKey);
   const counterKey = `relayer_nonce:${account.address.toLowerCase()}`;
   let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined;
 

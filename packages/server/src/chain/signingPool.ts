@@ -1,14 +1,12 @@
 /**
- * A small pool of worker threads that make signatures (EIP-712 for project wallets, transactions for
- * the relayer). Signing is CPU work of a few milliseconds; on the event loop it would delay every
- * request. Each call has a deadline; a pool that is closed refuses new work.
+ * A small pool of worker threads that make the project wallets' EIP-712 signatures. Signing is CPU
+ * work of a fraction of a millisecond to a few; on the event loop it would delay every request. Each call has a deadline; a pool that is closed refuses new work.
  */
 import { Worker } from "node:worker_threads";
-import type { Hex, TransactionSerializable, TypedDataDefinition } from "viem";
+import type { Hex, TypedDataDefinition } from "viem";
 
 export type SigningPool = {
   signTypedData(index: number, def: TypedDataDefinition): Promise<Hex>;
-  signTransaction(privateKey: Hex, tx: TransactionSerializable): Promise<Hex>;
   close(): Promise<void>;
 };
 
@@ -53,7 +51,6 @@ export function createSigningPool(mnemonic: string, threads = 1): SigningPool {
   };
   return {
     signTypedData: (index, def) => send({ op: "typedData", index, def }),
-    signTransaction: (privateKey, tx) => send({ op: "transaction", privateKey, tx }),
     async close() {
       closed = true;
       await Promise.all(workers.map((w) => w.terminate()));

@@ -2,7 +2,7 @@
 // mnemonic once (in memory, never logged), then { id, op, ... } messages; answers { id, signature } or
 // { id, error }. Plain JavaScript so it runs the same under node, tsx and the test runner.
 import { parentPort, workerData } from "node:worker_threads";
-import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
+import { mnemonicToAccount } from "viem/accounts";
 
 const mnemonic = workerData.mnemonic;
 const accounts = new Map();
@@ -15,19 +15,11 @@ const hd = (index) => {
   }
   return a;
 };
-const keys = new Map();
-const keyed = (privateKey) => {
-  let a = keys.get(privateKey);
-  if (!a) keys.set(privateKey, (a = privateKeyToAccount(privateKey)));
-  return a;
-};
 
 parentPort.on("message", async (m) => {
   try {
-    const signature =
-      m.op === "typedData" ? await hd(m.index).signTypedData(m.def)
-      : m.op === "transaction" ? await keyed(m.privateKey).signTransaction(m.tx)
-      : (() => { throw new Error(`unknown op ${m.op}`); })();
+    if (m.op !== "typedData") throw new Error(`unknown op ${m.op}`);
+    const signature = await hd(m.index).signTypedData(m.def);
     parentPort.postMessage({ id: m.id, signature });
   } catch (err) {
     parentPort.postMessage({ id: m.id, error: String(err && err.message ? err.message : err) });

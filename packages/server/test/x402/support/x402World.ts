@@ -19,7 +19,7 @@ export function countSignatures(ctx: AppContext): { count(): number } {
   let signatures = 0;
   ctx.custody = {
     addressOf: (i) => real.addressOf(i),
-    transactionSigner: (k, opts) => real.transactionSigner(k, opts),
+    transactionSigner: (k) => real.transactionSigner(k),
     close: () => real.close(),
     signerFor(i, opts) {
       const signer = real.signerFor(i, opts);
