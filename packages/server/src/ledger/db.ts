@@ -16,23 +16,19 @@ export type Dialect = "sqlite" | "postgres";
 const STATEMENT_CACHE_MAX = 500;
 export type Db = Kysely<Database>;
 
-const groupCommits = new WeakMap<Db, GroupCommit>();
-
-const immediateReads = new WeakMap<Db, ImmediateRead>();
-
 /**
- * SQLite: runs a read at once on the calling stack, skipping the driver's queue — but only when no
- * transaction is open on the connection (one of Kysely's, open across an `await`, would show its
- * uncommitted rows); then it answers undefined and the caller goes through Kysely. Undefined for PostgreSQL.
+ * What a SQLite database opened by `openDb` offers beside Kysely, on its one connection:
+ * - `group`: the group commit for the ledger's hot writes (groupCommit.ts);
+ * - `read`: runs a read at once on the calling stack, skipping the driver's queue — but only when no
+ *   transaction is open on the connection (one of Kysely's, open across an `await`, would show its
+ *   uncommitted rows); then it answers undefined and the caller goes through Kysely.
  */
-export type ImmediateRead = (query: CompiledQuery) => unknown[] | undefined;
-export function immediateReadOf(db: Db): ImmediateRead | undefined {
-  return immediateReads.get(db);
-}
+export type SqliteDirect = { group: GroupCommit; read<R>(query: CompiledQuery<R>): R[] | undefined };
+const sqliteDirect = new WeakMap<Db, SqliteDirect>();
 
-/** The group commit of a SQLite database opened by `openDb`; undefined for PostgreSQL. */
-export function groupCommitOf(db: Db): GroupCommit | undefined {
-  return groupCommits.get(db);
+/** Undefined for PostgreSQL (and for a Kysely instance not opened here). */
+export function sqliteDirectOf(db: Db): SqliteDirect | undefined {
+  return sqliteDirect.get(db);
 }
 export type OpenedDb = { db: Db; dialect: Dialect; close(): Promise<void> };
 
@@ -76,8 +72,10 @@ export function openDb(options: OpenDbOptions): OpenedDb {
       },
     };
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
-    groupCommits.set(db, createGroupCommit(db, (text) => database.prepare(text)));
-    immediateReads.set(db, (query) => (sqlite.inTransaction ? undefined : database.prepare(query.sql).all(...(query.parameters as unknown[]))));
+    sqliteDirect.set(db, {
+      group: createGroupCommit(db, (text) => database.prepare(text)),
+      read: <R>(query: CompiledQuery<R>) => (sqlite.inTransaction ? undefined : (database.prepare(query.sql).all(...(query.parameters as unknown[])) as R[])),
+    });
     return { db, dialect: "sqlite", close: () => db.destroy() };
   }
   const pool = new pg.Pool({

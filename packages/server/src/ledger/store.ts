@@ -9,7 +9,7 @@
  *   revenue:fees            platform fees earned
  */
 import { CompiledQuery, type Insertable, type Kysely, type Transaction, sql } from "kysely";
-import { type Db, type Dialect, type ImmediateRead, groupCommitOf, immediateReadOf } from "./db.ts";
+import { type Db, type Dialect, type SqliteDirect, sqliteDirectOf } from "./db.ts";
 import type { GroupCommit } from "./groupCommit.ts";
 import type { Database, PaymentsTable, Plan, ProjectsTable } from "./schema.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
@@ -123,7 +123,7 @@ export class Ledger {
   /** SQLite: the hot writes share commits (groupCommit.ts); PostgreSQL runs them as transactions. */
   private readonly group: GroupCommit | undefined;
   /** SQLite: the token lookup, on every request, runs on the calling stack when it safely can. */
-  private readonly read: ImmediateRead | undefined;
+  private readonly read: SqliteDirect["read"] | undefined;
 
   constructor(
     readonly db: Db,
@@ -133,8 +133,9 @@ export class Ledger {
   ) {
     this.tokenQuery = compileTokenQuery(db);
     this.balanceQuery = compileBalanceQuery(db);
-    this.group = groupCommitOf(db);
-    this.read = immediateReadOf(db);
+    const direct = sqliteDirectOf(db);
+    this.group = direct?.group;
+    this.read = direct?.read;
   }
 
   private now(): string {
@@ -220,8 +221,7 @@ export class Ledger {
 
   async findTokenByHash(hash: string) {
     const query = withParameters(this.tokenQuery, [hash]);
-    const rows = this.read?.(query) as (typeof query extends CompiledQuery<infer R> ? R : never)[] | undefined;
-    return (rows ?? (await this.db.executeQuery(query)).rows)[0];
+    return (this.read?.(query) ?? (await this.db.executeQuery(query)).rows)[0];
   }
 
   listTokens(projectId: string) {
@@ -289,8 +289,8 @@ export class Ledger {
     const balanceQuery = this.balanceQuery;
     try {
       if (!this.group) {
-        // PostgreSQL: one statement, one round trip.
-        if ((await this.db.executeQuery(plan.single())).rows[0]) return { kind: "held", payment: plan.payment };
+        // PostgreSQL: the whole hold is one statement, one round trip.
+        if ((await this.writeOne(plan.single()))[0]) return { kind: "held", payment: plan.payment };
         return { kind: "insufficient", availableMicros: (await this.getBalance(input.projectId))?.available_micros ?? 0 };
       }
       return await this.atomically(function* (): Steps<HoldResult> {
@@ -312,8 +312,9 @@ export class Ledger {
   }
 
   /**
-   * The hold's statements, compiled: the conditional debit (its row gives the transactions' positions),
-   * then the payment, its two transactions and the journal movement. One definition for both dialects.
+   * The hold's statements: the conditional debit (its row gives the transactions' positions), then the
+   * payment, its two transactions and the journal movement — as separate statements (`records`, for the
+   * SQLite batch) or, on PostgreSQL, as one statement built around the same debit (`single`).
    */
   private holdPlan(input: NewPayment, total: number) {
     const at = this.now();
@@ -377,7 +378,7 @@ export class Ledger {
       this.db.insertInto("transactions").values(transactions.map((t, i) => ({ ...t, pos: pos - (transactions.length - 1 - i) }))).compile(),
       this.db.insertInto("journal_entries").values(journal).compile(),
     ];
-    return { debit, payment, records, single: () => pgHoldStatement(input.projectId, total, payment, transactions, journal) };
+    return { debit, payment, records, single: () => pgHoldStatement(debit, payment, transactions, journal) };
   }
 
   /** Persists progress of an open payment (status pending → processing, hashes, rail state). */
@@ -387,9 +388,8 @@ export class Ledger {
   ): Promise<PaymentRow> {
     const update = this.db.updateTable("payments").set({ ...patch, updated_at: this.now() }).where("id", "=", id).returningAll().compile();
     const processing = patch.status === "processing" ? this.db.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", id).where("status", "=", "pending").compile() : undefined;
-    if (!processing && !this.group) {
-      // One statement is atomic on its own: no BEGIN/COMMIT round trips on PostgreSQL.
-      const row = (await this.db.executeQuery(update)).rows[0];
+    if (!processing) {
+      const row = (await this.writeOne(update))[0];
       if (!row) throw new Error(`payment ${id} not found`);
       return row;
     }
@@ -406,6 +406,11 @@ export class Ledger {
    * one atomic unit: on SQLite in the group commit, on PostgreSQL in a transaction of its own. One
    * body for both: what it yields is all it does to the database.
    */
+  /** A write of one statement, atomic on its own: the group commit, or on PostgreSQL no BEGIN/COMMIT. */
+  private async writeOne<R>(query: CompiledQuery<R>): Promise<R[]> {
+    return this.group ? this.group.write((run) => run(query)) : (await this.db.executeQuery(query)).rows;
+  }
+
   private atomically<T>(steps: () => Steps<T>): Promise<T> {
     if (this.group) {
       return this.group.write((run) => {
@@ -547,10 +552,7 @@ export class Ledger {
 
   async releaseLease(id: string, owner: string, nextAttemptAt: string): Promise<void> {
     const release = this.db.updateTable("payments").set({ lease_owner: null, lease_until: null, next_attempt_at: nextAttemptAt }).where("id", "=", id).where("lease_owner", "=", owner).compile();
-    if (!this.group) return void (await this.db.executeQuery(release));
-    await this.atomically(function* (): Steps<void> {
-      yield release;
-    });
+    await this.writeOne(release);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -662,13 +664,14 @@ export type { Kysely };
 const PG_TYPES: Readonly<Record<string, string>> = { amount_units: "bigint", fee_units: "bigint", amount_micros: "bigint", fee_micros: "bigint", amount: "bigint", attempts: "integer" };
 
 /**
- * The whole hold as one PostgreSQL statement (one round trip instead of six): the conditional debit,
- * and the payment, its transactions and its journal movement inserted from the debit's row, so nothing
- * is inserted when the balance does not cover it. A single statement is atomic; a duplicate idempotency
- * key fails all of it. Returns the debited row, or no row when the balance was short.
+ * The whole hold as one PostgreSQL statement (one round trip instead of six): the compiled conditional
+ * debit as a CTE, and the payment, its transactions and its journal movement inserted from the debit's
+ * row, so nothing is inserted when the balance does not cover it. A single statement is atomic; a
+ * duplicate idempotency key fails all of it. Returns the debited row, or no row when the balance was short.
  */
-function pgHoldStatement(projectId: string, total: number, payment: PaymentRow, transactions: Omit<TransactionRow, "pos">[], journal: JournalRow[]): CompiledQuery<{ available_micros: number; tx_count: number }> {
-  const parameters: unknown[] = [];
+function pgHoldStatement(debit: CompiledQuery<{ available_micros: number; tx_count: number }>, payment: PaymentRow, transactions: Omit<TransactionRow, "pos">[], journal: JournalRow[]): CompiledQuery<{ available_micros: number; tx_count: number }> {
+  // The debit's own parameters come first ($1…); the inserts' are numbered after them.
+  const parameters: unknown[] = [...debit.parameters];
   const param = (value: unknown, column: string) => {
     parameters.push(value);
     return `$${parameters.length}::${PG_TYPES[column] ?? "text"}`;
@@ -677,9 +680,7 @@ function pgHoldStatement(projectId: string, total: number, payment: PaymentRow, 
   const values = (row: object) => Object.entries(row).map(([c, v]) => param(v, c)).join(", ");
   const last = transactions.length - 1;
   const text = [
-    `with debit as (update "balances" set "available_micros" = "available_micros" - ${param(total, "amount")}, "held_micros" = "held_micros" + ${param(total, "amount")},`,
-    ` "total_spent_micros" = "total_spent_micros" + ${param(total, "amount")}, "tx_count" = "tx_count" + ${transactions.length}`,
-    ` where "project_id" = ${param(projectId, "project_id")} and "available_micros" >= ${param(total, "amount")} returning "available_micros", "tx_count"),`,
+    `with debit as (${debit.sql}),`,
     ` p as (insert into "payments" (${names(payment)}) select ${values(payment)} from debit),`,
     ` t as (insert into "transactions" (${names(transactions[0]!)}, "pos") ${transactions.map((row, i) => `select ${values(row)}, debit."tx_count" - ${last - i} from debit`).join(" union all ")}),`,
     ` j as (insert into "journal_entries" (${names(journal[0]!)}) ${journal.map((row) => `select ${values(row)} from debit`).join(" union all ")})`,
