@@ -589,6 +589,24 @@ describe("connections", () => {
     expect(server.received).toHaveLength(1);
   });
 
+  test("error: an over-size reply on a kept connection tears that connection down", async () => {
+    const chunk = Buffer.alloc(16_384, "x");
+    const server = await startHttpServer((_request, response) => {
+      response.writeHead(200, { "Content-Type": "application/octet-stream" });
+      const pump = (): void => {
+        while (!response.destroyed && response.write(chunk)) {
+          // keep filling the buffer
+        }
+        if (!response.destroyed) response.once("drain", pump);
+      };
+      pump();
+    });
+    const fetch = loopbackFetcher({ maxResponseBytes: 65_536 });
+    const error = await failure(fetch({ url: `http://127.0.0.1:${server.port}/big`, method: "GET" }, { reuseConnection: true }));
+    expect(error.code).toBe("response_too_large");
+    await expect.poll(() => server.closed(), { timeout: 2_000 }).toBe(1);
+  });
+
   test("error: a kept-connection request to a refused port says it could not connect", async () => {
     const probe = await startTcpServer(() => undefined);
     const port = probe.port;

@@ -173,11 +173,12 @@ async function safeFetch(
     if (!prepared) {
       const address = await resolveTarget(url.hostname, limits, deadline);
       const x: Exchange = { url, address, method, headers, body, limits, deadline };
-      return await (kept ? exchangeKept(x, kept) : exchange(x));
+      return await exchange(x, kept ? kept.route(x) : freshRoute(x));
     }
     const dialled = await prepared;
     if (dialled.url.origin !== url.origin) throw new Error(`a connection prepared for ${dialled.url.origin} cannot serve ${url.origin}`);
-    return await exchange({ url, address: dialled.address, method, headers, body, limits, deadline }, dialled);
+    const x: Exchange = { url, address: dialled.address, method, headers, body, limits, deadline };
+    return await exchange(x, freshRoute(x, dialled));
   } finally {
     deadline.clear();
   }
@@ -470,24 +471,32 @@ type Exchange = {
   readonly deadline: Deadline;
 };
 
-async function exchange(x: Exchange, prepared?: Dialled): Promise<SafeFetchResponse> {
+/**
+ * Where a request goes: a fresh single-use connection (destroyed after the response, and it knows whether
+ * it ever connected: before that, nothing was sent), or a kept one from `KeptConnections`.
+ */
+type Route = { dispatcher: Client | Pool; fresh: boolean; connected(error: unknown, status: number | undefined): boolean };
+
+function dispatcherOptions(limits: Limits) {
+  return { headersTimeout: limits.timeoutMs, bodyTimeout: limits.timeoutMs, maxHeaderSize: limits.maxResponseHeaderBytes, pipelining: 1 };
+}
+
+function freshRoute(x: Exchange, prepared?: Dialled): Route {
   const dialled = { connected: false };
-  const client = new Client(x.url.origin, {
-    connect: prepared ? handOver(prepared, dialled) : pinnedConnector(x, dialled),
-    headersTimeout: x.limits.timeoutMs,
-    bodyTimeout: x.limits.timeoutMs,
-    maxHeaderSize: x.limits.maxResponseHeaderBytes,
-    pipelining: 1,
-  });
+  const client = new Client(x.url.origin, { ...dispatcherOptions(x.limits), connect: prepared ? handOver(prepared, dialled) : pinnedConnector(x, dialled) });
+  return { dispatcher: client, fresh: true, connected: () => dialled.connected };
+}
+
+async function exchange(x: Exchange, route: Route): Promise<SafeFetchResponse> {
   let status: number | undefined;
   try {
-    const response = await client.request({
+    const response = await route.dispatcher.request({
       path: x.url.pathname + x.url.search,
       method: x.method,
       headers: x.headers,
       body: x.body,
       signal: x.deadline.signal,
-      reset: true,
+      reset: route.fresh,
     });
     status = response.statusCode;
     const body = await readCapped(response.body, response.headers["content-length"], x, status);
@@ -498,11 +507,12 @@ async function exchange(x: Exchange, prepared?: Dialled): Promise<SafeFetchRespo
       url: x.url.href,
     };
   } catch (error) {
-    throw transportError(error, x, dialled.connected, status);
+    throw transportError(error, x, route.connected(error, status), status);
   } finally {
-    // Tears the connection down, also mid-body after an over-size or timed-out response. The socket is
-    // destroyed at once; the answer does not wait for its close callbacks.
-    client.destroy().catch(() => undefined);
+    // A fresh connection is torn down, also mid-body after an over-size or timed-out response; the socket
+    // is destroyed at once and the answer does not wait for its close callbacks. A kept one goes back to
+    // its pool (undici destroys it itself when a response was cut short).
+    if (route.fresh) route.dispatcher.destroy().catch(() => undefined);
   }
 }
 
@@ -515,22 +525,19 @@ class KeptConnections {
   private readonly pools = new Map<string, Pool>();
   constructor(private readonly limits: Limits) {}
 
-  for(x: Exchange): Pool {
+  route(x: Exchange): Route {
     const key = `${x.url.origin} ${x.address}`;
     let pool = this.pools.get(key);
     if (pool) {
       this.pools.delete(key);
     } else {
       pool = new Pool(x.url.origin, {
+        ...dispatcherOptions(this.limits),
         connections: KEPT_CONNECTIONS_PER_ORIGIN,
         // Each connection dials the address checked for the request that opened it: the key's address.
         connect: pinnedConnector({ address: x.address, limits: this.limits, deadline: { remainingMs: () => this.limits.timeoutMs } }, { connected: false }),
-        headersTimeout: this.limits.timeoutMs,
-        bodyTimeout: this.limits.timeoutMs,
-        maxHeaderSize: this.limits.maxResponseHeaderBytes,
         keepAliveTimeout: KEPT_IDLE_MS,
         keepAliveMaxTimeout: KEPT_IDLE_MS,
-        pipelining: 1,
       });
       if (this.pools.size >= KEPT_ORIGINS_MAX) {
         const [oldest, old] = this.pools.entries().next().value!;
@@ -539,7 +546,9 @@ class KeptConnections {
       }
     }
     this.pools.set(key, pool);
-    return pool;
+    // Which connection served the request is not tracked: nothing that needs to know whether bytes left is
+    // sent this way. The error detail still tells a failed dial from a broken exchange.
+    return { dispatcher: pool, fresh: false, connected: (error, status) => !(status === undefined && (error instanceof SafeFetchError || DIAL_CODES.has(errorCode(error)))) };
   }
 }
 
@@ -547,20 +556,6 @@ const DIAL_CODES: ReadonlySet<string> = new Set(["ECONNREFUSED", "EHOSTUNREACH",
 const KEPT_ORIGINS_MAX = 64;
 const KEPT_CONNECTIONS_PER_ORIGIN = 4;
 const KEPT_IDLE_MS = 4_000;
-
-async function exchangeKept(x: Exchange, kept: KeptConnections): Promise<SafeFetchResponse> {
-  let status: number | undefined;
-  try {
-    const response = await kept.for(x).request({ path: x.url.pathname + x.url.search, method: x.method, headers: x.headers, body: x.body, signal: x.deadline.signal });
-    status = response.statusCode;
-    const body = await readCapped(response.body, response.headers["content-length"], x, status);
-    return { status, headers: flattenHeaders(response.headers), body: new TextDecoder("utf-8").decode(body), url: x.url.href };
-  } catch (error) {
-    // Nothing that needs to know whether bytes left is sent this way; the detail still says which phase failed.
-    const dialFailed = status === undefined && (error instanceof SafeFetchError || DIAL_CODES.has(errorCode(error)));
-    throw transportError(error, x, !dialFailed, status);
-  }
-}
 
 /**
  * Gives undici the connection dialled in advance, once; its failure to dial fails the request unsent.
