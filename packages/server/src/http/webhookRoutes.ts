@@ -39,33 +39,64 @@ function verify(secret: string | undefined, req: FastifyRequest, what: string): 
   }
 }
 
+/** One webhook route: verify, parse, de-duplicate by id, then hand the hint to its hook (202). */
+function hintRoute<T>(
+  scope: FastifyInstance,
+  ctx: AppContext,
+  r: {
+    path: string;
+    secret: () => string | undefined;
+    what: string;
+    schema: z.ZodType<{ data: T }>;
+    shape: string;
+    source: "deposits" | "fiat";
+    /** Read per request: the server sets its hooks after the routes exist. */
+    hook: () => ((data: T) => Promise<void>) | undefined;
+    unavailable: ApiError;
+  },
+): void {
+  scope.post(r.path, async (req, reply) => {
+    const parsed = r.schema.safeParse(verify(r.secret(), req, r.what));
+    if (!parsed.success) throw badRequest("invalid_webhook", `Webhook body must be ${r.shape}: ${parsed.error.issues[0]?.message}.`);
+    if (!(await ctx.ledger.rememberWebhook(String(req.headers["webhook-id"]), r.source))) {
+      throw conflict("webhook_replayed", "This webhook id was already processed.");
+    }
+    const hook = r.hook();
+    if (!hook) throw r.unavailable;
+    await hook(parsed.data.data);
+    return reply.code(202).send({ received: true });
+  });
+}
+
 export function registerWebhookRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.register(async (scope) => {
     // Signatures cover the exact bytes: keep the body as text for these routes.
     scope.addContentTypeParser("application/json", { parseAs: "string", bodyLimit: 64 * 1024 }, (_req, body, done) => done(null, body));
-
-    scope.post("/v1/webhooks/deposits", async (req, reply) => {
-      const payload = verify(ctx.config.webhooks.depositSecret, req, "deposit");
-      const parsed = DepositHint.safeParse(payload);
-      if (!parsed.success) throw badRequest("invalid_webhook", `Webhook body must be {type, data: {tx_hash}}: ${parsed.error.issues[0]?.message}.`);
-      if (!(await ctx.ledger.rememberWebhook(String(req.headers["webhook-id"]), "deposits"))) {
-        throw conflict("webhook_replayed", "This webhook id was already processed.");
-      }
-      if (!ctx.hooks.depositHint) throw new ApiError(503, "chain_unavailable", "Deposits are not watched on this deployment.");
-      await ctx.hooks.depositHint(parsed.data.data.tx_hash);
-      return reply.code(202).send({ received: true });
+    hintRoute<z.infer<typeof DepositHint>["data"]>(scope, ctx, {
+      path: "/v1/webhooks/deposits",
+      secret: () => ctx.config.webhooks.depositSecret,
+      what: "deposit",
+      schema: DepositHint,
+      shape: "{type, data: {tx_hash}}",
+      source: "deposits",
+      hook: () => {
+        const depositHint = ctx.hooks.depositHint;
+        return depositHint && ((d) => depositHint(d.tx_hash));
+      },
+      unavailable: new ApiError(503, "chain_unavailable", "Deposits are not watched on this deployment."),
     });
-
-    scope.post("/v1/webhooks/fiat", async (req, reply) => {
-      const payload = verify(ctx.config.webhooks.fiatSecret, req, "fiat provider");
-      const parsed = FiatHint.safeParse(payload);
-      if (!parsed.success) throw badRequest("invalid_webhook", `Webhook body must be {type, data: {payout_id}}: ${parsed.error.issues[0]?.message}.`);
-      if (!(await ctx.ledger.rememberWebhook(String(req.headers["webhook-id"]), "fiat"))) {
-        throw conflict("webhook_replayed", "This webhook id was already processed.");
-      }
-      if (!ctx.hooks.fiatHint) throw new ApiError(503, "fiat_unavailable", "The fiat rail is not configured on this deployment.");
-      await ctx.hooks.fiatHint(parsed.data.data.payout_id);
-      return reply.code(202).send({ received: true });
+    hintRoute<z.infer<typeof FiatHint>["data"]>(scope, ctx, {
+      path: "/v1/webhooks/fiat",
+      secret: () => ctx.config.webhooks.fiatSecret,
+      what: "fiat provider",
+      schema: FiatHint,
+      shape: "{type, data: {payout_id}}",
+      source: "fiat",
+      hook: () => {
+        const fiatHint = ctx.hooks.fiatHint;
+        return fiatHint && ((d) => fiatHint(d.payout_id));
+      },
+      unavailable: new ApiError(503, "fiat_unavailable", "The fiat rail is not configured on this deployment."),
     });
   });
 }
