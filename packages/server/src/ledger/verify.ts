@@ -57,24 +57,20 @@ export async function verifyLedger(db: Db): Promise<{ ok: boolean; problems: Led
     }
   }
   const countBy = new Map(counts.map((c) => [c.project_id, Number(c.n)]));
-  const funded = await db.selectFrom("deposits").select(["project_id", sql<number>`cast(sum(amount_micros) as bigint)`.as("s")]).where("status", "=", "credited").groupBy("project_id").execute();
-  const fundedBy = new Map(funded.map((f) => [f.project_id, Number(f.s)]));
-  const pending = await db.selectFrom("deposits").select(["project_id", sql<number>`cast(sum(amount_micros) as bigint)`.as("s")]).where("status", "=", "seen").groupBy("project_id").execute();
-  const pendingBy = new Map(pending.map((f) => [f.project_id, Number(f.s)]));
-  const spent = await db
-    .selectFrom("payments")
-    .select(["project_id", sql<number>`cast(sum(amount_micros + fee_micros) as bigint)`.as("s")])
-    .where("status", "not in", ["failed", "reversed"])
-    .groupBy("project_id")
-    .execute();
-  const spentBy = new Map(spent.map((f) => [f.project_id, Number(f.s)]));
-  const open = await db
-    .selectFrom("payments")
-    .select(["project_id", sql<number>`cast(sum(amount_micros + fee_micros) as bigint)`.as("s")])
-    .where("status", "in", ["pending", "processing"])
-    .groupBy("project_id")
-    .execute();
-  const openBy = new Map(open.map((f) => [f.project_id, Number(f.s)]));
+  // Sum of a money column per project over the rows in the given statuses.
+  const sumBy = async (table: "deposits" | "payments", column: "amount_micros" | "amount_micros + fee_micros", op: "in" | "not in", statuses: string[]) => {
+    const rows = await db
+      .selectFrom(table)
+      .select(["project_id", sql<number>`cast(sum(${sql.raw(column)}) as bigint)`.as("s")])
+      .where("status", op, statuses as never)
+      .groupBy("project_id")
+      .execute();
+    return new Map(rows.map((r) => [r.project_id, Number(r.s)]));
+  };
+  const fundedBy = await sumBy("deposits", "amount_micros", "in", ["credited"]);
+  const pendingBy = await sumBy("deposits", "amount_micros", "in", ["seen"]);
+  const spentBy = await sumBy("payments", "amount_micros + fee_micros", "not in", ["failed", "reversed"]);
+  const openBy = await sumBy("payments", "amount_micros + fee_micros", "in", ["pending", "processing"]);
   for (const b of balances) {
     const p = b.project_id;
     const expect = (check: string, row: number, derived: number) => {
