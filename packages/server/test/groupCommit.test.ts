@@ -124,6 +124,8 @@ test("behavior: the token lookup never reads the uncommitted rows of a transacti
   });
   await new Promise((r) => setTimeout(r, 10));
   const lookup = ledger.findTokenByHash(hashToken(token));
+  // The lookup's turn (the next one) comes while the transaction is still open.
+  await new Promise((r) => setTimeout(r, 10));
   release();
   await expect(trx).rejects.toThrow("roll back");
   expect((await lookup)!.available_micros).toBe(0);

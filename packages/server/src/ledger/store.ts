@@ -82,12 +82,14 @@ function isUniqueViolation(err: unknown): boolean {
 
 // The token, its project and the project's balance in one statement: authentication needs the first
 // two, and GET /v1/balance answers from the third without a second round trip.
-const compileTokenQuery = (db: Db) =>
+/** The token lookup for `n` token hashes at once (`token_hash in (?, …)`), with each row's hash. */
+const compileTokenQuery = (db: Db, n: number) =>
   db
     .selectFrom("api_tokens")
     .innerJoin("projects", "projects.id", "api_tokens.project_id")
     .innerJoin("balances", "balances.project_id", "api_tokens.project_id")
     .select([
+      "api_tokens.token_hash",
       "api_tokens.id",
       "api_tokens.project_id",
       "api_tokens.permissions",
@@ -101,8 +103,11 @@ const compileTokenQuery = (db: Db) =>
       "balances.total_funded_micros",
       "balances.total_spent_micros",
     ])
-    .where("api_tokens.token_hash", "=", "")
+    .where("api_tokens.token_hash", "in", Array.from({ length: n }, () => ""))
     .compile();
+export type TokenRow = ReturnType<typeof compileTokenQuery> extends CompiledQuery<infer R> ? R : never;
+/** At most this many distinct tokens in one lookup statement. */
+const TOKEN_LOOKUP_BATCH_MAX = 32;
 const compileBalanceQuery = (db: Db) =>
   db
     .selectFrom("balances")
@@ -118,7 +123,10 @@ function withParameters<R>(q: CompiledQuery<R>, parameters: readonly unknown[]):
 
 export class Ledger {
   // The two queries every request makes, compiled once: building SQL costs more than running it.
-  private readonly tokenQuery: ReturnType<typeof compileTokenQuery>;
+  /** By number of hashes, 1..TOKEN_LOOKUP_BATCH_MAX, compiled on first use. */
+  private readonly tokenQueries: CompiledQuery<TokenRow>[] = [];
+  /** Token lookups asked for during this turn of the event loop, by hash; read together on the next. */
+  private lookups: Map<string, { resolve(row: TokenRow | undefined): void; reject(err: unknown): void }[]> | undefined;
   private readonly balanceQuery: ReturnType<typeof compileBalanceQuery>;
   /** SQLite: the hot writes share commits (groupCommit.ts); PostgreSQL runs them as transactions. */
   private readonly group: GroupCommit | undefined;
@@ -131,7 +139,6 @@ export class Ledger {
     private readonly clock: Clock,
     private readonly newId: IdGenerator,
   ) {
-    this.tokenQuery = compileTokenQuery(db);
     this.balanceQuery = compileBalanceQuery(db);
     const direct = sqliteDirectOf(db);
     this.group = direct?.group;
@@ -219,9 +226,41 @@ export class Ledger {
     await this.db.insertInto("api_tokens").values(row).execute();
   }
 
-  async findTokenByHash(hash: string) {
-    const query = withParameters(this.tokenQuery, [hash]);
-    return (this.read?.(query) ?? (await this.db.executeQuery(query)).rows)[0];
+  /**
+   * The token with this hash, its project and balance, read after the request that asks arrived.
+   * Lookups asked for during one turn of the event loop (the requests read from the sockets
+   * together) are answered by one statement at the start of the next, so many requests cost one
+   * read; each still sees every change committed before it arrived (revocation holds on the next
+   * request).
+   */
+  findTokenByHash(hash: string): Promise<TokenRow | undefined> {
+    let batch = this.lookups;
+    if (!batch) {
+      const started = (batch = this.lookups = new Map());
+      setImmediate(() => {
+        this.lookups = undefined;
+        void this.lookUpTokens(started);
+      });
+    }
+    let waiters = batch.get(hash);
+    if (!waiters) batch.set(hash, (waiters = []));
+    const list = waiters;
+    return new Promise((resolve, reject) => list.push({ resolve, reject }));
+  }
+
+  private async lookUpTokens(batch: NonNullable<Ledger["lookups"]>): Promise<void> {
+    const hashes = [...batch.keys()];
+    for (let i = 0; i < hashes.length; i += TOKEN_LOOKUP_BATCH_MAX) {
+      const chunk = hashes.slice(i, i + TOKEN_LOOKUP_BATCH_MAX);
+      try {
+        const query = withParameters((this.tokenQueries[chunk.length] ??= compileTokenQuery(this.db, chunk.length)), chunk);
+        const rows = this.read?.(query) ?? (await this.db.executeQuery(query)).rows;
+        const byHash = new Map(rows.map((r) => [r.token_hash, r]));
+        for (const h of chunk) for (const w of batch.get(h)!) w.resolve(byHash.get(h));
+      } catch (err) {
+        for (const h of chunk) for (const w of batch.get(h)!) w.reject(err);
+      }
+    }
   }
 
   listTokens(projectId: string) {

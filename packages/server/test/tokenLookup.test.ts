@@ -1,0 +1,65 @@
+// The token lookup every request makes: lookups asked for in one turn of the event loop are read by
+// one statement (at most 32 tokens each), every caller gets its own token's row, and a revocation
+// committed before a request arrives is seen by that request. On a real SQLite file and PostgreSQL.
+import type { KyselyPlugin } from "kysely";
+import { afterEach, describe, expect, test } from "vitest";
+import { Ledger } from "../src/ledger/store.ts";
+import { newId, systemClock } from "../src/ids.ts";
+import { createToken } from "../src/services/tokens.ts";
+import { hashToken } from "../src/tokens.ts";
+import { createTestDb, dialects } from "./support/db.ts";
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+describe.each(dialects)("token lookups on %s", (dialect) => {
+  async function setup() {
+    const db = await createTestDb(dialect);
+    cleanups.push(() => db.drop());
+    let statements = 0;
+    // Counts the statements run through this Kysely instance (a plugin sees every result).
+    const counter: KyselyPlugin = { transformQuery: (a) => a.node, transformResult: async (a) => (statements++, a.result) };
+    const ledger = new Ledger(db.db.withPlugin(counter), db.dialect, systemClock, newId);
+    const deps = { ledger, clock: systemClock, newId };
+    const project = await ledger.createProject({ name: "p", plan: "free" });
+    const other = await ledger.createProject({ name: "q", plan: "pro" });
+    const a = await createToken(deps, { projectId: project.id, permissions: ["read"], mode: "test" });
+    const b = await createToken(deps, { projectId: other.id, permissions: ["read", "pay"], mode: "test" });
+    const c = await createToken(deps, { projectId: project.id, permissions: ["read"], mode: "test" });
+    return { ledger, project, other, a, b, c, statements: () => statements };
+  }
+
+  test("behavior: lookups of one turn share one statement and each caller gets its own token", async () => {
+    const s = await setup();
+    await s.ledger.revokeToken(s.c.id);
+    const before = s.statements();
+    const ask = (token: string, n: number) => Array.from({ length: n }, () => s.ledger.findTokenByHash(hashToken(token)));
+    const unknown = "aw_test_" + "0".repeat(38);
+    const [as, bs, cs, us] = [ask(s.a.token, 20), ask(s.b.token, 10), ask(s.c.token, 5), ask(unknown, 5)];
+    const rows = await Promise.all([...as, ...bs, ...cs, ...us]);
+    expect(s.statements() - before).toBe(1);
+    for (const r of rows.slice(0, 20)) expect(r).toMatchObject({ id: s.a.id, project_id: s.project.id, revoked_at: null, plan: "free" });
+    for (const r of rows.slice(20, 30)) expect(r).toMatchObject({ id: s.b.id, project_id: s.other.id, permissions: "read,pay", plan: "pro" });
+    for (const r of rows.slice(30, 35)) expect(r?.revoked_at).toEqual(expect.any(String));
+    for (const r of rows.slice(35)) expect(r).toBeUndefined();
+  });
+
+  test("behavior: more distinct tokens than one statement holds are read in chunks of 32", async () => {
+    const s = await setup();
+    const before = s.statements();
+    const hashes = Array.from({ length: 70 }, (_, i) => (i === 69 ? hashToken(s.a.token) : hashToken(`aw_test_${String(i).padStart(38, "x")}`)));
+    const rows = await Promise.all(hashes.map((h) => s.ledger.findTokenByHash(h)));
+    expect(s.statements() - before).toBe(3);
+    expect(rows.slice(0, 69).every((r) => r === undefined)).toBe(true);
+    expect(rows[69]?.id).toBe(s.a.id);
+  });
+
+  test("behavior: a revocation committed before the lookup is asked for is seen by it", async () => {
+    const s = await setup();
+    expect((await s.ledger.findTokenByHash(hashToken(s.a.token)))?.revoked_at).toBeNull();
+    await s.ledger.revokeToken(s.a.id);
+    expect((await s.ledger.findTokenByHash(hashToken(s.a.token)))?.revoked_at).toEqual(expect.any(String));
+  });
+});
