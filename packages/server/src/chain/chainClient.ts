@@ -31,6 +31,29 @@ export const multicall3Abi = parseAbi([
 ]);
 export const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
 
+/** How old an answer shared between concurrent callers may be. */
+const SHARED_READ_MS = 200;
+const SHARED_READ_KEYS_MAX = 4_096;
+
+/**
+ * Wraps a read so callers asking for the same key within `maxAgeMs` share one request (also while it
+ * is in flight). Failures are not kept. Bounded: the oldest keys go first.
+ */
+function shared<K, V>(read: (key: K) => Promise<V>, maxAgeMs: number): (key: K) => Promise<V> {
+  const entries = new Map<K, { at: number; value: Promise<V> }>();
+  return (key) => {
+    const now = Date.now();
+    const e = entries.get(key);
+    if (e && now - e.at <= maxAgeMs) return e.value;
+    const value = read(key);
+    entries.delete(key);
+    entries.set(key, { at: now, value });
+    value.catch(() => entries.get(key)?.value === value && entries.delete(key));
+    if (entries.size > SHARED_READ_KEYS_MAX) entries.delete(entries.keys().next().value as K);
+    return value;
+  };
+}
+
 export type ChainSettings = { rpcUrl: string; chainId: number; usdcAddress: Address; timeoutMs: number; retries: number; pollingIntervalMs?: number };
 
 export type ChainClient = ReturnType<typeof createChainClient>;
@@ -48,23 +71,33 @@ export function createChainClient(s: ChainSettings) {
     pollingInterval: s.pollingIntervalMs ?? 1_000,
   }) as PublicClient;
 
+  const receipt = async (hash: Hex) => {
+    try {
+      return await client.getTransactionReceipt({ hash });
+    } catch (err) {
+      if ((err as Error).name === "TransactionReceiptNotFoundError") return undefined;
+      throw err;
+    }
+  };
+  const blockNumber = async () => Number(await client.getBlockNumber({ cacheTime: 0 }));
+  // Many payments share one relayer transaction and poll at once: one request answers them all.
+  const receipts = shared(receipt, SHARED_READ_MS);
+  const head = shared(blockNumber, SHARED_READ_MS);
+
   return {
     settings: s,
     chain,
     client,
     usdcAddress: s.usdcAddress,
-    blockNumber: async () => Number(await client.getBlockNumber({ cacheTime: 0 })),
+    blockNumber,
+    /** The head block as read at most SHARED_READ_MS ago (for confirmation depth: late by at most that). */
+    recentBlockNumber: () => head(""),
     /** USDC Transfer logs to any of `to` in [fromBlock, toBlock]; the caller bounds the range. */
     transfersTo: (to: Address[], fromBlock: number, toBlock: number) =>
       client.getLogs({ address: s.usdcAddress, event: transferEvent, args: { to }, fromBlock: BigInt(fromBlock), toBlock: BigInt(toBlock), strict: true }),
-    receipt: async (hash: Hex) => {
-      try {
-        return await client.getTransactionReceipt({ hash });
-      } catch (err) {
-        if ((err as Error).name === "TransactionReceiptNotFoundError") return undefined;
-        throw err;
-      }
-    },
+    receipt,
+    /** A receipt as read at most SHARED_READ_MS ago, one request for all callers asking at once. */
+    sharedReceipt: (hash: Hex) => receipts(hash),
     transactionKnown: async (hash: Hex) => {
       try {
         await client.getTransaction({ hash });

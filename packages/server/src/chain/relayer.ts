@@ -2,8 +2,15 @@
  * The relayer: the service's own account that submits EIP-3009 authorizations (project wallets hold
  * no ETH) and pays gas. Nonces are allocated from a database counter in the same transaction that
  * stores the signed raw transaction, so they stay correct across processes and restarts; recovery
- * re-broadcasts the stored transaction, never a new one for the same nonce. Several transfers of
- * one payment go in one Multicall3 `aggregate3` call, so amount and fee move together or not at all.
+ * re-broadcasts the stored transaction, never a new one for the same nonce.
+ *
+ * Batching: the steps asked for while a relayer transaction is being prepared go into the next one
+ * (at most MAX_BATCH_PAYMENTS payments), so under load one transaction — one nonce, one signature,
+ * one commit, one broadcast, one block — carries many payments. Each payment's transfers are one
+ * inner Multicall3 `aggregate3` that must succeed as a whole (amount and fee move together or not
+ * at all); the outer `aggregate3` lets each payment's inner call fail alone, so one bad
+ * authorization never fails the others. A payment's outcome is read from its own
+ * `AuthorizationUsed` log in the shared receipt (see `onchainLeg.checkRelayed`).
  */
 import { type Address, type Hex, encodeFunctionData, keccak256 } from "viem";
 import type { Custody } from "./custody.ts";
@@ -12,8 +19,12 @@ import type { Ledger } from "../ledger/store.ts";
 import { MULTICALL3_ADDRESS, multicall3Abi } from "./chainClient.ts";
 import type { ChainRuntime } from "./runtime.ts";
 
-/** Two transferWithAuthorization calls through Multicall3 use ~110k gas; the margin is deliberate. */
-export const RELAYER_GAS_LIMIT = 250_000n;
+/** Gas allowed per transfer (a transferWithAuthorization uses ~50k), per payment and per transaction; the margin is deliberate. */
+const GAS_PER_TRANSFER = 100_000n;
+const GAS_PER_PAYMENT = 30_000n;
+const GAS_PER_TRANSACTION = 50_000n;
+/** At most this many payments in one relayer transaction (≈ 7.7M gas with two transfers each). */
+export const MAX_BATCH_PAYMENTS = 32;
 const FEE_CACHE_MS = 5_000;
 
 export type Call = { target: Address; data: Hex };
@@ -27,13 +38,44 @@ export class StaleStepError extends Error {
 export type Expected = { tx_hash: string | null; rail_state: string | null };
 export type RelayedTx = { nonce: number; hash: Hex; raw: Hex };
 
+type Step = {
+  paymentId: string;
+  calls: Call[];
+  paymentPatch: (tx: RelayedTx) => Record<string, unknown>;
+  expected: Expected;
+  resolve: (tx: RelayedTx) => void;
+  reject: (err: unknown) => void;
+};
+
+/** Thrown inside a batch's database transaction: this member is stale; the rest are tried again without it. */
+class StaleMember extends Error {
+  constructor(readonly step: Step) {
+    super(`payment ${step.paymentId} was advanced by another process`);
+  }
+}
+
 export type Relayer = ReturnType<typeof createRelayer>;
+
+/** The gas limit of a relayer transaction carrying these payments' calls. */
+export function relayerGasLimit(callsPerPayment: number[]): bigint {
+  return callsPerPayment.reduce((g, n) => g + GAS_PER_PAYMENT + GAS_PER_TRANSFER * BigInt(n), GAS_PER_TRANSACTION);
+}
+
+/** The relayer transaction's calldata: one outer call per payment (may fail alone), its transfers inside (all or none). */
+export function encodeRelayBatch(payments: Call[][]): Hex {
+  const inner = (calls: Call[]) => encodeFunctionData({ abi: multicall3Abi, functionName: "aggregate3", args: [calls.map((c) => ({ target: c.target, allowFailure: false, callData: c.data }))] });
+  return encodeFunctionData({ abi: multicall3Abi, functionName: "aggregate3", args: [payments.map((calls) => ({ target: MULTICALL3_ADDRESS, allowFailure: true, callData: inner(calls) }))] });
+}
 
 export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logger, custody: Custody) {
   // Signs on this thread (see Custody.transactionSigner): inside the nonce transaction, never queued.
   const account = custody.transactionSigner(chain.relayerKey);
   const counterKey = `relayer_nonce:${account.address.toLowerCase()}`;
   let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined;
+  const queue: Step[] = [];
+  let flushing = false;
+  /** Broadcasts under way, by raw transaction (the same string for every payment of a batch). */
+  const sending = new Map<Hex, Promise<void>>();
 
   async function currentFees() {
     if (!fees || Date.now() - fees.at > FEE_CACHE_MS) {
@@ -59,12 +101,13 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
   }
 
   /**
-   * Allocates a nonce, signs the batch and stores it with the payment's new state in one database
-   * transaction. Signing is local CPU work; no network I/O happens inside the transaction.
+   * Allocates a nonce, signs one transaction for every member and stores it with each member's new
+   * state in one database transaction. Signing is local CPU work; no network I/O happens inside.
    */
-  async function prepare(paymentId: string, calls: Call[], paymentPatch: (tx: RelayedTx) => Record<string, unknown>, expected: Expected): Promise<RelayedTx> {
+  async function store(members: Step[]): Promise<RelayedTx> {
     const { maxFeePerGas, maxPriorityFeePerGas } = await currentFees();
-    const data = encodeFunctionData({ abi: multicall3Abi, functionName: "aggregate3", args: [calls.map((c) => ({ target: c.target, allowFailure: false, callData: c.data }))] });
+    const data = encodeRelayBatch(members.map((m) => m.calls));
+    const gas = relayerGasLimit(members.map((m) => m.calls.length));
     return ledger.db.transaction().execute(async (trx) => {
       await trx.insertInto("kv").values({ key: counterKey, value: "0" }).onConflict((oc) => oc.column("key").doNothing()).execute();
       const counter = await trx
@@ -74,36 +117,78 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
         .returning("value")
         .executeTakeFirstOrThrow();
       const nonce = Number(counter.value) - 1;
-      const raw = await account.signTransaction({
-        chainId: chain.client.settings.chainId,
-        type: "eip1559",
-        to: MULTICALL3_ADDRESS,
-        data,
-        nonce,
-        gas: RELAYER_GAS_LIMIT,
-        maxFeePerGas,
-        maxPriorityFeePerGas,
-        value: 0n,
-      });
-      const hash = keccak256(raw);
-      await trx.insertInto("relayer_txs").values({ nonce, relayer: account.address, payment_id: paymentId, raw_tx: raw, tx_hash: hash, created_at: new Date().toISOString() }).execute();
-      // Compare-and-set: if another process stored a step for this payment since we read it, roll
-      // back everything (the nonce too); our signatures are never broadcast.
-      const stored = await trx
-        .updateTable("payments")
-        .set({ ...paymentPatch({ nonce, hash, raw }), updated_at: new Date().toISOString() })
-        .where("id", "=", paymentId)
-        .where("tx_hash", expected.tx_hash === null ? "is" : "=", expected.tx_hash)
-        .where("rail_state", expected.rail_state === null ? "is" : "=", expected.rail_state)
-        .executeTakeFirst();
-      if (stored.numUpdatedRows !== 1n) throw new StaleStepError(`payment ${paymentId} was advanced by another process`);
-      await trx.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", paymentId).where("status", "=", "pending").execute();
-      return { nonce, hash, raw };
+      const raw = await account.signTransaction({ chainId: chain.client.settings.chainId, type: "eip1559", to: MULTICALL3_ADDRESS, data, nonce, gas, maxFeePerGas, maxPriorityFeePerGas, value: 0n });
+      const tx = { nonce, hash: keccak256(raw), raw };
+      const now = new Date().toISOString();
+      // payment_id: the first payment of the batch; every member's row carries the hash.
+      await trx.insertInto("relayer_txs").values({ nonce, relayer: account.address, payment_id: members[0]!.paymentId, raw_tx: raw, tx_hash: tx.hash, created_at: now }).execute();
+      for (const m of members) {
+        // Compare-and-set: if another process stored a step for this payment since we read it, roll
+        // back everything (the nonce too); these signatures are never broadcast.
+        const stored = await trx
+          .updateTable("payments")
+          .set({ ...m.paymentPatch(tx), updated_at: now })
+          .where("id", "=", m.paymentId)
+          .where("tx_hash", m.expected.tx_hash === null ? "is" : "=", m.expected.tx_hash)
+          .where("rail_state", m.expected.rail_state === null ? "is" : "=", m.expected.rail_state)
+          .executeTakeFirst();
+        if (stored.numUpdatedRows !== 1n) throw new StaleMember(m);
+        await trx.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", m.paymentId).where("status", "=", "pending").execute();
+      }
+      return tx;
     });
   }
 
-  /** Sends a stored transaction. "Already known" and "nonce too low" are answered by the receipt check later. */
-  async function broadcast(raw: Hex): Promise<void> {
+  async function flush(): Promise<void> {
+    flushing = true;
+    try {
+      while (queue.length) {
+        let members = queue.splice(0, MAX_BATCH_PAYMENTS);
+        while (members.length) {
+          try {
+            const tx = await store(members);
+            for (const m of members) m.resolve(tx);
+            break;
+          } catch (err) {
+            if (!(err instanceof StaleMember)) {
+              for (const m of members) m.reject(err);
+              break;
+            }
+            err.step.reject(new StaleStepError(err.message));
+            members = members.filter((m) => m !== err.step);
+          }
+        }
+      }
+    } finally {
+      flushing = false;
+    }
+  }
+
+  /**
+   * Stores a signed relayer transaction carrying `calls` (all or none) with the payment's new state,
+   * batched with the other payments asked for meanwhile. Resolves once it is committed; throws
+   * StaleStepError (nothing stored) when the payment no longer matches `expected`.
+   */
+  function prepare(paymentId: string, calls: Call[], paymentPatch: (tx: RelayedTx) => Record<string, unknown>, expected: Expected): Promise<RelayedTx> {
+    return new Promise((resolve, reject) => {
+      queue.push({ paymentId, calls, paymentPatch, expected, resolve, reject });
+      // Started on the next turn so the steps of this one share the transaction; while a batch is
+      // being stored, the loop in `flush` takes what arrived meanwhile.
+      if (!flushing && queue.length === 1) setImmediate(() => void (flushing || flush()));
+    });
+  }
+
+  /** Sends a stored transaction, once at a time per transaction however many payments it carries. "Already known" and "nonce too low" are answered by the receipt check later. */
+  function broadcast(raw: Hex): Promise<void> {
+    let p = sending.get(raw);
+    if (!p) {
+      p = send(raw).finally(() => sending.delete(raw));
+      sending.set(raw, p);
+    }
+    return p;
+  }
+
+  async function send(raw: Hex): Promise<void> {
     try {
       await chain.client.sendRaw(raw);
     } catch (err) {

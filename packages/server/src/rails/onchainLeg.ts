@@ -4,7 +4,7 @@
  * the held amount, and are stored (with the signed relayer transaction) before anything is broadcast.
  * `check` drives the leg to a final answer after any crash: confirmed, reverted, or expired.
  */
-import type { Address, Hex } from "viem";
+import { type Address, type Hex, toEventSelector } from "viem";
 import type { AppContext } from "../context.ts";
 import type { PaymentRow } from "../ledger/store.ts";
 import type { Relayer } from "../chain/relayer.ts";
@@ -13,6 +13,9 @@ import { type Authorization, randomNonce, signAuthorization } from "./eip3009.ts
 
 /** How long the relayer has to get an authorization mined; past it the leg can be failed safely. */
 export const AUTHORIZATION_VALIDITY_SECONDS = 3_600;
+
+/** keccak256("AuthorizationUsed(address,bytes32)"), emitted by USDC (and the test token) for every EIP-3009 transfer. */
+const AUTHORIZATION_USED_TOPIC = toEventSelector("AuthorizationUsed(address,bytes32)");
 
 export type Transfer = { to: Address; micros: number };
 export type LegState = { transfers: Authorization[]; relayNonce: number; stage?: string; [k: string]: unknown };
@@ -37,6 +40,14 @@ export async function relayTransfers(
   transfers: Transfer[],
   patch: (t: { hash: Hex; nonce: number; auths: Authorization[] }) => Record<string, unknown>,
 ): Promise<Hex> {
+  const auths = await signTransfers(d, payment, transfers);
+  const tx = await d.relayer.prepare(payment.id, encodeCalls(d, auths), (t) => patch({ hash: t.hash, nonce: t.nonce, auths }), { tx_hash: payment.tx_hash, rail_state: payment.rail_state });
+  await d.relayer.broadcast(tx.raw);
+  return tx.hash;
+}
+
+/** Authorizations from the project wallet for `transfers` (never more than the payment's hold). */
+export async function signTransfers(d: LegDeps, payment: PaymentRow, transfers: Transfer[]): Promise<Authorization[]> {
   const project = await d.ctx.ledger.getProject(payment.project_id);
   if (!project) throw new Error(`project ${payment.project_id} missing`);
   const total = transfers.reduce((s, t) => s + t.micros, 0);
@@ -48,12 +59,18 @@ export async function relayTransfers(
   for (const t of transfers.filter((x) => x.micros > 0)) {
     auths.push(await signAuthorization(d.ctx.custody, project.wallet_index, { chainId: d.chain.client.settings.chainId, usdc, to: t.to, valueMicros: t.micros, validAfter: 0, validBefore: now + AUTHORIZATION_VALIDITY_SECONDS, nonce: randomNonce() }));
   }
-  const tx = await d.relayer.prepare(payment.id, encodeCalls(d, auths), (t) => patch({ hash: t.hash, nonce: t.nonce, auths }), { tx_hash: payment.tx_hash, rail_state: payment.rail_state });
-  await d.relayer.broadcast(tx.raw);
-  return tx.hash;
+  return auths;
 }
 
-function encodeCalls(d: LegDeps, auths: Authorization[]) {
+/** Whether `logs` hold USDC's AuthorizationUsed(authorizer, nonce) event for this authorization. */
+export function authorizationUsedIn(logs: readonly { address: string; topics: readonly Hex[] }[], usdc: Address, a: Authorization): boolean {
+  const authorizer = `0x${a.from.slice(2).toLowerCase().padStart(64, "0")}`;
+  const nonce = a.nonce.toLowerCase();
+  return logs.some((l) => l.address.toLowerCase() === usdc.toLowerCase() && l.topics[0] === AUTHORIZATION_USED_TOPIC && l.topics[1]?.toLowerCase() === authorizer && l.topics[2]?.toLowerCase() === nonce);
+}
+
+/** The relayer calls that submit these authorizations. */
+export function encodeCalls(d: LegDeps, auths: Authorization[]) {
   return auths.map((a) => ({
     target: d.chain.client.usdcAddress,
     data: d.chain.client.encodeTransferWithAuthorization({ from: a.from, to: a.to, value: BigInt(a.value), validAfter: BigInt(a.validAfter), validBefore: BigInt(a.validBefore), nonce: a.nonce, signature: a.signature }),
@@ -62,11 +79,12 @@ function encodeCalls(d: LegDeps, auths: Authorization[]) {
 
 /** The payment's main leg: status → processing with its tx_hash, authorizations in rail_state. */
 export function startLeg(d: LegDeps, payment: PaymentRow, transfers: Transfer[], extraState: Record<string, unknown> = {}): Promise<Hex> {
-  return relayTransfers(d, payment, transfers, (t) => ({
-    status: "processing",
-    tx_hash: t.hash,
-    rail_state: JSON.stringify({ ...extraState, transfers: t.auths, relayNonce: t.nonce } satisfies LegState),
-  }));
+  return relayTransfers(d, payment, transfers, (t) => legPatch(t, extraState));
+}
+
+/** The payment row's new state once its main leg is stored. */
+export function legPatch(t: { hash: Hex; nonce: number; auths: Authorization[] }, extraState: Record<string, unknown> = {}) {
+  return { status: "processing", tx_hash: t.hash, rail_state: JSON.stringify({ ...extraState, transfers: t.auths, relayNonce: t.nonce } satisfies LegState) };
 }
 
 export function checkLeg(d: LegDeps, payment: PaymentRow): Promise<LegStatus> {
@@ -85,14 +103,17 @@ export async function checkRelayed(
 ): Promise<LegStatus> {
   const first = transfers[0];
   const usedOnChain = async () => (first ? d.chain.client.authorizationUsed(first.from, first.nonce) : false);
-  const receipt = await d.chain.client.receipt(hash);
+  // Shared by every payment of a batch: one lookup per transaction and moment, not one per payment.
+  const receipt = await d.chain.client.sharedReceipt(hash);
   if (receipt) {
-    if (receipt.status === "success") {
-      const head = await d.chain.client.blockNumber();
+    // The transaction can succeed while this payment's own call failed (each payment of a batch may
+    // fail alone), so the payment moved only if its authorization was used in this transaction.
+    if (receipt.status === "success" && (!first || authorizationUsedIn(receipt.logs, d.chain.client.usdcAddress, first))) {
+      const head = await d.chain.client.recentBlockNumber();
       const depth = head - Number(receipt.blockNumber) + 1;
       return depth >= Math.max(1, d.ctx.config.chain.paymentConfirmations) ? "confirmed" : "pending";
     }
-    // A revert with the authorization consumed means another submission of ours moved the money.
+    // Not moved here, but the authorization consumed: another submission of ours moved the money.
     return (await usedOnChain()) ? "confirmed" : "reverted";
   }
   if (await d.chain.client.transactionKnown(hash)) return "pending";

@@ -1,0 +1,138 @@
+// Relayer batching on the real chain: payments stepped together share one relayer transaction (one
+// nonce, one commit, one broadcast), each payment's transfers move all or none, and a payment whose
+// transfers cannot move fails alone and is credited back while the others in its transaction complete.
+import { devAccounts } from "@agentwallet/devchain";
+import { type Address, createWalletClient, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { MAX_BATCH_PAYMENTS } from "../../src/chain/relayer.ts";
+import { type Principal } from "../../src/http/auth.ts";
+import type { PaymentRow } from "../../src/ledger/store.ts";
+import { verifyLedger } from "../../src/ledger/verify.ts";
+import { randomNonce, signAuthorization } from "../../src/rails/eip3009.ts";
+import { type LegDeps, encodeCalls, legPatch, signTransfers } from "../../src/rails/onchainLeg.ts";
+import { usdcIntent } from "../../src/services/payments/parsePay.ts";
+import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
+
+const recipient: Address = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955";
+
+describe("relayer batching: many payments in one relayer transaction, each with its own outcome", () => {
+  let s: TestServer;
+  let principal: Principal;
+  beforeAll(async () => {
+    s = await startTestServer();
+    await s.fund(20_000_000n);
+    principal = { tokenId: "t", projectId: s.projectId, permissions: new Set(["read", "pay"]), paused: false, plan: "free", balance: { availableMicros: 0, pendingMicros: 0, totalFundedMicros: 0, totalSpentMicros: 0, walletAddress: null } };
+  });
+  afterAll(async () => s?.stop());
+
+  const ctx = () => s.server.ctx;
+  const chain = () => s.server.chain!.client;
+  const past = () => new Date(Date.now() - 1_000).toISOString();
+  /** A held payment nobody else steps: its lease belongs to a process that is not running. */
+  async function held(amountMicros: number, key: string): Promise<PaymentRow> {
+    const h = await ctx().ledger.hold({ ...usdcIntent({ address: recipient, amountMicros, principal, description: null, idempotencyKey: key }), projectId: s.projectId, railState: null, inFlightUntil: past(), leaseOwner: "elsewhere", leaseUntil: new Date(Date.now() + 60_000).toISOString() });
+    if (h.kind !== "held") throw new Error(`hold ${key} failed: ${h.kind}`);
+    return h.payment;
+  }
+  /**
+   * Signs each payment's leg as the usdc rail does (amount to the recipient, fee to the treasury),
+   * then asks the relayer for all of them in one turn, and broadcasts. Returns each payment's row.
+   */
+  async function stepTogether(payments: PaymentRow[]): Promise<PaymentRow[]> {
+    const d: LegDeps = { ctx: ctx(), chain: ctx().rails!.chain, relayer: ctx().rails!.relayer };
+    const auths = await Promise.all(payments.map((p) => signTransfers(d, p, [{ to: recipient, micros: p.amount_micros }, { to: d.chain.treasuryAddress, micros: p.fee_micros }])));
+    const txs = await Promise.all(payments.map((p, i) => d.relayer.prepare(p.id, encodeCalls(d, auths[i]!), (t) => legPatch({ ...t, auths: auths[i]! }), { tx_hash: p.tx_hash, rail_state: p.rail_state })));
+    await Promise.all(txs.map((t) => d.relayer.broadcast(t.raw)));
+    return Promise.all(payments.map(async (p) => (await ctx().ledger.getPayment(p.id))!));
+  }
+  /** Hands the payments to this server's worker and waits until each is final. */
+  async function finish(ids: string[]): Promise<PaymentRow[]> {
+    for (const id of ids) await ctx().ledger.updatePayment(id, { lease_owner: null, lease_until: null, next_attempt_at: past() });
+    const out: PaymentRow[] = [];
+    for (const id of ids) {
+      for (let i = 0; ; i++) {
+        const p = (await ctx().ledger.getPayment(id))!;
+        if (p.status === "completed" || p.status === "failed") {
+          out.push(p);
+          break;
+        }
+        if (i > 400) throw new Error(`payment ${id} not final: ${p.status}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    return out;
+  }
+
+  test("behavior: the rail's own steps, taken at once, share relayer transactions and each completes", async () => {
+    const payments = await Promise.all(Array.from({ length: 12 }, (_, i) => held(10_000 + i, `rail-${i}`)));
+    const rail = ctx().rails!.byName.usdc_transfer!;
+    await Promise.all(payments.map((p) => rail.advance(p)));
+    const rows = await Promise.all(payments.map(async (p) => (await ctx().ledger.getPayment(p.id))!));
+    expect(new Set(rows.map((p) => p.tx_hash)).size).toBeLessThan(payments.length);
+    const final = await finish(payments.map((p) => p.id));
+    expect(final.every((p) => p.status === "completed")).toBe(true);
+  });
+
+  test("behavior: payments stepped in one turn go in one relayer transaction and each completes", async () => {
+    const r0 = await chain().usdcBalance(recipient);
+    const amounts = [100_001, 100_002, 100_003, 100_004, 100_005];
+    const payments = await Promise.all(amounts.map((a, i) => held(a, `batch-${i}`)));
+    const stepped = await stepTogether(payments);
+    const hashes = new Set(stepped.map((p) => p.tx_hash));
+    expect(hashes.size).toBe(1);
+    const relayed = await ctx().ledger.db.selectFrom("relayer_txs").select(["tx_hash", "payment_id"]).where("tx_hash", "=", stepped[0]!.tx_hash!).execute();
+    expect(relayed).toHaveLength(1);
+    const final = await finish(payments.map((p) => p.id));
+    expect(final.map((p) => p.status)).toEqual(amounts.map(() => "completed"));
+    expect((await chain().usdcBalance(recipient)) - r0).toBe(BigInt(amounts.reduce((a, b) => a + b, 0)));
+    // One transaction on-chain carried all five: five payments' worth of USDC transfers in one receipt.
+    const receipt = await chain().receipt(stepped[0]!.tx_hash as `0x${string}`);
+    expect(receipt?.status).toBe("success");
+    expect(receipt!.logs.filter((l) => l.address.toLowerCase() === chain().usdcAddress.toLowerCase()).length).toBeGreaterThanOrEqual(2 * amounts.length * 2);
+  });
+
+  test("behavior: a payment whose transfers cannot move fails alone; the others in its transaction complete", async () => {
+    // Move most of the wallet's USDC out behind the service's back: the ledger still shows it, the
+    // chain no longer has it, so the second payment's transfer reverts on-chain.
+    const project = (await ctx().ledger.getProject(s.projectId))!;
+    const wallet = ctx().custody.addressOf(project.wallet_index);
+    const onChain = await chain().usdcBalance(wallet);
+    const keep = 2_000_000n;
+    const sink = devAccounts().other;
+    const auth = await signAuthorization(ctx().custody, project.wallet_index, { chainId: chain().settings.chainId, usdc: chain().usdcAddress, to: sink.address, valueMicros: Number(onChain - keep), validAfter: 0, validBefore: Math.floor(Date.now() / 1000) + 600, nonce: randomNonce() });
+    const sender = createWalletClient({ account: privateKeyToAccount(sink.privateKey), chain: chain().chain, transport: http(chain().settings.rpcUrl) });
+    const drain = await sender.sendTransaction({ to: chain().usdcAddress, data: chain().encodeTransferWithAuthorization({ from: auth.from, to: auth.to, value: BigInt(auth.value), validAfter: 0n, validBefore: BigInt(auth.validBefore), nonce: auth.nonce, signature: auth.signature }) });
+    expect((await chain().client.waitForTransactionReceipt({ hash: drain })).status).toBe("success");
+
+    const before = (await ctx().ledger.getBalance(s.projectId))!;
+    const r0 = await chain().usdcBalance(recipient);
+    const ok = await held(1_000_000, "fits");
+    const tooBig = await held(5_000_000, "does-not-fit-on-chain");
+    const alsoOk = await held(500_000, "fits-too");
+    const hashes = new Set((await stepTogether([ok, tooBig, alsoOk])).map((p) => p.tx_hash));
+    expect(hashes.size).toBe(1);
+    const [a, b, c] = await finish([ok.id, tooBig.id, alsoOk.id]);
+    expect([a!.status, b!.status, c!.status]).toEqual(["completed", "failed", "completed"]);
+    expect(b!.failure_reason).toMatch(/reverted/);
+    expect((await chain().usdcBalance(recipient)) - r0).toBe(1_500_000n);
+    // The failed one was credited back in full (amount and fee); the others were spent.
+    const after = (await ctx().ledger.getBalance(s.projectId))!;
+    expect(before.available_micros - after.available_micros).toBe(ok.amount_micros + ok.fee_micros + alsoOk.amount_micros + alsoOk.fee_micros);
+    expect(after.held_micros).toBe(0);
+  });
+
+  test("behavior: at most MAX_BATCH_PAYMENTS payments share a relayer transaction", async () => {
+    const n = MAX_BATCH_PAYMENTS + 3;
+    const payments = await Promise.all(Array.from({ length: n }, (_, i) => held(1_000 + i, `many-${i}`)));
+    const rows = await stepTogether(payments);
+    const sizes = [...rows.reduce((m, p) => m.set(p.tx_hash!, (m.get(p.tx_hash!) ?? 0) + 1), new Map<string, number>()).values()].sort((x, y) => y - x);
+    expect(sizes).toEqual([MAX_BATCH_PAYMENTS, 3]);
+    const final = await finish(payments.map((p) => p.id));
+    expect(final.every((p) => p.status === "completed")).toBe(true);
+  });
+
+  test("the ledger verifies afterwards", async () => {
+    expect((await verifyLedger(ctx().ledger.db)).problems).toEqual([]);
+  });
+});
