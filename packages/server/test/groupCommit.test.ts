@@ -20,7 +20,7 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-function openFile() {
+function openFile(opts: { quietMs?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "aw-group-"));
   const path = join(dir, "g.db");
   const sqlite = new SQLite(path);
@@ -37,7 +37,7 @@ function openFile() {
     await db.destroy();
     rmSync(dir, { recursive: true, force: true });
   });
-  return { path, db, group: createGroupCommit(db, statement), executed };
+  return { path, db, group: createGroupCommit(db, statement, opts), executed };
 }
 
 const insert = (v: string) => CompiledQuery.raw("insert into t (v) values (?) returning id", [v]);
@@ -49,6 +49,20 @@ describe("group commit", () => {
     expect(new Set(results).size).toBe(20);
     expect(executed.filter((s) => s === "commit")).toHaveLength(1);
     expect(executed.filter((s) => s === "begin immediate")).toHaveLength(1);
+  });
+
+  test("behavior: when the path is quiet a write commits at once; when busy it waits for the end of the turn", async () => {
+    const quiet = openFile({ quietMs: -1 }); // every write finds the path quiet
+    const busy = openFile({ quietMs: Number.POSITIVE_INFINITY }); // every write finds it busy
+    const order: string[] = [];
+    setImmediate(() => order.push("end of turn"));
+    await quiet.group.write((run) => run(insert("q")));
+    order.push("quiet write committed");
+    await new Promise((r) => setImmediate(r));
+    setImmediate(() => order.push("end of turn"));
+    await busy.group.write((run) => run(insert("b")));
+    order.push("busy write committed");
+    expect(order).toEqual(["quiet write committed", "end of turn", "end of turn", "busy write committed"]);
   });
 
   test("error: a write that throws rolls back alone; the others of its batch commit", async () => {

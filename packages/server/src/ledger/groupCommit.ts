@@ -1,6 +1,7 @@
 /**
- * Group commit for SQLite: ledger writes submitted during one turn of the event loop run together in
- * one database transaction, each inside its own savepoint, and share one commit (one `fsync` with
+ * Group commit for SQLite: ledger writes submitted during one turn of the event loop (when writes are
+ * frequent; at once when the path is quiet) run together in one database transaction, each inside
+ * its own savepoint, and share one commit (one `fsync` with
  * `synchronous=FULL`). A write that throws rolls back its own savepoint only; the others commit. No
  * caller hears of its write before the commit that makes it durable has returned.
  *
@@ -19,14 +20,19 @@ export type GroupCommit = {
   write<T>(write: (run: RunQuery) => T): Promise<T>;
 };
 
+/** Milliseconds since the last batch after which the write path counts as quiet. */
+export const QUIET_MS = 2;
+
 /** At most this many writes share a commit; more wait for the next batch. */
 const BATCH_MAX = 256;
 
 type Item = { write: (run: RunQuery) => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
-export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) => SQLite.Statement): GroupCommit {
+export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) => SQLite.Statement, opts: { quietMs?: number } = {}): GroupCommit {
+  const quietMs = opts.quietMs ?? QUIET_MS;
   let queue: Item[] = [];
   let scheduled = false;
+  let lastFlushAt = Number.NEGATIVE_INFINITY;
 
   const run: RunQuery = <R>(query: CompiledQuery<R>): R[] => {
     const st = statement(query.sql);
@@ -39,11 +45,15 @@ export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) =
   function schedule(): void {
     if (scheduled || queue.length === 0) return;
     scheduled = true;
-    // After the current turn's I/O callbacks, so every request parsed in this turn joins the batch.
-    setImmediate(() => void flush());
+    // Busy (a batch started moments ago): after the current turn's I/O callbacks, so every request
+    // parsed in this turn joins the batch. Quiet: at once (after this callback's own microtasks), as
+    // nothing is likely to join and waiting for the end of the turn would only add latency.
+    if (performance.now() - lastFlushAt > quietMs) queueMicrotask(() => void flush());
+    else setImmediate(() => void flush());
   }
 
   async function flush(): Promise<void> {
+    lastFlushAt = performance.now();
     const batch = queue.slice(0, BATCH_MAX);
     queue = queue.slice(batch.length);
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];

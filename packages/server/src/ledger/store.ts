@@ -10,7 +10,7 @@
  */
 import { CompiledQuery, type Insertable, type Kysely, type Transaction, sql } from "kysely";
 import { type Db, type Dialect, type SqliteDirect, sqliteDirectOf } from "./db.ts";
-import type { GroupCommit } from "./groupCommit.ts";
+import { type GroupCommit, QUIET_MS } from "./groupCommit.ts";
 import type { Database, PaymentsTable, Plan, ProjectsTable } from "./schema.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 
@@ -127,6 +127,7 @@ export class Ledger {
   private readonly tokenQueries: CompiledQuery<TokenRow>[] = [];
   /** Token lookups asked for during this turn of the event loop, by hash; read together on the next. */
   private lookups: Map<string, { resolve(row: TokenRow | undefined): void; reject(err: unknown): void }[]> | undefined;
+  private lastLookupAt = Number.NEGATIVE_INFINITY;
   private readonly balanceQuery: ReturnType<typeof compileBalanceQuery>;
   /** SQLite: the hot writes share commits (groupCommit.ts); PostgreSQL runs them as transactions. */
   private readonly group: GroupCommit | undefined;
@@ -228,13 +229,23 @@ export class Ledger {
 
   /**
    * The token with this hash, its project and balance, read after the request that asks arrived.
-   * Lookups asked for during one turn of the event loop (the requests read from the sockets
-   * together) are answered by one statement at the start of the next, so many requests cost one
-   * read; each still sees every change committed before it arrived (revocation holds on the next
-   * request).
+   * When lookups are frequent, those asked for during one turn of the event loop (the requests read
+   * from the sockets together) are answered by one statement at the start of the next, so many
+   * requests cost one read; a lookup after a quiet spell is read at once. Each still sees every change
+   * committed before it arrived (revocation holds on the next request).
    */
   findTokenByHash(hash: string): Promise<TokenRow | undefined> {
     let batch = this.lookups;
+    const now = performance.now();
+    const quiet = !batch && now - this.lastLookupAt > QUIET_MS;
+    this.lastLookupAt = now;
+    if (quiet) {
+      // Nothing else asked moments ago: read at once rather than wait for the end of the turn.
+      const alone = new Map<string, { resolve(row: TokenRow | undefined): void; reject(err: unknown): void }[]>();
+      const answer = new Promise<TokenRow | undefined>((resolve, reject) => alone.set(hash, [{ resolve, reject }]));
+      void this.lookUpTokens(alone);
+      return answer;
+    }
     if (!batch) {
       const started = (batch = this.lookups = new Map());
       setImmediate(() => {

@@ -3,7 +3,7 @@
  * wallet holding gas. The domain is USDC's ("USD Coin", version "2") on the configured chain.
  */
 import { randomBytes } from "node:crypto";
-import type { Address, Hex } from "viem";
+import { type Address, type Hex, toEventSelector } from "viem";
 import type { Custody } from "../chain/custody.ts";
 
 export type Authorization = { from: Address; to: Address; value: string; validAfter: string; validBefore: string; nonce: Hex; signature: Hex };
@@ -37,4 +37,15 @@ export async function signAuthorization(
     message,
   } as never);
   return { from: signer.address, to: p.to, value: String(p.valueMicros), validAfter: String(p.validAfter), validBefore: String(p.validBefore), nonce: p.nonce, signature };
+}
+
+/** keccak256("AuthorizationUsed(address,bytes32)"): USDC (and the test token) emit it for every EIP-3009 transfer. */
+const AUTHORIZATION_USED_TOPIC = toEventSelector("AuthorizationUsed(address,bytes32)").toLowerCase();
+
+/** Whether `logs` hold USDC's AuthorizationUsed event for this authorizer and nonce. */
+export function authorizationUsedIn(logs: readonly { address: string; topics: readonly (Hex | undefined)[] }[], usdc: Address, a: { from: Address; nonce: Hex }): boolean {
+  const token = usdc.toLowerCase();
+  const authorizer = `0x${a.from.slice(2).toLowerCase().padStart(64, "0")}`;
+  const nonce = a.nonce.toLowerCase();
+  return logs.some((l) => l.address.toLowerCase() === token && l.topics[0]?.toLowerCase() === AUTHORIZATION_USED_TOPIC && l.topics[1]?.toLowerCase() === authorizer && l.topics[2]?.toLowerCase() === nonce);
 }

@@ -4,18 +4,15 @@
  * the held amount, and are stored (with the signed relayer transaction) before anything is broadcast.
  * `check` drives the leg to a final answer after any crash: confirmed, reverted, or expired.
  */
-import { type Address, type Hex, toEventSelector } from "viem";
+import type { Address, Hex } from "viem";
 import type { AppContext } from "../context.ts";
 import type { PaymentRow } from "../ledger/store.ts";
 import type { Relayer } from "../chain/relayer.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
-import { type Authorization, randomNonce, signAuthorization } from "./eip3009.ts";
+import { type Authorization, authorizationUsedIn, randomNonce, signAuthorization } from "./eip3009.ts";
 
 /** How long the relayer has to get an authorization mined; past it the leg can be failed safely. */
 export const AUTHORIZATION_VALIDITY_SECONDS = 3_600;
-
-/** keccak256("AuthorizationUsed(address,bytes32)"), emitted by USDC (and the test token) for every EIP-3009 transfer. */
-const AUTHORIZATION_USED_TOPIC = toEventSelector("AuthorizationUsed(address,bytes32)");
 
 export type Transfer = { to: Address; micros: number };
 export type LegState = { transfers: Authorization[]; relayNonce: number; stage?: string; [k: string]: unknown };
@@ -60,13 +57,6 @@ export async function signTransfers(d: LegDeps, payment: PaymentRow, transfers: 
     auths.push(await signAuthorization(d.ctx.custody, project.wallet_index, { chainId: d.chain.client.settings.chainId, usdc, to: t.to, valueMicros: t.micros, validAfter: 0, validBefore: now + AUTHORIZATION_VALIDITY_SECONDS, nonce: randomNonce() }));
   }
   return auths;
-}
-
-/** Whether `logs` hold USDC's AuthorizationUsed(authorizer, nonce) event for this authorization. */
-export function authorizationUsedIn(logs: readonly { address: string; topics: readonly Hex[] }[], usdc: Address, a: Authorization): boolean {
-  const authorizer = `0x${a.from.slice(2).toLowerCase().padStart(64, "0")}`;
-  const nonce = a.nonce.toLowerCase();
-  return logs.some((l) => l.address.toLowerCase() === usdc.toLowerCase() && l.topics[0] === AUTHORIZATION_USED_TOPIC && l.topics[1]?.toLowerCase() === authorizer && l.topics[2]?.toLowerCase() === nonce);
 }
 
 /** The relayer calls that submit these authorizations. */

@@ -13,7 +13,7 @@ import { type Address, parseEventLogs } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { usdcAbi } from "../../src/chain/chainClient.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
-import { authorizationUsedIn } from "../../src/rails/onchainLeg.ts";
+import { authorizationUsedIn } from "../../src/rails/eip3009.ts";
 import { x402State } from "../../src/rails/x402/x402State.ts";
 import { feeFor } from "../../src/money.ts";
 import { reconcile } from "../../src/services/reconcile.ts";

@@ -6,13 +6,13 @@
  * (USDC requires `block.timestamp < validBefore`).
  */
 import { decodePaymentResponseHeader } from "@x402/core/http";
-import { type Hex, type PublicClient, pad, parseAbiItem, toEventSelector } from "viem";
+import { type Hex, type PublicClient, parseAbiItem } from "viem";
 import type { ChainRuntime } from "../../chain/runtime.ts";
 import { usdcAbi } from "../../chain/chainClient.ts";
+import { authorizationUsedIn } from "../eip3009.ts";
 import type { SignedAuthorization } from "./signPayment.ts";
 
 export const authorizationUsedEvent = parseAbiItem("event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)");
-const AUTHORIZATION_USED_TOPIC = toEventSelector(authorizationUsedEvent).toLowerCase();
 
 /** The settlement a merchant reports in `PAYMENT-RESPONSE` (v2) or `X-PAYMENT-RESPONSE` (v1). */
 export type ReportedSettlement = { success: boolean; transaction: string | undefined };
@@ -32,13 +32,7 @@ export function readSettlementHeader(headers: Readonly<Record<string, string>>):
 export async function transactionUsedAuthorization(chain: ChainRuntime, hash: string, auth: SignedAuthorization): Promise<boolean> {
   if (!/^0x[0-9a-fA-F]{64}$/.test(hash)) return false;
   const receipt = await chain.client.receipt(hash as Hex);
-  if (!receipt || receipt.status !== "success") return false;
-  const usdc = chain.client.usdcAddress.toLowerCase();
-  const payer = pad(auth.from.toLowerCase() as Hex).toLowerCase();
-  const nonce = auth.nonce.toLowerCase();
-  return receipt.logs.some(
-    (l) => l.address.toLowerCase() === usdc && l.topics[0]?.toLowerCase() === AUTHORIZATION_USED_TOPIC && l.topics[1]?.toLowerCase() === payer && l.topics[2]?.toLowerCase() === nonce,
-  );
+  return receipt?.status === "success" && authorizationUsedIn(receipt.logs, chain.client.usdcAddress, auth);
 }
 
 export type AuthorizationStanding =
