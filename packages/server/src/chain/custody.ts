@@ -19,8 +19,8 @@ export interface Custody {
   signerFor(walletIndex: number, opts?: { onCallerThread?: boolean }): { address: Address; signTypedData(def: TypedDataDefinition): Promise<Hex> };
   /**
    * The relayer's key signs its transactions here too, so all signing shares one place. Always on the
-   * caller's thread: a relayer transaction is signed inside the database transaction that allocated its
-   * nonce, which must not wait behind the signing threads' queue while it holds its lock.
+   * caller's thread: one signature per relayer transaction (a whole batch), which its store waits for;
+   * the hop to a signing thread would cost more than the work.
    */
   transactionSigner(privateKey: Hex): { address: Address; signTransaction(tx: TransactionSerializable): Promise<Hex> };
   close(): Promise<void>;

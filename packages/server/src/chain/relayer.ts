@@ -1,8 +1,8 @@
 /**
  * The relayer: the service's own account that submits EIP-3009 authorizations (project wallets hold
- * no ETH) and pays gas. Nonces are allocated from a database counter in the same transaction that
- * stores the signed raw transaction, so they stay correct across processes and restarts; recovery
- * re-broadcasts the stored transaction, never a new one for the same nonce.
+ * no ETH) and pays gas. Nonces come from a database counter that moves past a nonce in the same
+ * atomic write that stores the transaction signed with it, so they stay correct across processes and
+ * restarts; recovery re-broadcasts the stored transaction, never a new one for the same nonce.
  *
  * Batching: the steps asked for while a relayer transaction is being prepared go into the next one
  * (at most MAX_BATCH_PAYMENTS payments), so under load one transaction — one nonce, one signature,
@@ -15,7 +15,7 @@
 import { type Address, type Hex, encodeFunctionData, keccak256 } from "viem";
 import type { Custody } from "./custody.ts";
 import type { Logger } from "pino";
-import type { Ledger } from "../ledger/store.ts";
+import type { Ledger, Steps } from "../ledger/store.ts";
 import { MULTICALL3_ADDRESS, multicall3Abi } from "./chainClient.ts";
 import type { ChainRuntime } from "./runtime.ts";
 
@@ -26,6 +26,8 @@ const GAS_PER_TRANSACTION = 50_000n;
 /** At most this many payments in one relayer transaction (≈ 7.7M gas with two transfers each). */
 export const MAX_BATCH_PAYMENTS = 32;
 const FEE_CACHE_MS = 5_000;
+/** Signing again after another process took the nonce: bounded, as every retry means it moved on. */
+const NONCE_ATTEMPTS_MAX = 8;
 
 export type Call = { target: Address; data: Hex };
 
@@ -68,7 +70,7 @@ export function encodeRelayBatch(payments: Call[][]): Hex {
 }
 
 export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logger, custody: Custody) {
-  // Signs on this thread (see Custody.transactionSigner): inside the nonce transaction, never queued.
+  // Signs on this thread (see Custody.transactionSigner): the store waits for it, never queued.
   const account = custody.transactionSigner(chain.relayerKey);
   const counterKey = `relayer_nonce:${account.address.toLowerCase()}`;
   let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined;
@@ -100,43 +102,58 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
     return onChain;
   }
 
+  /** The next nonce the counter would give (the counter row is created at 0 if missing). */
+  async function counterValue(): Promise<number> {
+    const read = () => ledger.db.selectFrom("kv").select("value").where("key", "=", counterKey).executeTakeFirst();
+    let row = await read();
+    if (!row) {
+      await ledger.db.insertInto("kv").values({ key: counterKey, value: "0" }).onConflict((oc) => oc.column("key").doNothing()).execute();
+      row = await read();
+    }
+    return Number(row!.value);
+  }
+
   /**
-   * Allocates a nonce, signs one transaction for every member and stores it with each member's new
-   * state in one database transaction. Signing is local CPU work; no network I/O happens inside.
+   * Signs one transaction for every member with the counter's next nonce, then stores it in one
+   * atomic write: the counter moves past that nonce only if it still stood there (another process
+   * may have taken it: then sign again with the next), the signed transaction is kept, and each
+   * member's new state is stored. Signing happens before the write, so the write holds no lock while
+   * it signs and shares its commit with the other writes of its turn.
    */
   async function store(members: Step[]): Promise<RelayedTx> {
     const { maxFeePerGas, maxPriorityFeePerGas } = await currentFees();
     const data = encodeRelayBatch(members.map((m) => m.calls));
     const gas = relayerGasLimit(members.map((m) => m.calls.length));
-    return ledger.db.transaction().execute(async (trx) => {
-      await trx.insertInto("kv").values({ key: counterKey, value: "0" }).onConflict((oc) => oc.column("key").doNothing()).execute();
-      const counter = await trx
-        .updateTable("kv")
-        .set((eb) => ({ value: eb.cast(eb(eb.cast("value", "integer"), "+", 1), "text") as never }))
-        .where("key", "=", counterKey)
-        .returning("value")
-        .executeTakeFirstOrThrow();
-      const nonce = Number(counter.value) - 1;
+    const db = ledger.db;
+    for (let attempt = 1; ; attempt++) {
+      const nonce = await counterValue();
       const raw = await account.signTransaction({ chainId: chain.client.settings.chainId, type: "eip1559", to: MULTICALL3_ADDRESS, data, nonce, gas, maxFeePerGas, maxPriorityFeePerGas, value: 0n });
       const tx = { nonce, hash: keccak256(raw), raw };
       const now = new Date().toISOString();
-      // payment_id: the first payment of the batch; every member's row carries the hash.
-      await trx.insertInto("relayer_txs").values({ nonce, relayer: account.address, payment_id: members[0]!.paymentId, raw_tx: raw, tx_hash: tx.hash, created_at: now }).execute();
-      for (const m of members) {
-        // Compare-and-set: if another process stored a step for this payment since we read it, roll
-        // back everything (the nonce too); these signatures are never broadcast.
-        const stored = await trx
-          .updateTable("payments")
-          .set({ ...m.paymentPatch(tx), updated_at: now })
-          .where("id", "=", m.paymentId)
-          .where("tx_hash", m.expected.tx_hash === null ? "is" : "=", m.expected.tx_hash)
-          .where("rail_state", m.expected.rail_state === null ? "is" : "=", m.expected.rail_state)
-          .executeTakeFirst();
-        if (stored.numUpdatedRows !== 1n) throw new StaleMember(m);
-        await trx.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", m.paymentId).where("status", "=", "pending").execute();
-      }
-      return tx;
-    });
+      const stored = await ledger.atomically(function* (): Steps<boolean> {
+        const moved = yield db.updateTable("kv").set({ value: String(nonce + 1) }).where("key", "=", counterKey).where("value", "=", String(nonce)).returning("value").compile();
+        if (moved.length !== 1) return false;
+        // payment_id: the first payment of the batch; every member's row carries the hash.
+        yield db.insertInto("relayer_txs").values({ nonce, relayer: account.address, payment_id: members[0]!.paymentId, raw_tx: raw, tx_hash: tx.hash, created_at: now }).compile();
+        for (const m of members) {
+          // Compare-and-set: if another process stored a step for this payment since we read it, the
+          // whole write rolls back (the nonce too); these signatures are never broadcast.
+          const updated = yield db
+            .updateTable("payments")
+            .set({ ...m.paymentPatch(tx), updated_at: now })
+            .where("id", "=", m.paymentId)
+            .where("tx_hash", m.expected.tx_hash === null ? "is" : "=", m.expected.tx_hash)
+            .where("rail_state", m.expected.rail_state === null ? "is" : "=", m.expected.rail_state)
+            .returning("id")
+            .compile();
+          if (updated.length !== 1) throw new StaleMember(m);
+          yield db.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", m.paymentId).where("status", "=", "pending").compile();
+        }
+        return true;
+      });
+      if (stored) return tx;
+      if (attempt >= NONCE_ATTEMPTS_MAX) throw new Error(`relayer nonce taken by another process ${attempt} times in a row`);
+    }
   }
 
   async function flush(): Promise<void> {

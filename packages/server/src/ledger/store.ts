@@ -31,7 +31,8 @@ type JournalRow = Insertable<Database["journal_entries"]>;
 type TransactionRow = Insertable<Database["transactions"]>;
 
 /** A write as the statements it runs, in order; each `yield` receives that statement's rows. */
-type Steps<T> = Generator<CompiledQuery, T, unknown[]>;
+/** A write as a generator of compiled statements: each `yield` runs one and gives back its rows. */
+export type Steps<T> = Generator<CompiledQuery, T, unknown[]>;
 
 export type NewPayment = {
   projectId: string;
@@ -461,7 +462,11 @@ export class Ledger {
     return this.group ? this.group.write((run) => run(query)) : (await this.db.executeQuery(query)).rows;
   }
 
-  private atomically<T>(steps: () => Steps<T>): Promise<T> {
+  /**
+   * Runs a write atomically: on SQLite in the next group commit (its own savepoint, a shared commit),
+   * on PostgreSQL in a transaction of its own. A throw inside rolls the write back.
+   */
+  atomically<T>(steps: () => Steps<T>): Promise<T> {
     if (this.group) {
       return this.group.write((run) => {
         const g = steps();

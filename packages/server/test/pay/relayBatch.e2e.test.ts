@@ -132,6 +132,37 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     expect(final.every((p) => p.status === "completed")).toBe(true);
   });
 
+  test("behavior: a nonce another process took between our read and our store is never used; we sign again with the next", async () => {
+    const relayer = ctx().rails!.relayer;
+    const key = `relayer_nonce:${relayer.address.toLowerCase()}`;
+    const ledger = ctx().ledger;
+    const p = await held(7_001, "nonce-race");
+    const before = Number(await ledger.getKv(key));
+    // Another process (simulated on the same database) allocates nonce `before` after we read the
+    // counter and signed with it, just before our store.
+    const atomically = ledger.atomically.bind(ledger);
+    let raced = false;
+    ledger.atomically = ((steps: never) => {
+      if (raced) return atomically(steps);
+      raced = true;
+      return ledger.db.updateTable("kv").set({ value: String(before + 1) }).where("key", "=", key).execute().then(() => atomically(steps));
+    }) as typeof ledger.atomically;
+    try {
+      const [row] = await stepTogether([p]);
+      const stored = await ledger.db.selectFrom("relayer_txs").select("nonce").where("tx_hash", "=", row!.tx_hash!).executeTakeFirstOrThrow();
+      expect(Number(stored.nonce)).toBe(before + 1);
+      expect(Number(await ledger.getKv(key))).toBe(before + 2);
+    } finally {
+      ledger.atomically = atomically;
+    }
+    // The other "process" sends its own transaction with nonce `before`; then ours is mined after it.
+    const relayerAccount = privateKeyToAccount(ctx().rails!.chain.relayerKey);
+    const wallet = createWalletClient({ account: relayerAccount, chain: chain().chain, transport: http(chain().settings.rpcUrl) });
+    await wallet.sendTransaction({ to: relayerAccount.address, value: 0n, nonce: before });
+    const [final] = await finish([p.id]);
+    expect(final!.status).toBe("completed");
+  });
+
   test("the ledger verifies afterwards", async () => {
     expect((await verifyLedger(ctx().ledger.db)).problems).toEqual([]);
   });
