@@ -16,7 +16,7 @@ import { createDepositWatcher } from "./deposits/watcher.ts";
 import { createApp } from "./http/app.ts";
 import { createMetrics } from "./http/metrics.ts";
 import { type Loop, startLoop } from "./workers/loop.ts";
-import { createPaymentWorker } from "./workers/paymentWorker.ts";
+import { createPaymentWorker, startPaymentWorkerLoop } from "./workers/paymentWorker.ts";
 import { createSandboxFiatProvider, type SandboxFiatProvider } from "./rails/fiat/sandboxProvider.ts";
 import { buildRails } from "./rails/buildRails.ts";
 import { pruneExpiredPassThrough } from "./rails/x402/claimIdempotencyKey.ts";
@@ -98,7 +98,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
         await ctx.ledger.pruneWebhookEvents(new Date(ctx.clock().getTime() - WEBHOOK_ID_KEEP_MS).toISOString());
       }, logger),
     );
-    workerLoop = startLoop("payments", config.workers.workerIntervalMs, () => worker.runOnce(), logger);
+    workerLoop = startPaymentWorkerLoop(worker, config.workers.workerIntervalMs, logger);
     loops.push(workerLoop);
     if (opts.x402Demo && chain.sandbox) x402Demo = await startX402Demo(chain);
   } catch (err) {

@@ -578,31 +578,43 @@ export class Ledger {
    * Claims open payments for a worker: a compare-and-set lease per row, so two processes on one
    * database never work the same payment at once (the portable equivalent of SKIP LOCKED).
    */
+  /**
+   * Leases up to `max` due payments to `owner`. Payments with a step under way (`processing`) come
+   * first, then new ones (`pending`), oldest due first in each: finishing what was started is never
+   * starved by a backlog of new payments. The leases are taken in one atomic write (one commit).
+   */
   async claimDuePayments(owner: string, leaseMs: number, max: number): Promise<PaymentRow[]> {
     const now = this.now();
     const until = new Date(this.clock().getTime() + leaseMs).toISOString();
-    const candidates = await this.db
-      .selectFrom("payments")
-      .select("id")
-      .where("status", "in", ["pending", "processing"])
-      .where("next_attempt_at", "<=", now)
-      .where((eb) => eb.or([eb("lease_until", "is", null), eb("lease_until", "<", now)]))
-      .orderBy("next_attempt_at")
-      .limit(max)
-      .execute();
-    const claimed: PaymentRow[] = [];
-    for (const { id } of candidates) {
-      const row = await this.db
-        .updateTable("payments")
-        .set({ lease_owner: owner, lease_until: until, attempts: sql`attempts + 1` })
-        .where("id", "=", id)
-        .where("status", "in", ["pending", "processing"])
+    const db = this.db;
+    const due = (status: "pending" | "processing", limit: number) =>
+      db
+        .selectFrom("payments")
+        .select("id")
+        .where("status", "=", status)
+        .where("next_attempt_at", "<=", now)
         .where((eb) => eb.or([eb("lease_until", "is", null), eb("lease_until", "<", now)]))
-        .returningAll()
-        .executeTakeFirst();
-      if (row) claimed.push(row);
-    }
-    return claimed;
+        .orderBy("next_attempt_at")
+        .limit(limit)
+        .execute();
+    const started = await due("processing", max);
+    const ids = [...started, ...(started.length < max ? await due("pending", max - started.length) : [])].map((r) => r.id);
+    if (ids.length === 0) return [];
+    return this.atomically(function* (): Steps<PaymentRow[]> {
+      const claimed: PaymentRow[] = [];
+      for (const id of ids) {
+        const [row] = (yield db
+          .updateTable("payments")
+          .set({ lease_owner: owner, lease_until: until, attempts: sql`attempts + 1` })
+          .where("id", "=", id)
+          .where("status", "in", ["pending", "processing"])
+          .where((eb) => eb.or([eb("lease_until", "is", null), eb("lease_until", "<", now)]))
+          .returningAll()
+          .compile()) as PaymentRow[];
+        if (row) claimed.push(row);
+      }
+      return claimed;
+    });
   }
 
   async releaseLease(id: string, owner: string, nextAttemptAt: string): Promise<void> {

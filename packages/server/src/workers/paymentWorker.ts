@@ -6,6 +6,8 @@
 import type { AppContext } from "../context.ts";
 import { StaleStepError } from "../chain/relayer.ts";
 import type { Rails } from "../rails/rails.ts";
+import type { Logger } from "pino";
+import { type Loop, startLoop } from "./loop.ts";
 
 export type PaymentWorkerOptions = { leaseMs?: number; batchMax?: number; backoffMaxMs?: number };
 
@@ -42,5 +44,16 @@ export function createPaymentWorker(ctx: AppContext, rails: Rails, o: PaymentWor
     for (let i = 0; i < maxPasses; i++) if ((await runOnce()) === 0) return;
   }
 
-  return { runOnce, drain };
+  return { runOnce, drain, batchMax };
+}
+
+/**
+ * Runs the worker every `intervalMs`; a full pass means more may be due, so the next one starts at
+ * once instead of after the interval (a backlog drains at the rails' pace, not one batch per interval).
+ */
+export function startPaymentWorkerLoop(worker: ReturnType<typeof createPaymentWorker>, intervalMs: number, logger: Logger): Loop {
+  const loop: Loop = startLoop("payments", intervalMs, async () => {
+    if ((await worker.runOnce()) >= worker.batchMax) loop.kick();
+  }, logger);
+  return loop;
 }

@@ -1,0 +1,86 @@
+// The worker's claim, on SQLite and PostgreSQL: due payments with a step under way come before new
+// ones however old the new ones are, each claimed payment is leased to the claimer, and a leased
+// payment is not claimed again until its lease ends. And the worker loop drains a backlog pass after pass.
+import { afterEach, describe, expect, test } from "vitest";
+import type { PaymentRow } from "../../src/ledger/store.ts";
+import type { Rails } from "../../src/rails/rails.ts";
+import { createPaymentWorker, startPaymentWorkerLoop } from "../../src/workers/paymentWorker.ts";
+import { dialects } from "../support/db.ts";
+import { type TestContext, createTestContext } from "../support/context.ts";
+
+let t: TestContext | undefined;
+afterEach(async () => {
+  await t?.close();
+  t = undefined;
+});
+
+describe.each(dialects)("claiming due payments on %s", (dialect) => {
+  async function setUp() {
+    t = await createTestContext(dialect);
+    const { ctx } = t;
+    const project = await ctx.ledger.createProject({ name: "p", plan: "free" });
+    await ctx.ledger.db.updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", project.id).execute();
+    /** A held payment, due `dueAgoMs` ago, with no lease. */
+    const open = async (status: "pending" | "processing", dueAgoMs: number): Promise<PaymentRow> => {
+      const r = await ctx.ledger.hold({
+        status,
+        projectId: project.id,
+        rail: "usdc_transfer",
+        railTxnType: "usdc_transfer",
+        amountUnits: 1_000,
+        feeUnits: 20,
+        amountMicros: 1_000,
+        feeMicros: 20,
+        currency: "usdc",
+        recipient: "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
+        recipientJson: null,
+        merchantName: null,
+        description: null,
+        idempotencyKey: null,
+        railState: null,
+        inFlightUntil: new Date(Date.now() - 60_000).toISOString(),
+        leaseOwner: "nobody",
+      });
+      if (r.kind !== "held") throw new Error("not held");
+      await ctx.ledger.updatePayment(r.payment.id, { lease_owner: null, lease_until: null, next_attempt_at: new Date(Date.now() - dueAgoMs).toISOString() });
+      return r.payment;
+    };
+    return { ctx, open };
+  }
+
+  test("behavior: due payments with a step under way are claimed before older new ones", async () => {
+    const { ctx, open } = await setUp();
+    const fresh = [await open("pending", 60_000), await open("pending", 50_000), await open("pending", 40_000)];
+    const started = [await open("processing", 1_000), await open("processing", 2_000)];
+    const first = await ctx.ledger.claimDuePayments("w1", 30_000, 3);
+    expect(first.map((p) => p.id)).toEqual([started[1]!.id, started[0]!.id, fresh[0]!.id]);
+    for (const p of first) expect(p).toMatchObject({ lease_owner: "w1", attempts: 1 });
+    // Leased: another claimer gets only what is left.
+    const second = await ctx.ledger.claimDuePayments("w2", 30_000, 10);
+    expect(second.map((p) => p.id)).toEqual([fresh[1]!.id, fresh[2]!.id]);
+    expect(await ctx.ledger.claimDuePayments("w3", 30_000, 10)).toEqual([]);
+  });
+});
+
+test("behavior: the worker loop runs again at once after a full pass, so a backlog drains without waiting an interval per batch", async () => {
+  t = await createTestContext("sqlite");
+  const { ctx } = t;
+  const advanced = new Set<string>();
+  const rails = { byName: { usdc_transfer: { advance: async (p: PaymentRow) => (advanced.add(p.id), { done: true }) } } } as unknown as Rails;
+  const project = await ctx.ledger.createProject({ name: "p", plan: "free" });
+  await ctx.ledger.db.updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", project.id).execute();
+  const n = 130;
+  for (let i = 0; i < n; i++) {
+    const r = await ctx.ledger.hold({ projectId: project.id, rail: "usdc_transfer", railTxnType: "usdc_transfer", amountUnits: 1_000, feeUnits: 20, amountMicros: 1_000, feeMicros: 20, currency: "usdc", recipient: "0x90F79bf6EB2c4f870365E785982E1f101E93b906", recipientJson: null, merchantName: null, description: null, idempotencyKey: null, railState: null, inFlightUntil: new Date(Date.now() - 1_000).toISOString(), leaseOwner: "nobody", leaseUntil: new Date(Date.now() - 1_000).toISOString() });
+    if (r.kind !== "held") throw new Error("not held");
+  }
+  const worker = createPaymentWorker(ctx, rails, { batchMax: 50 });
+  // An interval far longer than the test: only the immediate re-runs can take the second and third batch.
+  const loop = startPaymentWorkerLoop(worker, 600_000, ctx.logger);
+  try {
+    for (let i = 0; i < 200 && advanced.size < n; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(advanced.size).toBe(n);
+  } finally {
+    await loop.stop();
+  }
+});
