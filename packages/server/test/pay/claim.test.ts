@@ -7,6 +7,7 @@ import type { Rails } from "../../src/rails/rails.ts";
 import { createPaymentWorker, startPaymentWorkerLoop } from "../../src/workers/paymentWorker.ts";
 import { dialects } from "../support/db.ts";
 import { type TestContext, createTestContext } from "../support/context.ts";
+import { fundedProject, holdSmall } from "../support/holds.ts";
 
 let t: TestContext | undefined;
 afterEach(async () => {
@@ -18,32 +19,12 @@ describe.each(dialects)("claiming due payments on %s", (dialect) => {
   async function setUp() {
     t = await createTestContext(dialect);
     const { ctx } = t;
-    const project = await ctx.ledger.createProject({ name: "p", plan: "free" });
-    await ctx.ledger.db.updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", project.id).execute();
+    const projectId = await fundedProject(ctx);
     /** A held payment, due `dueAgoMs` ago, with no lease. */
     const open = async (status: "pending" | "processing", dueAgoMs: number): Promise<PaymentRow> => {
-      const r = await ctx.ledger.hold({
-        status,
-        projectId: project.id,
-        rail: "usdc_transfer",
-        railTxnType: "usdc_transfer",
-        amountUnits: 1_000,
-        feeUnits: 20,
-        amountMicros: 1_000,
-        feeMicros: 20,
-        currency: "usdc",
-        recipient: "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
-        recipientJson: null,
-        merchantName: null,
-        description: null,
-        idempotencyKey: null,
-        railState: null,
-        inFlightUntil: new Date(Date.now() - 60_000).toISOString(),
-        leaseOwner: "nobody",
-      });
-      if (r.kind !== "held") throw new Error("not held");
-      await ctx.ledger.updatePayment(r.payment.id, { lease_owner: null, lease_until: null, next_attempt_at: new Date(Date.now() - dueAgoMs).toISOString() });
-      return r.payment;
+      const p = await holdSmall(ctx, projectId, { status, inFlightUntil: new Date(Date.now() - 60_000).toISOString(), leaseOwner: "nobody" });
+      await ctx.ledger.updatePayment(p.id, { lease_owner: null, lease_until: null, next_attempt_at: new Date(Date.now() - dueAgoMs).toISOString() });
+      return p;
     };
     return { ctx, open };
   }
@@ -67,13 +48,10 @@ test("behavior: the worker loop runs again at once after a full pass, so a backl
   const { ctx } = t;
   const advanced = new Set<string>();
   const rails = { byName: { usdc_transfer: { advance: async (p: PaymentRow) => (advanced.add(p.id), { done: true }) } } } as unknown as Rails;
-  const project = await ctx.ledger.createProject({ name: "p", plan: "free" });
-  await ctx.ledger.db.updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", project.id).execute();
+  const projectId = await fundedProject(ctx);
   const n = 130;
-  for (let i = 0; i < n; i++) {
-    const r = await ctx.ledger.hold({ projectId: project.id, rail: "usdc_transfer", railTxnType: "usdc_transfer", amountUnits: 1_000, feeUnits: 20, amountMicros: 1_000, feeMicros: 20, currency: "usdc", recipient: "0x90F79bf6EB2c4f870365E785982E1f101E93b906", recipientJson: null, merchantName: null, description: null, idempotencyKey: null, railState: null, inFlightUntil: new Date(Date.now() - 1_000).toISOString(), leaseOwner: "nobody", leaseUntil: new Date(Date.now() - 1_000).toISOString() });
-    if (r.kind !== "held") throw new Error("not held");
-  }
+  const past = new Date(Date.now() - 1_000).toISOString();
+  for (let i = 0; i < n; i++) await holdSmall(ctx, projectId, { inFlightUntil: past, leaseOwner: "nobody", leaseUntil: past });
   const worker = createPaymentWorker(ctx, rails, { batchMax: 50 });
   // An interval far longer than the test: only the immediate re-runs can take the second and third batch.
   const loop = startPaymentWorkerLoop(worker, 600_000, ctx.logger);

@@ -7,6 +7,7 @@ import type { PaymentRow } from "../../src/ledger/store.ts";
 import type { Rails } from "../../src/rails/rails.ts";
 import { createDispatcher } from "../../src/services/payments/dispatcher.ts";
 import { type TestContext, createTestContext } from "../support/context.ts";
+import { fundedProject, holdSmall } from "../support/holds.ts";
 
 let t: TestContext | undefined;
 afterEach(async () => {
@@ -19,30 +20,8 @@ async function setUp() {
   const { ctx } = t;
   const advanced: string[] = [];
   ctx.rails = { byName: { usdc_transfer: { advance: async (p: PaymentRow) => (advanced.push(p.id), { done: true }) } } } as unknown as Rails;
-  const project = await ctx.ledger.createProject({ name: "p", plan: "free" });
-  await ctx.ledger.db.updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", project.id).execute();
-  const hold = async () => {
-    const r = await ctx.ledger.hold({
-      projectId: project.id,
-      rail: "usdc_transfer",
-      railTxnType: "usdc_transfer",
-      amountUnits: 1_000,
-      feeUnits: 20,
-      amountMicros: 1_000,
-      feeMicros: 20,
-      currency: "usdc",
-      recipient: "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
-      recipientJson: null,
-      merchantName: null,
-      description: null,
-      idempotencyKey: null,
-      railState: null,
-      inFlightUntil: new Date(Date.now() + 60_000).toISOString(),
-      leaseOwner: ctx.instanceId,
-    });
-    if (r.kind !== "held") throw new Error("not held");
-    return r.payment;
-  };
+  const projectId = await fundedProject(ctx);
+  const hold = () => holdSmall(ctx, projectId, { inFlightUntil: new Date(Date.now() + 60_000).toISOString(), leaseOwner: ctx.instanceId });
   return { ctx, advanced, hold };
 }
 
