@@ -617,6 +617,15 @@ export class Ledger {
     });
   }
 
+  /** Releases several of `owner`'s leases, each with its next attempt, in one atomic write. */
+  async releaseLeases(leases: { id: string; nextAttemptAt: string }[], owner: string): Promise<void> {
+    if (leases.length === 0) return;
+    const db = this.db;
+    await this.atomically(function* (): Steps<void> {
+      for (const l of leases) yield db.updateTable("payments").set({ lease_owner: null, lease_until: null, next_attempt_at: l.nextAttemptAt }).where("id", "=", l.id).where("lease_owner", "=", owner).compile();
+    });
+  }
+
   async releaseLease(id: string, owner: string, nextAttemptAt: string): Promise<void> {
     const release = this.db.updateTable("payments").set({ lease_owner: null, lease_until: null, next_attempt_at: nextAttemptAt }).where("id", "=", id).where("lease_owner", "=", owner).compile();
     await this.writeOne(release);

@@ -17,9 +17,14 @@ export function createPaymentWorker(ctx: AppContext, rails: Rails, o: PaymentWor
   const backoffMaxMs = o.backoffMaxMs ?? 30_000;
   const owner = `worker:${ctx.instanceId}`;
 
-  /** One pass; returns how many payments it touched. */
+  /**
+   * One pass; returns how many payments it touched. A payment that reached its final state needs no
+   * release (resolving it cleared its lease); the others' leases are released together, each with
+   * its next attempt, in one write at the end of the pass.
+   */
   async function runOnce(): Promise<number> {
     const claimed = await ctx.ledger.claimDuePayments(owner, leaseMs, batchMax);
+    const releases: { id: string; nextAttemptAt: string }[] = [];
     await Promise.all(
       claimed.map(async (p) => {
         const rail = p.rail === "x402" ? rails.x402 : rails.byName[p.rail];
@@ -27,15 +32,16 @@ export function createPaymentWorker(ctx: AppContext, rails: Rails, o: PaymentWor
         try {
           if (!rail) throw new Error(`no ${p.rail} rail configured`);
           const r = await rail.advance(p);
-          if (r.done) return await ctx.ledger.releaseLease(p.id, owner, ctx.clock().toISOString());
+          if (r.done) return;
           retryInMs = r.retryInMs ?? retryInMs;
         } catch (err) {
           if (err instanceof StaleStepError) ctx.logger.debug({ payment_id: p.id }, "payment advanced elsewhere; looking again later");
           else ctx.logger.warn({ err, payment_id: p.id, attempts: p.attempts }, "payment step failed; will retry");
         }
-        await ctx.ledger.releaseLease(p.id, owner, new Date(ctx.clock().getTime() + retryInMs).toISOString());
+        releases.push({ id: p.id, nextAttemptAt: new Date(ctx.clock().getTime() + retryInMs).toISOString() });
       }),
     );
+    await ctx.ledger.releaseLeases(releases, owner);
     return claimed.length;
   }
 

@@ -62,3 +62,31 @@ test("behavior: the worker loop runs again at once after a full pass, so a backl
     await loop.stop();
   }
 });
+
+test("behavior: a worker pass leaves finished payments alone and releases the others with their next attempt", async () => {
+  t = await createTestContext("sqlite");
+  const { ctx } = t;
+  const projectId = await fundedProject(ctx);
+  const past = new Date(Date.now() - 1_000).toISOString();
+  const [done, again] = [await holdSmall(ctx, projectId, { inFlightUntil: past, leaseOwner: "nobody", leaseUntil: past }), await holdSmall(ctx, projectId, { inFlightUntil: past, leaseOwner: "nobody", leaseUntil: past })];
+  const rails = {
+    byName: {
+      usdc_transfer: {
+        advance: async (p: PaymentRow) => {
+          if (p.id !== done.id) return { done: false, retryInMs: 5_000 };
+          await ctx.ledger.resolve(p.id, "completed");
+          return { done: true };
+        },
+      },
+    },
+  } as unknown as Rails;
+  const worker = createPaymentWorker(ctx, rails);
+  const before = Date.now();
+  expect(await worker.runOnce()).toBe(2);
+  const [a, b] = [(await ctx.ledger.getPayment(done.id))!, (await ctx.ledger.getPayment(again.id))!];
+  expect(a).toMatchObject({ status: "completed", lease_owner: null, lease_until: null });
+  expect(b).toMatchObject({ status: "pending", lease_owner: null, lease_until: null });
+  expect(Date.parse(b.next_attempt_at)).toBeGreaterThanOrEqual(before + 5_000);
+  // Not due again before its next attempt.
+  expect(await worker.runOnce()).toBe(0);
+});
