@@ -19,7 +19,13 @@ async function setUp() {
   t = await createTestContext("sqlite");
   const { ctx } = t;
   const advanced: string[] = [];
-  ctx.rails = { byName: { usdc_transfer: { advance: async (p: PaymentRow) => (advanced.push(p.id), { done: true }) } } } as unknown as Rails;
+  // Like every rail, it resolves a payment before it says it is done.
+  const advance = async (p: PaymentRow) => {
+    advanced.push(p.id);
+    await ctx.ledger.resolve(p.id, "completed");
+    return { done: true };
+  };
+  ctx.rails = { byName: { usdc_transfer: { advance } } } as unknown as Rails;
   const projectId = await fundedProject(ctx);
   const hold = () => holdSmall(ctx, projectId, { inFlightUntil: new Date(Date.now() + 60_000).toISOString(), leaseOwner: ctx.instanceId });
   return { ctx, advanced, hold };
@@ -35,8 +41,8 @@ test("behavior: a submitted payment is advanced on the next turn of the event lo
   await new Promise((r) => setImmediate(r));
   await dispatcher.drain();
   expect(advanced).toEqual([p.id]);
-  // Done: the lease is released for good.
-  expect((await ctx.ledger.getPayment(p.id))!.lease_owner).toBeNull();
+  // Done: final, and resolving it released the lease for good.
+  expect((await ctx.ledger.getPayment(p.id))!).toMatchObject({ status: "completed", lease_owner: null });
 });
 
 test("behavior: a payment submitted just before drain is handed to the worker, never advanced here", async () => {

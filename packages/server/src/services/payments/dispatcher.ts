@@ -37,7 +37,7 @@ export function createDispatcher(ctx: AppContext, opts: DispatcherOptions = {}):
       const rail = item.p.rail === "x402" ? ctx.rails?.x402 : ctx.rails?.byName[item.p.rail];
       if (!rail) throw new Error(`no ${item.p.rail} rail`);
       const r = await rail.advance(item.p);
-      if (r.done) return void (await handOver(item.p.id, 0));
+      if (r.done) return; // final: resolving it cleared its lease
       retryInMs = r.retryInMs ?? 250;
     } catch (err) {
       if (err instanceof StaleStepError) return; // another process holds it now
