@@ -1,8 +1,7 @@
 /**
- * Group commit for SQLite: ledger writes submitted during one turn of the event loop (when writes are
- * frequent; at once when the path is quiet) run together in one database transaction, each inside
- * its own savepoint, and share one commit (one `fsync` with
- * `synchronous=FULL`). A write that throws rolls back its own savepoint only; the others commit. No
+ * Group commit for SQLite: ledger writes submitted together (during one turn of the event loop when
+ * writes are frequent, at once when the path is quiet: batching.ts) run in one database transaction,
+ * each inside its own savepoint, and share one commit (one `fsync` with `synchronous=FULL`). A write that throws rolls back its own savepoint only; the others commit. No
  * caller hears of its write before the commit that makes it durable has returned.
  *
  * Each write is a synchronous function over compiled queries, so nothing else runs on the connection
@@ -11,6 +10,7 @@
  */
 import type SQLite from "better-sqlite3";
 import type { CompiledQuery, Kysely } from "kysely";
+import { QUIET_MS, scheduleFlush } from "./batching.ts";
 
 /** Runs one compiled query on the batch's connection; returns its rows (empty for a plain write). */
 export type RunQuery = <R>(query: CompiledQuery<R>) => R[];
@@ -19,9 +19,6 @@ export type GroupCommit = {
   /** Runs `write` in the next batch; resolves with its result once the batch has committed. */
   write<T>(write: (run: RunQuery) => T): Promise<T>;
 };
-
-/** Milliseconds since the last batch after which the write path counts as quiet. */
-export const QUIET_MS = 2;
 
 /** At most this many writes share a commit; more wait for the next batch. */
 const BATCH_MAX = 256;
@@ -45,11 +42,7 @@ export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) =
   function schedule(): void {
     if (scheduled || queue.length === 0) return;
     scheduled = true;
-    // Busy (a batch started moments ago): after the current turn's I/O callbacks, so every request
-    // parsed in this turn joins the batch. Quiet: at once (after this callback's own microtasks), as
-    // nothing is likely to join and waiting for the end of the turn would only add latency.
-    if (performance.now() - lastFlushAt > quietMs) queueMicrotask(() => void flush());
-    else setImmediate(() => void flush());
+    scheduleFlush(lastFlushAt, () => void flush(), quietMs);
   }
 
   async function flush(): Promise<void> {

@@ -10,7 +10,8 @@
  */
 import { CompiledQuery, type Insertable, type Kysely, type Transaction, sql } from "kysely";
 import { type Db, type Dialect, type SqliteDirect, sqliteDirectOf } from "./db.ts";
-import { type GroupCommit, QUIET_MS } from "./groupCommit.ts";
+import { scheduleFlush } from "./batching.ts";
+import type { GroupCommit } from "./groupCommit.ts";
 import type { Database, PaymentsTable, Plan, ProjectsTable } from "./schema.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 
@@ -30,7 +31,6 @@ type Entry = { account: string; projectId: string | null; amountMicros: number }
 type JournalRow = Insertable<Database["journal_entries"]>;
 type TransactionRow = Insertable<Database["transactions"]>;
 
-/** A write as the statements it runs, in order; each `yield` receives that statement's rows. */
 /** A write as a generator of compiled statements: each `yield` runs one and gives back its rows. */
 export type Steps<T> = Generator<CompiledQuery, T, unknown[]>;
 
@@ -81,9 +81,11 @@ function isUniqueViolation(err: unknown): boolean {
   return e?.code === "23505" || e?.code === "SQLITE_CONSTRAINT_UNIQUE" || /UNIQUE constraint failed/.test(e?.message ?? "");
 }
 
-// The token, its project and the project's balance in one statement: authentication needs the first
-// two, and GET /v1/balance answers from the third without a second round trip.
-/** The token lookup for `n` token hashes at once (`token_hash in (?, …)`), with each row's hash. */
+/**
+ * The token, its project and the project's balance in one statement — authentication needs the first
+ * two, and GET /v1/balance answers from the third without a second round trip — for `n` token hashes
+ * at once (`token_hash in (?, …)`), each row with its hash.
+ */
 const compileTokenQuery = (db: Db, n: number) =>
   db
     .selectFrom("api_tokens")
@@ -107,6 +109,7 @@ const compileTokenQuery = (db: Db, n: number) =>
     .where("api_tokens.token_hash", "in", Array.from({ length: n }, () => ""))
     .compile();
 export type TokenRow = ReturnType<typeof compileTokenQuery> extends CompiledQuery<infer R> ? R : never;
+type TokenWaiter = { resolve(row: TokenRow | undefined): void; reject(err: unknown): void };
 /** At most this many distinct tokens in one lookup statement. */
 const TOKEN_LOOKUP_BATCH_MAX = 32;
 const compileBalanceQuery = (db: Db) =>
@@ -123,11 +126,12 @@ function withParameters<R>(q: CompiledQuery<R>, parameters: readonly unknown[]):
 }
 
 export class Ledger {
-  // The two queries every request makes, compiled once: building SQL costs more than running it.
-  /** By number of hashes, 1..TOKEN_LOOKUP_BATCH_MAX, compiled on first use. */
+  // The queries every request makes, compiled once: building SQL costs more than running it.
+  /** The token lookup by number of hashes, 1..TOKEN_LOOKUP_BATCH_MAX, compiled on first use. */
   private readonly tokenQueries: CompiledQuery<TokenRow>[] = [];
-  /** Token lookups asked for during this turn of the event loop, by hash; read together on the next. */
-  private lookups: Map<string, { resolve(row: TokenRow | undefined): void; reject(err: unknown): void }[]> | undefined;
+  /** Token lookups asked for and not yet read, by hash (batching.ts says when they are read). */
+  private lookups: Map<string, TokenWaiter[]> | undefined;
+  /** When the last batch of token lookups was read (`performance.now()`). */
   private lastLookupAt = Number.NEGATIVE_INFINITY;
   private readonly balanceQuery: ReturnType<typeof compileBalanceQuery>;
   /** SQLite: the hot writes share commits (groupCommit.ts); PostgreSQL runs them as transactions. */
@@ -230,27 +234,17 @@ export class Ledger {
 
   /**
    * The token with this hash, its project and balance, read after the request that asks arrived.
-   * When lookups are frequent, those asked for during one turn of the event loop (the requests read
-   * from the sockets together) are answered by one statement at the start of the next, so many
-   * requests cost one read; a lookup after a quiet spell is read at once. Each still sees every change
-   * committed before it arrived (revocation holds on the next request).
+   * Lookups asked for together (those of one turn of the event loop when lookups are frequent, at once
+   * after a quiet spell: batching.ts) are answered by one statement, so many requests cost one read.
+   * Each still sees every change committed before it arrived (revocation holds on the next request).
    */
   findTokenByHash(hash: string): Promise<TokenRow | undefined> {
     let batch = this.lookups;
-    const now = performance.now();
-    const quiet = !batch && now - this.lastLookupAt > QUIET_MS;
-    this.lastLookupAt = now;
-    if (quiet) {
-      // Nothing else asked moments ago: read at once rather than wait for the end of the turn.
-      const alone = new Map<string, { resolve(row: TokenRow | undefined): void; reject(err: unknown): void }[]>();
-      const answer = new Promise<TokenRow | undefined>((resolve, reject) => alone.set(hash, [{ resolve, reject }]));
-      void this.lookUpTokens(alone);
-      return answer;
-    }
     if (!batch) {
       const started = (batch = this.lookups = new Map());
-      setImmediate(() => {
+      scheduleFlush(this.lastLookupAt, () => {
         this.lookups = undefined;
+        this.lastLookupAt = performance.now();
         void this.lookUpTokens(started);
       });
     }
@@ -260,7 +254,7 @@ export class Ledger {
     return new Promise((resolve, reject) => list.push({ resolve, reject }));
   }
 
-  private async lookUpTokens(batch: NonNullable<Ledger["lookups"]>): Promise<void> {
+  private async lookUpTokens(batch: Map<string, TokenWaiter[]>): Promise<void> {
     const hashes = [...batch.keys()];
     for (let i = 0; i < hashes.length; i += TOKEN_LOOKUP_BATCH_MAX) {
       const chunk = hashes.slice(i, i + TOKEN_LOOKUP_BATCH_MAX);
@@ -447,24 +441,20 @@ export class Ledger {
     return this.atomically(function* (): Steps<PaymentRow> {
       const row = (yield update)[0] as PaymentRow | undefined;
       if (!row) throw new Error(`payment ${id} not found`);
-      if (processing) yield processing;
+      yield processing;
       return row;
     });
   }
 
-  /**
-   * Runs a write described as a generator of compiled statements (each `yield` gives back its rows) as
-   * one atomic unit: on SQLite in the group commit, on PostgreSQL in a transaction of its own. One
-   * body for both: what it yields is all it does to the database.
-   */
   /** A write of one statement, atomic on its own: the group commit, or on PostgreSQL no BEGIN/COMMIT. */
   private async writeOne<R>(query: CompiledQuery<R>): Promise<R[]> {
     return this.group ? this.group.write((run) => run(query)) : (await this.db.executeQuery(query)).rows;
   }
 
   /**
-   * Runs a write atomically: on SQLite in the next group commit (its own savepoint, a shared commit),
-   * on PostgreSQL in a transaction of its own. A throw inside rolls the write back.
+   * Runs a write described as a generator of compiled statements (each `yield` gives back its rows)
+   * atomically: on SQLite in the group commit (its own savepoint, a shared commit), on PostgreSQL in a
+   * transaction of its own. One body for both; a throw inside rolls the write back.
    */
   atomically<T>(steps: () => Steps<T>): Promise<T> {
     if (this.group) {
@@ -544,7 +534,6 @@ export class Ledger {
     });
   }
 
-
   /** A completed payment returned later (an ACH return): credited back in full, once. */
   async reverse(id: string, reason: string): Promise<boolean> {
     const at = this.now();
@@ -575,13 +564,10 @@ export class Ledger {
   }
 
   /**
-   * Claims open payments for a worker: a compare-and-set lease per row, so two processes on one
-   * database never work the same payment at once (the portable equivalent of SKIP LOCKED).
-   */
-  /**
-   * Leases up to `max` due payments to `owner`. Payments with a step under way (`processing`) come
-   * first, then new ones (`pending`), oldest due first in each: finishing what was started is never
-   * starved by a backlog of new payments. The leases are taken in one atomic write (one commit).
+   * Leases up to `max` due payments to `owner`: a compare-and-set lease per row, so two processes on one
+   * database never work the same payment at once (the portable equivalent of SKIP LOCKED), all taken in
+   * one atomic write. Payments with a step under way (`processing`) come first, then new ones
+   * (`pending`), oldest due first in each: a backlog of new payments never starves those already sent.
    */
   async claimDuePayments(owner: string, leaseMs: number, max: number): Promise<PaymentRow[]> {
     const now = this.now();
@@ -620,15 +606,19 @@ export class Ledger {
   /** Releases several of `owner`'s leases, each with its next attempt, in one atomic write. */
   async releaseLeases(leases: { id: string; nextAttemptAt: string }[], owner: string): Promise<void> {
     if (leases.length === 0) return;
-    const db = this.db;
+    const release = (l: { id: string; nextAttemptAt: string }) => this.releaseStatement(l.id, owner, l.nextAttemptAt);
+    if (leases.length === 1) return void (await this.writeOne(release(leases[0]!)));
     await this.atomically(function* (): Steps<void> {
-      for (const l of leases) yield db.updateTable("payments").set({ lease_owner: null, lease_until: null, next_attempt_at: l.nextAttemptAt }).where("id", "=", l.id).where("lease_owner", "=", owner).compile();
+      for (const l of leases) yield release(l);
     });
   }
 
-  async releaseLease(id: string, owner: string, nextAttemptAt: string): Promise<void> {
-    const release = this.db.updateTable("payments").set({ lease_owner: null, lease_until: null, next_attempt_at: nextAttemptAt }).where("id", "=", id).where("lease_owner", "=", owner).compile();
-    await this.writeOne(release);
+  releaseLease(id: string, owner: string, nextAttemptAt: string): Promise<void> {
+    return this.releaseLeases([{ id, nextAttemptAt }], owner);
+  }
+
+  private releaseStatement(id: string, owner: string, nextAttemptAt: string) {
+    return this.db.updateTable("payments").set({ lease_owner: null, lease_until: null, next_attempt_at: nextAttemptAt }).where("id", "=", id).where("lease_owner", "=", owner).compile();
   }
 
   // ---------------------------------------------------------------------------------------------
