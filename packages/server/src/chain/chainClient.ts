@@ -82,7 +82,33 @@ export function createChainClient(s: ChainSettings) {
   const blockNumber = async () => Number(await client.getBlockNumber({ cacheTime: 0 }));
   // Many payments share one relayer transaction and poll at once: one request answers them all.
   const receipts = shared(receipt, SHARED_READ_MS);
-  const head = shared(blockNumber, SHARED_READ_MS);
+
+  /** The head as last read (`at`: when that read started), and the read under way, if any. */
+  let head: { number: number; at: number } | undefined;
+  let reading: Promise<number> | undefined;
+  function readHead(): Promise<number> {
+    if (!reading) {
+      const at = Date.now();
+      reading = blockNumber()
+        .then((n) => {
+          if (!head || n >= head.number) head = { number: n, at };
+          return n;
+        })
+        .finally(() => (reading = undefined));
+    }
+    return reading;
+  }
+  /**
+   * The head block as read at most `maxAgeMs` ago, one read at a time for all callers. With
+   * `refreshAfterMs`, an answer older than that is still given at once while a new read starts in the
+   * background (a failed background read is simply tried again by the next caller).
+   */
+  function recentBlockNumber(maxAgeMs: number, refreshAfterMs = maxAgeMs): Promise<number> {
+    const age = head ? Date.now() - head.at : Number.POSITIVE_INFINITY;
+    if (age > maxAgeMs) return readHead();
+    if (age > refreshAfterMs) readHead().catch(() => undefined);
+    return Promise.resolve(head!.number);
+  }
 
   return {
     settings: s,
@@ -90,8 +116,7 @@ export function createChainClient(s: ChainSettings) {
     client,
     usdcAddress: s.usdcAddress,
     blockNumber,
-    /** The head block as read at most SHARED_READ_MS ago (for confirmation depth: late by at most that). */
-    recentBlockNumber: () => head(""),
+    recentBlockNumber,
     /** USDC Transfer logs to any of `to` in [fromBlock, toBlock]; the caller bounds the range. */
     transfersTo: (to: Address[], fromBlock: number, toBlock: number) =>
       client.getLogs({ address: s.usdcAddress, event: transferEvent, args: { to }, fromBlock: BigInt(fromBlock), toBlock: BigInt(toBlock), strict: true }),

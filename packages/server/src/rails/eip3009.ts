@@ -3,7 +3,7 @@
  * wallet holding gas. The domain is USDC's ("USD Coin", version "2") on the configured chain.
  */
 import { randomBytes } from "node:crypto";
-import { type Address, type Hex, toEventSelector } from "viem";
+import { type Address, type Hex, parseAbiItem, toEventSelector } from "viem";
 import type { Custody } from "../chain/custody.ts";
 
 export type Authorization = { from: Address; to: Address; value: string; validAfter: string; validBefore: string; nonce: Hex; signature: Hex };
@@ -39,8 +39,9 @@ export async function signAuthorization(
   return { from: signer.address, to: p.to, value: String(p.valueMicros), validAfter: String(p.validAfter), validBefore: String(p.validBefore), nonce: p.nonce, signature };
 }
 
-/** keccak256("AuthorizationUsed(address,bytes32)"): USDC (and the test token) emit it for every EIP-3009 transfer. */
-const AUTHORIZATION_USED_TOPIC = toEventSelector("AuthorizationUsed(address,bytes32)").toLowerCase();
+/** USDC (and the test token) emit it for every EIP-3009 transfer. */
+export const authorizationUsedEvent = parseAbiItem("event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)");
+const AUTHORIZATION_USED_TOPIC = toEventSelector(authorizationUsedEvent).toLowerCase();
 
 /** Whether `logs` hold USDC's AuthorizationUsed event for this authorizer and nonce. */
 export function authorizationUsedIn(logs: readonly { address: string; topics: readonly (Hex | undefined)[] }[], usdc: Address, a: { from: Address; nonce: Hex }): boolean {

@@ -14,6 +14,9 @@ import { type Authorization, authorizationUsedIn, randomNonce, signAuthorization
 /** How long the relayer has to get an authorization mined; past it the leg can be failed safely. */
 export const AUTHORIZATION_VALIDITY_SECONDS = 3_600;
 
+/** How old the head block may be when checking a leg's confirmation depth. */
+const SHARED_HEAD_MS = 200;
+
 export type Transfer = { to: Address; micros: number };
 export type LegState = { transfers: Authorization[]; relayNonce: number; stage?: string; [k: string]: unknown };
 export type LegStatus = "confirmed" | "reverted" | "expired" | "pending";
@@ -99,7 +102,8 @@ export async function checkRelayed(
     // The transaction can succeed while this payment's own call failed (each payment of a batch may
     // fail alone), so the payment moved only if its authorization was used in this transaction.
     if (receipt.status === "success" && (!first || authorizationUsedIn(receipt.logs, d.chain.client.usdcAddress, first))) {
-      const head = await d.chain.client.recentBlockNumber();
+      // Shared by the payments polling at once; late by at most that, so confirmation is too.
+      const head = await d.chain.client.recentBlockNumber(SHARED_HEAD_MS);
       const depth = head - Number(receipt.blockNumber) + 1;
       return depth >= Math.max(1, d.ctx.config.chain.paymentConfirmations) ? "confirmed" : "pending";
     }

@@ -6,13 +6,12 @@
  * (USDC requires `block.timestamp < validBefore`).
  */
 import { decodePaymentResponseHeader } from "@x402/core/http";
-import { type Hex, type PublicClient, parseAbiItem } from "viem";
+import type { Hex, PublicClient } from "viem";
 import type { ChainRuntime } from "../../chain/runtime.ts";
 import { usdcAbi } from "../../chain/chainClient.ts";
-import { authorizationUsedIn } from "../eip3009.ts";
+import { authorizationUsedEvent, authorizationUsedIn } from "../eip3009.ts";
 import type { SignedAuthorization } from "./signPayment.ts";
 
-export const authorizationUsedEvent = parseAbiItem("event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)");
 
 /** The settlement a merchant reports in `PAYMENT-RESPONSE` (v2) or `X-PAYMENT-RESPONSE` (v1). */
 export type ReportedSettlement = { success: boolean; transaction: string | undefined };

@@ -189,32 +189,13 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
     return signPayment(ctx.custody.signerFor(project.wallet_index, { onCallerThread: true }) as never, paymentRequired, chosen, { usdcAddress: chain.client.usdcAddress, v2Network, v1Network, nowMs: ctx.clock().getTime() });
   }
 
-  let recentBlock: { number: number; readAtMs: number } | undefined;
-  let refreshing = false;
   /**
    * A block number read before the signature exists: the settlement search starts there. Any earlier
    * block is as correct, only wider to search, so a number read in the last minute is used at once
-   * (and refreshed in the background after a second) instead of a round trip on every payment.
+   * (and read again in the background after a second) instead of a round trip on every payment.
    */
   function blockBeforeSigning(): Promise<number> {
-    const now = Date.now();
-    const known = recentBlock && now - recentBlock.readAtMs < RECENT_BLOCK_MAX_AGE_MS ? recentBlock.number : undefined;
-    if (known === undefined) return readBlock(now);
-    if (now - recentBlock!.readAtMs > RECENT_BLOCK_REFRESH_MS && !refreshing) {
-      // One refresh at a time, whatever the number of payments meanwhile.
-      refreshing = true;
-      readBlock(now)
-        .catch((err: unknown) => ctx.logger.warn({ err }, "block number refresh failed"))
-        .finally(() => (refreshing = false));
-    }
-    return Promise.resolve(known);
-  }
-
-  function readBlock(startedAt: number): Promise<number> {
-    return chain.client.blockNumber().then((n) => {
-      if (!recentBlock || n >= recentBlock.number) recentBlock = { number: n, readAtMs: startedAt };
-      return n;
-    });
+    return chain.client.recentBlockNumber(RECENT_BLOCK_MAX_AGE_MS, RECENT_BLOCK_REFRESH_MS);
   }
 
   /** Whether the balance read at authentication covers price and fee: then signing may come first. */
