@@ -5,6 +5,7 @@ import { type Principal } from "../../src/http/auth.ts";
 import { usdcIntent } from "../../src/services/payments/parsePay.ts";
 import { legState, relayTransfers } from "../../src/rails/onchainLeg.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
+import { payingPrincipal, untilFinal } from "../support/holds.ts";
 
 const recipient: Address = "0x976EA74026E726554dB657fA54763abd0C3a0aa9";
 
@@ -14,20 +15,13 @@ describe("recovery: a payment interrupted at each step is finished by a worker, 
   beforeAll(async () => {
     s = await startTestServer();
     await s.fund(50_000_000n);
-    principal = { tokenId: "t", projectId: s.projectId, permissions: new Set(["read", "pay"]), paused: false, plan: "free", balance: { availableMicros: 0, pendingMicros: 0, totalFundedMicros: 0, totalSpentMicros: 0, walletAddress: null } };
+    principal = payingPrincipal(s.projectId);
   });
   afterAll(async () => s?.stop());
 
   const ctx = () => s.server.ctx;
   const past = () => new Date(Date.now() - 1_000).toISOString();
-  const final = async (id: string) => {
-    for (let i = 0; i < 300; i++) {
-      const p = (await ctx().ledger.getPayment(id))!;
-      if (p.status === "completed" || p.status === "failed") return p;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`payment ${id} not final`);
-  };
+  const final = (id: string) => untilFinal(ctx(), id);
 
   test("crash right after the hold (nothing signed): the worker signs, sends and completes it", async () => {
     const r0 = await s.server.chain!.client.usdcBalance(recipient);

@@ -13,6 +13,7 @@ import { randomNonce, signAuthorization } from "../../src/rails/eip3009.ts";
 import { type LegDeps, encodeCalls, legPatch, signTransfers } from "../../src/rails/onchainLeg.ts";
 import { usdcIntent } from "../../src/services/payments/parsePay.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
+import { payingPrincipal, untilFinal } from "../support/holds.ts";
 
 const recipient: Address = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955";
 
@@ -22,7 +23,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
   beforeAll(async () => {
     s = await startTestServer();
     await s.fund(20_000_000n);
-    principal = { tokenId: "t", projectId: s.projectId, permissions: new Set(["read", "pay"]), paused: false, plan: "free", balance: { availableMicros: 0, pendingMicros: 0, totalFundedMicros: 0, totalSpentMicros: 0, walletAddress: null } };
+    principal = payingPrincipal(s.projectId);
   });
   afterAll(async () => s?.stop());
 
@@ -50,17 +51,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
   async function finish(ids: string[]): Promise<PaymentRow[]> {
     for (const id of ids) await ctx().ledger.updatePayment(id, { lease_owner: null, lease_until: null, next_attempt_at: past() });
     const out: PaymentRow[] = [];
-    for (const id of ids) {
-      for (let i = 0; ; i++) {
-        const p = (await ctx().ledger.getPayment(id))!;
-        if (p.status === "completed" || p.status === "failed") {
-          out.push(p);
-          break;
-        }
-        if (i > 400) throw new Error(`payment ${id} not final: ${p.status}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
+    for (const id of ids) out.push(await untilFinal(ctx(), id));
     return out;
   }
 

@@ -1,6 +1,8 @@
-// A small USDC hold for ledger-level tests of the dispatcher and the worker: a funded project and a
-// held payment of 1,000 micro-USDC (+ 20 fee) to a fixed recipient, leased as the caller says.
+// Payments for the pay tests: a funded project and a small held USDC payment (1,000 micro-USDC + 20 fee)
+// for ledger-level tests of the dispatcher and the worker; a paying principal for holds made directly;
+// and a bounded wait until a payment is final.
 import type { AppContext } from "../../src/context.ts";
+import type { Principal } from "../../src/http/auth.ts";
 import type { NewPayment, PaymentRow } from "../../src/ledger/store.ts";
 
 export async function fundedProject(ctx: AppContext): Promise<string> {
@@ -29,4 +31,19 @@ export async function holdSmall(ctx: AppContext, projectId: string, lease: Pick<
   });
   if (r.kind !== "held") throw new Error(`not held: ${r.kind}`);
   return r.payment;
+}
+
+/** A principal with `read` and `pay` on a free-plan project, for holds made without a request. */
+export function payingPrincipal(projectId: string): Principal {
+  return { tokenId: "t", projectId, permissions: new Set(["read", "pay"]), paused: false, plan: "free", balance: { availableMicros: 0, pendingMicros: 0, totalFundedMicros: 0, totalSpentMicros: 0, walletAddress: null } };
+}
+
+/** Polls the payment until it is completed or failed (at most ~20 s), and returns that row. */
+export async function untilFinal(ctx: AppContext, id: string): Promise<PaymentRow> {
+  for (let i = 0; i < 400; i++) {
+    const p = (await ctx.ledger.getPayment(id))!;
+    if (p.status === "completed" || p.status === "failed") return p;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`payment ${id} not final: ${(await ctx.ledger.getPayment(id))?.status}`);
 }
