@@ -59,12 +59,12 @@ class StaleMember extends Error {
 export type Relayer = ReturnType<typeof createRelayer>;
 
 /** The gas limit of a relayer transaction carrying these payments' calls. */
-export function relayerGasLimit(callsPerPayment: number[]): bigint {
+function relayerGasLimit(callsPerPayment: number[]): bigint {
   return callsPerPayment.reduce((g, n) => g + GAS_PER_PAYMENT + GAS_PER_TRANSFER * BigInt(n), GAS_PER_TRANSACTION);
 }
 
 /** The relayer transaction's calldata: one outer call per payment (may fail alone), its transfers inside (all or none). */
-export function encodeRelayBatch(payments: Call[][]): Hex {
+function encodeRelayBatch(payments: Call[][]): Hex {
   const inner = (calls: Call[]) => encodeFunctionData({ abi: multicall3Abi, functionName: "aggregate3", args: [calls.map((c) => ({ target: c.target, allowFailure: false, callData: c.data }))] });
   return encodeFunctionData({ abi: multicall3Abi, functionName: "aggregate3", args: [payments.map((calls) => ({ target: MULTICALL3_ADDRESS, allowFailure: true, callData: inner(calls) }))] });
 }

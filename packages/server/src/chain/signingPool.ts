@@ -1,6 +1,7 @@
 /**
  * A small pool of worker threads that make the project wallets' EIP-712 signatures. Signing is CPU
- * work of a fraction of a millisecond to a few; on the event loop it would delay every request. Each call has a deadline; a pool that is closed refuses new work.
+ * work of a fraction of a millisecond to a few; on the event loop it would delay every request. Each
+ * call has a deadline; a pool that is closed refuses new work.
  */
 import { Worker } from "node:worker_threads";
 import type { Hex, TypedDataDefinition } from "viem";
