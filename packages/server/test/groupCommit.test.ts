@@ -20,7 +20,7 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-function openFile(opts: { quietMs?: number } = {}) {
+function openFile(opts: { quietMs?: number; busyTimeoutMs?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "aw-group-"));
   const path = join(dir, "g.db");
   const sqlite = new SQLite(path);
@@ -101,6 +101,47 @@ describe("group commit", () => {
     await first;
     await Promise.all([group.write((run) => run(insert("x2"))), group.write((run) => run(insert("x3")))]);
     expect(executed.filter((s) => s === "commit")).toHaveLength(2);
+  });
+
+  test("behavior: while another connection writes, the batch waits without blocking the event loop, then commits", async () => {
+    const { path, group, executed } = openFile();
+    const other = new SQLite(path);
+    cleanups.push(() => void other.close());
+    other.prepare("begin immediate").run();
+    other.prepare("insert into t (v) values ('other')").run();
+    let committed = false;
+    const write = group.write((run) => run(insert("mine"))).then(() => (committed = true));
+    // Timers keep firing while the write waits: SQLite's own busy wait would have frozen them.
+    let ticks = 0;
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setTimeout(r, 2));
+      ticks++;
+    }
+    expect(ticks).toBe(20);
+    expect(committed).toBe(false);
+    // Writes that arrive meanwhile join the waiting batch.
+    const late = group.write((run) => run(insert("late")));
+    other.prepare("commit").run();
+    await Promise.all([write, late]);
+    expect(executed.filter((s) => s === "commit")).toHaveLength(1);
+    const reader = new SQLite(path, { readonly: true });
+    expect(reader.prepare("select v from t order by id").pluck().all()).toEqual(["other", "mine", "late"]);
+    reader.close();
+  });
+
+  test("error: a batch that cannot take the lock within the busy timeout fails whole, and the next one commits", async () => {
+    const { path, group } = openFile({ busyTimeoutMs: 40 });
+    const other = new SQLite(path);
+    cleanups.push(() => void other.close());
+    other.prepare("begin immediate").run();
+    const outcomes = await Promise.allSettled([group.write((run) => run(insert("a"))), group.write((run) => run(insert("b")))]);
+    expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected"]);
+    expect((outcomes[0] as PromiseRejectedResult).reason).toMatchObject({ code: "SQLITE_BUSY" });
+    other.prepare("rollback").run();
+    await group.write((run) => run(insert("c")));
+    const reader = new SQLite(path, { readonly: true });
+    expect(reader.prepare("select v from t").pluck().all()).toEqual(["c"]);
+    reader.close();
   });
 
   test("behavior: a Kysely transaction open across an await is never joined by a batch", async () => {

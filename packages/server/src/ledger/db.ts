@@ -73,7 +73,7 @@ export function openDb(options: OpenDbOptions): OpenedDb {
     };
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
     sqliteDirect.set(db, {
-      group: createGroupCommit(db, (text) => database.prepare(text)),
+      group: createGroupCommit(db, (text) => database.prepare(text), { busyTimeoutMs: options.busyTimeoutMs ?? 5_000 }),
       read: <R>(query: CompiledQuery<R>) => (sqlite.inTransaction ? undefined : (database.prepare(query.sql).all(...(query.parameters as unknown[])) as R[])),
     });
     return { db, dialect: "sqlite", close: () => db.destroy() };

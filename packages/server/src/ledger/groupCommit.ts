@@ -25,11 +25,24 @@ const BATCH_MAX = 256;
 
 type Item = { write: (run: RunQuery) => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
-export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) => SQLite.Statement, opts: { quietMs?: number } = {}): GroupCommit {
+/** While another connection writes, the batch tries again this often (the event loop serves requests meanwhile). */
+const LOCK_RETRY_MS = 1;
+
+export type GroupCommitOptions = {
+  /** See batching.ts. */
+  quietMs?: number;
+  /** The connection's `busy_timeout`: how long a batch waits for another connection's write before it fails. */
+  busyTimeoutMs?: number;
+};
+
+export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) => SQLite.Statement, opts: GroupCommitOptions = {}): GroupCommit {
   const quietMs = opts.quietMs ?? QUIET_MS;
+  const busyTimeoutMs = opts.busyTimeoutMs ?? 5_000;
   let queue: Item[] = [];
   let scheduled = false;
   let lastFlushAt = Number.NEGATIVE_INFINITY;
+  /** When the current batch first found the database locked by another connection (`performance.now()`). */
+  let lockedSince: number | undefined;
 
   const run: RunQuery = <R>(query: CompiledQuery<R>): R[] => {
     const st = statement(query.sql);
@@ -39,6 +52,25 @@ export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) =
     return [];
   };
 
+  /**
+   * Takes the write lock without waiting; answers SQLite's busy error while another connection
+   * (another process, or the settlement thread) holds it. SQLite's own wait would block the event
+   * loop in sleeps of 1, 2, 5 … ms; instead the batch is tried again on a timer, and the writes that
+   * arrive meanwhile join it.
+   */
+  function tryBegin(): Error | undefined {
+    statement("pragma busy_timeout = 0").get();
+    try {
+      statement("begin immediate").run();
+      return undefined;
+    } catch (err) {
+      if ((err as { code?: string }).code === "SQLITE_BUSY") return err as Error;
+      throw err;
+    } finally {
+      statement(`pragma busy_timeout = ${busyTimeoutMs}`).get();
+    }
+  }
+
   function schedule(): void {
     if (scheduled || queue.length === 0) return;
     scheduled = true;
@@ -47,12 +79,21 @@ export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) =
 
   async function flush(): Promise<void> {
     lastFlushAt = performance.now();
-    const batch = queue.slice(0, BATCH_MAX);
-    queue = queue.slice(batch.length);
+    let batch: Item[] = [];
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    let locked = false;
     try {
       await db.connection().execute(async () => {
-        statement("begin immediate").run();
+        const busy = tryBegin();
+        if (busy) {
+          lockedSince ??= performance.now();
+          if (performance.now() - lockedSince < busyTimeoutMs) return void (locked = true);
+          // As SQLite would after its busy timeout: the waiting writes fail, none is half-done.
+          throw busy;
+        }
+        lockedSince = undefined;
+        batch = queue.slice(0, BATCH_MAX);
+        queue = queue.slice(batch.length);
         try {
           for (const item of batch) {
             statement("savepoint w").run();
@@ -77,11 +118,19 @@ export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) =
         }
       });
     } catch (err) {
+      lockedSince = undefined;
+      if (batch.length === 0) {
+        batch = queue.slice(0, BATCH_MAX);
+        queue = queue.slice(batch.length);
+      }
       for (const item of batch) item.reject(err);
       return;
     } finally {
-      scheduled = false;
-      schedule();
+      if (locked) setTimeout(() => void flush(), LOCK_RETRY_MS);
+      else {
+        scheduled = false;
+        schedule();
+      }
     }
     batch.forEach((item, i) => {
       const o = outcomes[i]!;
