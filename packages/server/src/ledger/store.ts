@@ -125,6 +125,51 @@ function withParameters<R>(q: CompiledQuery<R>, parameters: readonly unknown[]):
   return { ...q, parameters };
 }
 
+/** The hold's conditional debit, compiled once; `bind` gives it one hold's values. */
+function compileDebit(db: Db) {
+  // Marker values stand where each hold's own go; Kysely passes parameters through untouched.
+  const TOTAL = Symbol("total");
+  const PROJECT = Symbol("project");
+  const q = db
+    .updateTable("balances")
+    .set((eb) => ({
+      available_micros: eb("available_micros", "-", TOTAL as never),
+      held_micros: eb("held_micros", "+", TOTAL as never),
+      total_spent_micros: eb("total_spent_micros", "+", TOTAL as never),
+      tx_count: eb("tx_count", "+", 2),
+    }))
+    .where("project_id", "=", PROJECT as never)
+    .where("available_micros", ">=", TOTAL as never)
+    .returning(["available_micros", "tx_count"])
+    .compile();
+  return (projectId: string, total: number) => withParameters(q, q.parameters.map((v) => (v === TOTAL ? total : v === PROJECT ? projectId : v)));
+}
+
+/**
+ * `insert into "table" (columns of the first row) values (…), (…)` for rows with the same keys in
+ * the same order, as Kysely writes it for SQLite, its text built once per shape: building the
+ * statement through the query builder cost more than running it on the hold's path.
+ */
+const insertTexts = new Map<string, string>();
+function insertRows(table: string, rows: readonly object[]): CompiledQuery {
+  const columns = Object.keys(rows[0]!);
+  const shape = `${table}|${rows.length}|${columns.join(",")}`;
+  let text = insertTexts.get(shape);
+  if (!text) {
+    const row = `(${columns.map(() => "?").join(", ")})`;
+    text = `insert into "${table}" (${columns.map((c) => `"${c}"`).join(", ")}) values ${rows.map(() => row).join(", ")}`;
+    insertTexts.set(shape, text);
+  }
+  const parameters: unknown[] = [];
+  for (const r of rows) {
+    const values = Object.values(r);
+    // Kysely would leave out an undefined column; here every row must give every column (null for none).
+    if (values.length !== columns.length || values.includes(undefined)) throw new Error(`insert into ${table}: rows of different shapes or an undefined value`);
+    parameters.push(...values);
+  }
+  return CompiledQuery.raw(text, parameters);
+}
+
 export class Ledger {
   // The queries every request makes, compiled once: building SQL costs more than running it.
   /** The token lookup by number of hashes, 1..TOKEN_LOOKUP_BATCH_MAX, compiled on first use. */
@@ -134,6 +179,7 @@ export class Ledger {
   /** When the last batch of token lookups was read (`performance.now()`). */
   private lastLookupAt = Number.NEGATIVE_INFINITY;
   private readonly balanceQuery: ReturnType<typeof compileBalanceQuery>;
+  private readonly debitQuery: ReturnType<typeof compileDebit>;
   /** SQLite: the hot writes share commits (groupCommit.ts); PostgreSQL runs them as transactions. */
   private readonly group: GroupCommit | undefined;
   /** SQLite: the token lookup, on every request, runs on the calling stack when it safely can. */
@@ -146,6 +192,7 @@ export class Ledger {
     private readonly newId: IdGenerator,
   ) {
     this.balanceQuery = compileBalanceQuery(db);
+    this.debitQuery = compileDebit(db);
     const direct = sqliteDirectOf(db);
     this.group = direct?.group;
     this.read = direct?.read;
@@ -366,18 +413,7 @@ export class Ledger {
     const id = this.newId("txn");
     const feeTxnId = this.newId("txn");
     const status = input.status ?? "pending";
-    const debit = this.db
-      .updateTable("balances")
-      .set((eb) => ({
-        available_micros: eb("available_micros", "-", total),
-        held_micros: eb("held_micros", "+", total),
-        total_spent_micros: eb("total_spent_micros", "+", total),
-        tx_count: eb("tx_count", "+", 2),
-      }))
-      .where("project_id", "=", input.projectId)
-      .where("available_micros", ">=", total)
-      .returning(["available_micros", "tx_count"])
-      .compile();
+    const debit = this.debitQuery(input.projectId, total);
     const payment: PaymentRow = {
       id,
       project_id: input.projectId,
@@ -419,9 +455,9 @@ export class Ledger {
       { account: account.held(input.projectId), projectId: input.projectId, amountMicros: total },
     ], at);
     const records = (pos: number): CompiledQuery[] => [
-      this.db.insertInto("payments").values(payment).compile(),
-      this.db.insertInto("transactions").values(transactions.map((t, i) => ({ ...t, pos: pos - (transactions.length - 1 - i) }))).compile(),
-      this.db.insertInto("journal_entries").values(journal).compile(),
+      insertRows("payments", [payment]),
+      insertRows("transactions", transactions.map((t, i) => ({ ...t, pos: pos - (transactions.length - 1 - i) }))),
+      insertRows("journal_entries", journal),
     ];
     return { debit, payment, records, single: () => pgHoldStatement(debit, payment, transactions, journal) };
   }
