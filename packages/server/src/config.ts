@@ -40,6 +40,12 @@ const EnvSchema = z.object({
   DEPOSIT_SCAN_MAX_BLOCKS: int(2_000, 1, 100_000),
   WATCHER_INTERVAL_MS: int(2_000, 50, 600_000),
   WORKER_INTERVAL_MS: int(1_000, 50, 600_000),
+  /**
+   * Where accepted payments are settled: `thread` (default) runs the dispatcher and the payment worker
+   * in a thread of their own with its own database connection, so a settling backlog never delays a
+   * request; `inline` runs them on the request thread (one event loop; debugging).
+   */
+  SETTLEMENT: z.enum(["thread", "inline"]).default("thread"),
   /** RPC calls: every call has a deadline and a bounded number of retries. */
   RPC_TIMEOUT_MS: int(10_000, 100, 120_000),
   RPC_RETRIES: int(2, 0, 10),
@@ -78,7 +84,7 @@ export type Config = {
   };
   custody: { mnemonic: string | undefined; mnemonicFile: string | undefined; relayerPrivateKey: string | undefined; treasuryAddress: string | undefined };
   webhooks: { depositSecret: string | undefined; fiatSecret: string | undefined };
-  workers: { watcherIntervalMs: number; workerIntervalMs: number; paymentRequestLeaseMs: number };
+  workers: { watcherIntervalMs: number; workerIntervalMs: number; paymentRequestLeaseMs: number; settlement: "thread" | "inline" };
   fiat: { sandboxDelayMs: number };
   x402: { allowHttp: boolean; allowPrivateNetworks: boolean; timeoutMs: number; maxResponseBytes: number; maxTimeoutSeconds: number };
 };
@@ -129,7 +135,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
       treasuryAddress: e.TREASURY_ADDRESS,
     },
     webhooks: { depositSecret: e.DEPOSIT_WEBHOOK_SECRET, fiatSecret: e.FIAT_WEBHOOK_SECRET },
-    workers: { watcherIntervalMs: e.WATCHER_INTERVAL_MS, workerIntervalMs: e.WORKER_INTERVAL_MS, paymentRequestLeaseMs: e.PAYMENT_REQUEST_LEASE_MS },
+    workers: { watcherIntervalMs: e.WATCHER_INTERVAL_MS, workerIntervalMs: e.WORKER_INTERVAL_MS, paymentRequestLeaseMs: e.PAYMENT_REQUEST_LEASE_MS, settlement: e.SETTLEMENT },
     fiat: { sandboxDelayMs: e.FIAT_SANDBOX_DELAY_MS },
     x402: {
       allowHttp: e.X402_ALLOW_HTTP,

@@ -24,6 +24,8 @@ export type AppContext = {
   hooks: {
     depositHint?: (txHash: string) => Promise<void>;
     fiatHint?: (providerRef: string) => Promise<void>;
+    /** Whether settlement follows payments yet (its thread may still be starting); reported by /readyz. */
+    settlementRunning?: () => boolean;
   };
   /** Hands a just-accepted payment (leased to this process) to the dispatcher. */
   dispatch?: (payment: import("./ledger/store.ts").PaymentRow) => void;

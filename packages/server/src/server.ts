@@ -16,11 +16,10 @@ import { createDepositWatcher } from "./deposits/watcher.ts";
 import { createApp } from "./http/app.ts";
 import { createMetrics } from "./http/metrics.ts";
 import { type Loop, startLoop } from "./workers/loop.ts";
-import { createPaymentWorker, startPaymentWorkerLoop } from "./workers/paymentWorker.ts";
+import { type Settlement, startInlineSettlement, startSettlementThread } from "./workers/settlement.ts";
 import { createSandboxFiatProvider, type SandboxFiatProvider } from "./rails/fiat/sandboxProvider.ts";
 import { buildRails } from "./rails/buildRails.ts";
 import { pruneExpiredPassThrough } from "./rails/x402/claimIdempotencyKey.ts";
-import { createDispatcher, type Dispatcher } from "./services/payments/dispatcher.ts";
 import { type X402Demo, startX402Demo } from "./sandbox/x402Demo.ts";
 
 export type RunningServer = {
@@ -30,6 +29,8 @@ export type RunningServer = {
   baseUrl: string;
   /** Sandbox with `x402Demo`: the demo x402 merchant and its facilitator. */
   x402Demo: X402Demo | undefined;
+  /** What settles accepted payments (workers/settlement.ts). */
+  settlement: Settlement;
   stop(): Promise<void>;
 };
 
@@ -58,10 +59,12 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
   if (config.mode === "sandbox") sandboxWebhookSecrets(config);
   const loops: Loop[] = [];
   let chain: ChainRuntime | undefined;
-  let workerLoop: Loop | undefined;
+  const onFinal = (rail: string, outcome: string) => metrics.payments.labels(rail, outcome).inc();
+  // Started first: the thread loads its code (at a lower priority) while this one starts the chain.
+  const thread = config.workers.settlement === "thread" ? startSettlementThread({ config, instanceId: ctx.instanceId, logger, onFinal }) : undefined;
+  let settlement: Settlement | undefined = thread;
   let sandboxFiat: SandboxFiatProvider | undefined;
   let x402Demo: X402Demo | undefined;
-  let dispatcher: Dispatcher | undefined;
   try {
     chain = await startChainRuntime(config);
     if (chain.sandbox) {
@@ -83,13 +86,14 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       await watcher.checkTransaction(txHash as Hex);
     };
 
-    const onFinal = (p: { rail: string }, outcome: string) => metrics.payments.labels(p.rail, outcome).inc();
-    const { rails, fiatRail } = await buildRails(ctx, chain, { fiatProvider: sandboxFiat, onFinal });
-    if (fiatRail) ctx.hooks.fiatHint = (payoutId) => fiatRail.onProviderHint(payoutId, () => workerLoop?.kick());
+    const { rails, fiatRail } = await buildRails(ctx, chain, { fiatProvider: sandboxFiat, onFinal: (p, outcome) => onFinal(p.rail, outcome) });
     ctx.rails = rails;
-    dispatcher = createDispatcher(ctx);
-    ctx.dispatch = (p) => dispatcher!.submit(p);
-    const worker = createPaymentWorker(ctx, rails);
+    // Accepted payments settle beside the requests (workers/settlement.ts); x402 pays within its request here.
+    if (thread) thread.connect(chain);
+    else settlement = startInlineSettlement(ctx, rails);
+    ctx.dispatch = (p) => settlement!.dispatch(p);
+    ctx.hooks.settlementRunning = () => settlement!.running();
+    if (fiatRail) ctx.hooks.fiatHint = (payoutId) => fiatRail.onProviderHint(payoutId, () => settlement?.kick());
     // Housekeeping, bounded per pass: expired x402 pass-through replies, and webhook ids past any replay window.
     let pruneFrom: string | undefined;
     loops.push(
@@ -98,10 +102,9 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
         await ctx.ledger.pruneWebhookEvents(new Date(ctx.clock().getTime() - WEBHOOK_ID_KEEP_MS).toISOString());
       }, logger),
     );
-    workerLoop = startPaymentWorkerLoop(worker, config.workers.workerIntervalMs, logger);
-    loops.push(workerLoop);
     if (opts.x402Demo && chain.sandbox) x402Demo = await startX402Demo(chain);
   } catch (err) {
+    await settlement?.stop();
     await built.close();
     await chain?.sandbox?.stop();
     throw err;
@@ -146,13 +149,14 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     chain,
     baseUrl,
     x402Demo,
+    settlement: settlement!,
     async stop() {
       if (stopped) return;
       stopped = true;
       await Promise.all(loops.map((l) => l.stop()));
       await app.close();
       // Let accepted payments reach their first persisted step before the chain and database go.
-      await dispatcher?.drain();
+      await settlement?.stop();
       await x402Demo?.stop();
       await chain?.sandbox?.stop();
       await built.close();

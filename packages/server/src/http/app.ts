@@ -112,7 +112,9 @@ export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyIn
   app.get("/readyz", async (_req, reply) => {
     try {
       await sql`select 1`.execute(ctx.ledger.db);
-      return { status: "ready" };
+      // Requests are served while settlement starts; payments accepted meanwhile settle once it runs.
+      const settlement = ctx.hooks.settlementRunning?.();
+      return settlement === undefined ? { status: "ready" } : { status: "ready", settlement: settlement ? "running" : "starting" };
     } catch (err) {
       ctx.logger.warn({ err }, "readiness check failed");
       return reply.code(503).send({ detail: "Database unavailable.", code: "not_ready" });

@@ -51,6 +51,8 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
     { port: 0, host: "127.0.0.1" },
   );
   const server = await startServer(config, createLogger(process.env.AW_TEST_LOG_LEVEL ?? "silent"), { defaultMetrics: false });
+  // Tests and benches start measuring with settlement running (a served request does not wait for it).
+  await server.settlement.ready();
   const ctx = server.ctx;
   const project = await ctx.ledger.createProject({ name: "harness", plan: options.plan ?? "free" });
   const mint = async (perms: Permission[]) => (await createToken(ctx, { projectId: project.id, permissions: perms, mode: "test" })).token;

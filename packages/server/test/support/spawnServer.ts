@@ -46,13 +46,15 @@ export async function spawnServer(env: NodeJS.ProcessEnv, port?: number): Promis
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`server exited during start-up:\n${out}`);
     try {
-      if ((await fetch(`${baseUrl}/healthz`)).ok) break;
+      // Serving, and settling: a test that kills the process then catches payments part-way.
+      const ready = await fetch(`${baseUrl}/readyz`);
+      if (ready.ok && ((await ready.json()) as { settlement?: string }).settlement === "running") break;
     } catch {
       /* not listening yet */
     }
     if (i > 300) {
       child.kill("SIGKILL");
-      throw new Error(`server did not answer /healthz within 30 s:\n${out}`);
+      throw new Error(`server was not ready with settlement running within 30 s:\n${out}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -57,7 +57,8 @@ export type X402World = {
 
 export async function startX402World(o: { database?: "sqlite" | "postgres"; env?: NodeJS.ProcessEnv; fundMicros?: bigint } = {}): Promise<X402World> {
   const pg = o.database === "postgres" ? await createPgSchema() : undefined;
-  const options: StartTestServerOptions = { database: o.database, databaseUrl: pg?.url, env: { RATE_LIMIT_PER_MINUTE: "100000", ...o.env } };
+  // Settlement inline: the fee sweep's signature is counted on this thread's custody like the merchant's.
+  const options: StartTestServerOptions = { database: o.database, databaseUrl: pg?.url, env: { RATE_LIMIT_PER_MINUTE: "100000", SETTLEMENT: "inline", ...o.env } };
   const server = await startTestServer(options);
   const ctx = server.server.ctx;
   const chain = server.server.chain!;

@@ -1,0 +1,88 @@
+/**
+ * The settlement thread: its own ledger connection, custody (and signing thread), chain client and
+ * rails, running the dispatcher and the payment worker (settlement.ts) for the process that started
+ * it, under that process's lease owner. Payments arrive by message; every state it needs is in the
+ * database.
+ */
+import { parentPort, workerData } from "node:worker_threads";
+import type { AppContext } from "../context.ts";
+import { createChainClient } from "../chain/chainClient.ts";
+import type { ChainRuntime } from "../chain/runtime.ts";
+import { createLogger, loadCustody, openLedger } from "../deps.ts";
+import { createMemoryRateLimiter } from "../http/rateLimit.ts";
+import { newId, systemClock } from "../ids.ts";
+import { buildRails } from "../rails/buildRails.ts";
+import { createSandboxFiatProvider } from "../rails/fiat/sandboxProvider.ts";
+import { type SettlementChain, type SettlementCommand, type SettlementMessage, type SettlementThreadData, startInlineSettlement } from "./settlement.ts";
+
+const data = workerData as SettlementThreadData;
+const port = parentPort!;
+const post = (m: SettlementMessage) => port.postMessage(m);
+const { config } = data;
+const logger = createLogger(data.logLevel).child({ thread: "settlement" });
+
+
+/** Opens the ledger, custody and chain, and starts following payments. */
+async function start(chainData: SettlementChain) {
+  const { ledger, opened } = await openLedger(config);
+  const custody = loadCustody(config);
+  const ctx: AppContext = {
+    config,
+    ledger,
+    custody,
+    clock: systemClock,
+    newId,
+    logger,
+    // Requests are never served here.
+    rateLimiter: createMemoryRateLimiter(1),
+    rails: undefined,
+    hooks: {},
+    instanceId: data.instanceId,
+  };
+  const client = createChainClient(chainData.settings);
+  const chain: ChainRuntime = { client, relayerKey: chainData.relayerKey, relayerAddress: chainData.relayerAddress, treasuryAddress: chainData.treasuryAddress };
+  // The sandbox off-ramp keeps its payouts in the ledger; this instance submits and reads them, the
+  // request thread's delivers their webhooks.
+  const fiatProvider = chainData.offrampKey
+    ? createSandboxFiatProvider({ ledger, chain: client, privateKey: chainData.offrampKey, webhookSecret: config.webhooks.fiatSecret ?? "", delayMs: config.fiat.sandboxDelayMs, logger })
+    : undefined;
+  const { rails } = await buildRails(ctx, chain, { fiatProvider, onFinal: (p, outcome) => post({ type: "final", rail: p.rail, outcome }) });
+  ctx.rails = rails;
+  const settlement = startInlineSettlement(ctx, rails);
+  ctx.dispatch = (p) => settlement.dispatch(p);
+  return {
+    settlement,
+    async close() {
+      await settlement.stop();
+      await custody.close();
+      await opened.close();
+    },
+  };
+}
+
+let running: ReturnType<typeof start> | undefined;
+port.on("message", (cmd: SettlementCommand) => {
+  if (cmd.type === "start") {
+    if (running) return;
+    running = start(cmd.chain);
+    // A thread that cannot start dies; the request thread logs it and starts another.
+    running.then(
+      () => post({ type: "ready" }),
+      (err) => {
+        logger.error({ err }, "settlement thread could not start");
+        process.exit(1);
+      },
+    );
+  } else if (cmd.type === "dispatch") void running?.then((r) => cmd.payments.forEach((p) => r.settlement.dispatch(p)));
+  else if (cmd.type === "kick") void running?.then((r) => r.settlement.kick());
+  else if (cmd.type === "stop") {
+    void (async () => {
+      try {
+        await (await running)?.close();
+      } catch (err) {
+        logger.error({ err }, "settlement thread did not close cleanly");
+      }
+      post({ type: "stopped" });
+    })();
+  }
+});

@@ -1,0 +1,20 @@
+// Entry of the settlement thread (workers/settlement.ts). Plain JavaScript, so it runs before tsx is
+// registered: tsx is registered here, and the thread does not depend on how its process was started.
+import { readlinkSync } from "node:fs";
+import { setPriority } from "node:os";
+import { workerData } from "node:worker_threads";
+import { register } from "tsx/esm/api";
+
+// Requests first: on Linux this thread (and the signing thread it starts, which inherits it) runs at a
+// lower CPU priority from its first step, loading its code included, so when the cores are short the
+// event loop that answers requests gets them and settlement takes the rest. Elsewhere it keeps the
+// process's priority.
+try {
+  const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
+  if (Number.isInteger(tid) && tid > 0) setPriority(tid, workerData.nice);
+} catch {
+  /* no per-thread priority here */
+}
+
+register();
+await import("./settlementMain.ts");
