@@ -28,10 +28,18 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
   );
 }
 
-export async function openLedger(config: Config): Promise<{ ledger: Ledger; opened: OpenedDb }> {
+/**
+ * SQLite with settlement in its own thread: the request thread's connection leaves WAL checkpoints
+ * (copying the log into the database file, several ms each) to the settlement thread, which runs one
+ * every 200 ms; it does one itself only if the log grows this far (~64 MB) because the settlement
+ * thread is not running.
+ */
+export const REQUEST_THREAD_CHECKPOINT_PAGES = 16_000;
+
+export async function openLedger(config: Config, opts: { checkpointPages?: number } = {}): Promise<{ ledger: Ledger; opened: OpenedDb }> {
   const opened = config.databaseUrl
     ? openDb({ kind: "postgres", url: config.databaseUrl })
-    : openDb({ kind: "sqlite", path: config.sqlitePath, synchronous: config.sqliteSynchronous });
+    : openDb({ kind: "sqlite", path: config.sqlitePath, synchronous: config.sqliteSynchronous, checkpointPages: opts.checkpointPages });
   await migrateToLatest(opened.db, opened.dialect);
   return { ledger: new Ledger(opened.db, opened.dialect, systemClock, newId), opened };
 }
@@ -51,8 +59,8 @@ export function loadCustody(config: Config) {
   return createHdCustody(mnemonic, { pool: createSigningPool(mnemonic, 1) });
 }
 
-export async function buildContext(config: Config, logger: Logger): Promise<{ ctx: AppContext; close(): Promise<void> }> {
-  const { ledger, opened } = await openLedger(config);
+export async function buildContext(config: Config, logger: Logger, opts: { checkpointPages?: number } = {}): Promise<{ ctx: AppContext; close(): Promise<void> }> {
+  const { ledger, opened } = await openLedger(config, opts);
   const rateLimiter = createRateLimiter(config);
   const ctx: AppContext = {
     config,

@@ -11,7 +11,7 @@ import type { Hex } from "viem";
 import type { Config } from "./config.ts";
 import type { AppContext } from "./context.ts";
 import { type ChainRuntime, startChainRuntime } from "./chain/runtime.ts";
-import { buildContext } from "./deps.ts";
+import { REQUEST_THREAD_CHECKPOINT_PAGES, buildContext } from "./deps.ts";
 import { createDepositWatcher } from "./deposits/watcher.ts";
 import { createApp } from "./http/app.ts";
 import { createMetrics } from "./http/metrics.ts";
@@ -54,7 +54,7 @@ function sandboxWebhookSecrets(config: Config): void {
 
 export async function startServer(config: Config, logger: Logger, opts: StartServerOptions = {}): Promise<RunningServer> {
   const metrics = createMetrics({ defaultMetrics: opts.defaultMetrics ?? true });
-  const built = await buildContext(config, logger);
+  const built = await buildContext(config, logger, config.workers.settlement === "thread" ? { checkpointPages: REQUEST_THREAD_CHECKPOINT_PAGES } : {});
   const ctx = built.ctx;
   if (config.mode === "sandbox") sandboxWebhookSecrets(config);
   const loops: Loop[] = [];

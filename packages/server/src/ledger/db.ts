@@ -33,7 +33,14 @@ export function sqliteDirectOf(db: Db): SqliteDirect | undefined {
 export type OpenedDb = { db: Db; dialect: Dialect; close(): Promise<void> };
 
 export type OpenDbOptions =
-  | { kind: "sqlite"; path: string; synchronous?: "FULL" | "NORMAL"; busyTimeoutMs?: number }
+  | {
+      kind: "sqlite";
+      path: string;
+      synchronous?: "FULL" | "NORMAL";
+      busyTimeoutMs?: number;
+      /** Checkpoint the WAL into the database file after a commit leaves it this long (SQLite's default: 1000 pages). */
+      checkpointPages?: number;
+    }
   | { kind: "postgres"; url: string; poolMax?: number; schema?: string; statementTimeoutMs?: number };
 
 // int8 and numeric arrive as strings from pg; every amount we keep fits a safe integer, and we
@@ -52,6 +59,7 @@ export function openDb(options: OpenDbOptions): OpenedDb {
     sqlite.pragma("journal_mode = WAL");
     sqlite.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
     sqlite.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5_000}`);
+    sqlite.pragma(`wal_autocheckpoint = ${options.checkpointPages ?? 1_000}`);
     sqlite.pragma("foreign_keys = ON");
     // Kysely prepares every statement on every call; with better-sqlite3 a prepared statement is
     // reusable, so keep the most recent ones (bounded): a quarter of a hot query's cost.

@@ -5,6 +5,7 @@
  * database.
  */
 import { parentPort, workerData } from "node:worker_threads";
+import { sql } from "kysely";
 import type { AppContext } from "../context.ts";
 import { createChainClient } from "../chain/chainClient.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
@@ -22,9 +23,17 @@ const { config } = data;
 const logger = createLogger(data.logLevel).child({ thread: "settlement" });
 
 
+/** How often this thread checkpoints the SQLite WAL for the request thread (deps.ts). */
+const CHECKPOINT_EVERY_MS = 200;
+
 /** Opens the ledger, custody and chain, and starts following payments. */
 async function start(chainData: SettlementChain) {
   const { ledger, opened } = await openLedger(config);
+  // PASSIVE: copies what it can without taking the write lock, so the request thread never waits for it.
+  const checkpoints =
+    opened.dialect === "sqlite"
+      ? setInterval(() => void sql`pragma wal_checkpoint(PASSIVE)`.execute(ledger.db).catch((err) => logger.warn({ err }, "WAL checkpoint failed; the next one retries")), CHECKPOINT_EVERY_MS)
+      : undefined;
   const custody = loadCustody(config);
   const ctx: AppContext = {
     config,
@@ -53,6 +62,7 @@ async function start(chainData: SettlementChain) {
   return {
     settlement,
     async close() {
+      clearInterval(checkpoints);
       await settlement.stop();
       await custody.close();
       await opened.close();
