@@ -94,5 +94,7 @@ describe("sandbox: npm start on a fresh data dir", () => {
     expect(again.token).toBe(s.token);
     const kept = Balance.parse(await (await fetch(`${again.baseUrl}/v1/balance`, { headers: auth })).json());
     expect(kept.available).toBe(22_960_000);
-  });
+    // Two servers and five CLI processes, each loading the service (and a server its settlement thread):
+    // 27 s alone on two slow cores, up to a minute beside the rest of the suite.
+  }, 120_000);
 });
