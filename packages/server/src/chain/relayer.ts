@@ -15,7 +15,7 @@
 import { type Address, type Hex, encodeFunctionData, keccak256 } from "viem";
 import type { Custody } from "./custody.ts";
 import type { Logger } from "pino";
-import type { Ledger, Steps } from "../ledger/store.ts";
+import type { Ledger } from "../ledger/store.ts";
 import { MULTICALL3_ADDRESS, multicall3Abi } from "./chainClient.ts";
 import type { ChainRuntime } from "./runtime.ts";
 
@@ -48,13 +48,6 @@ type Step = {
   resolve: (tx: RelayedTx) => void;
   reject: (err: unknown) => void;
 };
-
-/** Thrown inside a batch's database transaction: this member is stale; the rest are tried again without it. */
-class StaleMember extends Error {
-  constructor(readonly step: Step) {
-    super(`payment ${step.paymentId} was advanced by another process`);
-  }
-}
 
 export type Relayer = ReturnType<typeof createRelayer>;
 
@@ -115,43 +108,31 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
 
   /**
    * Signs one transaction for every member with the counter's next nonce, then stores it in one
-   * atomic write: the counter moves past that nonce only if it still stood there (another process
-   * may have taken it: then sign again with the next), the signed transaction is kept, and each
-   * member's new state is stored. Signing happens before the write, so the write holds no lock while
-   * it signs and shares its commit with the other writes of its turn.
+   * atomic write (Ledger.storeRelayerTransaction): the counter moves past that nonce only if it still
+   * stood there (another process may have taken it: then sign again with the next), the signed
+   * transaction is kept, and each member's new state is stored. Signing happens before the write, so
+   * the write holds no lock while it signs and shares its commit with the other writes of its turn.
+   * Returns the members found stale (nothing was stored then; the others are tried again without them).
    */
-  async function store(members: Step[]): Promise<RelayedTx> {
+  async function store(members: Step[]): Promise<{ tx: RelayedTx } | { stale: Step }> {
     const { maxFeePerGas, maxPriorityFeePerGas } = await currentFees();
     const data = encodeRelayBatch(members.map((m) => m.calls));
     const gas = relayerGasLimit(members.map((m) => m.calls.length));
-    const db = ledger.db;
     for (let attempt = 1; ; attempt++) {
       const nonce = await counterValue();
       const raw = await account.signTransaction({ chainId: chain.client.settings.chainId, type: "eip1559", to: MULTICALL3_ADDRESS, data, nonce, gas, maxFeePerGas, maxPriorityFeePerGas, value: 0n });
       const tx = { nonce, hash: keccak256(raw), raw };
-      const now = new Date().toISOString();
-      const stored = await ledger.atomically(function* (): Steps<boolean> {
-        const moved = yield db.updateTable("kv").set({ value: String(nonce + 1) }).where("key", "=", counterKey).where("value", "=", String(nonce)).returning("value").compile();
-        if (moved.length !== 1) return false;
-        // payment_id: the first payment of the batch; every member's row carries the hash.
-        yield db.insertInto("relayer_txs").values({ nonce, relayer: account.address, payment_id: members[0]!.paymentId, raw_tx: raw, tx_hash: tx.hash, created_at: now }).compile();
-        for (const m of members) {
-          // Compare-and-set: if another process stored a step for this payment since we read it, the
-          // whole write rolls back (the nonce too); these signatures are never broadcast.
-          const updated = yield db
-            .updateTable("payments")
-            .set({ ...m.paymentPatch(tx), updated_at: now })
-            .where("id", "=", m.paymentId)
-            .where("tx_hash", m.expected.tx_hash === null ? "is" : "=", m.expected.tx_hash)
-            .where("rail_state", m.expected.rail_state === null ? "is" : "=", m.expected.rail_state)
-            .returning("id")
-            .compile();
-          if (updated.length !== 1) throw new StaleMember(m);
-          yield db.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", m.paymentId).where("status", "=", "pending").compile();
-        }
-        return true;
+      const r = await ledger.storeRelayerTransaction({
+        counterKey,
+        relayer: account.address,
+        tx,
+        members: members.map((m) => ({ paymentId: m.paymentId, patch: m.paymentPatch(tx), expected: m.expected })),
+        at: new Date().toISOString(),
       });
-      if (stored) return tx;
+      if (r.kind === "stored") return { tx };
+      // Compare-and-set: another process stored a step for this payment since we read it; these
+      // signatures are never broadcast.
+      if (r.kind === "stale") return { stale: members.find((m) => m.paymentId === r.paymentId)! };
       if (attempt >= NONCE_ATTEMPTS_MAX) throw new Error(`relayer nonce taken by another process ${attempt} times in a row`);
     }
   }
@@ -163,16 +144,16 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
         let members = queue.splice(0, MAX_BATCH_PAYMENTS);
         while (members.length) {
           try {
-            const tx = await store(members);
-            for (const m of members) m.resolve(tx);
-            break;
-          } catch (err) {
-            if (!(err instanceof StaleMember)) {
-              for (const m of members) m.reject(err);
+            const r = await store(members);
+            if ("tx" in r) {
+              for (const m of members) m.resolve(r.tx);
               break;
             }
-            err.step.reject(new StaleStepError(err.message));
-            members = members.filter((m) => m !== err.step);
+            r.stale.reject(new StaleStepError(`payment ${r.stale.paymentId} was advanced by another process`));
+            members = members.filter((m) => m !== r.stale);
+          } catch (err) {
+            for (const m of members) m.reject(err);
+            break;
           }
         }
       }

@@ -74,7 +74,23 @@ export type SeenDeposit = DepositKey & {
   blockHash: string;
 };
 
-export class DuplicateKeyError extends Error {}
+/** What the relayer stores in one write (storeRelayerTransaction): plain data, so any thread's ledger can run it. */
+export type RelayerStore = {
+  /** The `kv` row of the relayer's nonce counter. */
+  counterKey: string;
+  relayer: string;
+  tx: { nonce: number; hash: string; raw: string };
+  /** Each payment the transaction carries: its new columns, if its row still holds `expected`. */
+  members: { paymentId: string; patch: Record<string, unknown>; expected: { tx_hash: string | null; rail_state: string | null } }[];
+  at: string;
+};
+export type RelayerStoreResult = { kind: "stored" } | { kind: "nonce_taken" } | { kind: "stale"; paymentId: string };
+
+class StaleMember extends Error {
+  constructor(readonly paymentId: string) {
+    super(`payment ${paymentId} was advanced by another process`);
+  }
+}
 
 function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
@@ -637,6 +653,42 @@ export class Ledger {
       }
       return claimed;
     });
+  }
+
+  /**
+   * Stores a signed relayer transaction in one atomic write: the nonce counter moves past its nonce
+   * only if it still stood there (else `nonce_taken`: another process signed with it first), the
+   * signed transaction is kept for re-broadcast, and each member payment gets its new state, by
+   * compare-and-set on what the relayer read (else `stale`, naming the member; nothing is stored).
+   */
+  async storeRelayerTransaction(input: RelayerStore): Promise<RelayerStoreResult> {
+    const db = this.db;
+    const { tx, at } = input;
+    try {
+      return await this.atomically(function* (): Steps<RelayerStoreResult> {
+        const moved = yield db.updateTable("kv").set({ value: String(tx.nonce + 1) }).where("key", "=", input.counterKey).where("value", "=", String(tx.nonce)).returning("value").compile();
+        if (moved.length !== 1) return { kind: "nonce_taken" };
+        // payment_id: the first payment of the batch; every member's row carries the hash.
+        yield db.insertInto("relayer_txs").values({ nonce: tx.nonce, relayer: input.relayer, payment_id: input.members[0]!.paymentId, raw_tx: tx.raw, tx_hash: tx.hash, created_at: at }).compile();
+        for (const m of input.members) {
+          const updated = yield db
+            .updateTable("payments")
+            .set({ ...m.patch, updated_at: at })
+            .where("id", "=", m.paymentId)
+            .where("tx_hash", m.expected.tx_hash === null ? "is" : "=", m.expected.tx_hash)
+            .where("rail_state", m.expected.rail_state === null ? "is" : "=", m.expected.rail_state)
+            .returning("id")
+            .compile();
+          // Thrown so the whole write rolls back (the nonce too); answered as a value below.
+          if (updated.length !== 1) throw new StaleMember(m.paymentId);
+          yield db.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", m.paymentId).where("status", "=", "pending").compile();
+        }
+        return { kind: "stored" };
+      });
+    } catch (err) {
+      if (err instanceof StaleMember) return { kind: "stale", paymentId: err.paymentId };
+      throw err;
+    }
   }
 
   /** Releases several of `owner`'s leases, each with its next attempt, in one atomic write. */
