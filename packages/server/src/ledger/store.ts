@@ -508,7 +508,7 @@ export class Ledger {
    * atomically: on SQLite in the group commit (its own savepoint, a shared commit), on PostgreSQL in a
    * transaction of its own. One body for both; a throw inside rolls the write back.
    */
-  atomically<T>(steps: () => Steps<T>): Promise<T> {
+  private atomically<T>(steps: () => Steps<T>): Promise<T> {
     if (this.group) {
       return this.group.write((run) => {
         const g = steps();

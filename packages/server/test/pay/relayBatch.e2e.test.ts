@@ -131,20 +131,20 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     const before = Number(await ledger.getKv(key));
     // Another process (simulated on the same database) allocates nonce `before` after we read the
     // counter and signed with it, just before our store.
-    const atomically = ledger.atomically.bind(ledger);
+    const store = ledger.storeRelayerTransaction.bind(ledger);
     let raced = false;
-    ledger.atomically = ((steps: never) => {
-      if (raced) return atomically(steps);
+    ledger.storeRelayerTransaction = (input) => {
+      if (raced) return store(input);
       raced = true;
-      return ledger.db.updateTable("kv").set({ value: String(before + 1) }).where("key", "=", key).execute().then(() => atomically(steps));
-    }) as typeof ledger.atomically;
+      return ledger.db.updateTable("kv").set({ value: String(before + 1) }).where("key", "=", key).execute().then(() => store(input));
+    };
     try {
       const [row] = await stepTogether([p]);
       const stored = await ledger.db.selectFrom("relayer_txs").select("nonce").where("tx_hash", "=", row!.tx_hash!).executeTakeFirstOrThrow();
       expect(Number(stored.nonce)).toBe(before + 1);
       expect(Number(await ledger.getKv(key))).toBe(before + 2);
     } finally {
-      ledger.atomically = atomically;
+      ledger.storeRelayerTransaction = store;
     }
     // The other "process" sends its own transaction with nonce `before`; then ours is mined after it.
     const relayerAccount = privateKeyToAccount(ctx().rails!.chain.relayerKey);
