@@ -8,6 +8,7 @@ import SQLite from "better-sqlite3";
 import { type CompiledQuery, Kysely, PostgresDialect, SqliteDialect } from "kysely";
 import pg from "pg";
 import { type GroupCommit, createGroupCommit } from "./groupCommit.ts";
+import { createLogSync } from "./logSync.ts";
 import type { Database } from "./schema.ts";
 
 export type Dialect = "sqlite" | "postgres";
@@ -84,11 +85,21 @@ export function openDb(options: OpenDbOptions): OpenedDb {
       },
     };
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+    // FULL: the group commit's batches are made durable by a sync of the log off the event loop
+    // (logSync.ts); with NORMAL the operator chose not to wait for the disk at all.
+    const logSync = (options.synchronous ?? "FULL") === "FULL" && options.path !== ":memory:" ? createLogSync(`${options.path}-wal`) : undefined;
     sqliteDirect.set(db, {
-      group: createGroupCommit(db, (text) => database.prepare(text), { busyTimeoutMs: options.busyTimeoutMs ?? 5_000 }),
+      group: createGroupCommit(db, (text) => database.prepare(text), { busyTimeoutMs: options.busyTimeoutMs ?? 5_000, logSync }),
       read: <R>(query: CompiledQuery<R>) => (sqlite.inTransaction ? undefined : (database.prepare(query.sql).all(...(query.parameters as unknown[])) as R[])),
     });
-    return { db, dialect: "sqlite", close: () => db.destroy() };
+    return {
+      db,
+      dialect: "sqlite",
+      async close() {
+        await db.destroy();
+        logSync?.close();
+      },
+    };
   }
   const pool = new pg.Pool({
     connectionString: options.url,

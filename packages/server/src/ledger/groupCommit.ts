@@ -1,8 +1,13 @@
 /**
  * Group commit for SQLite: ledger writes submitted together (during one turn of the event loop when
  * writes are frequent, at once when the path is quiet: batching.ts) run in one database transaction,
- * each inside its own savepoint, and share one commit (one `fsync` with `synchronous=FULL`). A write that throws rolls back its own savepoint only; the others commit. No
- * caller hears of its write before the commit that makes it durable has returned.
+ * each inside its own savepoint, and share one commit. A write that throws rolls back its own
+ * savepoint only; the others commit. No caller hears of its write before it is durable.
+ *
+ * Durable, with `synchronous=FULL`: the batch commits with NORMAL (SQLite writes the log without
+ * waiting for the disk) and its callers are answered once an `fdatasync` of the log, started after
+ * the commit and run off the event loop, has finished (logSync.ts). The write lock is released at the
+ * commit, and the next batch runs while this one's sync is under way.
  *
  * Each write is a synchronous function over compiled queries, so nothing else runs on the connection
  * while the batch is open; the batch takes Kysely's connection (its mutex) first, so it never lands
@@ -11,12 +16,13 @@
 import type SQLite from "better-sqlite3";
 import type { CompiledQuery, Kysely } from "kysely";
 import { QUIET_MS, scheduleFlush } from "./batching.ts";
+import type { LogSync } from "./logSync.ts";
 
 /** Runs one compiled query on the batch's connection; returns its rows (empty for a plain write). */
 export type RunQuery = <R>(query: CompiledQuery<R>) => R[];
 
 export type GroupCommit = {
-  /** Runs `write` in the next batch; resolves with its result once the batch has committed. */
+  /** Runs `write` in the next batch; resolves with its result once the batch is durable. */
   write<T>(write: (run: RunQuery) => T): Promise<T>;
 };
 
@@ -33,11 +39,18 @@ export type GroupCommitOptions = {
   quietMs?: number;
   /** The connection's `busy_timeout`: how long a batch waits for another connection's write before it fails. */
   busyTimeoutMs?: number;
+  /**
+   * The connection runs with `synchronous=FULL` and its batches are made durable by this sync of the
+   * log instead of SQLite's own at commit. Without it, a batch is answered at its commit (durable
+   * as the connection's `synchronous` makes it).
+   */
+  logSync?: LogSync;
 };
 
 export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) => SQLite.Statement, opts: GroupCommitOptions = {}): GroupCommit {
   const quietMs = opts.quietMs ?? QUIET_MS;
   const busyTimeoutMs = opts.busyTimeoutMs ?? 5_000;
+  const logSync = opts.logSync;
   let queue: Item[] = [];
   let scheduled = false;
   let lastFlushAt = Number.NEGATIVE_INFINITY;
@@ -59,17 +72,28 @@ export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) =
    * arrive meanwhile join it.
    */
   function tryBegin(): Error | undefined {
+    // Outside a transaction, as SQLite requires; set back to FULL once the batch has ended (`end`).
+    if (logSync) statement("pragma synchronous = NORMAL").run();
     statement("pragma busy_timeout = 0").get();
     try {
       statement("begin immediate").run();
       return undefined;
     } catch (err) {
+      end();
       if ((err as { code?: string }).code === "SQLITE_BUSY") return err as Error;
       throw err;
     } finally {
       statement(`pragma busy_timeout = ${busyTimeoutMs}`).get();
     }
   }
+
+  /** After a batch (committed, rolled back or never begun): every other write on the connection syncs at its commit again. */
+  function end(): void {
+    if (logSync) statement("pragma synchronous = FULL").run();
+  }
+
+  /** The next batch: the oldest waiting writes, up to the maximum. */
+  const take = (): Item[] => queue.splice(0, BATCH_MAX);
 
   function schedule(): void {
     if (scheduled || queue.length === 0) return;
@@ -82,6 +106,7 @@ export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) =
     let batch: Item[] = [];
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
     let locked = false;
+    let durable: Promise<void> | undefined;
     try {
       await db.connection().execute(async () => {
         const busy = tryBegin();
@@ -92,8 +117,7 @@ export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) =
           throw busy;
         }
         lockedSince = undefined;
-        batch = queue.slice(0, BATCH_MAX);
-        queue = queue.slice(batch.length);
+        batch = take();
         try {
           for (const item of batch) {
             statement("savepoint w").run();
@@ -115,14 +139,15 @@ export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) =
             /* no transaction open */
           }
           throw err;
+        } finally {
+          end();
         }
       });
+      // The next batch may run from here on; this one's callers wait for the log to be on disk.
+      if (logSync) durable = logSync.afterCommit();
     } catch (err) {
       lockedSince = undefined;
-      if (batch.length === 0) {
-        batch = queue.slice(0, BATCH_MAX);
-        queue = queue.slice(batch.length);
-      }
+      if (batch.length === 0) batch = take();
       for (const item of batch) item.reject(err);
       return;
     } finally {
@@ -131,6 +156,13 @@ export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) =
         scheduled = false;
         schedule();
       }
+    }
+    try {
+      await durable;
+    } catch (err) {
+      // Committed, but not known to be on disk: no caller may count on it (logSync.ts).
+      for (const item of batch) item.reject(err);
+      return;
     }
     batch.forEach((item, i) => {
       const o = outcomes[i]!;

@@ -1,0 +1,120 @@
+// The group commit's durability on a real SQLite file (groupCommit.ts + logSync.ts): a batch commits
+// with synchronous=NORMAL and its callers hear of it only after an fdatasync of the log that started
+// after the commit. The sync is held by the test to see what waits for it; one test lets the real
+// fdatasync run.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import SQLite from "better-sqlite3";
+import { CompiledQuery, type Generated, Kysely, SqliteDialect } from "kysely";
+import { afterEach, describe, expect, test } from "vitest";
+import { createGroupCommit } from "../src/ledger/groupCommit.ts";
+import { createLogSync } from "../src/ledger/logSync.ts";
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+type Done = (err: NodeJS.ErrnoException | null) => void;
+
+/** A group commit whose log syncs wait for the test: `syncs` lists the syncs asked for, in order. */
+function openFile(opts: { realSync?: boolean } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), "aw-logsync-"));
+  const path = join(dir, "l.db");
+  const sqlite = new SQLite(path);
+  sqlite.pragma("journal_mode = WAL");
+  sqlite.pragma("synchronous = FULL");
+  sqlite.exec("create table t (id integer primary key, v text not null unique)");
+  const syncs: Done[] = [];
+  const logSync = createLogSync(`${path}-wal`, opts.realSync ? {} : { sync: (_fd, done) => void syncs.push(done) });
+  const statement = (text: string) => sqlite.prepare(text);
+  const db = new Kysely<{ t: { id: Generated<number>; v: string } }>({ dialect: new SqliteDialect({ database: { close: () => sqlite.close(), prepare: statement } }) });
+  cleanups.push(async () => {
+    await db.destroy();
+    logSync.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const count = () => {
+    const reader = new SQLite(path, { readonly: true });
+    const n = reader.prepare("select count(*) from t").pluck().get() as number;
+    reader.close();
+    return n;
+  };
+  return { sqlite, db, logSync, syncs, count, group: createGroupCommit(db, statement, { logSync }) };
+}
+
+const insert = (v: string) => CompiledQuery.raw("insert into t (v) values (?) returning id", [v]);
+/** Lets timers, immediates and the batch's own awaits run. */
+const settle = () => new Promise((r) => setTimeout(r, 20));
+function tracked<T>(p: Promise<T>) {
+  const t = { done: false, value: undefined as T | undefined, error: undefined as unknown };
+  p.then((v) => Object.assign(t, { done: true, value: v }), (e) => Object.assign(t, { done: true, error: e }));
+  return t;
+}
+
+describe("group commit made durable by a sync of the log", () => {
+  test("behavior: a batch is committed at once, but its callers are answered only once the sync after the commit has ended", async () => {
+    const { group, syncs, count } = openFile();
+    const writes = [tracked(group.write((run) => run(insert("a")))), tracked(group.write((run) => run(insert("b"))))];
+    await settle();
+    expect(count()).toBe(2); // committed: another connection reads both rows
+    expect(syncs).toHaveLength(1);
+    expect(writes.map((w) => w.done)).toEqual([false, false]);
+    syncs[0]!(null);
+    await settle();
+    expect(writes.map((w) => w.done)).toEqual([true, true]);
+    expect(writes[0]!.error).toBeUndefined();
+  });
+
+  test("behavior: a batch committed while a sync is under way waits for the next one, which covers every batch committed meanwhile", async () => {
+    const { group, syncs, logSync } = openFile();
+    const first = tracked(group.write((run) => run(insert("a"))));
+    await settle();
+    expect(syncs).toHaveLength(1);
+    // Two more batches commit while the first sync is under way (the lock is not held by a sync).
+    const second = tracked(group.write((run) => run(insert("b"))));
+    await settle();
+    const third = tracked(group.write((run) => run(insert("c"))));
+    await settle();
+    expect(syncs).toHaveLength(1);
+    syncs[0]!(null);
+    await settle();
+    expect([first.done, second.done, third.done]).toEqual([true, false, false]);
+    // One sync, started after both commits, answers both.
+    expect(syncs).toHaveLength(2);
+    syncs[1]!(null);
+    await settle();
+    expect([second.done, third.done]).toEqual([true, true]);
+    expect(logSync.syncs).toBe(2);
+  });
+
+  test("behavior: after each batch the connection syncs at its own commits again (synchronous=FULL)", async () => {
+    const { sqlite, group, syncs } = openFile();
+    const w = group.write((run) => run(insert("a")));
+    await settle();
+    expect(sqlite.pragma("synchronous", { simple: true })).toBe(2);
+    syncs[0]!(null);
+    await w;
+    expect(sqlite.pragma("synchronous", { simple: true })).toBe(2);
+  });
+
+  test("error: a failed sync fails its batch's callers and every later write: durability is unknown from then on", async () => {
+    const { group, syncs } = openFile();
+    const w = tracked(group.write((run) => run(insert("a"))));
+    await settle();
+    syncs[0]!(Object.assign(new Error("EIO: i/o error, fdatasync"), { code: "EIO" }));
+    await settle();
+    expect(w.done).toBe(true);
+    expect(String(w.error)).toMatch(/could not be made durable.*EIO/);
+    await expect(group.write((run) => run(insert("b")))).rejects.toThrow(/could not be made durable/);
+  });
+
+  test("behavior: with the real fdatasync, 40 writes at once are answered after one commit and its sync", async () => {
+    const { group, logSync, count } = openFile({ realSync: true });
+    const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => group.write((run) => run<{ id: number }>(insert(`r${i}`))[0]!.id)));
+    expect(new Set(ids).size).toBe(40);
+    expect(count()).toBe(40);
+    expect(logSync.syncs).toBe(1);
+  });
+});
