@@ -9,7 +9,7 @@ import SQLite from "better-sqlite3";
 import { CompiledQuery, type Generated, Kysely, SqliteDialect } from "kysely";
 import { afterEach, describe, expect, test } from "vitest";
 import { createGroupCommit } from "../src/ledger/groupCommit.ts";
-import { createLogSync } from "../src/ledger/logSync.ts";
+import { SYNCS_IN_FLIGHT_MAX, createLogSync } from "../src/ledger/logSync.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -67,26 +67,33 @@ describe("group commit made durable by a sync of the log", () => {
     expect(writes[0]!.error).toBeUndefined();
   });
 
-  test("behavior: a batch committed while a sync is under way waits for the next one, which covers every batch committed meanwhile", async () => {
+  test("behavior: a batch committed while a sync is under way starts a second sync at once; with two under way, later batches wait for the next, which covers them all", async () => {
     const { group, syncs, logSync } = openFile();
+    expect(SYNCS_IN_FLIGHT_MAX).toBe(2);
     const first = tracked(group.write((run) => run(insert("a"))));
     await settle();
-    expect(syncs).toHaveLength(1);
-    // Two more batches commit while the first sync is under way (the lock is not held by a sync).
     const second = tracked(group.write((run) => run(insert("b"))));
     await settle();
+    // The second commit did not wait for the first sync to end: its own started at once.
+    expect(syncs).toHaveLength(2);
     const third = tracked(group.write((run) => run(insert("c"))));
     await settle();
-    expect(syncs).toHaveLength(1);
-    syncs[0]!(null);
+    const fourth = tracked(group.write((run) => run(insert("d"))));
     await settle();
-    expect([first.done, second.done, third.done]).toEqual([true, false, false]);
-    // One sync, started after both commits, answers both.
     expect(syncs).toHaveLength(2);
+    // The second sync ends first: it answers the second batch only (it started before the others committed).
     syncs[1]!(null);
     await settle();
-    expect([second.done, third.done]).toEqual([true, true]);
-    expect(logSync.syncs).toBe(2);
+    expect([first.done, second.done, third.done, fourth.done]).toEqual([false, true, false, false]);
+    // One sync, started after the third and fourth commits, answers both.
+    expect(syncs).toHaveLength(3);
+    syncs[2]!(null);
+    await settle();
+    expect([first.done, third.done, fourth.done]).toEqual([false, true, true]);
+    syncs[0]!(null);
+    await settle();
+    expect(first.done).toBe(true);
+    expect(logSync.syncs).toBe(3);
   });
 
   test("behavior: after each batch the connection syncs at its own commits again (synchronous=FULL)", async () => {

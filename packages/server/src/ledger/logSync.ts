@@ -6,7 +6,8 @@
  * the commit. That is the durability `synchronous=FULL` gives (SQLite's own commit-time sync of the
  * log, and nothing more, with the default power-safe overwrite), without blocking the thread on the
  * disk: the next batch runs while this one's sync is under way, and one sync covers every commit
- * made before it started.
+ * made before it started. A commit made while a sync is under way starts a second one at once
+ * rather than waiting for the first to end and then for its own (SYNCS_IN_FLIGHT_MAX).
  *
  * Why it is sound: a WAL transaction is recovered after a power loss if and only if its frames,
  * commit frame included, reached the disk with valid checksums; recovery stops at the first frame
@@ -37,11 +38,20 @@ export type LogSyncOptions = {
 
 type Waiter = { resolve(): void; reject(err: unknown): void };
 
+/**
+ * Syncs of one log under way at once. Two cut the wait of a commit made during a sync from the rest
+ * of that sync plus a whole one to about one (pay benchmark: 2.5–2.9 ms instead of 4.0–4.3 ms per
+ * hold); four did no better, and each one takes a thread of libuv's pool (four by default, shared
+ * with DNS lookups and file work).
+ */
+export const SYNCS_IN_FLIGHT_MAX = 2;
+
 export function createLogSync(logPath: string, opts: LogSyncOptions = {}): LogSync {
   const sync = opts.sync ?? fdatasync;
   let fd: number | undefined;
   let waiting: Waiter[] = [];
-  let syncing = false;
+  /** Syncs under way. */
+  let syncing = 0;
   let failure: Error | undefined;
   let syncs = 0;
 
@@ -56,16 +66,16 @@ export function createLogSync(logPath: string, opts: LogSyncOptions = {}): LogSy
   }
 
   function start(): void {
-    syncing = true;
+    syncing++;
     const batch = waiting;
     waiting = [];
     const finish = (err: unknown) => {
-      syncing = false;
+      syncing--;
       syncs++;
       if (err) failure ??= new Error(`the database log could not be made durable (${(err as Error).message ?? err}); writes are refused until the service restarts`, { cause: err });
       for (const w of batch) failure ? w.reject(failure) : w.resolve();
       if (failure) for (const w of waiting.splice(0)) w.reject(failure);
-      else if (waiting.length) start();
+      else if (waiting.length && syncing < SYNCS_IN_FLIGHT_MAX) start();
     };
     try {
       sync(logFd(), finish);
@@ -79,7 +89,7 @@ export function createLogSync(logPath: string, opts: LogSyncOptions = {}): LogSy
       return new Promise((resolve, reject) => {
         if (failure) return reject(failure);
         waiting.push({ resolve, reject });
-        if (!syncing) start();
+        if (syncing < SYNCS_IN_FLIGHT_MAX) start();
       });
     },
     close() {
