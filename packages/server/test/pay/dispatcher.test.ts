@@ -68,3 +68,60 @@ test("behavior: beyond queueMax, payments go straight to the worker with their l
   expect(advanced).toEqual(payments.slice(0, 2).map((p) => p.id));
   for (const p of payments.slice(2)) expect((await ctx.ledger.getPayment(p.id))!.lease_owner).toBeNull();
 });
+
+test("behavior: the leases released in one turn are written together, in one write", async () => {
+  const { ctx, hold } = await setUp();
+  const writes: number[] = [];
+  const release = ctx.ledger.releaseLeases.bind(ctx.ledger);
+  ctx.ledger.releaseLeases = (leases, owner) => {
+    writes.push(leases.length);
+    return release(leases, owner);
+  };
+  const dispatcher = createDispatcher(ctx, { queueMax: 2, concurrency: 1 });
+  const payments = await Promise.all(Array.from({ length: 6 }, () => hold()));
+  for (const p of payments) dispatcher.submit(p);
+  await new Promise((r) => setTimeout(r, 50));
+  await dispatcher.drain();
+  expect(writes[0]).toBe(4);
+  for (const p of payments.slice(2)) expect((await ctx.ledger.getPayment(p.id))!.lease_owner).toBeNull();
+});
+
+test("behavior: a payment that waited longer than it may be followed is handed to the worker, never advanced here", async () => {
+  const { ctx, advanced, hold } = await setUp();
+  // The first step takes 80 ms; the second payment may be followed for 40 ms only.
+  const advance = ctx.rails!.byName.usdc_transfer!.advance;
+  ctx.rails!.byName.usdc_transfer!.advance = async (p) => {
+    await new Promise((r) => setTimeout(r, 80));
+    return advance(p);
+  };
+  const dispatcher = createDispatcher(ctx, { concurrency: 1, followMs: 40 });
+  const [a, b] = [await hold(), await hold()];
+  dispatcher.submit(a);
+  dispatcher.submit(b);
+  await new Promise((r) => setTimeout(r, 150));
+  await dispatcher.drain();
+  expect(advanced).toEqual([a.id]);
+  expect((await ctx.ledger.getPayment(b.id))!).toMatchObject({ status: "pending", lease_owner: null });
+});
+
+test("behavior: a long queue keeps ids only and reads each payment again at its turn; one finished elsewhere meanwhile is skipped", async () => {
+  const { ctx, advanced, hold } = await setUp();
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const advance = ctx.rails!.byName.usdc_transfer!.advance;
+  ctx.rails!.byName.usdc_transfer!.advance = async (p) => {
+    await gate;
+    return advance(p);
+  };
+  const dispatcher = createDispatcher(ctx, { concurrency: 1, rowsMax: 1 });
+  const payments = [await hold(), await hold(), await hold()];
+  for (const p of payments) dispatcher.submit(p);
+  await new Promise((r) => setImmediate(r));
+  // While the first is being advanced, the third (queued by id only) fails elsewhere: a worker, say.
+  await ctx.ledger.resolve(payments[2]!.id, "failed", { failureReason: "test" });
+  release();
+  await new Promise((r) => setTimeout(r, 50));
+  await dispatcher.drain();
+  expect(advanced).toEqual([payments[0]!.id, payments[1]!.id]);
+  expect((await ctx.ledger.getPayment(payments[1]!.id))!.status).toBe("completed");
+});
