@@ -14,6 +14,7 @@ import { newId, systemClock } from "../src/ids.ts";
 import { createToken } from "../src/services/tokens.ts";
 import { hashToken } from "../src/tokens.ts";
 import { createTestDb, dialects, type TestDb } from "./support/db.ts";
+import { usdcPayment } from "./support/holds.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -187,24 +188,8 @@ test("behavior: the token lookup never reads the uncommitted rows of a transacti
 });
 
 describe.each(dialects)("concurrent holds on %s", (dialect) => {
-  const holdOf = (projectId: string, key: string | null): NewPayment => ({
-    projectId,
-    rail: "usdc_transfer",
-    railTxnType: "usdc_transfer",
-    amountUnits: 1_000_000,
-    feeUnits: 20_000,
-    amountMicros: 1_000_000,
-    feeMicros: 20_000,
-    currency: "usdc",
-    recipient: "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
-    recipientJson: null,
-    merchantName: null,
-    description: null,
-    idempotencyKey: key,
-    railState: { stage: "held" },
-    inFlightUntil: new Date(Date.now() + 60_000).toISOString(),
-    leaseOwner: "test",
-  });
+  const holdOf = (projectId: string, key: string | null): NewPayment =>
+    usdcPayment(projectId, 1_000_000, 20_000, { idempotencyKey: key, railState: { stage: "held" }, inFlightUntil: new Date(Date.now() + 60_000).toISOString() });
 
   async function fundedProject(db: TestDb, micros: number) {
     const ledger = new Ledger(db.db, db.dialect, systemClock, newId);

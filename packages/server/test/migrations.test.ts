@@ -40,7 +40,7 @@ describe.each(dialects)("migration 0002 on a database with history (%s)", (diale
           .execute();
       }
     }
-    expect(await migrateToLatest(opened.db, opened.dialect)).toEqual(["0002_transaction_positions"]);
+    expect(await migrateToLatest(opened.db, opened.dialect, "0002_transaction_positions")).toEqual(["0002_transaction_positions"]);
     const ledger = new Ledger(opened.db, opened.dialect, systemClock, newId);
     for (const p of projects) {
       const all = await ledger.listTransactions(p, 50, 0);

@@ -4,6 +4,7 @@
  */
 import { type Kysely, type Migration, Migrator, sql } from "kysely";
 import type { Dialect } from "./db.ts";
+import { PG_BATCH_FUNCTIONS } from "./pgFunctions.ts";
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   // `seq` gives every row a strictly increasing number: the stable tie-break for ordering.
@@ -169,6 +170,14 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await backfillTransactionPositions(db);
         await db.schema.createIndex("transactions_project_pos").on("transactions").columns(["project_id", "pos"]).unique().execute();
         await db.schema.dropIndex("transactions_project_created").execute();
+      },
+    },
+    "0003_postgres_batches": {
+      // PostgreSQL: the functions that run a batch of holds or of resolutions in one round trip
+      // (pgFunctions.ts). SQLite batches in its group commit and needs none.
+      async up(db: Kysely<any>) {
+        if (dialect !== "postgres") return;
+        for (const fn of PG_BATCH_FUNCTIONS) await sql.raw(fn).execute(db);
       },
     },
   };

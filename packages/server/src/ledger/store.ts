@@ -12,6 +12,8 @@ import { CompiledQuery, type Insertable, type Kysely, type Transaction, sql } fr
 import { type Db, type Dialect, type SqliteDirect, sqliteDirectOf } from "./db.ts";
 import { scheduleFlush } from "./batching.ts";
 import type { GroupCommit } from "./groupCommit.ts";
+import { type PgHolds, createPgHolds } from "./pgHolds.ts";
+import { type PgResolves, createPgResolves } from "./pgResolves.ts";
 import type { Database, PaymentsTable, Plan, ProjectsTable } from "./schema.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 
@@ -58,6 +60,8 @@ export type NewPayment = {
   /** Until when `leaseOwner` alone may advance the payment (default: inFlightUntil). */
   leaseUntil?: string;
 };
+
+export type ResolveExtra = { txHash?: string | null; failureReason?: string | null; responseJson?: string | null };
 
 export type HoldResult =
   | { kind: "held"; payment: PaymentRow }
@@ -198,6 +202,9 @@ export class Ledger {
   private readonly debitQuery: ReturnType<typeof compileDebit>;
   /** SQLite: the hot writes share commits (groupCommit.ts); PostgreSQL runs them as transactions. */
   private readonly group: GroupCommit | undefined;
+  /** PostgreSQL: the holds of one project asked for together are one call (pgHolds.ts); so are resolutions (pgResolves.ts). */
+  private readonly pgHolds: PgHolds | undefined;
+  private readonly pgResolves: PgResolves | undefined;
   /** SQLite: the token lookup, on every request, runs on the calling stack when it safely can. */
   private readonly read: SqliteDirect["read"] | undefined;
 
@@ -212,6 +219,8 @@ export class Ledger {
     const direct = sqliteDirectOf(db);
     this.group = direct?.group;
     this.read = direct?.read;
+    this.pgHolds = dialect === "postgres" ? createPgHolds(db) : undefined;
+    this.pgResolves = dialect === "postgres" ? createPgResolves(db) : undefined;
   }
 
   private now(): string {
@@ -396,10 +405,10 @@ export class Ledger {
     const plan = this.holdPlan(input, total);
     const balanceQuery = this.balanceQuery;
     try {
-      if (!this.group) {
-        // PostgreSQL: the whole hold is one statement, one round trip.
-        if ((await this.writeOne(plan.single()))[0]) return { kind: "held", payment: plan.payment };
-        return { kind: "insufficient", availableMicros: (await this.getBalance(input.projectId))?.available_micros ?? 0 };
+      if (this.pgHolds) {
+        // PostgreSQL: one call, with the other holds of the project asked for meanwhile (pgHolds.ts).
+        const o = await this.pgHolds.hold(input.projectId, { totalMicros: total, payment: plan.payment, transactions: plan.transactions, journal: plan.journal });
+        return o.held ? { kind: "held", payment: plan.payment } : { kind: "insufficient", availableMicros: o.availableMicros };
       }
       return await this.atomically(function* (): Steps<HoldResult> {
         const debited = (yield plan.debit)[0] as { tx_count: number } | undefined;
@@ -420,9 +429,10 @@ export class Ledger {
   }
 
   /**
-   * The hold's statements: the conditional debit (its row gives the transactions' positions), then the
-   * payment, its two transactions and the journal movement — as separate statements (`records`, for the
-   * SQLite batch) or, on PostgreSQL, as one statement built around the same debit (`single`).
+   * The hold's rows — the payment, its two transactions and the journal movement — and, for the SQLite
+   * batch, its statements: the conditional debit (its row gives the transactions' positions), then the
+   * inserts (`records`). On PostgreSQL the rows go into one statement with the project's other holds
+   * (pgHolds.ts).
    */
   private holdPlan(input: NewPayment, total: number) {
     const at = this.now();
@@ -475,7 +485,7 @@ export class Ledger {
       insertRows("transactions", transactions.map((t, i) => ({ ...t, pos: pos - (transactions.length - 1 - i) }))),
       insertRows("journal_entries", journal),
     ];
-    return { debit, payment, records, single: () => pgHoldStatement(debit, payment, transactions, journal) };
+    return { debit, payment, transactions, journal, records };
   }
 
   /** Persists progress of an open payment (status pending → processing, hashes, rail state). */
@@ -529,8 +539,19 @@ export class Ledger {
    * Phase two: settle (post) or fail (void) an open payment. The conditional status update makes
    * it happen at most once whatever number of workers or requests race to resolve it.
    */
-  async resolve(id: string, outcome: "completed" | "failed", extra: { txHash?: string | null; failureReason?: string | null; responseJson?: string | null } = {}): Promise<{ changed: boolean; payment: PaymentRow }> {
+  async resolve(id: string, outcome: "completed" | "failed", extra: ResolveExtra = {}): Promise<{ changed: boolean; payment: PaymentRow }> {
     const at = this.now();
+    if (!this.pgResolves) return this.resolveAlone(id, outcome, extra, at);
+    // PostgreSQL: one call with the other resolutions asked for meanwhile (pgResolves.ts).
+    const o = await this.pgResolves.resolve({ id, outcome, at, movementId: this.newId("mov"), ...extra });
+    if (o.changed) return { changed: true, payment: o.payment };
+    const current = await this.getPayment(id);
+    if (!current) throw new Error(`payment ${id} not found`);
+    return { changed: false, payment: current };
+  }
+
+  /** SQLite: the resolution as one write of the group commit. */
+  private resolveAlone(id: string, outcome: "completed" | "failed", extra: ResolveExtra, at: string): Promise<{ changed: boolean; payment: PaymentRow }> {
     const db = this.db;
     const journal = (kind: string, entries: Entry[]) => this.journalStatement(kind, entries, at);
     const finish = db
@@ -586,10 +607,26 @@ export class Ledger {
     });
   }
 
+  /**
+   * PostgreSQL: locks the balance row of the payment's project. Writes that change a payment and its
+   * balance take the balance row first, as a hold does (it locks the balance, then inserts the payment,
+   * whose unique idempotency key waits for any writer of a payment with the same key): in the other
+   * order, a hold and a resolution of a payment with its key deadlocked (test/batchedWrites.test.ts).
+   */
+  private balanceLockOf(paymentId: string) {
+    return this.db
+      .selectFrom("balances")
+      .select("project_id")
+      .where("project_id", "=", (eb) => eb.selectFrom("payments").select("project_id").where("id", "=", paymentId))
+      .forUpdate()
+      .compile();
+  }
+
   /** A completed payment returned later (an ACH return): credited back in full, once. */
   async reverse(id: string, reason: string): Promise<boolean> {
     const at = this.now();
     return this.db.transaction().execute(async (trx) => {
+      if (this.dialect === "postgres") await trx.executeQuery(this.balanceLockOf(id));
       const row = await trx
         .updateTable("payments")
         .set({ status: "reversed", updated_at: at, failure_reason: reason })
@@ -813,32 +850,3 @@ function leaveSeen(trx: Trx, key: DepositKey, patch: Partial<Database["deposits"
 }
 
 export type { Kysely };
-
-/** PostgreSQL column types of the hold's inserts; every other column is text. */
-const PG_TYPES: Readonly<Record<string, string>> = { amount_units: "bigint", fee_units: "bigint", amount_micros: "bigint", fee_micros: "bigint", amount: "bigint", attempts: "integer" };
-
-/**
- * The whole hold as one PostgreSQL statement (one round trip instead of six): the compiled conditional
- * debit as a CTE, and the payment, its transactions and its journal movement inserted from the debit's
- * row, so nothing is inserted when the balance does not cover it. A single statement is atomic; a
- * duplicate idempotency key fails all of it. Returns the debited row, or no row when the balance was short.
- */
-function pgHoldStatement(debit: CompiledQuery<{ available_micros: number; tx_count: number }>, payment: PaymentRow, transactions: Omit<TransactionRow, "pos">[], journal: JournalRow[]): CompiledQuery<{ available_micros: number; tx_count: number }> {
-  // The debit's own parameters come first ($1…); the inserts' are numbered after them.
-  const parameters: unknown[] = [...debit.parameters];
-  const param = (value: unknown, column: string) => {
-    parameters.push(value);
-    return `$${parameters.length}::${PG_TYPES[column] ?? "text"}`;
-  };
-  const names = (row: object) => Object.keys(row).map((c) => `"${c}"`).join(", ");
-  const values = (row: object) => Object.entries(row).map(([c, v]) => param(v, c)).join(", ");
-  const last = transactions.length - 1;
-  const text = [
-    `with debit as (${debit.sql}),`,
-    ` p as (insert into "payments" (${names(payment)}) select ${values(payment)} from debit),`,
-    ` t as (insert into "transactions" (${names(transactions[0]!)}, "pos") ${transactions.map((row, i) => `select ${values(row)}, debit."tx_count" - ${last - i} from debit`).join(" union all ")}),`,
-    ` j as (insert into "journal_entries" (${names(journal[0]!)}) ${journal.map((row) => `select ${values(row)} from debit`).join(" union all ")})`,
-    ` select "available_micros", "tx_count" from debit`,
-  ].join("");
-  return CompiledQuery.raw(text, parameters) as CompiledQuery<{ available_micros: number; tx_count: number }>;
-}

@@ -1,6 +1,6 @@
-// Payments for the pay tests: a funded project and a small held USDC payment (1,000 micro-USDC + 20 fee)
-// for ledger-level tests of the dispatcher and the worker; a paying principal for holds made directly;
-// and a bounded wait until a payment is final.
+// Payments for the pay tests: a USDC payment to hold (`usdcPayment`), a funded project and a small held
+// USDC payment (1,000 micro-USDC + 20 fee) for ledger-level tests of the dispatcher and the worker; a
+// paying principal for holds made directly; and a bounded wait until a payment is final.
 import type { AppContext } from "../../src/context.ts";
 import type { Principal } from "../../src/http/auth.ts";
 import type { NewPayment, PaymentRow } from "../../src/ledger/store.ts";
@@ -11,15 +11,16 @@ export async function fundedProject(ctx: AppContext): Promise<string> {
   return project.id;
 }
 
-export async function holdSmall(ctx: AppContext, projectId: string, lease: Pick<NewPayment, "inFlightUntil" | "leaseOwner" | "leaseUntil" | "status">): Promise<PaymentRow> {
-  const r = await ctx.ledger.hold({
+/** A USDC payment of `amountMicros` + `feeMicros` to hold, with no key, leased to "test" unless `more` says otherwise. */
+export function usdcPayment(projectId: string, amountMicros: number, feeMicros: number, more: Partial<NewPayment> = {}): NewPayment {
+  return {
     projectId,
     rail: "usdc_transfer",
     railTxnType: "usdc_transfer",
-    amountUnits: 1_000,
-    feeUnits: 20,
-    amountMicros: 1_000,
-    feeMicros: 20,
+    amountUnits: amountMicros,
+    feeUnits: feeMicros,
+    amountMicros,
+    feeMicros,
     currency: "usdc",
     recipient: "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
     recipientJson: null,
@@ -27,8 +28,14 @@ export async function holdSmall(ctx: AppContext, projectId: string, lease: Pick<
     description: null,
     idempotencyKey: null,
     railState: null,
-    ...lease,
-  });
+    inFlightUntil: new Date().toISOString(),
+    leaseOwner: "test",
+    ...more,
+  };
+}
+
+export async function holdSmall(ctx: AppContext, projectId: string, lease: Pick<NewPayment, "inFlightUntil" | "leaseOwner" | "leaseUntil" | "status">): Promise<PaymentRow> {
+  const r = await ctx.ledger.hold(usdcPayment(projectId, 1_000, 20, lease));
   if (r.kind !== "held") throw new Error(`not held: ${r.kind}`);
   return r.payment;
 }

@@ -1,0 +1,223 @@
+// Holds and resolutions asked for together, on both databases: SQLite runs them in one group commit
+// (groupCommit.ts), PostgreSQL as one statement per project for holds (pgHolds.ts) and one statement
+// for resolutions (pgResolves.ts). Whatever the batching, each must come out as if it had run alone,
+// in the order asked: these tests start many at once and check every outcome, the balances, the
+// positions of the transactions and the journal.
+import fc from "fast-check";
+import type { CompiledQuery } from "kysely";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { Ledger, type NewPayment } from "../src/ledger/store.ts";
+import { verifyLedger } from "../src/ledger/verify.ts";
+import { newId, systemClock } from "../src/ids.ts";
+import { type OpenedDb, openDb } from "../src/ledger/db.ts";
+import { migrateToLatest } from "../src/ledger/migrations.ts";
+import { createPgSchema, createTestDb, dialects, type TestDb } from "./support/db.ts";
+import { usdcPayment } from "./support/holds.ts";
+
+/**
+ * The database of these tests. On PostgreSQL its sessions wait a minute before looking for a deadlock
+ * (one second by default): a deadlock, which the batches' lock order must rule out, then outlasts the
+ * test instead of being broken and hidden by the batch's retry of each write alone.
+ */
+async function openTestDb(dialect: "sqlite" | "postgres"): Promise<Pick<TestDb, "db" | "dialect" | "drop">> {
+  if (dialect === "sqlite") return createTestDb(dialect);
+  const s = await createPgSchema();
+  const u = new URL(s.url);
+  u.searchParams.set("options", `${u.searchParams.get("options")} -c deadlock_timeout=60s`);
+  const opened: OpenedDb = openDb({ kind: "postgres", url: u.toString() });
+  await migrateToLatest(opened.db, "postgres");
+  return { db: opened.db, dialect: "postgres", drop: async () => (await opened.close(), await s.drop()) };
+}
+
+/** A hold of `totalMicros` in all: the fee is 1. */
+const holdOf = (projectId: string, totalMicros: number, key: string | null = null): NewPayment => usdcPayment(projectId, totalMicros - 1, 1, { idempotencyKey: key });
+
+async function fundedProject(ledger: Ledger, micros: number): Promise<string> {
+  const project = await ledger.createProject({ name: "b", plan: "free" });
+  const key = { chain: "base", txHash: `0x${newId("txn")}`, logIndex: 0 };
+  await ledger.recordSeenDeposit({ ...key, projectId: project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: micros, blockNumber: 1, blockHash: "0xh" });
+  await ledger.creditDeposit(key);
+  return project.id;
+}
+
+/** The statements the ledger sends to the database, by their first words. */
+function countStatements(ledger: Ledger) {
+  const seen: string[] = [];
+  const execute = ledger.db.executeQuery.bind(ledger.db);
+  ledger.db.executeQuery = ((q: CompiledQuery) => {
+    seen.push(q.sql);
+    return execute(q);
+  }) as typeof ledger.db.executeQuery;
+  return { seen, restore: () => void (ledger.db.executeQuery = execute) };
+}
+
+describe.each(dialects)("holds and resolutions asked for together, on %s", (dialect) => {
+  let db: Pick<TestDb, "db" | "dialect" | "drop">;
+  let ledger: Ledger;
+  beforeAll(async () => {
+    db = await openTestDb(dialect);
+    ledger = new Ledger(db.db, db.dialect, systemClock, newId);
+  });
+  afterAll(async () => db.drop());
+
+  test("behavior: holds asked together are judged in the order asked: one too large is refused with what was left, the next smaller one is held", async () => {
+    const projectId = await fundedProject(ledger, 100);
+    const count = countStatements(ledger);
+    const results = await Promise.all([30, 80, 50, 25].map((t) => ledger.hold(holdOf(projectId, t))));
+    count.restore();
+    expect(results.map((r) => r.kind)).toEqual(["held", "insufficient", "held", "insufficient"]);
+    expect(results[1]).toMatchObject({ availableMicros: 70 });
+    expect(results[3]).toMatchObject({ availableMicros: 20 });
+    // On PostgreSQL the four were one call (no balance read afterwards either).
+    if (dialect === "postgres") expect(count.seen.map((s) => s.includes("aw_hold_batch("))).toEqual([true]);
+    expect((await ledger.getBalance(projectId))!).toMatchObject({ available_micros: 20, tx_count: 1 + 4 });
+    // The held payments' transactions take positions 2..5 in the order asked (fee, then rail, each).
+    const rows = await db.db.selectFrom("transactions").select(["pos", "type", "amount"]).where("project_id", "=", projectId).orderBy("pos").execute();
+    expect(rows.map((r) => [Number(r.pos), r.type, Number(r.amount)])).toEqual([
+      [1, "usdc_fund", 100],
+      [2, "platform_fee", 1],
+      [3, "usdc_transfer", 29],
+      [4, "platform_fee", 1],
+      [5, "usdc_transfer", 49],
+    ]);
+    expect((await verifyLedger(db.db)).problems).toEqual([]);
+  });
+
+  test("behavior: one idempotency key twice among holds asked together → one held, the other answers the same payment", async () => {
+    const projectId = await fundedProject(ledger, 1_000);
+    const results = await Promise.all([ledger.hold(holdOf(projectId, 10, "same")), ledger.hold(holdOf(projectId, 20)), ledger.hold(holdOf(projectId, 10, "same"))]);
+    expect(results.map((r) => r.kind).sort()).toEqual(["duplicate", "held", "held"]);
+    const same = results.filter((r) => r.kind !== "insufficient" && r.payment.idempotency_key === "same");
+    expect(new Set(same.map((r) => r.kind !== "insufficient" && r.payment.id)).size).toBe(1);
+    expect((await ledger.getBalance(projectId))!.available_micros).toBe(1_000 - 30);
+    expect((await verifyLedger(db.db)).problems).toEqual([]);
+  });
+
+  test("behavior: resolutions asked together, completed and failed across two projects, each changes its payment once", async () => {
+    const [a, b] = [await fundedProject(ledger, 1_000), await fundedProject(ledger, 1_000)];
+    const held = await Promise.all([a, a, a, b, b].map((p, i) => ledger.hold(holdOf(p, 100 + i))));
+    const ids = held.map((h) => (h.kind === "held" ? h.payment.id : ""));
+    const count = countStatements(ledger);
+    const outcomes = await Promise.all([
+      ledger.resolve(ids[0]!, "completed", { txHash: "0xaaa" }),
+      ledger.resolve(ids[1]!, "failed", { failureReason: "reverted" }),
+      ledger.resolve(ids[2]!, "completed"),
+      ledger.resolve(ids[3]!, "failed"),
+      ledger.resolve(ids[4]!, "completed", { responseJson: "{}" }),
+      // The same payment again in the same turn: it changed once, this one reports the final row.
+      ledger.resolve(ids[0]!, "failed"),
+    ]);
+    count.restore();
+    expect(outcomes.map((o) => [o.changed, o.payment.status])).toEqual([
+      [true, "completed"],
+      [true, "failed"],
+      [true, "completed"],
+      [true, "failed"],
+      [true, "completed"],
+      [false, "completed"],
+    ]);
+    expect(outcomes[0]!.payment).toMatchObject({ tx_hash: "0xaaa", lease_owner: null });
+    expect(outcomes[1]!.payment.failure_reason).toBe("reverted");
+    expect(outcomes[4]!.payment.response_json).toBe("{}");
+    if (dialect === "postgres") expect(count.seen.filter((s) => s.includes("aw_resolve_batch("))).toHaveLength(1);
+    // Failed ones are credited back; completed ones stay spent.
+    expect((await ledger.getBalance(a))!.available_micros).toBe(1_000 - 100 - 102);
+    expect((await ledger.getBalance(b))!.available_micros).toBe(1_000 - 104);
+    const tx = await db.db.selectFrom("transactions").select(["payment_id", "status"]).where("payment_id", "in", ids).execute();
+    for (const t of tx) expect(t.status).toBe(outcomes[ids.indexOf(t.payment_id!)]!.payment.status);
+    expect((await verifyLedger(db.db)).problems).toEqual([]);
+  });
+
+  test("property: rounds of holds, resolutions and returns started at once come out as if each had run alone", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            holds: fc.array(fc.record({ project: fc.nat(1), total: fc.integer({ min: 2, max: 400 }), key: fc.option(fc.nat(3), { nil: null }) }), { maxLength: 8 }),
+            resolves: fc.array(fc.record({ pick: fc.nat(), outcome: fc.constantFrom("completed" as const, "failed" as const) }), { maxLength: 6 }),
+            reverses: fc.array(fc.nat(), { maxLength: 2 }),
+          }),
+          { minLength: 1, maxLength: 5 },
+        ),
+        async (rounds) => {
+          const projects = [await fundedProject(ledger, 1_000), await fundedProject(ledger, 700)];
+          const credited = new Map([[projects[0]!, 1_000], [projects[1]!, 700]]);
+          const payments: { id: string; project: string; total: number }[] = [];
+          const failed = new Set<string>();
+          const run = newId("txn");
+          for (const round of rounds) {
+            const holds = round.holds.map((h) => ({ ...h, projectId: projects[h.project]! }));
+            const picks = payments.length ? round.resolves.map((r) => ({ ...r, p: payments[r.pick % payments.length]! })) : [];
+            const returned = payments.length ? round.reverses.map((n) => payments[n % payments.length]!) : [];
+            const [held, resolved, reversed] = await Promise.all([
+              Promise.all(holds.map((h) => ledger.hold(holdOf(h.projectId, h.total, h.key === null ? null : `${run}-${h.key}`)))),
+              Promise.all(picks.map((r) => ledger.resolve(r.p.id, r.outcome))),
+              // ACH returns of completed payments, at the same time (a return of anything else changes nothing).
+              Promise.all(returned.map((p) => ledger.reverse(p.id, "returned"))),
+            ]);
+            reversed.forEach((r, i) => {
+              if (r) failed.add(returned[i]!.id);
+            });
+            held.forEach((r, i) => {
+              if (r.kind === "held") payments.push({ id: r.payment.id, project: holds[i]!.projectId, total: holds[i]!.total });
+              // Refused only when it did not fit what was available at its turn.
+              if (r.kind === "insufficient") expect(r.availableMicros).toBeLessThan(holds[i]!.total);
+            });
+            resolved.forEach((r, i) => {
+              if (r.changed && picks[i]!.outcome === "failed") failed.add(picks[i]!.p.id);
+              expect(r.payment.status).not.toBe("pending");
+            });
+          }
+          for (const p of projects) {
+            const spent = payments.filter((x) => x.project === p && !failed.has(x.id)).reduce((s, x) => s + x.total, 0);
+            expect((await ledger.getBalance(p))!.available_micros).toBe(credited.get(p)! - spent);
+            const pos = (await db.db.selectFrom("transactions").select("pos").where("project_id", "=", p).orderBy("pos").execute()).map((r) => Number(r.pos));
+            expect(pos).toEqual(pos.map((_, i) => i + 1));
+          }
+          expect((await verifyLedger(db.db)).problems).toEqual([]);
+        },
+      ),
+      { numRuns: 25, endOnFailure: true },
+    );
+  });
+});
+
+describe("PostgreSQL: a batch that fails runs again hold by hold, resolution by resolution", () => {
+  let db: TestDb;
+  let ledger: Ledger;
+  beforeAll(async () => {
+    db = await createTestDb("postgres");
+    ledger = new Ledger(db.db, db.dialect, systemClock, newId);
+  });
+  afterAll(async () => db.drop());
+
+  test("error: the batched statement fails → nothing of it happened, and each runs alone with its own outcome", async () => {
+    const projectId = await fundedProject(ledger, 100);
+    const execute = ledger.db.executeQuery.bind(ledger.db);
+    let failures = 0;
+    ledger.db.executeQuery = ((q: CompiledQuery) => {
+      // Only the calls that carry several holds or resolutions fail; each one alone goes through.
+      const batch = q.sql.includes("aw_hold_batch(") ? q.parameters[1] : q.sql.includes("aw_resolve_batch(") ? q.parameters[0] : undefined;
+      if (typeof batch === "string" && (JSON.parse(batch) as unknown[]).length > 1) {
+        failures++;
+        return Promise.reject(new Error("connection reset"));
+      }
+      return execute(q);
+    }) as typeof ledger.db.executeQuery;
+    try {
+      const held = await Promise.all([60, 60, 30].map((t) => ledger.hold(holdOf(projectId, t))));
+      expect(held.map((r) => r.kind)).toEqual(["held", "insufficient", "held"]);
+      const ids = held.flatMap((r) => (r.kind === "held" ? [r.payment.id] : []));
+      const resolved = await Promise.all([ledger.resolve(ids[0]!, "failed"), ledger.resolve(ids[1]!, "completed")]);
+      expect(resolved.map((r) => [r.changed, r.payment.status])).toEqual([
+        [true, "failed"],
+        [true, "completed"],
+      ]);
+    } finally {
+      ledger.db.executeQuery = execute;
+    }
+    expect(failures).toBe(2);
+    expect((await ledger.getBalance(projectId))!.available_micros).toBe(100 - 30);
+    expect((await verifyLedger(db.db)).problems).toEqual([]);
+  });
+});
