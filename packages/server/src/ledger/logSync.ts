@@ -72,7 +72,7 @@ export function createLogSync(logPath: string, opts: LogSyncOptions = {}): LogSy
     const finish = (err: unknown) => {
       syncing--;
       syncs++;
-      if (err) failure ??= new Error(`the database log could not be made durable (${(err as Error).message ?? err}); writes are refused until the service restarts`, { cause: err });
+      if (err) failure ??= new Error(`the database log could not be made durable (${(err as Error).message ?? err}); the ledger refuses the writes it batches until the service restarts`, { cause: err });
       for (const w of batch) failure ? w.reject(failure) : w.resolve();
       if (failure) for (const w of waiting.splice(0)) w.reject(failure);
       else if (waiting.length && syncing < SYNCS_IN_FLIGHT_MAX) start();
