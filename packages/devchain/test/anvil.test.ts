@@ -110,3 +110,23 @@ test("behavior: anvil dies with the process that started it, even when that proc
     parent.kill("SIGKILL");
   }
 });
+
+test("behavior: old blocks' states are not kept (anvil would otherwise keep every one, in memory and in files that outlive it)", async () => {
+  const anvil = await startAnvil();
+  const call = async (method: string, params: unknown[]) => {
+    const response = await fetch(anvil.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+    return (await response.json()) as { result?: unknown; error?: { message: string } };
+  };
+  try {
+    const account = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
+    await call("anvil_mine", ["0x100"]);
+    expect((await call("eth_getBalance", [account, "latest"])).result).toBeDefined();
+    const old = await call("eth_getBalance", [account, "0x1"]);
+    expect(old.result).toBeUndefined();
+    expect(old.error?.message).toBeTruthy();
+    // Receipts and blocks stay: the first block is still there.
+    expect(((await call("eth_getBlockByNumber", ["0x1", false])).result as { number: string }).number).toBe("0x1");
+  } finally {
+    await anvil.stop();
+  }
+});
