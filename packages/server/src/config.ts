@@ -46,6 +46,11 @@ const EnvSchema = z.object({
    * request; `inline` runs them on the request thread (one event loop; debugging).
    */
   SETTLEMENT: z.enum(["thread", "inline"]).default("thread"),
+  /**
+   * The relayer signs at most this many transactions ahead of the chain (signed, not yet mined);
+   * further payment steps wait for a block. 16 is geth's default per-sender pool allowance.
+   */
+  RELAYER_MAX_PENDING_TXS: int(16, 1, 1_024),
   /** RPC calls: every call has a deadline and a bounded number of retries. */
   RPC_TIMEOUT_MS: int(10_000, 100, 120_000),
   RPC_RETRIES: int(2, 0, 10),
@@ -81,6 +86,7 @@ export type Config = {
     depositConfirmations: number;
     paymentConfirmations: number;
     depositScanMaxBlocks: number;
+    relayerMaxPendingTxs: number;
   };
   custody: { mnemonic: string | undefined; mnemonicFile: string | undefined; relayerPrivateKey: string | undefined; treasuryAddress: string | undefined };
   webhooks: { depositSecret: string | undefined; fiatSecret: string | undefined };
@@ -127,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
       depositConfirmations: e.DEPOSIT_CONFIRMATIONS ?? (mode === "live" ? 12 : 2),
       paymentConfirmations: e.PAYMENT_CONFIRMATIONS ?? (mode === "live" ? 3 : 0),
       depositScanMaxBlocks: e.DEPOSIT_SCAN_MAX_BLOCKS,
+      relayerMaxPendingTxs: e.RELAYER_MAX_PENDING_TXS,
     },
     custody: {
       mnemonic: e.AGENTWALLET_MASTER_MNEMONIC,

@@ -11,6 +11,11 @@
  * at all); the outer `aggregate3` lets each payment's inner call fail alone, so one bad
  * authorization never fails the others. A payment's outcome is read from its own
  * `AuthorizationUsed` log in the shared receipt (see `onchainLeg.checkRelayed`).
+ *
+ * Pace: at most `maxPendingTxs` relayer transactions are signed and not yet mined at any time (the
+ * nonce counter minus the chain's nonce, so across processes). A node keeps only so many pending
+ * transactions per sender, and a chain mines them in nonce order, so signing further ahead only
+ * fills its pool; meanwhile steps wait in the queue and leave in full batches as blocks are mined.
  */
 import { type Address, type Hex, encodeFunctionData, keccak256 } from "viem";
 import type { Custody } from "./custody.ts";
@@ -28,12 +33,34 @@ export const MAX_BATCH_PAYMENTS = 32;
 const FEE_CACHE_MS = 5_000;
 /** Signing again after another process took the nonce: bounded, as every retry means it moved on. */
 const NONCE_ATTEMPTS_MAX = 8;
+/** While the relayer is at its limit of unconfirmed transactions, the chain's nonce is read again after this long, doubling up to the maximum. */
+const ROOM_POLL_MIN_MS = 10;
+const ROOM_POLL_MAX_MS = 200;
+/** Steps waiting longer than this for room are failed back to their caller (the worker retries them later). */
+const ROOM_WAIT_MAX_MS = 15_000;
+/** geth's default number of executable transactions per account in its pool (`txpool.accountslots`); config RELAYER_MAX_PENDING_TXS. */
+export const RELAYER_MAX_PENDING_TXS = 16;
+
+export type RelayerOptions = {
+  /**
+   * At most this many relayer transactions signed and not yet mined, across every process sharing
+   * the relayer (the nonce counter minus the chain's nonce); further steps wait for room.
+   */
+  maxPendingTxs?: number;
+  /** How long steps may wait for room before they are handed back (RelayerBusyError). */
+  roomWaitMaxMs?: number;
+};
 
 export type Call = { target: Address; data: Hex };
 
 /** The payment moved on since the caller read it: another process advanced it. Nothing was stored. */
 export class StaleStepError extends Error {
   override name = "StaleStepError";
+}
+
+/** The relayer's unconfirmed transactions stayed at its limit for too long; nothing was signed or stored. */
+export class RelayerBusyError extends Error {
+  override name = "RelayerBusyError";
 }
 
 /** What the payment row must still hold for this step to be stored (compare-and-set). */
@@ -62,7 +89,9 @@ function encodeRelayBatch(payments: Call[][]): Hex {
   return encodeFunctionData({ abi: multicall3Abi, functionName: "aggregate3", args: [payments.map((calls) => ({ target: MULTICALL3_ADDRESS, allowFailure: true, callData: inner(calls) }))] });
 }
 
-export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logger, custody: Custody) {
+export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logger, custody: Custody, o: RelayerOptions = {}) {
+  const maxPendingTxs = o.maxPendingTxs ?? RELAYER_MAX_PENDING_TXS;
+  const roomWaitMaxMs = o.roomWaitMaxMs ?? ROOM_WAIT_MAX_MS;
   // Signs on this thread (see Custody.transactionSigner): the store waits for it, never queued.
   const account = custody.transactionSigner(chain.relayerKey);
   const counterKey = `relayer_nonce:${account.address.toLowerCase()}`;
@@ -71,6 +100,8 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
   let flushing = false;
   /** Broadcasts under way, by raw transaction (the same string for every payment of a batch). */
   const sending = new Map<Hex, Promise<void>>();
+  /** The chain's nonce of the relayer as last read (only ever rises): transactions below it are mined. */
+  let minedNonce = 0;
 
   async function currentFees() {
     if (!fees || Date.now() - fees.at > FEE_CACHE_MS) {
@@ -83,6 +114,7 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
 
   /** Brings the counter up to the chain's pending nonce (never down). Called at start-up. */
   async function syncNonce(): Promise<number> {
+    minedNonce = Math.max(minedNonce, await chain.client.nonceOf(account.address, "latest"));
     const onChain = await chain.client.nonceOf(account.address, "pending");
     await ledger.db.insertInto("kv").values({ key: counterKey, value: String(onChain) }).onConflict((oc) => oc.column("key").doNothing()).execute();
     // Conditional, so a concurrent allocation in another process is never moved backwards.
@@ -137,10 +169,33 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
     }
   }
 
+  /** Waits until fewer than `maxPendingTxs` relayer transactions are not yet mined (the header's "Pace"); false once `roomWaitMaxMs` has passed. */
+  async function awaitRoom(): Promise<boolean> {
+    const deadline = Date.now() + roomWaitMaxMs;
+    for (let pollMs = ROOM_POLL_MIN_MS; ; pollMs = Math.min(ROOM_POLL_MAX_MS, pollMs * 2)) {
+      const next = await counterValue();
+      if (next - minedNonce < maxPendingTxs) return true;
+      minedNonce = Math.max(minedNonce, await chain.client.nonceOf(account.address, "latest"));
+      if (next - minedNonce < maxPendingTxs) return true;
+      if (Date.now() >= deadline) return false;
+      await new Promise((r) => setTimeout(r, pollMs));
+    }
+  }
+
   async function flush(): Promise<void> {
     flushing = true;
     try {
       while (queue.length) {
+        const room = await awaitRoom().catch((err: unknown) => err);
+        if (room !== true) {
+          // The chain is not mining ours, or its nonce cannot be read: the steps go back to their
+          // callers (the worker retries them) instead of waiting here without bound.
+          const waiting = queue.splice(0);
+          logger.warn({ err: room === false ? undefined : room, steps: waiting.length, max_pending_txs: maxPendingTxs }, "relayer transactions are not being mined; payment steps handed back for a later retry");
+          const err = new RelayerBusyError(`the relayer has ${maxPendingTxs} transactions not yet mined`, room === false ? {} : { cause: room });
+          for (const m of waiting) m.reject(err);
+          break;
+        }
         let members = queue.splice(0, MAX_BATCH_PAYMENTS);
         while (members.length) {
           try {

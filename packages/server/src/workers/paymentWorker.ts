@@ -4,7 +4,7 @@
  * leases make every `pending`/`processing` payment claimable again, so each reaches a final state.
  */
 import type { AppContext } from "../context.ts";
-import { StaleStepError } from "../chain/relayer.ts";
+import { RelayerBusyError, StaleStepError } from "../chain/relayer.ts";
 import type { Rails } from "../rails/rails.ts";
 import type { Logger } from "pino";
 import { type Loop, startLoop } from "./loop.ts";
@@ -36,7 +36,7 @@ export function createPaymentWorker(ctx: AppContext, rails: Rails, o: PaymentWor
           retryInMs = r.retryInMs ?? retryInMs;
         } catch (err) {
           if (err instanceof StaleStepError) ctx.logger.debug({ payment_id: p.id }, "payment advanced elsewhere; looking again later");
-          else ctx.logger.warn({ err, payment_id: p.id, attempts: p.attempts }, "payment step failed; will retry");
+          else if (!(err instanceof RelayerBusyError)) ctx.logger.warn({ err, payment_id: p.id, attempts: p.attempts }, "payment step failed; will retry");
         }
         releases.push({ id: p.id, nextAttemptAt: new Date(ctx.clock().getTime() + retryInMs).toISOString() });
       }),

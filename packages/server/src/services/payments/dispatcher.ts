@@ -12,7 +12,7 @@
  * settles after, instead of filling the write path with releases (in the pay benchmark they were nine
  * in ten of settlement's writes); a payment taken from the queue without its row is read again.
  */
-import { MAX_BATCH_PAYMENTS, StaleStepError } from "../../chain/relayer.ts";
+import { MAX_BATCH_PAYMENTS, RelayerBusyError, StaleStepError } from "../../chain/relayer.ts";
 import type { AppContext } from "../../context.ts";
 import type { PaymentRow } from "../../ledger/store.ts";
 
@@ -88,6 +88,8 @@ export function createDispatcher(ctx: AppContext, opts: DispatcherOptions = {}):
       retryInMs = r.retryInMs ?? 250;
     } catch (err) {
       if (err instanceof StaleStepError) return; // another process holds it now
+      // The relayer logged it once for all its waiting steps.
+      if (err instanceof RelayerBusyError) return void (await handOver(item.id, 1_000));
       ctx.logger.warn({ err, payment_id: item.id }, "payment step failed; the worker will retry");
       return void (await handOver(item.id, 500));
     }
