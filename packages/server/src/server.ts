@@ -37,7 +37,12 @@ export type RunningServer = {
 /** Webhook ids are remembered a day: far past the 5-minute signature tolerance. */
 const WEBHOOK_ID_KEEP_MS = 24 * 3_600_000;
 
-export type StartServerOptions = { defaultMetrics?: boolean; x402Demo?: boolean };
+export type StartServerOptions = {
+  defaultMetrics?: boolean;
+  x402Demo?: boolean;
+  /** Sandbox: where the local chain is kept (chain/runtime.ts). */
+  chainState?: "file" | "memory";
+};
 
 /** Sandbox secrets for the inbound webhooks, generated once into the data directory. */
 function sandboxWebhookSecrets(config: Config): void {
@@ -66,7 +71,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
   let sandboxFiat: SandboxFiatProvider | undefined;
   let x402Demo: X402Demo | undefined;
   try {
-    chain = await startChainRuntime(config);
+    chain = await startChainRuntime(config, { chainState: opts.chainState });
     if (chain.sandbox) {
       sandboxFiat = createSandboxFiatProvider({ ledger: ctx.ledger, chain: chain.client, privateKey: chain.sandbox.offrampKey, webhookSecret: config.webhooks.fiatSecret!, delayMs: config.fiat.sandboxDelayMs, logger });
     }

@@ -35,6 +35,6 @@ export async function connectChain(config: Config): Promise<ChainRuntime> {
     relayerKey: accounts.relayer.privateKey,
     relayerAddress: accounts.relayer.address,
     treasuryAddress: s.treasury_address,
-    sandbox: { rpcUrl: s.rpc_url, stop: async () => {}, mint: async () => { throw new Error("mint through `agentwallet fund`"); }, accounts: {}, statePath: "", offrampKey: accounts.offramp.privateKey },
+    sandbox: { rpcUrl: s.rpc_url, stop: async () => {}, mint: async () => { throw new Error("mint through `agentwallet fund`"); }, accounts: {}, statePath: undefined, offrampKey: accounts.offramp.privateKey },
   };
 }

@@ -22,11 +22,22 @@ export type ChainRuntime = {
     accounts: Record<string, { address: Address; privateKey: Hex }>;
     /** The sandbox off-ramp's account (it receives USDC for payouts and refunds failures). */
     offrampKey: Hex;
-    statePath: string;
+    /** Where the chain is kept between runs; undefined when it lives in memory only. */
+    statePath: string | undefined;
   };
 };
 
-export async function startChainRuntime(config: Config, opts: { rpcPollingMs?: number } = {}): Promise<ChainRuntime> {
+export type ChainRuntimeOptions = {
+  rpcPollingMs?: number;
+  /**
+   * Sandbox: `file` (default) keeps the chain in the data directory between runs; `memory` keeps no
+   * file, for a data directory thrown away afterwards (tests, benchmarks): anvil then never spends a
+   * core rewriting a state file that grows with every transaction.
+   */
+  chainState?: "file" | "memory";
+};
+
+export async function startChainRuntime(config: Config, opts: ChainRuntimeOptions = {}): Promise<ChainRuntime> {
   if (config.mode === "live") {
     const relayerKey = config.custody.relayerPrivateKey as Hex;
     return {
@@ -37,7 +48,7 @@ export async function startChainRuntime(config: Config, opts: { rpcPollingMs?: n
     };
   }
   const { startDevChain } = await import("@agentwallet/devchain");
-  const statePath = join(config.dataDir, "chain-state.json");
+  const statePath = opts.chainState === "memory" ? undefined : join(config.dataDir, "chain-state.json");
   // Instant blocks for transactions plus one empty block a second, so deposits gain confirmations.
   const dev = await startDevChain({ statePath, blockTime: 1, mixedMining: true });
   return {

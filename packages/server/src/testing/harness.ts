@@ -50,7 +50,8 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
     },
     { port: 0, host: "127.0.0.1" },
   );
-  const server = await startServer(config, createLogger(process.env.AW_TEST_LOG_LEVEL ?? "silent"), { defaultMetrics: false });
+  // The data directory is removed at stop, so the chain keeps no state file either.
+  const server = await startServer(config, createLogger(process.env.AW_TEST_LOG_LEVEL ?? "silent"), { defaultMetrics: false, chainState: "memory" });
   // Tests and benches start measuring with settlement running (a served request does not wait for it).
   await server.settlement.ready();
   const ctx = server.ctx;
