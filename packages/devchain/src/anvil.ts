@@ -35,6 +35,8 @@ const READY_PROBE_TIMEOUT_MS = 1_000;
 /** A SIGTERM lets anvil write its state file; this long is plenty before it is killed outright. */
 export const ANVIL_STOP_GRACE_MS = 5_000;
 const KILL_WAIT_MS = 2_000;
+/** Blocks whose state anvil keeps (see startOnPort). */
+const STATE_HISTORY_BLOCKS = 64;
 /** Seconds between state dumps when statePath is set, bounding what a crash (SIGKILL) loses. */
 const STATE_DUMP_INTERVAL_SECONDS = 1;
 /** A free port picked by the OS can be taken before anvil binds it; try again this many times. */
@@ -78,12 +80,13 @@ async function startOnPort(port: number, options: StartAnvilOptions): Promise<An
     throw new PortInUseError(`port ${port} on 127.0.0.1 is already in use; pick another or omit port to get a free one`);
   }
   const chainId = options.chainId ?? 8453;
-  // --prune-history: keep only the latest states. By default anvil keeps every block's state, in
-  // memory and then in files under ~/.foundry/anvil/tmp that outlive it: one 10-second burst of
-  // relayed payments grew it to 4–6 GB of memory and left 3 GB of such files (37 GB after a morning
-  // of benchmarks). With it: 340 MB. A dev chain is never asked for an old block's state; receipts
-  // and logs are kept either way.
-  const args = ["--host", "127.0.0.1", "--port", String(port), "--chain-id", String(chainId), "--silent", "--prune-history"];
+  // --prune-history 64: the latest 64 blocks' states in memory, none on disk. By default anvil writes
+  // older states to files under ~/.foundry/anvil/tmp that outlive it: 3 GB after one 10-second burst
+  // of relayed payments, 37 GB after a morning of benchmarks. With no history at all (the flag without
+  // a number) anvil's memory also stayed small, but an eth_call at "latest" then failed now and then
+  // while a block was mined (x402's facilitator simulation did). A dev chain is never asked for
+  // an older block's state; receipts and logs are kept either way.
+  const args = ["--host", "127.0.0.1", "--port", String(port), "--chain-id", String(chainId), "--silent", "--prune-history", String(STATE_HISTORY_BLOCKS)];
   if (options.statePath !== undefined) {
     args.push("--state", options.statePath, "--state-interval", String(STATE_DUMP_INTERVAL_SECONDS));
   }
