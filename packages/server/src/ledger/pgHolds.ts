@@ -15,7 +15,7 @@
  */
 import { CompiledQuery, type Insertable } from "kysely";
 import type { Db } from "./db.ts";
-import { scheduleFlush } from "./batching.ts";
+import { createCallBatcher } from "./batching.ts";
 import type { Database, PaymentsTable } from "./schema.ts";
 
 /** One hold's rows: every column of each. Every hold has two transactions (fee, rail) and a two-entry movement. */
@@ -33,15 +33,7 @@ export type PgHolds = { hold(projectId: string, h: PgHold): Promise<PgHoldOutcom
 /** At most this many holds in one call. */
 const BATCH_MAX = 64;
 
-type Item = { h: PgHold; resolve(o: PgHoldOutcome): void; reject(err: unknown): void };
-
 export function createPgHolds(db: Db): PgHolds {
-  const waiting = new Map<string, Item[]>();
-  /** Projects with a call under way. */
-  const running = new Set<string>();
-  let scheduled = false;
-  let lastFlushAt = Number.NEGATIVE_INFINITY;
-
   /** The holds' outcomes, in order; throws if the call fails (then none of them happened). */
   async function judge(projectId: string, holds: PgHold[]): Promise<PgHoldOutcome[]> {
     const json = JSON.stringify(holds.map((h) => ({ total: h.totalMicros, payment: h.payment, transactions: h.transactions, journal: h.journal })));
@@ -51,53 +43,14 @@ export function createPgHolds(db: Db): PgHolds {
     if (rows.length !== holds.length) throw new Error(`aw_hold_batch answered ${rows.length} rows for ${holds.length} holds`);
     return rows.map((r) => (r.held ? { held: true } : { held: false, availableMicros: Number(r.available_after) }));
   }
-
-  async function run(projectId: string, items: Item[]): Promise<void> {
-    let outcomes: PgHoldOutcome[];
-    try {
-      outcomes = await judge(projectId, items.map((i) => i.h));
-    } catch (err) {
-      if (items.length === 1) return items[0]!.reject(err);
-      // The call failed whole, so none of it happened: each hold again, alone, with its own outcome.
-      return void (await Promise.all(items.map((i) => judge(projectId, [i.h]).then((o) => i.resolve(o[0]!), i.reject))));
-    }
-    items.forEach((item, n) => item.resolve(outcomes[n]!));
-  }
-
-  /** Starts the project's next call with what waits for it; when it ends, the next one. */
-  function start(projectId: string): void {
-    const items = waiting.get(projectId);
-    if (!items || running.has(projectId)) return;
-    const batch = items.splice(0, BATCH_MAX);
-    if (items.length === 0) waiting.delete(projectId);
-    running.add(projectId);
-    void run(projectId, batch)
-      .catch((err) => batch.forEach((i) => i.reject(err)))
-      .finally(() => {
-        running.delete(projectId);
-        start(projectId);
-      });
-  }
-
-  function flush(): void {
-    lastFlushAt = performance.now();
-    scheduled = false;
-    for (const projectId of [...waiting.keys()]) start(projectId);
-  }
+  // One call in flight per project; the projects' calls run side by side.
+  const batched = createCallBatcher(judge, BATCH_MAX);
 
   return {
     hold(projectId, h) {
       // Invariant of the positions aw_hold_batch gives: two transactions a hold.
       if (h.transactions.length !== 2) throw new Error(`a hold has ${h.transactions.length} transactions, not 2`);
-      return new Promise((resolve, reject) => {
-        let items = waiting.get(projectId);
-        if (!items) waiting.set(projectId, (items = []));
-        items.push({ h, resolve, reject });
-        if (!scheduled) {
-          scheduled = true;
-          scheduleFlush(lastFlushAt, flush);
-        }
-      });
+      return batched(projectId, h);
     },
   };
 }

@@ -12,7 +12,7 @@
  */
 import { CompiledQuery } from "kysely";
 import type { Db } from "./db.ts";
-import { scheduleFlush } from "./batching.ts";
+import { createCallBatcher } from "./batching.ts";
 import type { PaymentsTable } from "./schema.ts";
 
 export type PgResolve = {
@@ -34,14 +34,7 @@ export type PgResolves = { resolve(r: PgResolve): Promise<PgResolveOutcome> };
 /** At most this many resolutions in one call. */
 const BATCH_MAX = 64;
 
-type Item = { r: PgResolve; resolve(o: PgResolveOutcome): void; reject(err: unknown): void };
-
 export function createPgResolves(db: Db): PgResolves {
-  let waiting: Item[] = [];
-  let running = false;
-  let scheduled = false;
-  let lastFlushAt = Number.NEGATIVE_INFINITY;
-
   /** The resolutions' outcomes, in order; throws if the call fails (then none of them happened). */
   async function apply(items: PgResolve[]): Promise<PgResolveOutcome[]> {
     const json = JSON.stringify(
@@ -68,43 +61,7 @@ export function createPgResolves(db: Db): PgResolves {
     });
   }
 
-  async function run(items: Item[]): Promise<void> {
-    let outcomes: PgResolveOutcome[];
-    try {
-      outcomes = await apply(items.map((i) => i.r));
-    } catch (err) {
-      if (items.length === 1) return items[0]!.reject(err);
-      // The call failed whole, so none of it happened: each again, alone, with its own outcome.
-      return void (await Promise.all(items.map((i) => apply([i.r]).then((o) => i.resolve(o[0]!), i.reject))));
-    }
-    items.forEach((item, n) => item.resolve(outcomes[n]!));
-  }
-
-  function start(): void {
-    if (running || waiting.length === 0) return;
-    running = true;
-    const batch = waiting.splice(0, BATCH_MAX);
-    void run(batch)
-      .catch((err) => batch.forEach((i) => i.reject(err)))
-      .finally(() => {
-        running = false;
-        start();
-      });
-  }
-
-  return {
-    resolve(r) {
-      return new Promise((resolve, reject) => {
-        waiting.push({ r, resolve, reject });
-        if (!scheduled) {
-          scheduled = true;
-          scheduleFlush(lastFlushAt, () => {
-            lastFlushAt = performance.now();
-            scheduled = false;
-            start();
-          });
-        }
-      });
-    },
-  };
+  // One key: one call in flight for the whole ledger.
+  const batched = createCallBatcher((_: null, items: PgResolve[]) => apply(items), BATCH_MAX);
+  return { resolve: (r) => batched(null, r) };
 }
