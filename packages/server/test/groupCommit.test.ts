@@ -1,11 +1,8 @@
 // Group commit on a real SQLite file: writes submitted in one turn share one commit, a failing write
 // rolls back alone, and no caller hears of its write before it is durable. Then the ledger's holds on
 // both databases through it: concurrent holds against a balance that covers some of them.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import SQLite from "better-sqlite3";
-import { CompiledQuery, type Generated, Kysely, SqliteDialect } from "kysely";
+import { CompiledQuery } from "kysely";
 import { afterEach, describe, expect, test } from "vitest";
 import { createGroupCommit } from "../src/ledger/groupCommit.ts";
 import { Ledger, type NewPayment } from "../src/ledger/store.ts";
@@ -13,7 +10,7 @@ import { verifyLedger } from "../src/ledger/verify.ts";
 import { newId, systemClock } from "../src/ids.ts";
 import { createToken } from "../src/services/tokens.ts";
 import { hashToken } from "../src/tokens.ts";
-import { createTestDb, dialects, type TestDb } from "./support/db.ts";
+import { createTestDb, dialects, openWalTable, type TestDb } from "./support/db.ts";
 import { usdcPayment } from "./support/holds.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -22,22 +19,13 @@ afterEach(async () => {
 });
 
 function openFile(opts: { quietMs?: number; busyTimeoutMs?: number } = {}) {
-  const dir = mkdtempSync(join(tmpdir(), "aw-group-"));
-  const path = join(dir, "g.db");
-  const sqlite = new SQLite(path);
-  sqlite.pragma("journal_mode = WAL");
-  sqlite.pragma("synchronous = FULL");
-  sqlite.exec("create table t (id integer primary key, v text not null unique)");
+  const { path, sqlite, db, close } = openWalTable("aw-group-");
+  cleanups.push(close);
   const executed: string[] = [];
   const statement = (text: string) => {
     executed.push(text);
     return sqlite.prepare(text);
   };
-  const db = new Kysely<{ t: { id: Generated<number>; v: string } }>({ dialect: new SqliteDialect({ database: { close: () => sqlite.close(), prepare: (text: string) => sqlite.prepare(text) } }) });
-  cleanups.push(async () => {
-    await db.destroy();
-    rmSync(dir, { recursive: true, force: true });
-  });
   return { path, db, group: createGroupCommit(db, statement, opts), executed };
 }
 

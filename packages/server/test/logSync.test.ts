@@ -2,14 +2,12 @@
 // with synchronous=NORMAL and its callers hear of it only after an fdatasync of the log that started
 // after the commit. The sync is held by the test to see what waits for it; one test lets the real
 // fdatasync run.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import SQLite from "better-sqlite3";
-import { CompiledQuery, type Generated, Kysely, SqliteDialect } from "kysely";
+import { CompiledQuery } from "kysely";
 import { afterEach, describe, expect, test } from "vitest";
 import { createGroupCommit } from "../src/ledger/groupCommit.ts";
 import { SYNCS_IN_FLIGHT_MAX, createLogSync } from "../src/ledger/logSync.ts";
+import { openWalTable } from "./support/db.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -20,20 +18,13 @@ type Done = (err: NodeJS.ErrnoException | null) => void;
 
 /** A group commit whose log syncs wait for the test: `syncs` lists the syncs asked for, in order. */
 function openFile(opts: { realSync?: boolean } = {}) {
-  const dir = mkdtempSync(join(tmpdir(), "aw-logsync-"));
-  const path = join(dir, "l.db");
-  const sqlite = new SQLite(path);
-  sqlite.pragma("journal_mode = WAL");
-  sqlite.pragma("synchronous = FULL");
-  sqlite.exec("create table t (id integer primary key, v text not null unique)");
+  const { path, sqlite, db, close } = openWalTable("aw-logsync-");
   const syncs: Done[] = [];
   const logSync = createLogSync(`${path}-wal`, opts.realSync ? {} : { sync: (_fd, done) => void syncs.push(done) });
   const statement = (text: string) => sqlite.prepare(text);
-  const db = new Kysely<{ t: { id: Generated<number>; v: string } }>({ dialect: new SqliteDialect({ database: { close: () => sqlite.close(), prepare: statement } }) });
   cleanups.push(async () => {
-    await db.destroy();
+    await close();
     logSync.close();
-    rmSync(dir, { recursive: true, force: true });
   });
   const count = () => {
     const reader = new SQLite(path, { readonly: true });

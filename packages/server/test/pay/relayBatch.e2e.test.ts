@@ -6,54 +6,31 @@ import { type Address, createWalletClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { MAX_BATCH_PAYMENTS } from "../../src/chain/relayer.ts";
-import { type Principal } from "../../src/http/auth.ts";
 import type { PaymentRow } from "../../src/ledger/store.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { randomNonce, signAuthorization } from "../../src/rails/eip3009.ts";
-import { type LegDeps, encodeCalls, legPatch, signTransfers } from "../../src/rails/onchainLeg.ts";
-import { usdcIntent } from "../../src/services/payments/parsePay.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
-import { payingPrincipal, untilFinal } from "../support/holds.ts";
+import { finishByWorker, heldElsewhere, relayLegs } from "../support/relay.ts";
 
 const recipient: Address = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955";
 
 describe("relayer batching: many payments in one relayer transaction, each with its own outcome", () => {
   let s: TestServer;
-  let principal: Principal;
   beforeAll(async () => {
     s = await startTestServer();
     await s.fund(20_000_000n);
-    principal = payingPrincipal(s.projectId);
   });
   afterAll(async () => s?.stop());
 
   const ctx = () => s.server.ctx;
   const chain = () => s.server.chain!.client;
-  const past = () => new Date(Date.now() - 1_000).toISOString();
-  /** A held payment nobody else steps: its lease belongs to a process that is not running. */
-  async function held(amountMicros: number, key: string): Promise<PaymentRow> {
-    const h = await ctx().ledger.hold({ ...usdcIntent({ address: recipient, amountMicros, principal, description: null, idempotencyKey: key }), projectId: s.projectId, railState: null, inFlightUntil: past(), leaseOwner: "elsewhere", leaseUntil: new Date(Date.now() + 60_000).toISOString() });
-    if (h.kind !== "held") throw new Error(`hold ${key} failed: ${h.kind}`);
-    return h.payment;
-  }
-  /**
-   * Signs each payment's leg as the usdc rail does (amount to the recipient, fee to the treasury),
-   * then asks the relayer for all of them in one turn, and broadcasts. Returns each payment's row.
-   */
+  const held = (amountMicros: number, key: string) => heldElsewhere(ctx(), s.projectId, recipient, amountMicros, key);
+  /** The payments' legs asked of the server's relayer in one turn; each payment's row afterwards. */
   async function stepTogether(payments: PaymentRow[]): Promise<PaymentRow[]> {
-    const d: LegDeps = { ctx: ctx(), chain: ctx().rails!.chain, relayer: ctx().rails!.relayer };
-    const auths = await Promise.all(payments.map((p) => signTransfers(d, p, [{ to: recipient, micros: p.amount_micros }, { to: d.chain.treasuryAddress, micros: p.fee_micros }])));
-    const txs = await Promise.all(payments.map((p, i) => d.relayer.prepare(p.id, encodeCalls(d, auths[i]!), (t) => legPatch({ ...t, auths: auths[i]! }), { tx_hash: p.tx_hash, rail_state: p.rail_state })));
-    await Promise.all(txs.map((t) => d.relayer.broadcast(t.raw)));
+    await relayLegs(ctx(), ctx().rails!.relayer, payments, recipient);
     return Promise.all(payments.map(async (p) => (await ctx().ledger.getPayment(p.id))!));
   }
-  /** Hands the payments to this server's worker and waits until each is final. */
-  async function finish(ids: string[]): Promise<PaymentRow[]> {
-    for (const id of ids) await ctx().ledger.updatePayment(id, { lease_owner: null, lease_until: null, next_attempt_at: past() });
-    const out: PaymentRow[] = [];
-    for (const id of ids) out.push(await untilFinal(ctx(), id));
-    return out;
-  }
+  const finish = (ids: string[]) => finishByWorker(ctx(), ids);
 
   test("behavior: the rail's own steps, taken at once, share relayer transactions and each completes", async () => {
     const payments = await Promise.all(Array.from({ length: 12 }, (_, i) => held(10_000 + i, `rail-${i}`)));

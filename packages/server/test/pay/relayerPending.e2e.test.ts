@@ -1,15 +1,13 @@
 // The relayer's limit of transactions signed and not yet mined, on the real chain with mining paused:
 // past the limit a step waits in the relayer's queue until a block is mined (nothing is signed ahead
 // of the chain), and a step that waits too long is handed back to its caller with nothing stored.
-import { type Address, type Hex, createTestClient, http } from "viem";
+import { type Address, createTestClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { RelayerBusyError, createRelayer } from "../../src/chain/relayer.ts";
+import { type Relayer, RelayerBusyError, createRelayer } from "../../src/chain/relayer.ts";
 import type { PaymentRow } from "../../src/ledger/store.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
-import { type LegDeps, encodeCalls, legPatch, signTransfers } from "../../src/rails/onchainLeg.ts";
-import { usdcIntent } from "../../src/services/payments/parsePay.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
-import { payingPrincipal, untilFinal } from "../support/holds.ts";
+import { finishByWorker, heldElsewhere, relayLegs } from "../support/relay.ts";
 
 const recipient: Address = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955";
 
@@ -28,34 +26,14 @@ describe("relayer: at most maxPendingTxs transactions not yet mined", () => {
   const counterKey = () => `relayer_nonce:${chain().relayerAddress.toLowerCase()}`;
   const counter = async () => Number(await ctx().ledger.getKv(counterKey()));
   const mined = () => chain().client.nonceOf(chain().relayerAddress, "latest");
-  const past = () => new Date(Date.now() - 1_000).toISOString();
-
-  /** A held payment nobody else steps: its lease belongs to a process that is not running. */
-  async function held(key: string): Promise<PaymentRow> {
-    const h = await ctx().ledger.hold({ ...usdcIntent({ address: recipient, amountMicros: 10_000, principal: payingPrincipal(s.projectId), description: null, idempotencyKey: key }), projectId: s.projectId, railState: null, inFlightUntil: past(), leaseOwner: "elsewhere", leaseUntil: new Date(Date.now() + 60_000).toISOString() });
-    if (h.kind !== "held") throw new Error(`hold ${key} failed: ${h.kind}`);
-    return h.payment;
-  }
-
-  /** Signs the payment's leg as the usdc rail does and asks `relayer` to store and send it. */
-  async function step(relayer: ReturnType<typeof createRelayer>, p: PaymentRow): Promise<Hex> {
-    const d: LegDeps = { ctx: ctx(), chain: chain(), relayer };
-    const auths = await signTransfers(d, p, [{ to: recipient, micros: p.amount_micros }, { to: chain().treasuryAddress, micros: p.fee_micros }]);
-    const tx = await relayer.prepare(p.id, encodeCalls(d, auths), (t) => legPatch({ ...t, auths }), { tx_hash: p.tx_hash, rail_state: p.rail_state });
-    await relayer.broadcast(tx.raw);
-    return tx.hash;
-  }
+  const held = (key: string) => heldElsewhere(ctx(), s.projectId, recipient, 10_000, key);
+  const step = async (relayer: Relayer, p: PaymentRow) => (await relayLegs(ctx(), relayer, [p], recipient))[0]!;
+  const finish = (ids: string[]) => finishByWorker(ctx(), ids);
 
   /** Blocks only on request: no automatic blocks, no interval blocks. */
   async function pauseMining(): Promise<void> {
     await anvil.setIntervalMining({ interval: 0 });
     await anvil.setAutomine(false);
-  }
-
-  /** Hands the payments to this server's worker and waits until each is final. */
-  async function finish(ids: string[]): Promise<PaymentRow[]> {
-    for (const id of ids) await ctx().ledger.updatePayment(id, { lease_owner: null, lease_until: null, next_attempt_at: past() });
-    return Promise.all(ids.map((id) => untilFinal(ctx(), id)));
   }
 
   test("behavior: past the limit a step waits for a block, then goes out; nothing is signed ahead of the chain", async () => {

@@ -3,6 +3,8 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import SQLite from "better-sqlite3";
+import { type Generated, Kysely, SqliteDialect } from "kysely";
 import pg from "pg";
 import { type OpenedDb, openDb } from "../../src/ledger/db.ts";
 import { migrateToLatest } from "../../src/ledger/migrations.ts";
@@ -52,4 +54,29 @@ export async function createTestDb(dialect: TestDialect): Promise<TestDb> {
   const opened = openDb({ kind: "postgres", url: s.url });
   await migrateToLatest(opened.db, "postgres");
   return { ...opened, url: s.url, schema: s.schema, async drop() { await opened.close(); await s.drop(); } };
+}
+
+export type TableT = { t: { id: Generated<number>; v: string } };
+
+/**
+ * A SQLite file in WAL mode with `synchronous=FULL` and one table `t (id, v unique)`, with Kysely over
+ * the same connection: for the group commit's and the log sync's tests. `close` removes it.
+ */
+export function openWalTable(prefix: string): { path: string; sqlite: SQLite.Database; db: Kysely<TableT>; close(): Promise<void> } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const path = join(dir, "t.db");
+  const sqlite = new SQLite(path);
+  sqlite.pragma("journal_mode = WAL");
+  sqlite.pragma("synchronous = FULL");
+  sqlite.exec("create table t (id integer primary key, v text not null unique)");
+  const db = new Kysely<TableT>({ dialect: new SqliteDialect({ database: { close: () => sqlite.close(), prepare: (text: string) => sqlite.prepare(text) } }) });
+  return {
+    path,
+    sqlite,
+    db,
+    async close() {
+      await db.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -1,0 +1,38 @@
+// Relayer tests on the real chain: payments held under a lease nobody runs (so only the test steps
+// them), their legs signed as the usdc rail signs them and handed to a relayer in one turn, and the
+// server's own worker finishing them afterwards.
+import type { Address, Hex } from "viem";
+import type { Relayer } from "../../src/chain/relayer.ts";
+import type { AppContext } from "../../src/context.ts";
+import type { PaymentRow } from "../../src/ledger/store.ts";
+import { type LegDeps, encodeCalls, legPatch, signTransfers } from "../../src/rails/onchainLeg.ts";
+import { usdcIntent } from "../../src/services/payments/parsePay.ts";
+import { payingPrincipal, untilFinal } from "./holds.ts";
+
+const past = () => new Date(Date.now() - 1_000).toISOString();
+
+/** A held payment to `recipient` whose lease belongs to a process that is not running. */
+export async function heldElsewhere(ctx: AppContext, projectId: string, recipient: Address, amountMicros: number, key: string): Promise<PaymentRow> {
+  const h = await ctx.ledger.hold({ ...usdcIntent({ address: recipient, amountMicros, principal: payingPrincipal(projectId), description: null, idempotencyKey: key }), projectId, railState: null, inFlightUntil: past(), leaseOwner: "elsewhere", leaseUntil: new Date(Date.now() + 60_000).toISOString() });
+  if (h.kind !== "held") throw new Error(`hold ${key} failed: ${h.kind}`);
+  return h.payment;
+}
+
+/**
+ * Signs each payment's leg as the usdc rail does (amount to `recipient`, fee to the treasury), asks
+ * `relayer` for all of them in one turn (so they may share a transaction), and broadcasts. Resolves
+ * with each payment's relayer transaction hash once stored and sent.
+ */
+export async function relayLegs(ctx: AppContext, relayer: Relayer, payments: PaymentRow[], recipient: Address): Promise<Hex[]> {
+  const d: LegDeps = { ctx, chain: ctx.rails!.chain, relayer };
+  const auths = await Promise.all(payments.map((p) => signTransfers(d, p, [{ to: recipient, micros: p.amount_micros }, { to: d.chain.treasuryAddress, micros: p.fee_micros }])));
+  const txs = await Promise.all(payments.map((p, i) => relayer.prepare(p.id, encodeCalls(d, auths[i]!), (t) => legPatch({ ...t, auths: auths[i]! }), { tx_hash: p.tx_hash, rail_state: p.rail_state })));
+  await Promise.all(txs.map((t) => relayer.broadcast(t.raw)));
+  return txs.map((t) => t.hash);
+}
+
+/** Hands the payments to the server's worker and waits until each is final. */
+export async function finishByWorker(ctx: AppContext, ids: string[]): Promise<PaymentRow[]> {
+  for (const id of ids) await ctx.ledger.updatePayment(id, { lease_owner: null, lease_until: null, next_attempt_at: past() });
+  return Promise.all(ids.map((id) => untilFinal(ctx, id)));
+}
