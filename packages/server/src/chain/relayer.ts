@@ -145,13 +145,13 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
    * transaction is kept, and each member's new state is stored. Signing happens before the write, so
    * the write holds no lock while it signs and shares its commit with the other writes of its turn.
    * Returns the members found stale (nothing was stored then; the others are tried again without them).
+   * `nonce`: the counter as just read (awaitRoom); after a lost compare-and-set it is read again.
    */
-  async function store(members: Step[]): Promise<{ tx: RelayedTx } | { stale: Step }> {
+  async function store(members: Step[], nonce: number): Promise<{ tx: RelayedTx } | { stale: Step }> {
     const { maxFeePerGas, maxPriorityFeePerGas } = await currentFees();
     const data = encodeRelayBatch(members.map((m) => m.calls));
     const gas = relayerGasLimit(members.map((m) => m.calls.length));
-    for (let attempt = 1; ; attempt++) {
-      const nonce = await counterValue();
+    for (let attempt = 1; ; attempt++, nonce = await counterValue()) {
       const raw = await account.signTransaction({ chainId: chain.client.settings.chainId, type: "eip1559", to: MULTICALL3_ADDRESS, data, nonce, gas, maxFeePerGas, maxPriorityFeePerGas, value: 0n });
       const tx = { nonce, hash: keccak256(raw), raw };
       const r = await ledger.storeRelayerTransaction({
@@ -169,15 +169,18 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
     }
   }
 
-  /** Waits until fewer than `maxPendingTxs` relayer transactions are not yet mined (the header's "Pace"); false once `roomWaitMaxMs` has passed. */
-  async function awaitRoom(): Promise<boolean> {
+  /**
+   * Waits until fewer than `maxPendingTxs` relayer transactions are not yet mined (the header's
+   * "Pace"); returns the counter's next nonce then, or undefined once `roomWaitMaxMs` has passed.
+   */
+  async function awaitRoom(): Promise<number | undefined> {
     const deadline = Date.now() + roomWaitMaxMs;
     for (let pollMs = ROOM_POLL_MIN_MS; ; pollMs = Math.min(ROOM_POLL_MAX_MS, pollMs * 2)) {
       const next = await counterValue();
-      if (next - minedNonce < maxPendingTxs) return true;
+      if (next - minedNonce < maxPendingTxs) return next;
       minedNonce = Math.max(minedNonce, await chain.client.nonceOf(account.address, "latest"));
-      if (next - minedNonce < maxPendingTxs) return true;
-      if (Date.now() >= deadline) return false;
+      if (next - minedNonce < maxPendingTxs) return next;
+      if (Date.now() >= deadline) return undefined;
       await new Promise((r) => setTimeout(r, pollMs));
     }
   }
@@ -186,20 +189,26 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
     flushing = true;
     try {
       while (queue.length) {
-        const room = await awaitRoom().catch((err: unknown) => err);
-        if (room !== true) {
+        let nonce: number | undefined;
+        let unread: unknown;
+        try {
+          nonce = await awaitRoom();
+        } catch (err) {
+          unread = err;
+        }
+        if (nonce === undefined) {
           // The chain is not mining ours, or its nonce cannot be read: the steps go back to their
           // callers (the worker retries them) instead of waiting here without bound.
           const waiting = queue.splice(0);
-          logger.warn({ err: room === false ? undefined : room, steps: waiting.length, max_pending_txs: maxPendingTxs }, "relayer transactions are not being mined; payment steps handed back for a later retry");
-          const err = new RelayerBusyError(`the relayer has ${maxPendingTxs} transactions not yet mined`, room === false ? {} : { cause: room });
+          logger.warn({ err: unread, steps: waiting.length, max_pending_txs: maxPendingTxs }, "relayer transactions are not being mined; payment steps handed back for a later retry");
+          const err = new RelayerBusyError(`the relayer has ${maxPendingTxs} transactions not yet mined`, unread === undefined ? {} : { cause: unread });
           for (const m of waiting) m.reject(err);
           break;
         }
         let members = queue.splice(0, MAX_BATCH_PAYMENTS);
         while (members.length) {
           try {
-            const r = await store(members);
+            const r = await store(members, nonce);
             if ("tx" in r) {
               for (const m of members) m.resolve(r.tx);
               break;
