@@ -28,6 +28,19 @@ export class WalletApiError extends Error {
   }
 }
 
+/** Query of `listTransactions`: the contract's page, and the filters and cursor beside it. */
+export type ListTransactionsParams = {
+  limit?: number;
+  offset?: number;
+  type?: s.TransactionType[];
+  status?: s.TransactionStatus[];
+  /** ISO 8601, exclusive. */
+  created_after?: string;
+  created_before?: string;
+  /** The id of the last transaction of the previous page. */
+  starting_after?: string;
+};
+
 export type ApiResult<T> = { status: number; data: T; headers: Headers };
 
 export function createWalletClient(options: WalletClientOptions) {
@@ -69,13 +82,19 @@ export function createWalletClient(options: WalletClientOptions) {
   return {
     getBalance: () => call("GET", "/v1/balance", s.Balance),
     getDepositAddress: () => call("GET", "/v1/stablecoin/address", s.DepositAddress),
-    listTransactions: (query: { limit?: number; offset?: number } = {}) => {
+    listTransactions: (query: ListTransactionsParams = {}) => {
       const params = new URLSearchParams();
       if (query.limit !== undefined) params.set("limit", String(query.limit));
       if (query.offset !== undefined) params.set("offset", String(query.offset));
+      if (query.type?.length) params.set("type", query.type.join(","));
+      if (query.status?.length) params.set("status", query.status.join(","));
+      if (query.created_after !== undefined) params.set("created_after", query.created_after);
+      if (query.created_before !== undefined) params.set("created_before", query.created_before);
+      if (query.starting_after !== undefined) params.set("starting_after", query.starting_after);
       const qs = params.toString();
       return call("GET", `/v1/transactions${qs ? `?${qs}` : ""}`, s.TransactionList);
     },
+    getTransaction: (id: string) => call("GET", `/v1/transactions/${encodeURIComponent(id)}`, s.TransactionDetail),
     pay: (body: s.PayRequest) => call("POST", "/v1/pay", s.PayResponse, body),
     /** @deprecated use `pay` with bank details. */
     sendPayment: (body: s.LegacyPaymentRequest) => call("POST", "/v1/payments", s.LegacyPaymentResponse, body),

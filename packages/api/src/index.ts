@@ -1,4 +1,4 @@
 export * from "./schemas.ts";
 export * from "./limits.ts";
 export { buildOpenApiDocument } from "./openapi.ts";
-export { createWalletClient, WalletApiError, type WalletClient, type WalletClientOptions, type ApiResult } from "./client.ts";
+export { createWalletClient, WalletApiError, type WalletClient, type WalletClientOptions, type ApiResult, type ListTransactionsParams } from "./client.ts";

@@ -29,6 +29,17 @@ export const limits = {
   bankAccountNumberMaxChars: 34,
   bankEmailMaxChars: 254,
   rateLimitPerMinute: 100,
+  /** `metadata` on payments: the caller's own tags, stored and shown, never interpreted. */
+  metadataKeysMax: 20,
+  metadataKeyMaxChars: 40,
+  metadataValueMaxChars: 500,
+  /**
+   * `GET /v1/transactions` with a filter or a cursor: `offset` is at most this. Each page is read by
+   * index ranges of at most offset + limit rows per (type, status) pair; deeper pages use `starting_after`.
+   */
+  filteredOffsetMax: 1_000,
+  /** `type` and `status` filters: at most this many values each (there are 7 types and 5 statuses). */
+  filterValuesMax: 10,
 } as const;
 
 /** 1 USDC = 1,000,000 micro-USDC; 1 cent = 10,000 micro-USDC. */

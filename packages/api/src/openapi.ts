@@ -6,10 +6,16 @@ import { z } from "zod";
 import * as s from "./schemas.ts";
 
 type Op = {
+  /** Stable name for generated clients; when absent, derived from the method and path (see operationIdOf). */
+  operationId?: string;
   summary: string;
   permission: string;
   request?: z.ZodType;
   query?: z.ZodObject;
+  /** Path parameters, by name: `{id}` in the path. */
+  params?: Record<string, string>;
+  /** Request headers the operation reads, by name. */
+  headers?: Record<string, string>;
   responses: Record<string, { description: string; schema: z.ZodType }>;
   deprecated?: boolean;
 };
@@ -29,6 +35,7 @@ const payErrors = {
 const operations: Record<string, Record<string, Op>> = {
   "/v1/balance": {
     get: {
+      operationId: "getBalance",
       summary: "Project balance",
       permission: "read",
       responses: { "200": { description: "The project balance.", schema: s.Balance }, ...errorResponses },
@@ -36,6 +43,7 @@ const operations: Record<string, Record<string, Op>> = {
   },
   "/v1/stablecoin/address": {
     get: {
+      operationId: "getDepositAddress",
       summary: "USDC deposit address on Base (created on first call)",
       permission: "read",
       responses: { "200": { description: "The deposit address.", schema: s.DepositAddress }, ...errorResponses },
@@ -43,17 +51,32 @@ const operations: Record<string, Record<string, Op>> = {
   },
   "/v1/transactions": {
     get: {
+      operationId: "listTransactions",
       summary: "Transactions, newest first",
       permission: "read",
       query: s.ListTransactionsQuery,
       responses: { "200": { description: "A page of transactions.", schema: s.TransactionList }, ...errorResponses },
     },
   },
+  "/v1/transactions/{id}": {
+    get: {
+      summary: "One transaction of the project, with its payment's or deposit's details",
+      permission: "read",
+      params: { id: "The transaction's id (from a payment answer or the list)." },
+      responses: {
+        "200": { description: "The transaction.", schema: s.TransactionDetail },
+        ...errorResponses,
+        "404": { description: "No such transaction in this project (another project's id answers the same).", schema: s.ErrorBody },
+      },
+    },
+  },
   "/v1/pay": {
     post: {
+      operationId: "pay",
       summary: "Pay a URL (x402), an EVM address (USDC) or a bank account (ACH)",
       permission: "pay (and x402 for URL recipients)",
       request: s.PayRequest,
+      headers: { "Idempotency-Key": "Alternative to the body's idempotency_key, same rules; both given and different is a 400." },
       responses: {
         "200": { description: "x402 payment (or pass-through), or an idempotent replay.", schema: s.PayResponse },
         "201": { description: "USDC transfer or fiat payment accepted.", schema: s.PayResponse },
@@ -63,10 +86,12 @@ const operations: Record<string, Record<string, Op>> = {
   },
   "/v1/payments": {
     post: {
+      operationId: "createAchPayment",
       summary: "ACH payment (deprecated: use POST /v1/pay with bank details)",
       permission: "pay",
       deprecated: true,
       request: s.LegacyPaymentRequest,
+      headers: { "Idempotency-Key": "Alternative to the body's idempotency_key, same rules; both given and different is a 400." },
       responses: {
         "200": { description: "Idempotent replay of an earlier payment.", schema: s.LegacyPaymentResponse },
         "201": { description: "Payment accepted.", schema: s.LegacyPaymentResponse },
@@ -76,19 +101,23 @@ const operations: Record<string, Record<string, Op>> = {
   },
   "/v1/x402/pay": {
     post: {
+      operationId: "x402Pay",
       summary: "x402 payment (deprecated: use POST /v1/pay with a URL)",
       permission: "x402",
       deprecated: true,
       request: s.X402PayRequest,
+      headers: { "Idempotency-Key": "Makes the payment idempotent (this body has no idempotency_key); letters, digits, _ - : . only, at most 255." },
       responses: { "200": { description: "The target's reply.", schema: s.X402PayResponse }, ...payErrors },
     },
   },
   "/v1/usdc/transfer": {
     post: {
+      operationId: "transferUsdc",
       summary: "On-chain USDC transfer (deprecated: use POST /v1/pay with an EVM address)",
       permission: "pay",
       deprecated: true,
       request: s.UsdcTransferRequest,
+      headers: { "Idempotency-Key": "Alternative to the body's idempotency_key, same rules; both given and different is a 400." },
       responses: {
         "200": { description: "Idempotent replay of an earlier transfer.", schema: s.UsdcTransferResponse },
         "201": { description: "Transfer accepted.", schema: s.UsdcTransferResponse },
@@ -97,6 +126,20 @@ const operations: Record<string, Record<string, Op>> = {
     },
   },
 };
+
+/**
+ * `get /v1/transactions/{id}` → `getTransactionsById`: every operation gets a unique, stable operationId even
+ * when its entry names none.
+ */
+export function operationIdOf(method: string, path: string): string {
+  const words = path
+    .split("/")
+    .filter((part) => part !== "" && part !== "v1")
+    .map((part) => (part.startsWith("{") ? `by_${part.slice(1, -1)}` : part))
+    .flatMap((part) => part.split(/[^A-Za-z0-9]+/))
+    .filter(Boolean);
+  return [method.toLowerCase(), ...words.map((w) => w[0]!.toUpperCase() + w.slice(1))].join("");
+}
 
 const componentUri = (id: string) => `#/components/schemas/${id}`;
 
@@ -134,7 +177,7 @@ export function buildOpenApiDocument(serverUrl = "/"): Record<string, unknown> {
       for (const [code, r] of Object.entries(op.responses)) {
         responses[code] = { description: r.description, content: { "application/json": { schema: jsonSchema(r.schema, "output") } } };
       }
-      const parameters = op.query
+      const queryParameters = op.query
         ? Object.entries(op.query.shape).map(([name, schema]) => ({
             name,
             in: "query",
@@ -142,8 +185,13 @@ export function buildOpenApiDocument(serverUrl = "/"): Record<string, unknown> {
             schema: jsonSchema(schema as z.ZodType, "input"),
             description: (schema as z.ZodType).description,
           }))
-        : undefined;
+        : [];
+      const pathParameters = Object.entries(op.params ?? {}).map(([name, description]) => ({ name, in: "path", required: true, schema: { type: "string" }, description }));
+      const headerParameters = Object.entries(op.headers ?? {}).map(([name, description]) => ({ name, in: "header", required: false, schema: { type: "string", maxLength: 255 }, description }));
+      const all = [...pathParameters, ...queryParameters, ...headerParameters];
+      const parameters = all.length ? all : undefined;
       item[method] = {
+        operationId: op.operationId ?? operationIdOf(method, path),
         summary: op.summary,
         description: `Permission: ${op.permission}.`,
         deprecated: op.deprecated ?? false,

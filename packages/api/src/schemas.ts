@@ -10,6 +10,14 @@ export const idempotencyKeyPattern = /^[A-Za-z0-9_\-:.]+$/;
 export const evmAddressPattern = /^0x[0-9a-fA-F]{40}$/;
 export const routingNumberPattern = /^[0-9]{9}$/;
 
+/** The ABA check: 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) is a multiple of 10 (a mistyped digit fails it). */
+export function abaChecksumValid(routingNumber: string): boolean {
+  if (!routingNumberPattern.test(routingNumber)) return false;
+  const d = [...routingNumber].map(Number);
+  const sum = 3 * (d[0]! + d[3]! + d[6]!) + 7 * (d[1]! + d[4]! + d[7]!) + (d[2]! + d[5]! + d[8]!);
+  return sum % 10 === 0;
+}
+
 export const TransactionType = z.enum([
   "fund",
   "payment",
@@ -24,7 +32,8 @@ export type TransactionType = z.infer<typeof TransactionType>;
 export const TransactionStatus = z.enum(["pending", "processing", "completed", "failed", "reversed"]);
 export type TransactionStatus = z.infer<typeof TransactionStatus>;
 
-export const PaymentStatus = z.enum(["pending", "processing", "completed", "failed"]);
+/** A payment as it is now: `reversed` once a completed payment was returned (e.g. an ACH return), also on an idempotent replay. */
+export const PaymentStatus = z.enum(["pending", "processing", "completed", "failed", "reversed"]);
 export type PaymentStatus = z.infer<typeof PaymentStatus>;
 
 export const Rail = z.enum(["x402", "usdc_transfer", "fiat"]);
@@ -40,6 +49,18 @@ export const HttpMethod = z.enum(["GET", "POST", "PUT", "DELETE"]);
 export type HttpMethod = z.infer<typeof HttpMethod>;
 
 const isoTimestamp = z.string().describe("ISO 8601 timestamp (UTC)");
+
+/** Why a failed or reversed payment ended so: present only on those (additions to the spec's shapes). */
+const failureFields = {
+  failure_code: z
+    .string()
+    .optional()
+    .describe("Failed or reversed only: why, as a stable snake_case code (e.g. ach_returned, onchain_reverted, authorization_expired; see docs/errors.md)."),
+  failure_message: z
+    .string()
+    .optional()
+    .describe("Failed or reversed only: what happened, for people (the ACH return code, the revert, the merchant's answer)."),
+};
 const microsUsdc = z.number().int().nonnegative();
 
 // ---------------------------------------------------------------------------------------------
@@ -84,15 +105,49 @@ export const Transaction = z
     id: z.string().describe("Unique transaction identifier."),
     type: TransactionType,
     status: TransactionStatus,
-    amount: z.number().int().describe("Cents when currency is usd, micro-USDC when currency is usdc."),
+    amount: z.number().int().nonnegative().describe("Cents when currency is usd, micro-USDC when currency is usdc."),
     currency: Currency,
     description: z.string().nullable().optional(),
     merchant_name: z.string().nullable().optional(),
     created_at: isoTimestamp,
     completed_at: isoTimestamp.nullable().optional(),
+    ...failureFields,
+    metadata: z
+      .record(z.string(), z.string())
+      .nullable()
+      .optional()
+      .describe("The payment's metadata as given when it was made, on the payment's own row; null otherwise."),
   })
   .meta({ id: "Transaction" });
 export type Transaction = z.infer<typeof Transaction>;
+
+export const Metadata = z
+  .record(
+    z.string().min(1).max(limits.metadataKeyMaxChars),
+    z.string().max(limits.metadataValueMaxChars),
+  )
+  .refine((m) => Object.keys(m).length <= limits.metadataKeysMax, { message: `must have at most ${limits.metadataKeysMax} keys` })
+  .describe(
+    `Your own key-value tags for the payment (e.g. an order id): at most ${limits.metadataKeysMax} keys of 1-${limits.metadataKeyMaxChars} characters, ` +
+      `string values of at most ${limits.metadataValueMaxChars} characters. Stored and shown with the payment, never interpreted.`,
+  );
+export type Metadata = z.infer<typeof Metadata>;
+
+/** One transaction as `GET /v1/transactions/{id}` shows it: the list item and what applies of the rest. */
+export const TransactionDetail = Transaction.extend({
+  rail: Rail.nullable().describe("The payment's rail; null for deposits and other rows that are not payments."),
+  recipient: z
+    .string()
+    .nullable()
+    .describe("The URL, the EVM address, or the bank recipient's name with the account's last four digits (never the full number); null when not a payment."),
+  tx_hash: z.string().nullable().describe("On-chain hash (USDC and x402 payments, deposits); null otherwise or while not yet known."),
+  payment_id: z
+    .string()
+    .nullable()
+    .describe("On a platform_fee row, the payment it belongs to; on a payment, the id of its platform_fee row; null otherwise."),
+  metadata: Metadata.nullable(),
+}).meta({ id: "TransactionDetail" });
+export type TransactionDetail = z.infer<typeof TransactionDetail>;
 
 export const TransactionList = z
   .object({
@@ -118,7 +173,24 @@ export const ListTransactionsQuery = z.object({
     .min(0)
     .max(limits.pageOffsetMax)
     .default(0)
-    .describe("Number of transactions to skip (newest first), at least 0, default 0."),
+    .describe(
+      `Number of transactions to skip (newest first), at least 0, default 0. With a filter it skips rows of the filtered list ` +
+        `and is at most ${limits.filteredOffsetMax}; it cannot be combined with starting_after.`,
+    ),
+  type: z
+    .string()
+    .optional()
+    .describe("Only these transaction types: one or more of " + TransactionType.options.join(", ") + ", comma-separated or the parameter repeated."),
+  status: z
+    .string()
+    .optional()
+    .describe("Only these statuses: one or more of " + TransactionStatus.options.join(", ") + ", comma-separated or the parameter repeated."),
+  created_after: z.string().optional().describe("Only transactions created strictly after this ISO 8601 time (e.g. 2026-01-31T00:00:00Z)."),
+  created_before: z.string().optional().describe("Only transactions created strictly before this ISO 8601 time."),
+  starting_after: z
+    .string()
+    .optional()
+    .describe("Cursor: the id of the last transaction of the previous page; the page holds the transactions listed after it (older ones)."),
 });
 export type ListTransactionsQuery = z.infer<typeof ListTransactionsQuery>;
 
@@ -151,6 +223,7 @@ export const BankRecipient = z
     routing_number: z
       .string()
       .regex(routingNumberPattern, "must be exactly 9 digits")
+      .refine(abaChecksumValid, "is not a valid ABA routing number (its check digit does not match; check it for typos)")
       .describe("ABA routing number, exactly 9 digits."),
     email: z.string().max(limits.bankEmailMaxChars).optional().describe("Recipient email, up to 254 characters."),
   })
@@ -192,6 +265,7 @@ export const PayRequest = z
       ),
     description: Description.optional(),
     idempotency_key: IdempotencyKey.optional(),
+    metadata: Metadata.optional(),
     method: HttpMethod.optional().describe("HTTP method for the proxied request (URL recipients only), default GET."),
     headers: ProxiedHeaders.optional(),
     body: z
@@ -217,14 +291,16 @@ export const PayResponse = z
     id: z.string().describe("Transaction identifier."),
     status: PaymentStatus,
     rail: Rail,
-    amount_charged: z.number().int().describe("Micro-USDC for x402 and usdc_transfer; cents for fiat."),
-    fee: z.number().int().describe("Platform fee, in the same unit as amount_charged."),
+    amount_charged: z.number().int().nonnegative().describe("Micro-USDC for x402 and usdc_transfer; cents for fiat."),
+    fee: z.number().int().nonnegative().describe("Platform fee, in the same unit as amount_charged."),
     currency: Currency,
     recipient: z.string().describe("The URL, the EVM address, or the bank recipient's name."),
     tx_hash: z.string().nullable(),
     created_at: isoTimestamp,
     estimated_arrival: z.string().nullable(),
     response: ProxiedResponse.nullable(),
+    ...failureFields,
+    metadata: z.record(z.string(), z.string()).nullable().optional().describe("The metadata given with the payment; null if none."),
   })
   .meta({ id: "PayResponse" });
 export type PayResponse = z.infer<typeof PayResponse>;
@@ -243,6 +319,7 @@ export const LegacyPaymentRequest = z
     recipient: BankRecipient,
     description: Description.optional(),
     idempotency_key: IdempotencyKey.optional(),
+    metadata: Metadata.optional(),
   })
   .meta({ id: "LegacyPaymentRequest" });
 export type LegacyPaymentRequest = z.infer<typeof LegacyPaymentRequest>;
@@ -251,10 +328,12 @@ export const LegacyPaymentResponse = z
   .object({
     id: z.string(),
     status: PaymentStatus,
-    amount: z.number().int().describe("Cents."),
+    amount: z.number().int().nonnegative().describe("Cents."),
     recipient_name: z.string(),
     created_at: isoTimestamp,
     estimated_arrival: z.string().nullable(),
+    ...failureFields,
+    metadata: z.record(z.string(), z.string()).nullable().optional().describe("The metadata given with the payment; null if none."),
   })
   .meta({ id: "LegacyPaymentResponse" });
 export type LegacyPaymentResponse = z.infer<typeof LegacyPaymentResponse>;
@@ -271,6 +350,7 @@ export const X402PayRequest = z
       .min(limits.x402MaxAmountMicrosMin)
       .max(limits.x402MaxAmountMicrosMax)
       .describe("Most the target may charge, micro-USDC, 1 to 100,000,000 (100 USDC)."),
+    metadata: Metadata.optional(),
   })
   .meta({ id: "X402PayRequest" });
 export type X402PayRequest = z.infer<typeof X402PayRequest>;
@@ -280,10 +360,11 @@ export const X402PayResponse = z
     status_code: z.number().int(),
     headers: z.record(z.string(), z.string()),
     body: z.string(),
-    payment_amount: z.number().int().describe("Micro-USDC paid to the target; 0 if no payment was required."),
-    fee_amount: z.number().int().describe("Platform fee, micro-USDC."),
+    payment_amount: z.number().int().nonnegative().describe("Micro-USDC paid to the target; 0 if no payment was required."),
+    fee_amount: z.number().int().nonnegative().describe("Platform fee, micro-USDC."),
     tx_hash: z.string().nullable(),
     settled: z.boolean(),
+    metadata: z.record(z.string(), z.string()).nullable().optional().describe("The metadata given with the payment; null if none."),
   })
   .meta({ id: "X402PayResponse" });
 export type X402PayResponse = z.infer<typeof X402PayResponse>;
@@ -308,6 +389,7 @@ export const UsdcTransferRequest = z
       .max(limits.idempotencyKeyMaxChars)
       .regex(/^[^\u0000-\u001f\u007f]+$/, "must not contain control characters")
       .optional(),
+    metadata: Metadata.optional(),
   })
   .meta({ id: "UsdcTransferRequest" });
 export type UsdcTransferRequest = z.infer<typeof UsdcTransferRequest>;
@@ -316,12 +398,14 @@ export const UsdcTransferResponse = z
   .object({
     id: z.string(),
     status: PaymentStatus,
-    amount_usdc: z.number(),
-    fee_usdc: z.number(),
+    amount_usdc: z.number().nonnegative(),
+    fee_usdc: z.number().nonnegative(),
     to_address: z.string(),
     chain: z.string(),
     tx_hash: z.string().nullable(),
     created_at: isoTimestamp,
+    ...failureFields,
+    metadata: z.record(z.string(), z.string()).nullable().optional().describe("The metadata given with the payment; null if none."),
   })
   .meta({ id: "UsdcTransferResponse" });
 export type UsdcTransferResponse = z.infer<typeof UsdcTransferResponse>;

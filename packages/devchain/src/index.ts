@@ -1,7 +1,7 @@
 // @agentwallet/devchain: a local chain for the sandbox and tests (anvil from npm, TestUSDC with EIP-3009,
 // Multicall3), plus an x402 facilitator and x402 merchants built with Coinbase's own packages.
 // Loaded only in sandbox mode and tests, never on the production path.
-export { startDevChain, DevChainError, type DevChain, type StartDevChainOptions } from "./startDevChain.ts";
+export { startDevChain, connectDevChain, DevChainError, type DevChain, type StartDevChainOptions } from "./startDevChain.ts";
 export {
   startAnvil,
   anvilBinaryPath,
@@ -36,3 +36,10 @@ export {
   type Merchant,
   type StartMerchantOptions,
 } from "./merchants.ts";
+export {
+  startBridgeStandIn,
+  BRIDGE_RETURN_ACCOUNT,
+  BRIDGE_ERROR_ACCOUNT,
+  type BridgeStandIn,
+  type BridgeStandInOptions,
+} from "./bridgeStandIn.ts";

@@ -6,7 +6,14 @@ import { startAnvil, type StartAnvilOptions } from "./anvil.ts";
 import { MULTICALL3_ADDRESS, multicall3Artifact, testUsdcAbi, testUsdcArtifact } from "./artifacts.ts";
 import { RECEIPT_TIMEOUT_MS, devChainDefinition, devPublicClient, devWalletClient } from "./chain.ts";
 
-export type StartDevChainOptions = StartAnvilOptions;
+export type StartDevChainOptions = StartAnvilOptions & {
+  /**
+   * Place the test USDC's code at this address (e.g. Base's USDC, 0x833589fC…2913) instead of the
+   * deployer's first contract, so a live-mode configuration that uses the real address runs unchanged.
+   * TestUSDC keeps no constructor state (its EIP-712 domain reads `address(this)`), so its code alone works.
+   */
+  usdcAddress?: Address;
+};
 
 export type DevChain = {
   rpcUrl: string;
@@ -26,45 +33,60 @@ export class DevChainError extends Error {
 
 export async function startDevChain(options: StartDevChainOptions = {}): Promise<DevChain> {
   const chainId = options.chainId ?? 8453;
-  const anvil = await startAnvil({ ...options, chainId });
+  const { usdcAddress: _usdcAt, ...anvilOptions } = options;
+  const anvil = await startAnvil({ ...anvilOptions, chainId });
   try {
-    const chain = devChainDefinition(chainId, anvil.rpcUrl);
-    const publicClient = devPublicClient(chain);
-    const accounts = devAccounts();
-    const deployer = devWalletClient(chain, accounts.deployer.privateKey);
-
-    // Multicall3 keeps no state, so (re)placing its code is always safe, also on a restored chain.
-    await createTestClient({ mode: "anvil", chain, transport: http(anvil.rpcUrl) }).setCode({
-      address: MULTICALL3_ADDRESS,
-      bytecode: multicall3Artifact.deployedBytecode,
-    });
-    const usdcAddress = await ensureTestUsdc(publicClient, deployer);
-
-    const mint = async (to: Address, amountMicros: bigint): Promise<Hex> => {
-      const hash = await deployer.writeContract({
-        address: usdcAddress,
-        abi: testUsdcAbi,
-        functionName: "mint",
-        args: [to, amountMicros],
-      });
-      const receipt = await publicClient.waitForTransactionReceipt({ hash, timeout: RECEIPT_TIMEOUT_MS });
-      if (receipt.status !== "success") throw new DevChainError(`mint of ${amountMicros} micros to ${to} reverted (tx ${hash})`);
-      return hash;
-    };
-
-    return {
-      rpcUrl: anvil.rpcUrl,
-      chainId,
-      usdcAddress,
-      multicall3Address: MULTICALL3_ADDRESS,
-      accounts,
-      mint,
-      stop: anvil.stop,
-    };
+    return { ...(await connectDevChain({ rpcUrl: anvil.rpcUrl, chainId, usdcAddress: options.usdcAddress })), stop: anvil.stop };
   } catch (error) {
     await anvil.stop();
     throw error;
   }
+}
+
+/**
+ * A dev chain over an anvil that runs already (started by someone else, or behind a proxy): places
+ * Multicall3 and TestUSDC as startDevChain does (keeping a TestUSDC that is there). `stop` does nothing:
+ * the chain belongs to whoever started it.
+ */
+export async function connectDevChain(options: { rpcUrl: string; chainId?: number; usdcAddress?: Address }): Promise<DevChain> {
+  const chainId = options.chainId ?? 8453;
+  const rpcUrl = options.rpcUrl;
+  const chain = devChainDefinition(chainId, rpcUrl);
+  const publicClient = devPublicClient(chain);
+  const accounts = devAccounts();
+  const deployer = devWalletClient(chain, accounts.deployer.privateKey);
+
+  // Multicall3 keeps no state, so (re)placing its code is always safe, also on a restored chain.
+  await createTestClient({ mode: "anvil", chain, transport: http(rpcUrl) }).setCode({
+    address: MULTICALL3_ADDRESS,
+    bytecode: multicall3Artifact.deployedBytecode,
+  });
+  const usdcAddress = options.usdcAddress ?? (await ensureTestUsdc(publicClient, deployer));
+  if (options.usdcAddress) {
+    await createTestClient({ mode: "anvil", chain, transport: http(options.rpcUrl) }).setCode({ address: options.usdcAddress, bytecode: testUsdcArtifact.deployedBytecode });
+  }
+
+  const mint = async (to: Address, amountMicros: bigint): Promise<Hex> => {
+    const hash = await deployer.writeContract({
+      address: usdcAddress,
+      abi: testUsdcAbi,
+      functionName: "mint",
+      args: [to, amountMicros],
+    });
+    const receipt = await publicClient.waitForTransactionReceipt({ hash, timeout: RECEIPT_TIMEOUT_MS });
+    if (receipt.status !== "success") throw new DevChainError(`mint of ${amountMicros} micros to ${to} reverted (tx ${hash})`);
+    return hash;
+  };
+
+  return {
+    rpcUrl,
+    chainId,
+    usdcAddress,
+    multicall3Address: MULTICALL3_ADDRESS,
+    accounts,
+    mint,
+    stop: async () => {},
+  };
 }
 
 type PublicClient = ReturnType<typeof devPublicClient>;

@@ -11,7 +11,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { createWalletClient, WalletApiError, type WalletClient } from "@agentwallet/api";
 import { startFacilitator, startMerchantV2, type Facilitator, type Merchant } from "@agentwallet/devchain";
 import { startTestServer, type TestServer } from "../../server/src/testing/harness.ts";
-import { connectStdio, inspector, startHttpBin, textOf, type StdioSession } from "./helpers.ts";
+import { connectStdio, ensureInspector, inspector, startHttpBin, textOf, type StdioSession } from "./helpers.ts";
 
 const fundedMicros = 50_000_000n;
 const x402PriceMicros = 10_000n;
@@ -22,6 +22,7 @@ const bank = { name: "Jane Doe", account_number: "000123456789", routing_number:
 type Payment = Record<string, unknown> & { id: string };
 
 describe("against the real Agent Wallet server", () => {
+  beforeAll(() => ensureInspector(), 240_000);
   let server: TestServer;
   let facilitator: Facilitator;
   let merchant: Merchant;
@@ -84,7 +85,9 @@ describe("against the real Agent Wallet server", () => {
     const args = { recipient: randomAddress(), amount_usd: 1.25, description: "mcp e2e", idempotency_key: "mcp-e2e-pay-1" };
     const { result, data, text } = await call("pay", args);
     expect(result.isError, text).toBeFalsy();
-    expect(data).toMatchObject({ rail: "usdc_transfer", amount_charged: 1_250_000, currency: "usdc", recipient: args.recipient });
+    expect(data).toMatchObject({ rail: "usdc_transfer", amount_charged: 1_250_000, currency: "usdc" });
+    // The API answers the address in its EIP-55 checksummed form: the same address as the one sent.
+    expect(String(data.recipient).toLowerCase()).toBe(args.recipient);
     expect(stable(await replay(() => api.pay(args)))).toEqual(stable(data));
 
     const { data: listed } = await call("list_transactions", { limit: 10 });
@@ -128,7 +131,8 @@ describe("against the real Agent Wallet server", () => {
     const usdcArgs = { amount_usdc: 0.75, to_address: randomAddress(), idempotency_key: "mcp-e2e-usdc-1" };
     const usdc = await call("send_usdc", usdcArgs);
     expect(usdc.result.isError, usdc.text).toBeFalsy();
-    expect(usdc.data).toMatchObject({ amount_usdc: 0.75, chain: "base", to_address: usdcArgs.to_address });
+    expect(usdc.data).toMatchObject({ amount_usdc: 0.75, chain: "base" });
+    expect(String(usdc.data.to_address).toLowerCase()).toBe(usdcArgs.to_address);
     expect(stable(await replay(() => api.sendUsdc(usdcArgs)))).toEqual(stable(usdc.data));
 
     const bankArgs = { amount: 150, recipient: bank, idempotency_key: "mcp-e2e-ach-1" };

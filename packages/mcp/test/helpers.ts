@@ -3,6 +3,8 @@
  * endpoint for the guard tests that must prove a call never reached the API (or what reached it).
  */
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -151,12 +153,39 @@ export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-const inspectorBin = join(repoDir, "node_modules/.bin/mcp-inspector");
+/**
+ * The MCP Inspector, pinned. It is not a dev dependency: every release asks for Node >= 22.19 and would print
+ * `EBADENGINE` warnings on every `npm install` under Node 20. The tests install it on first use (from the npm
+ * cache when it has it) into node_modules/.cache, and reuse that install afterwards.
+ */
+export const inspectorVersion = "2.12.0";
+const inspectorDir = join(repoDir, "node_modules/.cache/agentwallet-mcp-inspector", inspectorVersion);
+const inspectorBin = join(inspectorDir, "node_modules/.bin/mcp-inspector");
+
+export async function ensureInspector(): Promise<string> {
+  if (existsSync(inspectorBin)) return inspectorBin;
+  // Two test files may ask at once: each installs into a directory of its own and renames it into place.
+  const staging = `${inspectorDir}.${process.pid}.${Date.now()}`;
+  await mkdir(staging, { recursive: true });
+  await writeFile(join(staging, "package.json"), JSON.stringify({ name: "inspector-for-tests", private: true }));
+  const installed = await run(
+    "npm",
+    ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", `@modelcontextprotocol/inspector@${inspectorVersion}`],
+    { cwd: staging, timeoutMs: 180_000 },
+  );
+  if (installed.code !== 0) throw new Error(`installing the MCP Inspector failed:\n${installed.stderr}`);
+  try {
+    await rename(staging, inspectorDir);
+  } catch {
+    await rm(staging, { recursive: true, force: true }); // another file installed it first
+  }
+  return inspectorBin;
+}
 
 /** Runs the MCP Inspector CLI (`--cli`) against the bin over stdio, the server's environment given with `-e`. */
-export function inspector(args: readonly string[], env: Record<string, string>): Promise<ProcessResult> {
+export async function inspector(args: readonly string[], env: Record<string, string>): Promise<ProcessResult> {
   const envArgs = Object.entries(env).flatMap(([key, value]) => ["-e", `${key}=${value}`]);
-  return run(process.execPath, [inspectorBin, "--cli", ...args, ...envArgs, process.execPath, binPath], {
+  return run(process.execPath, [await ensureInspector(), "--cli", ...args, ...envArgs, process.execPath, binPath], {
     cwd: repoDir,
     env: cleanEnv({}),
     timeoutMs: 60_000,

@@ -1,11 +1,14 @@
 /**
- * The published shape: `npm pack` (which builds the bundle in `prepack`) gives a tarball that installs on its
- * own, and `npx agentwallet-mcp` from that install answers `initialize` over stdio.
+ * The shape that ships before the package is on the registry: `npm pack` (which builds the bundle in `prepack`)
+ * gives a tarball that installs on its own into an empty directory — no checkout, no workspace beside it — and
+ * the installed `agentwallet-mcp` serves its tools to the SDK's client. These are the README's commands.
  */
-import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { cleanEnv, fakeToken, packageDir, run } from "./helpers.ts";
 
@@ -19,7 +22,7 @@ afterAll(async () => {
   await rm(workDir, { recursive: true, force: true });
 });
 
-test("behavior: the packed tarball installs and `npx agentwallet-mcp` answers initialize", { timeout: 4 * npmTimeoutMs }, async () => {
+test("behavior: the packed tarball installs into an empty directory and its bin lists the seven tools", { timeout: 4 * npmTimeoutMs }, async () => {
   const packed = await run("npm", ["pack", "--pack-destination", workDir], { cwd: packageDir, timeoutMs: npmTimeoutMs });
   expect(packed.code, packed.stderr).toBe(0);
   const tarball = (await readdir(workDir)).find((name) => name.endsWith(".tgz"));
@@ -27,65 +30,36 @@ test("behavior: the packed tarball installs and `npx agentwallet-mcp` answers in
   expect(packed.stderr).toContain("dist/agentwallet-mcp.js");
   expect(packed.stderr).not.toMatch(/\ssrc\//);
 
-  const project = join(workDir, "project");
-  await mkdir(project);
-  await writeFile(join(project, "package.json"), JSON.stringify({ name: "pack-check", private: true, type: "module" }));
-  // --prefer-offline: from the local npm cache when it has everything (it does after `npm install` here),
-  // from the registry otherwise.
+  // `npm install -g <tarball>` as the README says, into an empty prefix instead of the machine's global one.
+  // --prefer-offline: from the local npm cache when it has everything, from the registry otherwise.
+  const prefix = join(workDir, "prefix");
   const installed = await run(
     "npm",
-    ["install", "--prefer-offline", "--no-audit", "--no-fund", join(workDir, tarball ?? "")],
-    { cwd: project, timeoutMs: npmTimeoutMs },
+    ["install", "-g", "--prefix", prefix, "--prefer-offline", "--no-audit", "--no-fund", join(workDir, tarball ?? "")],
+    { cwd: workDir, timeoutMs: npmTimeoutMs },
   );
   expect(installed.code, installed.stderr).toBe(0);
+  const installedPackage = join(prefix, "lib/node_modules/@agentwallet/mcp");
+  expect(existsSync(join(installedPackage, "dist/agentwallet-mcp.js"))).toBe(true);
+  expect(existsSync(join(installedPackage, "src"))).toBe(false);
+  // Only the declared runtime dependencies came along: the API schemas are inside the bundle.
+  expect(existsSync(join(installedPackage, "node_modules/@agentwallet/api"))).toBe(false);
 
-  const reply = await initializeOverStdio(project);
-  expect(reply).toMatchObject({
-    jsonrpc: "2.0",
-    id: 1,
-    result: { serverInfo: { name: "agentwallet", version: "0.1.0" }, capabilities: { tools: {} } },
+  const transport = new StdioClientTransport({
+    command: join(prefix, "bin/agentwallet-mcp"),
+    cwd: workDir,
+    env: cleanEnv({ AGENTWALLET_API_TOKEN: fakeToken, AGENTWALLET_BASE_URL: "http://127.0.0.1:9" }) as Record<string, string>,
+    stderr: "pipe",
   });
-});
-
-/** Starts `npx agentwallet-mcp` in `cwd`, sends one initialize request and returns the first reply line. */
-function initializeOverStdio(cwd: string): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const child = spawn("npx", ["--no-install", "agentwallet-mcp"], {
-      cwd,
-      env: cleanEnv({ AGENTWALLET_API_TOKEN: fakeToken, AGENTWALLET_BASE_URL: "http://127.0.0.1:9" }),
-      stdio: "pipe",
-    });
-    let stdout = "";
-    let stderr = "";
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`no initialize reply within 30 s\nstderr: ${stderr}`));
-    }, 30_000);
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString("utf8");
-      const newline = stdout.indexOf("\n");
-      if (newline < 0) return;
-      clearTimeout(timer);
-      child.stdin.end();
-      child.kill();
-      try {
-        resolve(JSON.parse(stdout.slice(0, newline)));
-      } catch (error) {
-        reject(error);
-      }
-    });
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.stdin.write(
-      `${JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "pack-check", version: "0.0.0" } },
-      })}\n`,
+  const client = new Client({ name: "pack-check", version: "0.0.0" });
+  await client.connect(transport);
+  try {
+    expect(client.getServerVersion()).toMatchObject({ name: "agentwallet", version: "0.1.0" });
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual(
+      ["get_balance", "get_usdc_deposit_address", "list_transactions", "pay", "send_payment", "send_usdc", "x402_pay"],
     );
-  });
-}
+  } finally {
+    await client.close();
+  }
+});

@@ -4,6 +4,7 @@
  * refuses to start without the settings that guard real money.
  */
 import { resolve } from "node:path";
+import { type Address, getAddress, isAddress } from "viem";
 import { z } from "zod";
 
 const bool = z
@@ -25,6 +26,12 @@ const EnvSchema = z.object({
   /** Spec: 100 requests per minute per token. */
   RATE_LIMIT_PER_MINUTE: int(100, 1),
   BASE_RPC_URL: z.string().optional(),
+  /**
+   * Sandbox only: use the dev chain already answering at this URL (TestUSDC and Multicall3 are placed
+   * on it if missing) instead of starting one; the sandbox then never stops that chain. For running
+   * the sandbox against a chain kept apart from it (fault-injection tests put a proxy in between).
+   */
+  SANDBOX_CHAIN_RPC_URL: z.string().url().optional(),
   USDC_ADDRESS: z.string().optional(),
   AGENTWALLET_MASTER_MNEMONIC: z.string().optional(),
   AGENTWALLET_MASTER_MNEMONIC_FILE: z.string().optional(),
@@ -51,12 +58,43 @@ const EnvSchema = z.object({
    * further payment steps wait for a block. 16 is geth's default per-sender pool allowance.
    */
   RELAYER_MAX_PENDING_TXS: int(16, 1, 1_024),
+  /**
+   * How often the relayer looks for nonces the chain lost (a restart from an earlier state, a reorg, a
+   * transaction dropped from the pool) and fills them; until then every later transaction waits.
+   */
+  RELAYER_GAP_CHECK_MS: int(1_000, 50, 600_000),
   /** RPC calls: every call has a deadline and a bounded number of retries. */
   RPC_TIMEOUT_MS: int(10_000, 100, 120_000),
   RPC_RETRIES: int(2, 0, 10),
   /** A request owns its payment this long; past it a worker takes over (crash recovery). */
   PAYMENT_REQUEST_LEASE_MS: int(60_000, 1_000, 600_000),
+  /**
+   * A settlement step that fails with an error a retry may cure is tried again after a delay that
+   * doubles from the minimum to the maximum; a payment whose steps failed this many times, with nothing
+   * sent yet, fails and is credited back (`retries_exhausted`). Defaults: about 6 minutes in all.
+   */
+  SETTLEMENT_STEP_ERRORS_MAX: int(12, 1, 1_000),
+  SETTLEMENT_BACKOFF_MIN_MS: int(500, 1, 600_000),
+  SETTLEMENT_BACKOFF_MAX_MS: int(60_000, 1, 3_600_000),
+  /** A payment awaiting a person's approval fails (credited back) after this long undecided: 24 h. */
+  APPROVAL_TIMEOUT_MS: int(86_400_000, 1_000, 30 * 86_400_000),
   FIAT_SANDBOX_DELAY_MS: int(3_000, 0, 3_600_000),
+  /** Sandbox only: `bridge` runs the real Bridge adapter against the local Bridge stand-in. */
+  FIAT_PROVIDER: z.enum(["sandbox", "bridge"]).optional(),
+  BRIDGE_API_KEY: z.string().min(1).optional(),
+  BRIDGE_CUSTOMER_ID: z.string().min(1).max(64).optional(),
+  /** Bridge's production API; its sandbox is https://api.sandbox.bridge.xyz. */
+  BRIDGE_BASE_URL: z.string().url().default("https://api.bridge.xyz"),
+  /** The PEM public key Bridge shows for our webhook endpoint (`\n` escapes allowed). */
+  BRIDGE_WEBHOOK_PUBLIC_KEY: z.string().optional(),
+  /** The contract's bank details have no account type; ACH needs one. */
+  BRIDGE_ACCOUNT_TYPE: z.enum(["checking", "savings"]).default("checking"),
+  /** Open transfers are read this often when no webhook came (ACH takes days; webhooks are the fast path). */
+  BRIDGE_POLL_INTERVAL_MS: int(60_000, 50, 3_600_000),
+  BRIDGE_TIMEOUT_MS: int(15_000, 100, 120_000),
+  BRIDGE_RETRIES: int(2, 0, 5),
+  /** Comma-separated addresses Bridge sends refunds from, besides each transfer's deposit address. */
+  BRIDGE_REFUND_FROM_ADDRESSES: z.string().optional(),
   X402_ALLOW_HTTP: bool,
   X402_ALLOW_PRIVATE_NETWORKS: bool,
   X402_TIMEOUT_MS: int(15_000, 100, 120_000),
@@ -79,6 +117,8 @@ export type Config = {
   rateLimitPerMinute: number;
   chain: {
     rpcUrl: string | undefined;
+    /** Sandbox: an already running dev chain to use instead of starting one. */
+    sandboxRpcUrl: string | undefined;
     chainId: number;
     usdcAddress: string | undefined;
     rpcTimeoutMs: number;
@@ -87,12 +127,40 @@ export type Config = {
     paymentConfirmations: number;
     depositScanMaxBlocks: number;
     relayerMaxPendingTxs: number;
+    relayerGapCheckMs: number;
   };
   custody: { mnemonic: string | undefined; mnemonicFile: string | undefined; relayerPrivateKey: string | undefined; treasuryAddress: string | undefined };
   webhooks: { depositSecret: string | undefined; fiatSecret: string | undefined };
-  workers: { watcherIntervalMs: number; workerIntervalMs: number; paymentRequestLeaseMs: number; settlement: "thread" | "inline" };
-  fiat: { sandboxDelayMs: number };
-  x402: { allowHttp: boolean; allowPrivateNetworks: boolean; timeoutMs: number; maxResponseBytes: number; maxTimeoutSeconds: number };
+  workers: { watcherIntervalMs: number; workerIntervalMs: number; paymentRequestLeaseMs: number; settlement: "thread" | "inline"; retry: { stepErrorsMax: number; backoffMinMs: number; backoffMaxMs: number } };
+  spending: { approvalTimeoutMs: number };
+  fiat: {
+    sandboxDelayMs: number;
+    /** `sandbox`: the built-in off-ramp; `bridge`: the Bridge adapter; `none`: live without Bridge settings (503). */
+    provider: "sandbox" | "bridge" | "none";
+    /** Live: from BRIDGE_*; sandbox with FIAT_PROVIDER=bridge: filled in when the stand-in starts. */
+    bridge: BridgeSettings | undefined;
+  };
+  /**
+   * `allowedTargets`: `address:port` of non-public targets allowed without `allowPrivateNetworks` — in the
+   * sandbox, its own demo merchant and facilitator (added once they listen). Not an environment setting.
+   */
+  x402: { allowHttp: boolean; allowPrivateNetworks: boolean; allowedTargets: string[]; timeoutMs: number; maxResponseBytes: number; maxTimeoutSeconds: number };
+};
+
+export type BridgeSettings = {
+  apiKey: string;
+  customerId: string;
+  /** Bridge's production address by default; its sandbox is https://api.sandbox.bridge.xyz. */
+  baseUrl: string;
+  webhookPublicKey: string | undefined;
+  /** The contract's bank details carry no account type: the operator's default. */
+  checkingOrSavings: "checking" | "savings";
+  pollIntervalMs: number;
+  timeoutMs: number;
+  /** Retries of one call on a timeout, a 5xx or a 429 (so at most retries + 1 attempts). */
+  retries: number;
+  /** Addresses Bridge refunds from, besides each transfer's deposit address (not credited as deposits). */
+  refundFromAddresses: Address[];
 };
 
 /** Base mainnet USDC (Circle). */
@@ -126,6 +194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     chain: {
       rpcUrl: e.BASE_RPC_URL,
+      sandboxRpcUrl: e.SANDBOX_CHAIN_RPC_URL,
       chainId: BASE_CHAIN_ID,
       usdcAddress: e.USDC_ADDRESS ?? (mode === "live" ? BASE_USDC_ADDRESS : undefined),
       rpcTimeoutMs: e.RPC_TIMEOUT_MS,
@@ -134,6 +203,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
       paymentConfirmations: e.PAYMENT_CONFIRMATIONS ?? (mode === "live" ? 3 : 0),
       depositScanMaxBlocks: e.DEPOSIT_SCAN_MAX_BLOCKS,
       relayerMaxPendingTxs: e.RELAYER_MAX_PENDING_TXS,
+      relayerGapCheckMs: e.RELAYER_GAP_CHECK_MS,
     },
     custody: {
       mnemonic: e.AGENTWALLET_MASTER_MNEMONIC,
@@ -142,18 +212,51 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
       treasuryAddress: e.TREASURY_ADDRESS,
     },
     webhooks: { depositSecret: e.DEPOSIT_WEBHOOK_SECRET, fiatSecret: e.FIAT_WEBHOOK_SECRET },
-    workers: { watcherIntervalMs: e.WATCHER_INTERVAL_MS, workerIntervalMs: e.WORKER_INTERVAL_MS, paymentRequestLeaseMs: e.PAYMENT_REQUEST_LEASE_MS, settlement: e.SETTLEMENT },
-    fiat: { sandboxDelayMs: e.FIAT_SANDBOX_DELAY_MS },
+    workers: { watcherIntervalMs: e.WATCHER_INTERVAL_MS, workerIntervalMs: e.WORKER_INTERVAL_MS, paymentRequestLeaseMs: e.PAYMENT_REQUEST_LEASE_MS, settlement: e.SETTLEMENT, retry: { stepErrorsMax: e.SETTLEMENT_STEP_ERRORS_MAX, backoffMinMs: e.SETTLEMENT_BACKOFF_MIN_MS, backoffMaxMs: Math.max(e.SETTLEMENT_BACKOFF_MIN_MS, e.SETTLEMENT_BACKOFF_MAX_MS) } },
+    spending: { approvalTimeoutMs: e.APPROVAL_TIMEOUT_MS },
+    fiat: { sandboxDelayMs: e.FIAT_SANDBOX_DELAY_MS, ...fiatSettings(e, mode) },
     x402: {
       allowHttp: e.X402_ALLOW_HTTP,
       allowPrivateNetworks: e.X402_ALLOW_PRIVATE_NETWORKS,
+      allowedTargets: [],
       timeoutMs: e.X402_TIMEOUT_MS,
       maxResponseBytes: e.X402_MAX_RESPONSE_BYTES,
       maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS,
     },
   };
   if (mode === "live") assertLiveSettings(config);
+  if (mode === "live" && config.chain.sandboxRpcUrl) throw new ConfigError("SANDBOX_CHAIN_RPC_URL is for the sandbox only; live mode uses BASE_RPC_URL.");
   return config;
+}
+
+/** Which off-ramp: Bridge when its settings are given (live), the built-in one in the sandbox. */
+function fiatSettings(e: z.infer<typeof EnvSchema>, mode: "sandbox" | "live"): Pick<Config["fiat"], "provider" | "bridge"> {
+  if (mode === "sandbox") {
+    if (e.BRIDGE_API_KEY || e.BRIDGE_CUSTOMER_ID) throw new ConfigError("BRIDGE_API_KEY and BRIDGE_CUSTOMER_ID are live settings; the sandbox runs the Bridge stand-in with FIAT_PROVIDER=bridge.");
+    return { provider: e.FIAT_PROVIDER ?? "sandbox", bridge: undefined };
+  }
+  if (e.FIAT_PROVIDER === "sandbox") throw new ConfigError("FIAT_PROVIDER=sandbox is for the sandbox only; live mode uses Bridge (BRIDGE_API_KEY, BRIDGE_CUSTOMER_ID).");
+  if (!e.BRIDGE_API_KEY && !e.BRIDGE_CUSTOMER_ID) return { provider: "none", bridge: undefined };
+  if (!e.BRIDGE_API_KEY || !e.BRIDGE_CUSTOMER_ID) throw new ConfigError(`The fiat rail needs both BRIDGE_API_KEY and BRIDGE_CUSTOMER_ID; ${e.BRIDGE_API_KEY ? "BRIDGE_CUSTOMER_ID" : "BRIDGE_API_KEY"} is missing.`);
+  const refundFrom = (e.BRIDGE_REFUND_FROM_ADDRESSES ?? "").split(",").map((a) => a.trim()).filter(Boolean);
+  const bad = refundFrom.find((a) => !isAddress(a));
+  if (bad) throw new ConfigError(`BRIDGE_REFUND_FROM_ADDRESSES: ${bad} is not an address.`);
+  return { provider: "bridge", bridge: bridgeSettings(e, { apiKey: e.BRIDGE_API_KEY, customerId: e.BRIDGE_CUSTOMER_ID, baseUrl: e.BRIDGE_BASE_URL, webhookPublicKey: e.BRIDGE_WEBHOOK_PUBLIC_KEY, refundFromAddresses: refundFrom.map((a) => getAddress(a)) }) };
+}
+
+/** Bridge settings with this deployment's limits, for the given credentials and address. */
+export function bridgeSettings(
+  e: Pick<z.infer<typeof EnvSchema>, "BRIDGE_ACCOUNT_TYPE" | "BRIDGE_POLL_INTERVAL_MS" | "BRIDGE_TIMEOUT_MS" | "BRIDGE_RETRIES">,
+  c: { apiKey: string; customerId: string; baseUrl: string; webhookPublicKey: string | undefined; refundFromAddresses: Address[] },
+): BridgeSettings {
+  return {
+    ...c,
+    webhookPublicKey: c.webhookPublicKey?.replace(/\\n/g, "\n"),
+    checkingOrSavings: e.BRIDGE_ACCOUNT_TYPE,
+    pollIntervalMs: e.BRIDGE_POLL_INTERVAL_MS,
+    timeoutMs: e.BRIDGE_TIMEOUT_MS,
+    retries: e.BRIDGE_RETRIES,
+  };
 }
 
 /** Live mode guards real money: every missing or unsafe setting is named. */
@@ -166,4 +269,21 @@ function assertLiveSettings(c: Config): void {
   if (c.x402.allowHttp || c.x402.allowPrivateNetworks) {
     throw new ConfigError("X402_ALLOW_HTTP and X402_ALLOW_PRIVATE_NETWORKS are for the sandbox and tests only; live mode refuses them.");
   }
+}
+
+/** A database URL as it may be shown: the password, if any, replaced by `***`. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    // Not a URL the WHATWG parser takes: hide everything between "://user:" and "@".
+    return url.replace(/(\/\/[^:/@]*:)[^@]*@/, "$1***@");
+  }
+}
+
+/** The database this configuration uses, named for people: `SQLite /abs/path.db` or `PostgreSQL postgres://…`. */
+export function describeDatabase(config: Pick<Config, "databaseUrl" | "sqlitePath">): string {
+  return config.databaseUrl ? `PostgreSQL ${redactUrl(config.databaseUrl)}` : `SQLite ${config.sqlitePath}`;
 }

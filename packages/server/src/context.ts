@@ -31,4 +31,6 @@ export type AppContext = {
   dispatch?: (payment: import("./ledger/store.ts").PaymentRow) => void;
   /** Identifies this process in payment leases. */
   instanceId: string;
+  /** The key bank accounts in spending controls are hashed with (deps.ts derives it from the master key source). */
+  recipientHashKey?: Uint8Array;
 };

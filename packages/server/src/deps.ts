@@ -2,8 +2,10 @@
  * The one place adapters are built from configuration: database, ledger, custody, rate limiter.
  * Chain and rails are added by the sandbox/live start-up (server.ts).
  */
-import { randomBytes } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { sql } from "kysely";
 import { Redis } from "ioredis";
 import pino, { type Logger } from "pino";
 import type { Config } from "./config.ts";
@@ -44,10 +46,40 @@ export async function openLedger(config: Config, opts: { checkpointPages?: numbe
   return { ledger: new Ledger(opened.db, opened.dialect, systemClock, newId), opened };
 }
 
+/**
+ * Whether the configured database already holds an Agent Wallet ledger (its migrations table), without
+ * creating anything: SQLite is looked for as a file, PostgreSQL is asked. The admin CLI's commands other than
+ * `serve` and `migrate` refuse to run without one, so a missing DATABASE_URL never silently starts an empty
+ * SQLite ledger beside a PostgreSQL deployment.
+ */
+export async function ledgerExists(config: Config): Promise<boolean> {
+  if (!config.databaseUrl) return existsSync(config.sqlitePath);
+  const opened = openDb({ kind: "postgres", url: config.databaseUrl, poolMax: 1 });
+  try {
+    const row = (await sql<{ t: string | null }>`select to_regclass('kysely_migration')::text as t`.execute(opened.db)).rows[0];
+    return row?.t != null;
+  } finally {
+    await opened.close();
+  }
+}
+
 export function createRateLimiter(config: Config): RateLimiter {
   if (!config.redisUrl) return createMemoryRateLimiter(config.rateLimitPerMinute);
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, connectTimeout: 5_000, enableOfflineQueue: true });
   return createRedisRateLimiter(redis, config.rateLimitPerMinute);
+}
+
+/**
+ * The key bank accounts in spending controls are hashed with, derived from the master key source
+ * (so no further secret is needed and the database holds none): the same on every process.
+ */
+export function loadRecipientHashKey(config: Config): Uint8Array {
+  const mnemonic = loadMasterMnemonic({
+    mnemonic: config.custody.mnemonic,
+    file: config.custody.mnemonicFile,
+    sandboxFile: config.mode === "sandbox" ? join(config.dataDir, "master-mnemonic") : undefined,
+  });
+  return createHmac("sha256", mnemonic).update("agentwallet recipient hash v1").digest();
 }
 
 export function loadCustody(config: Config) {
@@ -73,6 +105,7 @@ export async function buildContext(config: Config, logger: Logger, opts: { check
     rails: undefined,
     hooks: {},
     instanceId: `${process.pid}-${randomBytes(4).toString("hex")}`,
+    recipientHashKey: loadRecipientHashKey(config),
   };
   return {
     ctx,

@@ -3,7 +3,7 @@
  * service money is an integer in the smallest unit; nothing on the path of money is a float.
  */
 import { MICROS_PER_CENT } from "@agentwallet/api";
-import type { Plan } from "./ledger/schema.ts";
+import type { Plan } from "./domain/project.ts";
 
 /** Fee rates in basis points (1 bp = 0.01%). */
 export const PLAN_FEE_BPS: Record<Plan, number> = { free: 200, pro: 150, business: 100 };

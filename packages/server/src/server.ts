@@ -17,7 +17,9 @@ import { createApp } from "./http/app.ts";
 import { createMetrics } from "./http/metrics.ts";
 import { type Loop, startLoop } from "./workers/loop.ts";
 import { type Settlement, startInlineSettlement, startSettlementThread } from "./workers/settlement.ts";
-import { createSandboxFiatProvider, type SandboxFiatProvider } from "./rails/fiat/sandboxProvider.ts";
+import type { BridgeFiatProvider } from "./rails/fiat/bridgeProvider.ts";
+import { buildFiatProvider } from "./rails/fiat/buildFiatProvider.ts";
+import type { SandboxFiatProvider } from "./rails/fiat/sandboxProvider.ts";
 import { buildRails } from "./rails/buildRails.ts";
 import { pruneExpiredPassThrough } from "./rails/x402/claimIdempotencyKey.ts";
 import { type X402Demo, startX402Demo } from "./sandbox/x402Demo.ts";
@@ -69,12 +71,38 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
   const thread = config.workers.settlement === "thread" ? startSettlementThread({ config, instanceId: ctx.instanceId, logger, onFinal }) : undefined;
   let settlement: Settlement | undefined = thread;
   let sandboxFiat: SandboxFiatProvider | undefined;
+  let bridgeFiat: BridgeFiatProvider | undefined;
+  // Sandbox with FIAT_PROVIDER=bridge (devchain's stand-in, loaded dynamically like the chain).
+  let bridgeStandIn: { setWebhookUrl(url: string): void; stop(): Promise<void> } | undefined;
   let x402Demo: X402Demo | undefined;
   try {
     chain = await startChainRuntime(config, { chainState: opts.chainState });
-    if (chain.sandbox) {
-      sandboxFiat = createSandboxFiatProvider({ ledger: ctx.ledger, chain: chain.client, privateKey: chain.sandbox.offrampKey, webhookSecret: config.webhooks.fiatSecret!, delayMs: config.fiat.sandboxDelayMs, logger });
+    if (chain.sandbox && config.fiat.provider === "bridge") {
+      // The sandbox's way to watch the real Bridge adapter: Bridge's API stood in for on the local chain.
+      const { startBridgeStandIn } = await import("@agentwallet/devchain");
+      const standIn = await startBridgeStandIn({
+        rpcUrl: chain.sandbox.rpcUrl,
+        chainId: config.chain.chainId,
+        usdcAddress: chain.client.usdcAddress,
+        statePath: chain.sandbox.statePath ? join(config.dataDir, "bridge-standin.json") : undefined,
+        stepMs: config.fiat.sandboxDelayMs,
+      });
+      bridgeStandIn = standIn;
+      config.fiat.bridge = {
+        apiKey: standIn.apiKey,
+        customerId: standIn.customerId,
+        baseUrl: standIn.url,
+        webhookPublicKey: standIn.webhookPublicKey,
+        checkingOrSavings: "checking",
+        pollIntervalMs: 1_000,
+        timeoutMs: 15_000,
+        retries: 2,
+        refundFromAddresses: [],
+      };
     }
+    const fiat = buildFiatProvider({ config, ledger: ctx.ledger, chain: chain.client, logger, offrampKey: chain.sandbox?.offrampKey });
+    if (fiat?.kind === "sandbox") sandboxFiat = fiat.provider;
+    if (fiat?.kind === "bridge") bridgeFiat = fiat.provider;
     const watcher = createDepositWatcher(ctx.ledger, chain.client, logger, {
       chainName: "base",
       confirmations: config.chain.depositConfirmations,
@@ -84,6 +112,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       onCredit: () => metrics.deposits.inc(),
       // The off-ramp refunds failed and returned payouts on-chain; the ledger credited those already.
       ignoreFrom: sandboxFiat ? [sandboxFiat.depositAddress] : [],
+      isRefundFrom: bridgeFiat ? (from) => bridgeFiat!.isRefundSender(from) : undefined,
     });
     const watchLoop = startLoop("deposits", config.workers.watcherIntervalMs, () => watcher.tick(), logger);
     loops.push(watchLoop);
@@ -91,10 +120,10 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       await watcher.checkTransaction(txHash as Hex);
     };
 
-    const { rails, fiatRail } = await buildRails(ctx, chain, { fiatProvider: sandboxFiat, onFinal: (p, outcome) => onFinal(p.rail, outcome) });
+    const { rails, fiatRail } = await buildRails(ctx, chain, { fiatProvider: fiat?.provider, onFinal: (p, outcome) => onFinal(p.rail, outcome) });
     ctx.rails = rails;
     // Accepted payments settle beside the requests (workers/settlement.ts); x402 pays within its request here.
-    if (thread) thread.connect(chain);
+    if (thread) thread.connect(chain, { fiatBridge: config.fiat.bridge });
     else settlement = startInlineSettlement(ctx, rails);
     ctx.dispatch = (p) => settlement!.dispatch(p);
     ctx.hooks.settlementRunning = () => settlement!.running();
@@ -107,15 +136,27 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
         await ctx.ledger.pruneWebhookEvents(new Date(ctx.clock().getTime() - WEBHOOK_ID_KEEP_MS).toISOString());
       }, logger),
     );
-    if (opts.x402Demo && chain.sandbox) x402Demo = await startX402Demo(chain);
+    if (opts.x402Demo && chain.sandbox) {
+      x402Demo = await startX402Demo(chain, {
+        dataDir: config.dataDir,
+        onPortTaken: (port) => logger.warn({ port }, `the demo x402 merchant's port ${port} is taken; it listens on another one this time`),
+      });
+      // Exactly the loopback targets the sandbox runs itself may be paid (decisions.md, "Sandbox x402 targets").
+      for (const u of [x402Demo.merchantUrl, x402Demo.facilitatorUrl]) config.x402.allowedTargets.push(new URL(u).host);
+    }
   } catch (err) {
     await settlement?.stop();
     await built.close();
+    await bridgeStandIn?.stop();
     await chain?.sandbox?.stop();
     throw err;
   }
 
-  const app = createApp(ctx, { metrics });
+  const sandboxChain = chain?.sandbox;
+  const app = createApp(ctx, {
+    metrics,
+    console: sandboxChain ? { fundSandbox: async (projectId, amountMicros) => void (await sandboxChain.mint((await ctx.ledger.getProject(projectId))!.wallet_address as Hex, amountMicros)) } : {},
+  });
   const address = await app.listen({ port: config.port, host: config.host });
   const baseUrl = config.publicBaseUrl ?? address;
   if (sandboxFiat) {
@@ -123,6 +164,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     sandboxFiat.setWebhookUrl(`${address}/v1/webhooks/fiat`);
     loops.push(startLoop("sandbox-fiat", 200, () => sandboxFiat!.tick(), logger));
   }
+  bridgeStandIn?.setWebhookUrl(`${address}/v1/webhooks/bridge`);
   if (config.mode === "sandbox" && chain?.sandbox) {
     writeFileSync(
       join(config.dataDir, "sandbox.json"),
@@ -139,6 +181,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
           fiat_webhook_secret: config.webhooks.fiatSecret,
           facilitator_url: x402Demo?.facilitatorUrl ?? null,
           demo_merchant_url: x402Demo?.merchantUrl ?? null,
+          demo_merchant_paid_url: x402Demo?.paidUrl ?? null,
           pid: process.pid,
         },
         null,
@@ -163,6 +206,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       // Let accepted payments reach their first persisted step before the chain and database go.
       await settlement?.stop();
       await x402Demo?.stop();
+      await bridgeStandIn?.stop();
       await chain?.sandbox?.stop();
       await built.close();
     },

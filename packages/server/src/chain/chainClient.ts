@@ -133,8 +133,9 @@ export function createChainClient(s: ChainSettings) {
       }
     },
     usdcBalance: (address: Address) => client.readContract({ address: s.usdcAddress, abi: usdcAbi, functionName: "balanceOf", args: [address] }),
-    authorizationUsed: (authorizer: Address, nonce: Hex) =>
-      client.readContract({ address: s.usdcAddress, abi: usdcAbi, functionName: "authorizationState", args: [authorizer, nonce] }),
+    /** Whether the authorization was used, at the latest block or at `blockNumber`. */
+    authorizationUsed: (authorizer: Address, nonce: Hex, blockNumber?: number) =>
+      client.readContract({ address: s.usdcAddress, abi: usdcAbi, functionName: "authorizationState", args: [authorizer, nonce], ...(blockNumber === undefined ? {} : { blockNumber: BigInt(blockNumber) }) }),
     nonceOf: (address: Address, blockTag: "latest" | "pending") => client.getTransactionCount({ address, blockTag }),
     fees: () => client.estimateFeesPerGas(),
     sendRaw: (raw: Hex) => client.sendRawTransaction({ serializedTransaction: raw }),

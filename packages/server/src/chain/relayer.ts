@@ -16,12 +16,22 @@
  * nonce counter minus the chain's nonce, so across processes). A node keeps only so many pending
  * transactions per sender, and a chain mines them in nonce order, so signing further ahead only
  * fills its pool; meanwhile steps wait in the queue and leave in full batches as blocks are mined.
+ *
+ * Gaps (`closeGaps`): a chain restarted from an earlier state, a reorg or a node dropping a
+ * transaction from its pool can lose relayer transactions the database holds as sent. The chain then
+ * mines none of the later ones (nonce order), so every payment of every project would wait for ever.
+ * Run periodically, `closeGaps` finds the nonces from the chain's pending nonce up to the counter that
+ * the node does not know and fills each: with the stored transaction, sent again as it was signed
+ * (its payments move then, so a ledger that already counted them becomes true again), or, when that
+ * can no longer move anything (every authorization in it expired or used) or none is stored, with a
+ * no-op at that nonce (a 0-value transfer to itself), after which the payments it carried are judged
+ * by their own authorizations (onchainLeg.checkRelayed, lostLegs.ts).
  */
-import { type Address, type Hex, encodeFunctionData, keccak256 } from "viem";
+import { type Address, type Hex, decodeFunctionData, encodeFunctionData, keccak256, parseTransaction } from "viem";
 import type { Custody } from "./custody.ts";
 import type { Logger } from "pino";
 import type { Ledger } from "../ledger/store.ts";
-import { MULTICALL3_ADDRESS, multicall3Abi } from "./chainClient.ts";
+import { MULTICALL3_ADDRESS, multicall3Abi, usdcAbi } from "./chainClient.ts";
 import type { ChainRuntime } from "./runtime.ts";
 
 /** Gas allowed per transfer (a transferWithAuthorization uses ~50k), per payment and per transaction; the margin is deliberate. */
@@ -38,6 +48,17 @@ const ROOM_POLL_MIN_MS = 10;
 const ROOM_POLL_MAX_MS = 200;
 /** Steps waiting longer than this for room are failed back to their caller (the worker retries them later). */
 const ROOM_WAIT_MAX_MS = 15_000;
+/** A stored transaction is sent again only if one of its authorizations stays valid at least this long: time to be mined. */
+const RESEND_MIN_VALIDITY_S = 30;
+/** `kv` rows `relayer_lost:<hash>` = nonce: stored transactions the chain lost (sent again or replaced), whose payments are looked at again. */
+export const LOST_TX_KEY_PREFIX = "relayer_lost:";
+/**
+ * A transaction stored less than this long ago is left to its own broadcast, which is under way: gap
+ * repair only looks at older ones (and, as later nonces wait behind it, at nothing beyond it).
+ */
+const GAP_GRACE_MS = 2_000;
+/** Gas of the no-op that fills a nonce (a plain transfer). */
+const NOOP_GAS = 21_000n;
 /** geth's default number of executable transactions per account in its pool (`txpool.accountslots`); config RELAYER_MAX_PENDING_TXS. */
 export const RELAYER_MAX_PENDING_TXS = 16;
 
@@ -66,6 +87,10 @@ export class RelayerBusyError extends Error {
 /** What the payment row must still hold for this step to be stored (compare-and-set). */
 export type Expected = { tx_hash: string | null; rail_state: string | null };
 export type RelayedTx = { nonce: number; hash: Hex; raw: Hex };
+/** What one `closeGaps` pass did: the nonces filled with their stored transaction, and those filled with a no-op (with the lost transaction's hash, if one was stored). */
+export type GapRepair = { resent: number[]; replaced: { nonce: number; lostHash: Hex | null }[] };
+/** An EIP-3009 authorization inside a relayer transaction, as far as gap repair needs it. */
+type CarriedAuthorization = { from: Address; nonce: Hex; validBefore: bigint };
 
 type Step = {
   paymentId: string;
@@ -81,6 +106,32 @@ export type Relayer = ReturnType<typeof createRelayer>;
 /** The gas limit of a relayer transaction carrying these payments' calls. */
 function relayerGasLimit(callsPerPayment: number[]): bigint {
   return callsPerPayment.reduce((g, n) => g + GAS_PER_PAYMENT + GAS_PER_TRANSFER * BigInt(n), GAS_PER_TRANSACTION);
+}
+
+/**
+ * The authorizations a stored relayer transaction carries, read back from its calldata (the inverse of
+ * encodeRelayBatch). Undefined when the calldata is not one of ours: such a transaction is never judged
+ * useless.
+ */
+export function carriedAuthorizations(raw: Hex): CarriedAuthorization[] | undefined {
+  try {
+    const tx = parseTransaction(raw);
+    if (!tx.data) return undefined;
+    const outer = decodeFunctionData({ abi: multicall3Abi, data: tx.data });
+    const auths: CarriedAuthorization[] = [];
+    for (const call of outer.args[0]) {
+      const inner = decodeFunctionData({ abi: multicall3Abi, data: call.callData });
+      for (const c of inner.args[0]) {
+        const t = decodeFunctionData({ abi: usdcAbi, data: c.callData });
+        if (t.functionName !== "transferWithAuthorization") return undefined;
+        const [from, , , , validBefore, nonce] = t.args;
+        auths.push({ from, nonce, validBefore });
+      }
+    }
+    return auths;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The relayer transaction's calldata: one outer call per payment (may fail alone), its transfers inside (all or none). */
@@ -260,5 +311,58 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
     }
   }
 
-  return { address: account.address, syncNonce, prepare, broadcast };
+  /**
+   * Whether sending this stored transaction again could still move money: one of its authorizations
+   * is valid long enough to be mined and not used yet. Unknown calldata counts as useful.
+   */
+  async function mayStillMove(raw: Hex): Promise<boolean> {
+    const auths = carriedAuthorizations(raw);
+    if (!auths) return true;
+    const soonest = BigInt(Math.floor(Date.now() / 1000) + RESEND_MIN_VALIDITY_S);
+    for (const a of auths) if (a.validBefore > soonest && !(await chain.client.authorizationUsed(a.from, a.nonce))) return true;
+    return false;
+  }
+
+  /** A 0-value transfer to itself at `nonce`: takes the nonce and moves nothing. */
+  async function sendNoop(nonce: number): Promise<void> {
+    const { maxFeePerGas, maxPriorityFeePerGas } = await currentFees();
+    const raw = await account.signTransaction({ chainId: chain.client.settings.chainId, type: "eip1559", to: account.address, value: 0n, nonce, gas: NOOP_GAS, maxFeePerGas, maxPriorityFeePerGas });
+    await send(raw);
+  }
+
+  /**
+   * Fills the nonces the node lost between the chain's pending nonce and the counter (the header's
+   * "Gaps"). Bounded: at most `maxPendingTxs` nonces a pass, in nonce order (the next pass goes on
+   * once they are mined); one RPC for the chain's nonce and one counter read when there is no gap.
+   */
+  async function closeGaps(): Promise<GapRepair> {
+    const done: GapRepair = { resent: [], replaced: [] };
+    const latest = await chain.client.nonceOf(account.address, "latest");
+    // May move down: a rollback or reorg took mined transactions of ours away.
+    minedNonce = latest;
+    const next = await counterValue();
+    if (next <= latest) return done;
+    const pending = await chain.client.nonceOf(account.address, "pending");
+    for (let nonce = pending; nonce < Math.min(next, pending + maxPendingTxs); nonce++) {
+      const row = await ledger.db.selectFrom("relayer_txs").select(["tx_hash", "raw_tx", "created_at"]).where("relayer", "=", account.address).where("nonce", "=", nonce).executeTakeFirst();
+      if (row && Date.now() - Date.parse(row.created_at) < GAP_GRACE_MS) break;
+      // Below `pending` nothing is missing; above it a transaction may wait in the pool for the gap.
+      if (row && nonce > pending && (await chain.client.transactionKnown(row.tx_hash as Hex))) continue;
+      // Recorded first, sent again or replaced: once the nonce is taken, the completed payments it carried
+      // are checked against the chain and signed again if their transfer did not move (lostLegs.ts).
+      if (row) await ledger.setKv(`${LOST_TX_KEY_PREFIX}${row.tx_hash}`, String(nonce));
+      if (row && (await mayStillMove(row.raw_tx as Hex))) {
+        await send(row.raw_tx as Hex);
+        done.resent.push(nonce);
+      } else {
+        await sendNoop(nonce);
+        done.replaced.push({ nonce, lostHash: (row?.tx_hash as Hex | undefined) ?? null });
+      }
+    }
+    if (done.resent.length) logger.warn({ nonces: done.resent, chain_nonce: latest }, "relayer transactions lost by the chain were sent again");
+    if (done.replaced.length) logger.error({ replaced: done.replaced, chain_nonce: latest }, "relayer transactions lost by the chain could no longer move money; their nonces were filled with a no-op");
+    return done;
+  }
+
+  return { address: account.address, syncNonce, prepare, broadcast, closeGaps };
 }

@@ -47,10 +47,11 @@ export async function startChainRuntime(config: Config, opts: ChainRuntimeOption
       treasuryAddress: config.custody.treasuryAddress as Address,
     };
   }
-  const { startDevChain } = await import("@agentwallet/devchain");
-  const statePath = opts.chainState === "memory" ? undefined : join(config.dataDir, "chain-state.json");
+  const { startDevChain, connectDevChain } = await import("@agentwallet/devchain");
+  // A chain kept apart from the sandbox keeps its own state; the sandbox writes none for it.
+  const statePath = opts.chainState === "memory" || config.chain.sandboxRpcUrl ? undefined : join(config.dataDir, "chain-state.json");
   // Instant blocks for transactions plus one empty block a second, so deposits gain confirmations.
-  const dev = await startDevChain({ statePath, blockTime: 1, mixedMining: true });
+  const dev = config.chain.sandboxRpcUrl ? await connectDevChain({ rpcUrl: config.chain.sandboxRpcUrl }) : await startDevChain({ statePath, blockTime: 1, mixedMining: true });
   return {
     client: createChainClient({ rpcUrl: dev.rpcUrl, chainId: dev.chainId, usdcAddress: dev.usdcAddress, timeoutMs: config.chain.rpcTimeoutMs, retries: config.chain.rpcRetries, pollingIntervalMs: opts.rpcPollingMs ?? 100 }),
     relayerKey: dev.accounts.relayer.privateKey,

@@ -13,6 +13,11 @@ export type SigningPool = {
 
 const SIGN_TIMEOUT_MS = 10_000;
 
+/** The signer refused what it was asked to sign (e.g. an address that fails its checksum): asking again gets the same answer. */
+export class SigningRefusedError extends Error {
+  override name = "SigningRefusedError";
+}
+
 export function createSigningPool(mnemonic: string, threads = 1): SigningPool {
   type Pending = { resolve: (s: Hex) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
   const pending = new Map<number, Pending>();
@@ -25,7 +30,7 @@ export function createSigningPool(mnemonic: string, threads = 1): SigningPool {
       if (!p) return;
       pending.delete(m.id);
       clearTimeout(p.timer);
-      if (m.error) p.reject(new Error(`signing failed: ${m.error}`));
+      if (m.error) p.reject(new SigningRefusedError(`signing failed: ${m.error}`));
       else p.resolve(m.signature!);
     });
     w.on("error", (err) => {

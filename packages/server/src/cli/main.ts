@@ -3,8 +3,12 @@
  * (default ./.agentwallet or AGENTWALLET_DATA_DIR); DATABASE_URL selects PostgreSQL.
  */
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfig } from "../config.ts";
-import { commands, type CommandIo } from "./commands.ts";
+import { describeDatabase, loadConfig, redactUrl } from "../config.ts";
+import { ledgerExists } from "../deps.ts";
+import { CliError, type CommandIo } from "./command.ts";
+import { commands } from "./commands.ts";
+import type { CommandInput } from "./command.ts";
+import { CONTROL_OPTIONS } from "./spendingCommands.ts";
 
 const USAGE = `Usage: agentwallet <command> [options]
 
@@ -20,46 +24,79 @@ Commands:
   verify-ledger                                    recompute balances from the journal
   fund --project ID --amount-usdc N                sandbox: mint test USDC to the project's deposit address
   sandbox info                                     sandbox: chain, contracts and URLs of the running sandbox
-  workers run-once                                 move every open payment forward once
+  tokens create … [controls]                       controls: --max-payment-usd N --daily-limit-usd N --weekly-limit-usd N
+                                                   --monthly-limit-usd N --total-limit-usd N --allow HOST|*.HOST|0x…|bank:ROUTING:ACCOUNT
+                                                   (repeat; "any" clears) --block … --rails x402,usdc_transfer,fiat
+                                                   --approval-above-usd N ("none" removes a value; --clear-limits)
+  tokens update TOKEN_ID [controls]                change a token's spending controls (only the options given)
+  projects limits PROJECT_ID [controls]            controls every token of the project obeys too (the stricter wins)
+  payments pending [--project ID]                  payments waiting for a person's approval
+  payments approve|deny PAYMENT_ID                 decide one (approved: the server sends it; denied: failed, credited back)
+  refusals list [--project ID] [--limit N]         payment attempts the spending controls refused (newest first)
+  workers run-once                                 fill lost relayer nonces, move every open payment forward once
   reconcile                                        compare on-chain wallet balances with the ledger
 
-Global options: --json, --data-dir DIR`;
+Global options: --json, --data-dir DIR
+
+The database is SQLite in the data directory unless DATABASE_URL names a PostgreSQL one; every command
+says which on stderr. Only serve and migrate create a database that does not exist yet.`;
+
+/** Commands that may create the database (and migrate it); every other one needs an existing ledger. */
+const CREATES_DATABASE = new Set(["serve", "migrate"]);
+/** Commands that do not open the database at all. */
+const NO_DATABASE = new Set(["sandbox info"]);
+
+/** A usage mistake: exit code 2 instead of 1. */
+class UsageError extends CliError {}
 
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      json: { type: "boolean", default: false },
-      "data-dir": { type: "string" },
-      port: { type: "string" },
-      host: { type: "string" },
-      name: { type: "string" },
-      plan: { type: "string" },
-      project: { type: "string" },
-      permissions: { type: "string" },
-      "expires-in": { type: "string" },
-      "amount-usdc": { type: "string" },
-      help: { type: "boolean", short: "h", default: false },
-    },
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        json: { type: "boolean", default: false },
+        "data-dir": { type: "string" },
+        port: { type: "string" },
+        host: { type: "string" },
+        name: { type: "string" },
+        plan: { type: "string" },
+        project: { type: "string" },
+        permissions: { type: "string" },
+        "expires-in": { type: "string" },
+        ...CONTROL_OPTIONS,
+        "amount-usdc": { type: "string" },
+        help: { type: "boolean", short: "h", default: false },
+      },
+    });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message.split(". To specify a positional")[0]} (agentwallet --help lists the options)`);
+  }
+  const { values, positionals } = parsed;
   if (values.help || positionals.length === 0) {
-    console.log(USAGE);
+    (positionals.length === 0 && !values.help ? process.stderr : process.stdout).write(`${USAGE}\n`);
     return positionals.length === 0 && !values.help ? 2 : 0;
   }
   const key = positionals.slice(0, 2).join(" ");
-  const command = commands[key] ?? commands[positionals[0]!];
-  if (!command) {
-    console.error(`Unknown command: ${positionals.join(" ")}\n\n${USAGE}`);
-    return 2;
-  }
+  const name = commands[key] ? key : positionals[0]!;
+  const command = commands[name];
+  if (!command) throw new UsageError(`unknown command "${positionals.join(" ")}" (agentwallet --help lists the commands)`);
   const args = positionals.slice(commands[key] ? 2 : 1);
   const port = values.port === undefined ? undefined : Number(values.port);
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
-    console.error("--port must be an integer from 0 to 65535");
-    return 2;
+    throw new UsageError(`--port must be an integer from 0 to 65535 (got "${values.port}")`);
   }
   const config = loadConfig(process.env, { dataDir: values["data-dir"], port, host: values.host });
+  // Which database this is, before anything else (`serve` logs it as its first line instead).
+  if (name !== "serve") process.stderr.write(`database: ${describeDatabase(config)}\n`);
+  if (!CREATES_DATABASE.has(name) && !NO_DATABASE.has(name) && !(await ledgerExists(config))) {
+    throw new CliError(
+      config.databaseUrl
+        ? `no Agent Wallet ledger in PostgreSQL ${redactUrl(config.databaseUrl)}; check DATABASE_URL, or create the tables with \`agentwallet migrate\``
+        : `no Agent Wallet database at ${config.sqlitePath}; set DATABASE_URL=postgres://… for a PostgreSQL deployment, --data-dir DIR (or AGENTWALLET_DATA_DIR) for another SQLite directory, or create this one with \`agentwallet migrate\``,
+    );
+  }
   const io: CommandIo = {
     json: values.json ?? false,
     out(human, data) {
@@ -67,7 +104,19 @@ async function main(argv: string[]): Promise<number> {
       else process.stdout.write(`${human}\n`);
     },
   };
-  return command({ config, args, options: values as Record<string, string | boolean | undefined>, io });
+  return command({ config, args, options: values as CommandInput["options"], io });
+}
+
+/**
+ * Every failure is one line on stderr, `error: …`, and a non-zero exit code (2 for usage mistakes): no stack
+ * trace for a wrong flag or an unreachable database. AGENTWALLET_DEBUG=1 adds the stack for bug reports.
+ */
+function reportError(err: unknown): number {
+  const message = err instanceof Error ? err.message || err.name : String(err);
+  const oneLine = message.split("\n").map((line) => line.trim()).filter(Boolean).join("; ");
+  process.stderr.write(`error: ${oneLine || "unknown failure"}\n`);
+  if (process.env.AGENTWALLET_DEBUG === "1" && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
+  return err instanceof UsageError ? 2 : 1;
 }
 
 main(process.argv.slice(2)).then(
@@ -75,8 +124,6 @@ main(process.argv.slice(2)).then(
     if (code !== -1) process.exitCode = code;
   },
   (err: unknown) => {
-    if (err instanceof ConfigError || (err as Error)?.name === "CliError") console.error(`error: ${(err as Error).message}`);
-    else console.error(err);
-    process.exitCode = 1;
+    process.exitCode = reportError(err);
   },
 );

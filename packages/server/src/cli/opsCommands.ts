@@ -1,26 +1,34 @@
-/** Operator commands over the chain: move open payments forward once, and reconcile wallets with the ledger. */
+/**
+ * Operator commands over the chain: move open payments forward once (after filling relayer nonces the
+ * chain lost), and reconcile wallets with the ledger.
+ */
 import type { Address } from "viem";
 import { connectChain } from "../chain/connectSandbox.ts";
 import { buildContext, createLogger } from "../deps.ts";
 import { buildRails } from "../rails/buildRails.ts";
-import { createSandboxFiatProvider } from "../rails/fiat/sandboxProvider.ts";
-import { reconcile } from "../services/reconcile.ts";
+import { buildFiatProvider } from "../rails/fiat/buildFiatProvider.ts";
+import { findLostLegs, resendLostLegs } from "../rails/lostLegs.ts";
+import { formatReconcile, reconcile } from "../services/reconcile.ts";
 import { createPaymentWorker } from "../workers/paymentWorker.ts";
-import type { Command } from "./commands.ts";
+import type { Command } from "./command.ts";
 
 export const workersRunOnce: Command = async ({ config, io }) => {
   const built = await buildContext(config, createLogger("warn"));
   try {
     const chain = await connectChain(config);
-    const fiatProvider = chain.sandbox
-      ? createSandboxFiatProvider({ ledger: built.ctx.ledger, chain: chain.client, privateKey: chain.sandbox.offrampKey, webhookSecret: "unused", delayMs: config.fiat.sandboxDelayMs, logger: built.ctx.logger })
-      : undefined;
+    const fiatProvider = buildFiatProvider({ config, ledger: built.ctx.ledger, chain: chain.client, logger: built.ctx.logger, offrampKey: chain.sandbox?.offrampKey, webhookSecret: "unused" })?.provider;
     const { rails } = await buildRails(built.ctx, chain, { fiatProvider });
     built.ctx.rails = rails;
+    // Nonces the chain lost first: every later relayer transaction waits behind them.
+    const gaps = await rails.relayer.closeGaps();
+    const resent = await resendLostLegs({ ctx: built.ctx, chain, relayer: rails.relayer });
     const worker = createPaymentWorker(built.ctx, rails, { leaseMs: 30_000 });
     const touched = await worker.runOnce();
     const open = await built.ctx.ledger.db.selectFrom("payments").select("status").where("status", "in", ["pending", "processing"]).execute();
-    io.out(`Advanced ${touched} open payment(s); ${open.length} still open.`, { advanced: touched, still_open: open.length });
+    const repaired = gaps.resent.length + gaps.replaced.length
+      ? ` Relayer nonces the chain lost: ${gaps.resent.length} sent again, ${gaps.replaced.length} filled with a no-op; ${resent} completed payment(s) signed again.`
+      : "";
+    io.out(`Advanced ${touched} open payment(s); ${open.length} still open.${repaired}`, { advanced: touched, still_open: open.length, relayer_gaps: { resent: gaps.resent, replaced: gaps.replaced, completed_resent: resent } });
     return 0;
   } finally {
     await built.close();
@@ -31,12 +39,8 @@ export const reconcileCommand: Command = async ({ config, io }) => {
   const built = await buildContext(config, createLogger("warn"));
   try {
     const chain = await connectChain(config);
-    const report = await reconcile(built.ctx.ledger, (a: Address) => chain.client.usdcBalance(a));
-    io.out(
-      report.rows.map((r) => `${r.project_id}  on-chain ${r.onchain_micros}  available ${r.available_micros}  held ${r.held_micros}  drift ${r.drift_micros}${r.open_payments ? ` (${r.open_payments} open)` : ""}`).join("\n") +
-        `\n${report.ok ? "Reconciled: every settled wallet matches the ledger." : "Drift found on settled wallets."}`,
-      report,
-    );
+    const report = await reconcile(built.ctx.ledger, (a: Address) => chain.client.usdcBalance(a), () => findLostLegs(built.ctx.ledger, chain.client, config.chain.paymentConfirmations));
+    io.out(formatReconcile(report), report);
     return report.ok ? 0 : 1;
   } finally {
     await built.close();

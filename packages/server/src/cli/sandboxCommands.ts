@@ -4,8 +4,8 @@ import { privateKeyToAccount } from "viem/accounts";
 import { readSandboxFile } from "../chain/connectSandbox.ts";
 import { loadCustody, openLedger } from "../deps.ts";
 import { parseDecimalAmount, formatUsdc } from "../money.ts";
-import type { Command } from "./commands.ts";
-import { CliError } from "./commands.ts";
+import type { Command } from "./command.ts";
+import { CliError } from "./command.ts";
 
 type SandboxInfo = NonNullable<ReturnType<typeof readSandboxFile>>;
 
@@ -18,8 +18,8 @@ function readSandbox(dataDir: string): SandboxInfo {
 export const sandboxInfo: Command = async ({ config, io }) => {
   if (config.mode !== "sandbox") throw new CliError("sandbox info is for sandbox mode (BASE_RPC_URL unset).");
   const s = readSandbox(config.dataDir);
-  const data = { base_url: s.base_url, rpc_url: s.rpc_url, chain_id: s.chain_id, usdc_address: s.usdc_address, relayer_address: s.relayer_address, treasury_address: s.treasury_address, facilitator_url: s.facilitator_url ?? null, demo_merchant_url: s.demo_merchant_url ?? null };
-  io.out(Object.entries(data).map(([k, v]) => `${k.padEnd(18)} ${v}`).join("\n"), data);
+  const data = { base_url: s.base_url, rpc_url: s.rpc_url, chain_id: s.chain_id, usdc_address: s.usdc_address, relayer_address: s.relayer_address, treasury_address: s.treasury_address, facilitator_url: s.facilitator_url ?? null, demo_merchant_url: s.demo_merchant_url ?? null, demo_merchant_paid_url: s.demo_merchant_paid_url ?? null };
+  io.out(Object.entries(data).map(([k, v]) => `${k.padEnd(22)} ${v}`).join("\n"), data);
   return 0;
 };
 

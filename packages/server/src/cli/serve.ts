@@ -1,17 +1,20 @@
 /** `agentwallet serve`: starts the service and, in sandbox mode, prints how to use it. */
-import type { Config } from "../config.ts";
+import { type Config, describeDatabase } from "../config.ts";
 import { createLogger } from "../deps.ts";
 import { startServer } from "../server.ts";
 import { ensureSandboxDemo } from "../sandbox/demo.ts";
+import { createSignInCode } from "../http/console.ts";
 import type { X402Demo } from "../sandbox/x402Demo.ts";
 
 export async function runServe(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
+  logger.info({ database: describeDatabase(config), mode: config.mode }, `starting on ${describeDatabase(config)}`);
   if (config.mode === "sandbox") allowLoopbackX402(config);
   const server = await startServer(config, logger, { x402Demo: config.mode === "sandbox" });
   if (config.mode === "sandbox") {
     const demo = await ensureSandboxDemo(server.ctx);
-    process.stdout.write(sandboxBanner(server.baseUrl, demo, server.x402Demo));
+    const consoleUrl = `${server.baseUrl}/console/signin?code=${await createSignInCode(server.ctx, demo.tokenId)}`;
+    process.stdout.write(sandboxBanner(server.baseUrl, describeDatabase(config), demo, server.x402Demo, consoleUrl));
   }
   let stopping = false;
   const stop = (signal: string) => {
@@ -32,15 +35,16 @@ export async function runServe(config: Config): Promise<number> {
 }
 
 /**
- * The sandbox pays its own demo merchant over plain http on loopback, so it allows both for itself
- * unless told otherwise; live mode refuses these settings (config.ts).
+ * The sandbox pays its own demo merchant over plain http on loopback, so it allows http unless told
+ * otherwise. Private networks stay refused: the demo merchant and facilitator are allowed by address and
+ * port (server.ts), not the chain's RPC, this server, the database or Redis — unless the operator sets
+ * X402_ALLOW_PRIVATE_NETWORKS=1. Live mode refuses both settings (config.ts).
  */
 function allowLoopbackX402(config: Config, env: NodeJS.ProcessEnv = process.env): void {
   if (env.X402_ALLOW_HTTP === undefined) config.x402.allowHttp = true;
-  if (env.X402_ALLOW_PRIVATE_NETWORKS === undefined) config.x402.allowPrivateNetworks = true;
 }
 
-function sandboxBanner(baseUrl: string, demo: { projectId: string; token: string; depositAddress: string }, x402: X402Demo | undefined): string {
+function sandboxBanner(baseUrl: string, database: string, demo: { projectId: string; token: string; depositAddress: string }, x402: X402Demo | undefined, consoleUrl: string): string {
   return `
 Agent Wallet sandbox is running.
 
@@ -48,6 +52,9 @@ Agent Wallet sandbox is running.
   Demo project     ${demo.projectId}
   Demo token       ${demo.token}
   Deposit address  ${demo.depositAddress}  (test USDC on the local chain)
+  Console          ${consoleUrl}
+                   (a one-time sign-in link to the demo project, valid 24 h)
+  Database         ${database}
 
 Try:
   curl -s ${baseUrl}/v1/balance -H "Authorization: Bearer ${demo.token}"

@@ -22,6 +22,8 @@ export type WatcherOptions = {
   startBlock: (head: number) => number;
   /** Transfers from these addresses are refunds already credited by the ledger (e.g. the off-ramp). */
   ignoreFrom?: Address[];
+  /** Refunds whose senders are known only at run time (a Bridge transfer's deposit address). */
+  isRefundFrom?: (from: Address) => Promise<boolean>;
   onCredit?: (amountMicros: number) => void;
 };
 
@@ -44,7 +46,10 @@ export function createDepositWatcher(ledger: Ledger, chain: ChainClient, logger:
 
   async function record(log: Log, byAddress: Map<string, string>): Promise<boolean> {
     const projectId = byAddress.get(log.args.to.toLowerCase());
-    if (!projectId || log.args.value === 0n || ignore.has(log.args.from.toLowerCase())) return false;
+    // A transfer from a wallet to itself moves nothing: it is no deposit (it would inflate total_funded).
+    const from = log.args.from.toLowerCase();
+    if (!projectId || log.args.value === 0n || ignore.has(from) || from === log.args.to.toLowerCase()) return false;
+    if (o.isRefundFrom && (await o.isRefundFrom(log.args.from))) return false;
     if (log.args.value > BigInt(Number.MAX_SAFE_INTEGER)) {
       logger.error({ tx: log.transactionHash }, "deposit amount beyond safe integer range; not credited");
       return false;

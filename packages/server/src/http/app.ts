@@ -3,52 +3,29 @@
  * never listens (only main/serve does), so tests drive it with `app.inject()` or a real port.
  */
 import { randomUUID } from "node:crypto";
+import { STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
 import { buildOpenApiDocument, limits } from "@agentwallet/api";
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { sql } from "kysely";
 import type { AppContext } from "../context.ts";
+import { getLimits } from "../services/spendingControls.ts";
 import { getBalance } from "../services/getBalance.ts";
 import { getDepositAddress } from "../services/getDepositAddress.ts";
+import { getTransaction } from "../services/getTransaction.ts";
 import { listTransactions } from "../services/listTransactions.ts";
-import { type Principal, authenticate, requirePermission } from "./auth.ts";
-import { ApiError, badRequest } from "./errors.ts";
+import { guard } from "./auth.ts";
+import { type Principal, requirePermission } from "../domain/principal.ts";
+import { ApiError, badRequest } from "../domain/errors.ts";
+import { cursorOf } from "../ledger/transactionReads.ts";
+import { parseListQuery } from "./listQuery.ts";
 import type { Metrics } from "./metrics.ts";
+import { registerJsonBodyParser } from "./jsonBody.ts";
 import { registerPaymentRoutes } from "./paymentRoutes.ts";
 import { registerWebhookRoutes } from "./webhookRoutes.ts";
+import { type ConsoleAppOptions, registerConsoleRoutes } from "./console.ts";
 
-export type CreateAppOptions = { metrics: Metrics; bodyLimitBytes?: number };
-
-/** Authenticates, applies the per-token rate limit, and returns the principal. */
-export async function guard(ctx: AppContext, req: FastifyRequest, reply: FastifyReply): Promise<Principal> {
-  const principal = await authenticate(ctx, req);
-  const rate = await ctx.rateLimiter.hit(principal.tokenId);
-  reply.headers({ "ratelimit-limit": rate.limit, "ratelimit-remaining": rate.remaining, "ratelimit-reset": rate.resetSeconds, "ratelimit-policy": `${rate.limit};w=60` });
-  if (!rate.allowed) {
-    throw new ApiError(429, "rate_limited", `Rate limit exceeded: at most ${rate.limit} requests per minute per token. Retry after ${rate.resetSeconds} s.`, {
-      "retry-after": String(rate.resetSeconds),
-    });
-  }
-  return principal;
-}
-
-function parseListQuery(query: unknown): { limit: number; offset: number } {
-  const q = (query ?? {}) as Record<string, unknown>;
-  const check = (name: "limit" | "offset", min: number, max: number, def: number): number => {
-    const raw = q[name];
-    if (raw === undefined) return def;
-    const text = Array.isArray(raw) ? String(raw[0]) : String(raw);
-    if (!/^-?\d+$/.test(text) || !Number.isSafeInteger(Number(text))) {
-      throw badRequest("invalid_query", `Query parameter '${name}' must be an integer from ${min} to ${max} (got "${text.slice(0, 40)}").`);
-    }
-    const n = Number(text);
-    if (n < min || n > max) throw badRequest("invalid_query", `Query parameter '${name}' must be from ${min} to ${max} (got ${n}).`);
-    return n;
-  };
-  return {
-    limit: check("limit", limits.pageLimitMin, limits.pageLimitMax, limits.pageLimitDefault),
-    offset: check("offset", 0, limits.pageOffsetMax, 0),
-  };
-}
+export type CreateAppOptions = { metrics: Metrics; bodyLimitBytes?: number; console?: ConsoleAppOptions };
 
 export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyInstance {
   const app = Fastify({
@@ -60,16 +37,34 @@ export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyIn
     },
     // Our own onResponse hook logs one line per request, without headers.
     logController: new LogController({ requestIdLogLabel: "request_id", disableRequestLogging: true }),
-    return503OnClosing: true,
+    // Every answer is `{detail, code}`, Fastify's own included: a request the HTTP parser refuses (bad
+    // chunking, Content-Length with Transfer-Encoding, control characters, a head too large, a timeout),
+    // a malformed URL, and a request while closing (answered by the onRequest hook below).
+    clientErrorHandler: answerClientError,
+    frameworkErrors: (err, _req, reply: FastifyReply) => {
+      reply.code(400).send({ detail: `Malformed request: ${err.code === "FST_ERR_BAD_URL" ? "the URL is not valid (bad percent-encoding)" : err.message}.`, code: "malformed_http" });
+    },
+    return503OnClosing: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   });
+  let closing = false;
+  app.addHook("preClose", (done) => {
+    closing = true;
+    done();
+  });
   const { metrics } = options;
-  // The API speaks JSON only: anything else is a 415 with a clear detail.
+  // The API speaks JSON only: anything else is a 415 with a clear detail. Duplicate keys and our own
+  // tokens in a body are refused (jsonBody.ts).
   app.removeContentTypeParser("text/plain");
+  registerJsonBodyParser(app as unknown as FastifyInstance);
 
   // Callback-style hooks: an async one costs a promise and a microtask hop on every request.
   app.addHook("onRequest", (req, reply, done) => {
     reply.header("x-request-id", req.id);
+    if (closing) {
+      reply.code(503).header("connection", "close").send({ detail: "The server is shutting down; retry in a moment (or on another instance).", code: "shutting_down" });
+      return;
+    }
     done();
   });
   // Histogram children by (method, route, status), looked up once: labels() hashes on every call.
@@ -124,13 +119,24 @@ export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyIn
     reply.header("content-type", metrics.registry.contentType);
     return metrics.registry.metrics();
   });
-  const openapi = buildOpenApiDocument(ctx.config.publicBaseUrl ?? "/");
-  app.get("/openapi.json", async () => openapi);
+  // `servers` is PUBLIC_BASE_URL, or else the address the server listens on (known once it listens).
+  let openapi: { url: string; doc: Record<string, unknown> } | undefined;
+  app.get("/openapi.json", async () => {
+    const url = ctx.config.publicBaseUrl ?? listeningOrigin(app) ?? "/";
+    if (openapi?.url !== url) openapi = { url, doc: buildOpenApiDocument(url) };
+    return openapi.doc;
+  });
 
   app.get("/v1/balance", async (req, reply) => {
     const p = await guard(ctx, req, reply);
     requirePermission(p, "read");
     return getBalance(p);
+  });
+  // The calling token's spending controls (and its project's), with spent and remaining per window.
+  app.get("/v1/limits", async (req, reply) => {
+    const p = await guard(ctx, req, reply);
+    requirePermission(p, "read");
+    return getLimits(ctx, p);
   });
   app.get("/v1/stablecoin/address", async (req, reply) => {
     const p = await guard(ctx, req, reply);
@@ -140,11 +146,62 @@ export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyIn
   app.get("/v1/transactions", async (req, reply) => {
     const p = await guard(ctx, req, reply);
     requirePermission(p, "read");
-    const { limit, offset } = parseListQuery(req.query);
-    return listTransactions(ctx, p.projectId, limit, offset);
+    const { startingAfter, ...q } = parseListQuery(req.query);
+    const cursor = startingAfter === undefined ? undefined : await cursorOf(ctx.ledger.db, p.projectId, startingAfter);
+    if (startingAfter !== undefined && !cursor) {
+      throw badRequest("invalid_query", `Query parameter 'starting_after' names no transaction of this project ("${startingAfter.slice(0, 80)}"); give the id of the last transaction of the previous page.`);
+    }
+    return listTransactions(ctx, p.projectId, { ...q, cursor });
+  });
+  app.get<{ Params: { id: string } }>("/v1/transactions/:id", async (req, reply) => {
+    const p = await guard(ctx, req, reply);
+    requirePermission(p, "read");
+    return getTransaction(ctx.ledger.db, p.projectId, req.params.id);
   });
 
   registerPaymentRoutes(app as unknown as FastifyInstance, ctx, metrics);
   registerWebhookRoutes(app as unknown as FastifyInstance, ctx);
+  registerConsoleRoutes(app as unknown as FastifyInstance, ctx, options.console ?? {});
   return app as unknown as FastifyInstance;
+}
+
+/**
+ * Node's HTTP parser refused the request (Fastify's `clientErrorHandler`): answer `{detail, code}` and close,
+ * as Fastify's default does with its own shape. Nothing reached a route, so nothing moved.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, code, detail] =
+    err.code === "HPE_HEADER_OVERFLOW" ? [431, "headers_too_large", "The request head (request line and headers) is too large; send fewer or shorter headers."]
+    : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? [408, "request_timeout", "The request was not received in time; send it again."]
+    : [400, "malformed_http", `Malformed HTTP request (${describeParseError(err.code)}); nothing was done. Send a well-formed HTTP/1.1 request.`];
+  const body = JSON.stringify({ detail, code });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
+}
+
+function describeParseError(code: string | undefined): string {
+  switch (code) {
+    case "HPE_INVALID_CHUNK_SIZE":
+      return "invalid chunked encoding";
+    case "HPE_UNEXPECTED_CONTENT_LENGTH":
+      return "Content-Length together with Transfer-Encoding";
+    case "HPE_INVALID_HEADER_TOKEN":
+      return "a header name or value with characters not allowed, such as control characters";
+    case "HPE_INVALID_METHOD":
+      return "unknown method";
+    default:
+      return code ? code.toLowerCase().replace(/^hpe_/, "").replaceAll("_", " ") : "unreadable";
+  }
+}
+
+/** `http://127.0.0.1:8787` once the app listens; undefined before (requests injected in tests). */
+function listeningOrigin(app: { readonly listeningOrigin: string }): string | undefined {
+  try {
+    return app.listeningOrigin;
+  } catch {
+    return undefined;
+  }
 }

@@ -4,16 +4,12 @@
  * text is never logged: only its id reaches the request log.
  */
 import type { Permission } from "@agentwallet/api";
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { AppContext } from "../context.ts";
-import type { Plan } from "../ledger/schema.ts";
 import { hashToken, isWellFormedToken } from "../tokens.ts";
-import { forbidden, unauthorized } from "./errors.ts";
-
-/** The project's balance as read in the authenticating statement, at the start of this request. */
-export type BalanceSnapshot = { availableMicros: number; pendingMicros: number; totalFundedMicros: number; totalSpentMicros: number; walletAddress: string | null };
-
-export type Principal = { tokenId: string; projectId: string; permissions: Set<Permission>; paused: boolean; plan: Plan; balance: BalanceSnapshot };
+import { ApiError, unauthorized } from "../domain/errors.ts";
+import type { Principal } from "../domain/principal.ts";
+import { parseControls } from "../domain/spending.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -47,18 +43,21 @@ export async function authenticate(ctx: AppContext, req: FastifyRequest): Promis
       totalSpentMicros: row.total_spent_micros,
       walletAddress: row.wallet_address,
     },
+    controls: row.token_controls || row.project_controls ? { token: parseControls(row.token_controls), project: parseControls(row.project_controls) } : undefined,
   };
   req.principal = principal;
   return principal;
 }
 
-export function requirePermission(p: Principal, ...needed: Permission[]): void {
-  const missing = needed.filter((n) => !p.permissions.has(n));
-  if (missing.length) {
-    throw forbidden("permission_denied", `This token lacks the '${missing.join("' and '")}' permission${missing.length > 1 ? "s" : ""} needed here. Use a token created with --permissions ${[...new Set([...p.permissions, ...missing])].join(",")}.`);
+/** Authenticates, applies the per-token rate limit, and returns the principal. */
+export async function guard(ctx: AppContext, req: FastifyRequest, reply: FastifyReply): Promise<Principal> {
+  const principal = await authenticate(ctx, req);
+  const rate = await ctx.rateLimiter.hit(principal.tokenId);
+  reply.headers({ "ratelimit-limit": rate.limit, "ratelimit-remaining": rate.remaining, "ratelimit-reset": rate.resetSeconds, "ratelimit-policy": `${rate.limit};w=60` });
+  if (!rate.allowed) {
+    throw new ApiError(429, "rate_limited", `Rate limit exceeded: at most ${rate.limit} requests per minute per token. Retry after ${rate.resetSeconds} s.`, {
+      "retry-after": String(rate.resetSeconds),
+    });
   }
-}
-
-export function requireActive(p: Principal): void {
-  if (p.paused) throw forbidden("project_paused", "This project is paused: payments are refused until an operator resumes it (`agentwallet projects resume`).");
+  return principal;
 }

@@ -3,15 +3,16 @@
  * Success is 201 for a new USDC or fiat payment, 200 for x402 and for an idempotent replay (with
  * `Idempotent-Replayed: true`).
  */
-import { LegacyPaymentRequest, PayRequest, UsdcTransferRequest, X402PayRequest, limits } from "@agentwallet/api";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import { IdempotencyKey, LegacyPaymentRequest, PayRequest, UsdcTransferRequest, X402PayRequest, limits } from "@agentwallet/api";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AppContext } from "../context.ts";
-import { guard } from "./app.ts";
-import { requireActive, requirePermission } from "./auth.ts";
-import { ApiError, badRequest } from "./errors.ts";
+import { guard } from "./auth.ts";
+import { requireActive, requirePermission } from "../domain/principal.ts";
+import { ApiError, badRequest } from "../domain/errors.ts";
 import type { Metrics } from "./metrics.ts";
 import { parseOr400 } from "./validation.ts";
 import { parseDecimalAmount } from "../money.ts";
+import { carriesServiceToken } from "../tokens.ts";
 import { type CreatedPayment, createPayment } from "../services/payments/createPayment.ts";
 import { checkAddress, classifyRecipient, fiatIntent, payIntent, usdcIntent } from "../services/payments/parsePay.ts";
 import { renderLegacyPayment, renderPay, renderUsdcTransfer } from "../services/payments/render.ts";
@@ -21,6 +22,41 @@ function answer<T>(reply: FastifyReply, metrics: Metrics, created: CreatedPaymen
   if (created.replayed) reply.header("idempotent-replayed", "true");
   else metrics.payments.labels(created.payment.rail, "accepted").inc();
   return reply.code(created.replayed ? 200 : 201).send(render(created.payment));
+}
+
+/**
+ * The `Idempotency-Key` header, an alternative to the body's `idempotency_key` under the same rules:
+ * the key of the request (or undefined), refused when malformed or when both are given and differ.
+ */
+export function headerIdempotencyKey(req: FastifyRequest, bodyKey: unknown): string | undefined {
+  const raw = req.headers["idempotency-key"];
+  if (raw === undefined) return undefined;
+  if (Array.isArray(raw)) throw badRequest("invalid_request", "The Idempotency-Key header may be given once.");
+  if (carriesServiceToken(raw)) throw badRequest("token_in_request", "The Idempotency-Key header carries an Agent Wallet API token; a key is stored, a token never is. Use another key, and revoke the token if it was shared.");
+  const parsed = IdempotencyKey.safeParse(raw);
+  if (!parsed.success) {
+    throw badRequest("invalid_request", `The Idempotency-Key header must be 1 to ${limits.idempotencyKeyMaxChars} characters of letters, digits, '_', '-', ':' and '.'.`);
+  }
+  if (bodyKey !== undefined && bodyKey !== parsed.data) {
+    throw badRequest("invalid_request", "The Idempotency-Key header and the body's idempotency_key differ; send the key once, in either place.");
+  }
+  return parsed.data;
+}
+
+/** The body with the header's key as its `idempotency_key`, for the endpoints whose body has that field. */
+function withHeaderKey(req: FastifyRequest): unknown {
+  const body = req.body;
+  if (body === null || typeof body !== "object" || Array.isArray(body)) return body;
+  const key = headerIdempotencyKey(req, (body as { idempotency_key?: unknown }).idempotency_key);
+  return key === undefined ? body : { ...body, idempotency_key: key };
+}
+
+/** RFC 9745 `Deprecation` (the date the endpoints were deprecated) and RFC 8288 `Link` to their successor. */
+const DEPRECATED_SINCE = "@1735689600"; // 2025-01-01T00:00:00Z
+function markDeprecated(reply: FastifyReply, ctx: AppContext): void {
+  const base = (ctx.config.publicBaseUrl ?? "").replace(/\/+$/, "");
+  reply.header("deprecation", DEPRECATED_SINCE);
+  reply.header("link", `<${base}/v1/pay>; rel="successor-version"`);
 }
 
 export function registerPaymentRoutes(app: FastifyInstance, ctx: AppContext, metrics: Metrics): void {
@@ -33,48 +69,51 @@ export function registerPaymentRoutes(app: FastifyInstance, ctx: AppContext, met
   app.post("/v1/pay", async (req, reply) => {
     const p = await guard(ctx, req, reply);
     requirePermission(p, "pay");
-    const body = parseOr400(PayRequest, req.body);
+    const body = parseOr400(PayRequest, withHeaderKey(req));
     const kind = classifyRecipient(body.recipient);
     if (kind.rail === "x402") {
       requirePermission(p, "pay", "x402");
-      requireActive(p);
+      // A paused project is refused there, after a replay of its key was answered.
       const out = await x402().pay(p, { ...body, recipient: kind.url });
       if (out.replayed) reply.header("idempotent-replayed", "true");
       return reply.code(out.httpStatus).send(out.body);
     }
-    requireActive(p);
+    // createPayment answers a replay, then refuses a paused project.
     return answer(reply, metrics, await createPayment(ctx, p, payIntent(body, kind, p)), renderPay);
   });
 
   app.post("/v1/payments", async (req, reply) => {
+    markDeprecated(reply, ctx);
     const p = await guard(ctx, req, reply);
     requirePermission(p, "pay");
-    requireActive(p);
-    const body = parseOr400(LegacyPaymentRequest, req.body);
-    const intent = fiatIntent({ bank: body.recipient, amountCents: body.amount, principal: p, description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null });
+    const body = parseOr400(LegacyPaymentRequest, withHeaderKey(req));
+    const intent = fiatIntent({ bank: body.recipient, amountCents: body.amount, principal: p, description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null, metadata: body.metadata ?? null });
     return answer(reply, metrics, await createPayment(ctx, p, intent), renderLegacyPayment);
   });
 
   app.post("/v1/usdc/transfer", async (req, reply) => {
+    markDeprecated(reply, ctx);
     const p = await guard(ctx, req, reply);
     requirePermission(p, "pay");
-    requireActive(p);
-    const body = parseOr400(UsdcTransferRequest, req.body);
+    const body = parseOr400(UsdcTransferRequest, withHeaderKey(req));
     if (body.chain !== undefined && body.chain !== "base") throw badRequest("unsupported_chain", `chain "${body.chain.slice(0, 40)}" is not supported; the only chain is "base".`);
     const address = checkAddress(body.to_address, "to_address");
     const parsed = parseDecimalAmount(body.amount_usdc, 6);
     if (!parsed.ok) throw badRequest("invalid_amount", `amount_usdc ${parsed.reason} (USDC has 6 decimals).`);
     if (body.amount_usdc > limits.usdcTransferMaxUsd) throw badRequest("invalid_amount", `amount_usdc must be at most ${limits.usdcTransferMaxUsd}.`);
-    const intent = usdcIntent({ address, amountMicros: parsed.units, principal: p, description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null });
+    const intent = usdcIntent({ address, amountMicros: parsed.units, principal: p, description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null, metadata: body.metadata ?? null });
     return answer(reply, metrics, await createPayment(ctx, p, intent), renderUsdcTransfer);
   });
 
   app.post("/v1/x402/pay", async (req, reply) => {
+    markDeprecated(reply, ctx);
     const p = await guard(ctx, req, reply);
     requirePermission(p, "x402");
     requireActive(p);
     const body = parseOr400(X402PayRequest, req.body);
-    const out = await x402().payLegacy(p, body);
+    // This body has no idempotency_key; the header alone can give one.
+    const out = await x402().payLegacy(p, body, headerIdempotencyKey(req, undefined) ?? null);
+    if (out.replayed) reply.header("idempotent-replayed", "true");
     return reply.code(out.httpStatus).send(out.body);
   });
 }

@@ -1,13 +1,13 @@
 /** Turns zod issues into one `detail` sentence naming each field and what it must be. */
 import type { z } from "zod";
-import { badRequest, type ApiError } from "./errors.ts";
+import { badRequest, type ApiError } from "../domain/errors.ts";
 
 function describeIssue(issue: z.core.$ZodIssue): string {
   const path = issue.path.length ? issue.path.map(String).join(".") : "body";
   switch (issue.code) {
     case "invalid_type":
       if (issue.input === undefined) return `${path} is required`;
-      return `${path} must be ${issue.expected === "int" ? "an integer" : issue.expected === "object" ? "an object" : issue.expected === "array" ? "an array" : `a ${issue.expected}`}`;
+      return `${path} must be ${issue.expected === "int" ? "an integer" : issue.expected === "object" || issue.expected === "record" ? "an object" : issue.expected === "array" ? "an array" : `a ${issue.expected}`}`;
     case "unrecognized_keys":
       return `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}${path === "body" ? "" : ` in ${path}`} (check the spelling; see GET /openapi.json)`;
     case "too_small":
@@ -24,6 +24,16 @@ function describeIssue(issue: z.core.$ZodIssue): string {
       return issue.input === undefined ? `${path} is required` : `${path} has an invalid shape`;
     case "invalid_format":
       return `${path} ${issue.message}`;
+    case "custom":
+      return `${path} ${issue.message}`;
+    case "invalid_key": {
+      // A record's key broke its rule: name the object, the key and the rule.
+      const inner = issue.issues[0];
+      const owner = issue.path.slice(0, -1).map(String).join(".") || "body";
+      const key = JSON.stringify(String(issue.path.at(-1) ?? "").slice(0, 60));
+      const rule = inner?.code === "too_big" ? `at most ${inner.maximum} characters` : inner?.code === "too_small" ? `at least ${inner.minimum} character${inner.minimum === 1 ? "" : "s"}` : "valid";
+      return `${owner} key ${key} must be ${rule}`;
+    }
     default:
       return `${path}: ${issue.message}`;
   }

@@ -8,7 +8,8 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Webhook } from "standardwebhooks";
 import { z } from "zod";
 import type { AppContext } from "../context.ts";
-import { ApiError, badRequest, conflict, unauthorized } from "./errors.ts";
+import { verifyBridgeWebhook } from "../rails/fiat/verifyBridgeWebhook.ts";
+import { ApiError, badRequest, conflict, unauthorized } from "../domain/errors.ts";
 
 const DepositHint = z.object({
   type: z.string().max(100),
@@ -68,10 +69,52 @@ function hintRoute<T>(
   });
 }
 
+const BridgeEvent = z.object({
+  event_id: z.string().min(1).max(200),
+  event_category: z.string().max(100),
+  event_object_id: z.string().min(1).max(200).optional(),
+});
+
+/**
+ * Bridge's webhooks (`POST /v1/webhooks/bridge`): RSA signature with the endpoint's public key over the
+ * raw body, 10-minute tolerance (verifyBridgeWebhook.ts), de-duplicated by `event_id`. A transfer event
+ * only makes the fiat rail read that transfer from Bridge.
+ */
+function bridgeRoute(scope: FastifyInstance, ctx: AppContext): void {
+  scope.post("/v1/webhooks/bridge", async (req, reply) => {
+    const key = ctx.config.fiat.bridge?.webhookPublicKey;
+    if (!key) throw new ApiError(503, "webhook_not_configured", "The Bridge webhook is not configured on this deployment (BRIDGE_WEBHOOK_PUBLIC_KEY).");
+    const header = req.headers["x-webhook-signature"];
+    const check = verifyBridgeWebhook({ publicKeyPem: key, header: typeof header === "string" ? header : undefined, rawBody: req.body as string, nowMs: ctx.clock().getTime() });
+    if (!check.ok) {
+      // Bridge signs every retry afresh: a stale delivery is answered 400, as Bridge asks, so it retries.
+      if (check.reason === "stale") throw badRequest("webhook_stale", "Webhook timestamp is outside the 10-minute tolerance.");
+      throw unauthorized(check.reason === "forged" ? "Webhook signature does not verify." : "Missing or malformed X-Webhook-Signature header.");
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(req.body as string);
+    } catch {
+      throw badRequest("invalid_webhook", "Webhook body is not JSON.");
+    }
+    const parsed = BridgeEvent.safeParse(body);
+    if (!parsed.success) throw badRequest("invalid_webhook", `Webhook body must be a Bridge event: ${parsed.error.issues[0]?.message}.`);
+    if (!(await ctx.ledger.rememberWebhook(`bridge:${parsed.data.event_id}`, "fiat"))) throw conflict("webhook_replayed", "This webhook id was already processed.");
+    if (parsed.data.event_category === "transfer" && parsed.data.event_object_id) {
+      const hint = ctx.hooks.fiatHint;
+      if (!hint) throw new ApiError(503, "fiat_unavailable", "The fiat rail is not configured on this deployment.");
+      await hint(parsed.data.event_object_id);
+    }
+    return reply.code(202).send({ received: true });
+  });
+}
+
 export function registerWebhookRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.register(async (scope) => {
     // Signatures cover the exact bytes: keep the body as text for these routes.
+    scope.removeContentTypeParser("application/json");
     scope.addContentTypeParser("application/json", { parseAs: "string", bodyLimit: 64 * 1024 }, (_req, body, done) => done(null, body));
+    bridgeRoute(scope, ctx);
     hintRoute<z.infer<typeof DepositHint>["data"]>(scope, ctx, {
       path: "/v1/webhooks/deposits",
       secret: () => ctx.config.webhooks.depositSecret,

@@ -4,7 +4,7 @@
  */
 import { type Kysely, type Migration, Migrator, sql } from "kysely";
 import type { Dialect } from "./db.ts";
-import { PG_BATCH_FUNCTIONS } from "./pgFunctions.ts";
+import { PG_BATCH_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   // `seq` gives every row a strictly increasing number: the stable tie-break for ordering.
@@ -180,8 +180,121 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         for (const fn of PG_BATCH_FUNCTIONS) await sql.raw(fn).execute(db);
       },
     },
+    "0004_failure_codes": {
+      // Why a payment failed or was reversed, for programs: a stable code (failureCodes.ts) beside the
+      // human message that `failure_reason` already holds. `step_errors` counts the failed steps of a
+      // payment, so retries back off and stop at a bound (rails/settlementRetry.ts). PostgreSQL: the
+      // resolution batch stores the code too.
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable("payments").addColumn("failure_code", "text").execute();
+        await db.schema.alterTable("payments").addColumn("step_errors", "integer", (c) => c.notNull().defaultTo(0)).execute();
+        if (dialect === "postgres") await sql.raw(PG_RESOLVE_BATCH_0004).execute(db);
+      },
+    },
+    "0008_transaction_reads": {
+      // GET /v1/transactions/{id} and the list's filters and cursor (decisions.md, "Filtered lists"):
+      // the payment's metadata; one index per (project, type, status) ordered by creation, which every
+      // filtered page reads as one range per (type, status) pair; the deposit behind a `usdc_fund` row.
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable("payments").addColumn("metadata", "text").execute();
+        await db.schema
+          .createIndex("transactions_project_type_status_created")
+          .on("transactions")
+          .columns(["project_id", "type", "status", "created_at", "pos"])
+          .execute();
+        await db.schema.createIndex("deposits_txn").on("deposits").column("txn_id").execute();
+        if (dialect === "sqlite") for (const statement of SQLITE_TRANSACTION_COUNTS) await sql.raw(statement).execute(db);
+      },
+    },
+    "0011_console_sessions": {
+      // The web console's sessions and one-time sign-in codes, by hash (ledger/consoleSessions.ts).
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable("console_sessions")
+          .addColumn("id_hash", "text", (c) => c.primaryKey())
+          .addColumn("kind", "text", (c) => c.notNull().check(sql`kind in ('operator','token')`))
+          .addColumn("token_id", "text", (c) => c.references("api_tokens.id"))
+          .addColumn("created_at", "text", (c) => c.notNull())
+          .addColumn("expires_at", "text", (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex("console_sessions_expires").on("console_sessions").column("expires_at").execute();
+        await db.schema
+          .createTable("console_signin_codes")
+          .addColumn("code_hash", "text", (c) => c.primaryKey())
+          .addColumn("token_id", "text", (c) => c.notNull().references("api_tokens.id"))
+          .addColumn("expires_at", "text", (c) => c.notNull())
+          .execute();
+      },
+    },
+    "0007_spending_controls": {
+      // Spending controls (ledger/spending.ts): controls on tokens and projects, window counters moved
+      // in the hold's write, the windows each payment was counted in (given back when it fails or is
+      // reversed, by a trigger), approvals as a state of the held payment, and a bounded refusal log.
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable("api_tokens").addColumn("spending_controls", "text").execute();
+        await db.schema.alterTable("projects").addColumn("spending_controls", "text").execute();
+        for (const column of ["token_id", "spend_windows", "approval", "approval_until"]) {
+          await db.schema.alterTable("payments").addColumn(column, "text").execute();
+        }
+        await db.schema.createIndex("payments_approval").on("payments").columns(["approval", "project_id"]).execute();
+        await db.schema
+          .createTable("spend_windows")
+          .addColumn("scope_id", "text", (c) => c.notNull())
+          .addColumn("kind", "text", (c) => c.notNull())
+          .addColumn("window_start", "text", (c) => c.notNull())
+          .addColumn("spent_micros", "bigint", (c) => c.notNull().check(sql`spent_micros >= 0`))
+          .addPrimaryKeyConstraint("spend_windows_pk", ["scope_id", "kind", "window_start"])
+          .execute();
+        await db.schema
+          .createTable("spending_refusals")
+          .addColumn("seq", seqType as any, seq)
+          .addColumn("project_id", "text", (c) => c.notNull())
+          .addColumn("token_id", "text")
+          .addColumn("code", "text", (c) => c.notNull())
+          .addColumn("detail", "text", (c) => c.notNull())
+          .addColumn("rail", "text", (c) => c.notNull())
+          .addColumn("recipient", "text", (c) => c.notNull())
+          .addColumn("amount_micros", "bigint")
+          .addColumn("created_at", "text", (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex("spending_refusals_project").on("spending_refusals").columns(["project_id", "seq"]).execute();
+        if (dialect === "postgres") for (const fn of PG_SPENDING_FUNCTIONS) await sql.raw(fn).execute(db);
+        else await sql.raw(SQLITE_RELEASE_SPENDING_TRIGGER).execute(db);
+      },
+    },
   };
 }
+
+/**
+ * SQLite: the number of transactions per (project, type, status, UTC day), kept by triggers in the
+ * same transaction as every insert and status change of a transaction row, whichever code path makes
+ * it. A filtered list's total_count is then a sum over these rows plus an index count of the two edge
+ * days of a time range, instead of a count of every matching row (30 ms at 1M). PostgreSQL counts
+ * the rows: counter rows updated by concurrent writers of one project would be a lock order to keep
+ * in every write path (decisions.md, "Filtered lists").
+ */
+const SQLITE_TRANSACTION_COUNTS = [
+  `create table transaction_counts (
+     project_id text not null, type text not null, status text not null, day text not null, n integer not null,
+     primary key (project_id, day, type, status)) without rowid`,
+  `insert into transaction_counts (project_id, type, status, day, n)
+     select project_id, type, status, substr(created_at, 1, 10), count(*) from transactions group by 1, 2, 3, 4`,
+  `create trigger transaction_counts_insert after insert on transactions begin
+     insert into transaction_counts (project_id, type, status, day, n) values (new.project_id, new.type, new.status, substr(new.created_at, 1, 10), 1)
+       on conflict (project_id, day, type, status) do update set n = n + 1;
+   end`,
+  `create trigger transaction_counts_update after update of status, type, created_at, project_id on transactions
+     when old.status is not new.status or old.type is not new.type or old.created_at is not new.created_at or old.project_id is not new.project_id begin
+     update transaction_counts set n = n - 1
+       where project_id = old.project_id and day = substr(old.created_at, 1, 10) and type = old.type and status = old.status;
+     insert into transaction_counts (project_id, type, status, day, n) values (new.project_id, new.type, new.status, substr(new.created_at, 1, 10), 1)
+       on conflict (project_id, day, type, status) do update set n = n + 1;
+   end`,
+  `create trigger transaction_counts_delete after delete on transactions begin
+     update transaction_counts set n = n - 1
+       where project_id = old.project_id and day = substr(old.created_at, 1, 10) and type = old.type and status = old.status;
+   end`,
+];
 
 /** Numbers rows without a position by creation time, then insertion sequence, per project. */
 export async function backfillTransactionPositions(db: Kysely<any>): Promise<void> {

@@ -1,6 +1,7 @@
 /**
  * PostgreSQL functions that run a batch of holds or of resolutions in one round trip (created by
- * migration 0003; pgHolds.ts and pgResolves.ts call them). A function's statements run one after the
+ * migration 0003, `aw_resolve_batch` replaced by 0004; pgHolds.ts and pgResolves.ts call them). The
+ * text a migration ran stays as it was: a change is a new constant and a new migration. A function's statements run one after the
  * other, each seeing the ones before: the balance row is locked by one statement and changed by later
  * ones, which a single statement cannot do reliably (a row locked and updated by one statement may be
  * judged against a stale value, or its update skipped, when another transaction changed it meanwhile).
@@ -125,4 +126,183 @@ begin
 end
 $fn$`;
 
+/** As RESOLVE_BATCH, and it stores the failure code (`failure_code`, migration 0004) as it stores the reason. */
+const RESOLVE_BATCH_V2 = `
+create or replace function aw_resolve_batch(p_items jsonb)
+returns table (item_index integer, payment jsonb)
+language plpgsql as $fn$
+declare
+  v_item jsonb;
+  v_index bigint;
+  v_row payments;
+  v_total bigint;
+begin
+  perform 1 from balances b
+    where b.project_id in (select p.project_id from payments p where p.id in (select e->>'id' from jsonb_array_elements(p_items) e))
+    order by b.project_id for update;
+  for v_item, v_index in select e.value, e.ordinality from jsonb_array_elements(p_items) with ordinality e loop
+    update payments p set
+      status = v_item->>'outcome',
+      updated_at = v_item->>'at',
+      completed_at = case when v_item->>'outcome' = 'completed' then v_item->>'at' else null end,
+      lease_owner = null, lease_until = null, in_flight_until = null,
+      tx_hash = case when (v_item->>'set_tx_hash')::boolean then v_item->>'tx_hash' else p.tx_hash end,
+      failure_reason = case when (v_item->>'set_failure_reason')::boolean then v_item->>'failure_reason' else p.failure_reason end,
+      failure_code = case when (v_item->>'set_failure_code')::boolean then v_item->>'failure_code' else p.failure_code end,
+      response_json = case when (v_item->>'set_response_json')::boolean then v_item->>'response_json' else p.response_json end
+    where p.id = v_item->>'id' and p.status in ('pending', 'processing')
+    returning p.* into v_row;
+    if found then
+      v_total := v_row.amount_micros + v_row.fee_micros;
+      if v_row.status = 'completed' then
+        update balances set held_micros = held_micros - v_total where project_id = v_row.project_id;
+        insert into journal_entries (movement_id, kind, account, project_id, amount_micros, created_at)
+          select v_item->>'movement_id', 'post', e.account, e.project_id, e.amount, v_row.updated_at
+          from (values ('project:' || v_row.project_id || ':held', v_row.project_id, -v_total),
+                       ('world:payouts', null, v_row.amount_micros),
+                       ('revenue:fees', null, v_row.fee_micros)) e(account, project_id, amount)
+          where e.amount <> 0;
+      else
+        update balances set held_micros = held_micros - v_total, available_micros = available_micros + v_total,
+          total_spent_micros = total_spent_micros - v_total
+        where project_id = v_row.project_id;
+        insert into journal_entries (movement_id, kind, account, project_id, amount_micros, created_at)
+          select v_item->>'movement_id', 'void', e.account, v_row.project_id, e.amount, v_row.updated_at
+          from (values ('project:' || v_row.project_id || ':held', -v_total),
+                       ('project:' || v_row.project_id || ':available', v_total)) e(account, amount)
+          where e.amount <> 0;
+      end if;
+      update transactions set status = v_row.status, completed_at = v_row.completed_at where payment_id = v_row.id;
+      item_index := v_index;
+      payment := to_jsonb(v_row);
+      return next;
+    end if;
+  end loop;
+end
+$fn$`;
+
+/** Migration 0003's functions, as it created them. */
 export const PG_BATCH_FUNCTIONS = [HOLD_BATCH, RESOLVE_BATCH];
+/** Migration 0004: the resolution batch that also stores `failure_code`. */
+export const PG_RESOLVE_BATCH_0004 = RESOLVE_BATCH_V2;
+
+/**
+ * aw_hold_batch with spending windows (migration 0007 replaces the function above with this one).
+ * Each hold may carry `amount` (the payment amount, micro-USDC) and `windows`
+ * ([{scope_id, kind, start, limit}], spending.ts): a hold the balance covers is then judged against
+ * every window's counter — its spent plus the amount must not pass the limit — and only if all fit are
+ * the counters moved, each by a conditional upsert (`… where spent_micros + amount <= limit`). The
+ * balance row's lock, taken first, keeps every other writer of the project's counters (holds and
+ * resolutions of the same project) out meanwhile, so the judgement holds; a conditional update that
+ * still does not fit is a broken invariant and fails the call. A refused window is answered by its
+ * index (1-based) and what was spent in it.
+ */
+const HOLD_BATCH_WITH_WINDOWS = `
+create function aw_hold_batch(p_project text, p_holds jsonb)
+returns table (hold_index integer, held boolean, available_after bigint, refused_window integer, window_spent bigint)
+language plpgsql as $fn$
+declare
+  v_available bigint;
+  v_count bigint;
+  v_taken bigint := 0;
+  v_held integer := 0;
+  v_hold jsonb;
+  v_index bigint;
+  v_total bigint;
+  v_amount bigint;
+  v_row jsonb;
+  v_k bigint;
+  v_w jsonb;
+  v_wi bigint;
+  v_spent bigint;
+begin
+  select b.available_micros, b.tx_count into v_available, v_count from balances b where b.project_id = p_project for update;
+  if not found then
+    raise exception 'project % has no balance row', p_project;
+  end if;
+  for v_hold, v_index in select e.value, e.ordinality from jsonb_array_elements(p_holds) with ordinality e loop
+    v_total := (v_hold->>'total')::bigint;
+    v_amount := coalesce((v_hold->>'amount')::bigint, 0);
+    hold_index := v_index;
+    refused_window := null;
+    window_spent := null;
+    held := v_available >= v_total;
+    if held then
+      for v_w, v_wi in select e.value, e.ordinality from jsonb_array_elements(coalesce(v_hold->'windows', '[]'::jsonb)) with ordinality e loop
+        v_spent := coalesce((select w.spent_micros from spend_windows w
+          where w.scope_id = v_w->>'scope_id' and w.kind = v_w->>'kind' and w.window_start = v_w->>'start'), 0);
+        if v_spent + v_amount > (v_w->>'limit')::bigint then
+          held := false;
+          refused_window := v_wi;
+          window_spent := v_spent;
+          exit;
+        end if;
+      end loop;
+    end if;
+    if held then
+      for v_w in select e.value from jsonb_array_elements(coalesce(v_hold->'windows', '[]'::jsonb)) e loop
+        insert into spend_windows as w (scope_id, kind, window_start, spent_micros)
+          values (v_w->>'scope_id', v_w->>'kind', v_w->>'start', v_amount)
+          on conflict (scope_id, kind, window_start) do update set spent_micros = w.spent_micros + excluded.spent_micros
+          where w.spent_micros + excluded.spent_micros <= (v_w->>'limit')::bigint;
+        if not found then
+          raise exception 'spending window % of project % moved under the balance lock', v_w, p_project;
+        end if;
+      end loop;
+      v_available := v_available - v_total;
+      v_taken := v_taken + v_total;
+      v_held := v_held + 1;
+      insert into payments select * from jsonb_populate_record(null::payments, v_hold->'payment');
+      for v_row, v_k in select e.value, e.ordinality from jsonb_array_elements(v_hold->'transactions') with ordinality e loop
+        insert into transactions select * from jsonb_populate_record(null::transactions,
+          v_row || jsonb_build_object('seq', nextval(pg_get_serial_sequence('transactions', 'seq')), 'pos', v_count + 2 * v_held - 2 + v_k));
+      end loop;
+      for v_row in select e.value from jsonb_array_elements(v_hold->'journal') e loop
+        insert into journal_entries select * from jsonb_populate_record(null::journal_entries,
+          v_row || jsonb_build_object('seq', nextval(pg_get_serial_sequence('journal_entries', 'seq'))));
+      end loop;
+    end if;
+    available_after := v_available;
+    return next;
+  end loop;
+  if v_held > 0 then
+    update balances set available_micros = available_micros - v_taken, held_micros = held_micros + v_taken,
+      total_spent_micros = total_spent_micros + v_taken, tx_count = tx_count + 2 * v_held
+    where project_id = p_project;
+  end if;
+end
+$fn$`;
+
+/**
+ * A payment that fails or is reversed gives its amount back to each window counter it was counted in
+ * (`payments.spend_windows`), in the same transaction as the status change, whichever path changes it
+ * (a resolution alone or in a batch, a reversal, a denied or expired approval).
+ */
+const RELEASE_SPENDING = `
+create function aw_release_spending() returns trigger
+language plpgsql as $fn$
+begin
+  update spend_windows w set spent_micros = w.spent_micros - new.amount_micros
+  from jsonb_array_elements(new.spend_windows::jsonb) e
+  where w.scope_id = e->>0 and w.kind = e->>1 and w.window_start = e->>2;
+  return null;
+end
+$fn$`;
+
+const RELEASE_SPENDING_TRIGGER = `
+create trigger payments_release_spending after update of status on payments for each row
+when (new.spend_windows is not null and new.status in ('failed', 'reversed') and old.status not in ('failed', 'reversed'))
+execute function aw_release_spending()`;
+
+/** Migration 0007 on PostgreSQL: the hold function with windows (replacing 0003's) and the release trigger. */
+export const PG_SPENDING_FUNCTIONS = ["drop function aw_hold_batch(text, jsonb)", HOLD_BATCH_WITH_WINDOWS, RELEASE_SPENDING, RELEASE_SPENDING_TRIGGER];
+
+/** Migration 0007 on SQLite: the same release as a trigger. */
+export const SQLITE_RELEASE_SPENDING_TRIGGER = `
+create trigger payments_release_spending after update of status on payments for each row
+when new.spend_windows is not null and new.status in ('failed', 'reversed') and old.status not in ('failed', 'reversed')
+begin
+  update spend_windows set spent_micros = spent_micros - new.amount_micros
+  where (scope_id, kind, window_start) in
+    (select json_extract(e.value, '$[0]'), json_extract(e.value, '$[1]'), json_extract(e.value, '$[2]') from json_each(new.spend_windows) e);
+end`;

@@ -21,12 +21,18 @@ import type { Database, PaymentsTable } from "./schema.ts";
 /** One hold's rows: every column of each. Every hold has two transactions (fee, rail) and a two-entry movement. */
 export type PgHold = {
   totalMicros: number;
+  /** The payment amount and the spending windows it must fit (spending.ts); none: no controls. */
+  amountMicros: number;
+  windows: { scope_id: string; kind: string; start: string; limit: number }[];
   payment: PaymentsTable;
   transactions: Omit<Insertable<Database["transactions"]>, "pos">[];
   journal: Insertable<Database["journal_entries"]>[];
 };
-/** Held, or not: the balance was short (what was available to the hold when it was judged). */
-export type PgHoldOutcome = { held: true } | { held: false; availableMicros: number };
+/**
+ * Held, or not: the balance was short (what was available to the hold when it was judged), or a
+ * spending window was (its index in the hold's windows, and what was spent in it).
+ */
+export type PgHoldOutcome = { held: true } | { held: false; availableMicros: number } | { held: false; windowIndex: number; spentMicros: number };
 
 export type PgHolds = { hold(projectId: string, h: PgHold): Promise<PgHoldOutcome> };
 
@@ -36,12 +42,16 @@ const BATCH_MAX = 64;
 export function createPgHolds(db: Db): PgHolds {
   /** The holds' outcomes, in order; throws if the call fails (then none of them happened). */
   async function judge(projectId: string, holds: PgHold[]): Promise<PgHoldOutcome[]> {
-    const json = JSON.stringify(holds.map((h) => ({ total: h.totalMicros, payment: h.payment, transactions: h.transactions, journal: h.journal })));
-    const query = CompiledQuery.raw(`select "held", "available_after" from aw_hold_batch($1::text, $2::jsonb) order by "hold_index"`, [projectId, json]);
-    const rows = (await db.executeQuery(query)).rows as { held: boolean; available_after: number }[];
+    const json = JSON.stringify(holds.map((h) => ({ total: h.totalMicros, amount: h.amountMicros, windows: h.windows, payment: h.payment, transactions: h.transactions, journal: h.journal })));
+    const query = CompiledQuery.raw(`select "held", "available_after", "refused_window", "window_spent" from aw_hold_batch($1::text, $2::jsonb) order by "hold_index"`, [projectId, json]);
+    const rows = (await db.executeQuery(query)).rows as { held: boolean; available_after: number; refused_window: number | null; window_spent: number | null }[];
     // Invariant: one row per hold, in order.
     if (rows.length !== holds.length) throw new Error(`aw_hold_batch answered ${rows.length} rows for ${holds.length} holds`);
-    return rows.map((r) => (r.held ? { held: true } : { held: false, availableMicros: Number(r.available_after) }));
+    return rows.map((r): PgHoldOutcome => {
+      if (r.held) return { held: true };
+      if (r.refused_window !== null) return { held: false, windowIndex: Number(r.refused_window) - 1, spentMicros: Number(r.window_spent) };
+      return { held: false, availableMicros: Number(r.available_after) };
+    });
   }
   // One call in flight per project; the projects' calls run side by side.
   const batched = createCallBatcher(judge, BATCH_MAX);

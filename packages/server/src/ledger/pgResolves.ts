@@ -24,6 +24,7 @@ export type PgResolve = {
   movementId: string;
   txHash?: string | null;
   failureReason?: string | null;
+  failureCode?: string | null;
   responseJson?: string | null;
 };
 /** Changed: the payment as it is now. Not changed: it was not pending or processing (or does not exist). */
@@ -48,6 +49,8 @@ export function createPgResolves(db: Db): PgResolves {
         tx_hash: r.txHash || null,
         set_failure_reason: r.failureReason !== undefined,
         failure_reason: r.failureReason ?? null,
+        set_failure_code: r.failureCode !== undefined,
+        failure_code: r.failureCode ?? null,
         set_response_json: r.responseJson !== undefined,
         response_json: r.responseJson ?? null,
       })),

@@ -5,7 +5,9 @@
  */
 import type { Generated } from "kysely";
 
-export type Plan = "free" | "pro" | "business";
+import type { Plan } from "../domain/project.ts";
+
+export type { Plan };
 
 export interface ProjectsTable {
   id: string;
@@ -15,6 +17,7 @@ export interface ProjectsTable {
   wallet_index: number;
   wallet_address: string | null;
   created_at: string;
+  spending_controls: string | null; // JSON SpendingControls (spending.ts): every token of the project obeys them too
 }
 
 export interface ApiTokensTable {
@@ -26,6 +29,7 @@ export interface ApiTokensTable {
   created_at: string;
   expires_at: string | null;
   revoked_at: string | null;
+  spending_controls: string | null; // JSON SpendingControls (spending.ts), or none
 }
 
 export interface BalancesTable {
@@ -85,7 +89,9 @@ export interface PaymentsTable {
   estimated_arrival: string | null;
   response_json: string | null; // x402: the target's reply
   rail_state: string | null; // JSON: authorizations, nonces, signed relayer tx, deadlines
-  failure_reason: string | null;
+  failure_reason: string | null; // failed/reversed: the human message (the revert, the ACH return code, the merchant's answer)
+  failure_code: string | null; // failed/reversed: a FailureCode (failureCodes.ts), stable for programs
+  step_errors: number; // steps of this payment that failed (a retry's backoff and bound, rails/settlementRetry.ts)
   in_flight_until: string | null; // the creating request is still running until then (409 for repeats)
   lease_owner: string | null;
   lease_until: string | null;
@@ -94,6 +100,16 @@ export interface PaymentsTable {
   created_at: string;
   updated_at: string;
   completed_at: string | null;
+  /** JSON object of the caller's string tags (migration 0008), or null. */
+  metadata: string | null;
+  /** The token that made the payment (migration 0007); null before spending controls existed. */
+  token_id: string | null;
+  /** JSON [[scope id, window kind, window start], …]: the window counters this payment's amount was added to. */
+  spend_windows: string | null;
+  /** null, or awaiting | approved | denied | expired: a payment above a token's approval threshold. */
+  approval: string | null;
+  /** Until when an awaiting payment may be approved; afterwards it fails and is credited back. */
+  approval_until: string | null;
 }
 
 export interface DepositsTable {
@@ -132,6 +148,36 @@ export interface WebhookEventsTable {
   received_at: string;
 }
 
+/** SQLite only (migration 0008): transactions per (project, type, status, UTC day), kept by triggers. */
+export interface TransactionCountsTable {
+  project_id: string;
+  type: string;
+  status: string;
+  day: string; // YYYY-MM-DD of created_at
+  n: number;
+}
+
+/** Spending per window (spending.ts): one row per (token or project id, kind, window start). */
+export interface SpendWindowsTable {
+  scope_id: string;
+  kind: string; // daily | weekly | monthly | all_time
+  window_start: string; // ISO 8601 UTC, or "all"
+  spent_micros: number;
+}
+
+/** Payment attempts a spending control refused (kept bounded: the newest REFUSALS_KEPT_MAX). */
+export interface SpendingRefusalsTable {
+  seq: Generated<number>;
+  project_id: string;
+  token_id: string | null;
+  code: string;
+  detail: string;
+  rail: string;
+  recipient: string;
+  amount_micros: number | null;
+  created_at: string;
+}
+
 export interface Database {
   projects: ProjectsTable;
   api_tokens: ApiTokensTable;
@@ -143,4 +189,23 @@ export interface Database {
   kv: KvTable;
   relayer_txs: RelayerTxsTable;
   webhook_events: WebhookEventsTable;
+  transaction_counts: TransactionCountsTable;
+  console_sessions: ConsoleSessionsTable;
+  console_signin_codes: ConsoleSigninCodesTable;
+  spend_windows: SpendWindowsTable;
+  spending_refusals: SpendingRefusalsTable;
+}
+
+export interface ConsoleSessionsTable {
+  id_hash: string; // sha256 hex of the session id; the id itself lives only in the browser's cookie
+  kind: string; // operator | token
+  token_id: string | null;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface ConsoleSigninCodesTable {
+  code_hash: string;
+  token_id: string;
+  expires_at: string;
 }

@@ -11,10 +11,13 @@
 import { CompiledQuery, type Insertable, type Kysely, type Transaction, sql } from "kysely";
 import { type Db, type Dialect, type SqliteDirect, sqliteDirectOf } from "./db.ts";
 import { scheduleFlush } from "./batching.ts";
+import { ConsoleSessions } from "./consoleSessions.ts";
 import type { GroupCommit } from "./groupCommit.ts";
 import { type PgHolds, createPgHolds } from "./pgHolds.ts";
 import { type PgResolves, createPgResolves } from "./pgResolves.ts";
+import type { FailureCode } from "./failureCodes.ts";
 import type { Database, PaymentsTable, Plan, ProjectsTable } from "./schema.ts";
+import { type HoldControls, type Refusal, type SpendWindow, judgeStatic, windowRefusal } from "../domain/spending.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 
 export type PaymentRow = PaymentsTable;
@@ -52,6 +55,8 @@ export type NewPayment = {
   idempotencyKey: string | null;
   railState: unknown;
   estimatedArrival?: string | null;
+  /** The caller's string tags, stored as given and never interpreted. */
+  metadata?: Record<string, string> | null;
   /** `processing` when the rail's first step is already done (and recorded in railState); default pending. */
   status?: "pending" | "processing";
   /** The creating request owns the payment until then; a repeat of its key gets 409 meanwhile. */
@@ -59,14 +64,37 @@ export type NewPayment = {
   leaseOwner: string;
   /** Until when `leaseOwner` alone may advance the payment (default: inFlightUntil). */
   leaseUntil?: string;
+  /**
+   * The spending controls of the paying token and its project, judged by the hold in its own write
+   * (spending.ts). None: the payment is bounded by the balance alone.
+   */
+  controls?: HoldControls & { approvalTimeoutMs: number };
 };
 
-export type ResolveExtra = { txHash?: string | null; failureReason?: string | null; responseJson?: string | null };
+/**
+ * What a resolution stores besides the outcome. A failure gives its code (failureCodes.ts) and its
+ * human message (`failureReason`, shown as `failure_message`); either is left as it was when omitted.
+ */
+/** A lease given back: when the payment is next due, and after a failed step its count of failed steps. */
+export type LeaseRelease = { id: string; nextAttemptAt: string; stepErrors?: number };
+
+export type ResolveExtra = { txHash?: string | null; failureReason?: string | null; failureCode?: FailureCode | null; responseJson?: string | null };
 
 export type HoldResult =
   | { kind: "held"; payment: PaymentRow }
   | { kind: "duplicate"; payment: PaymentRow }
-  | { kind: "insufficient"; availableMicros: number };
+  | { kind: "insufficient"; availableMicros: number }
+  | { kind: "refused"; refusal: Refusal };
+
+/** The refusal log keeps the newest this many rows (all projects together); older ones are deleted as new ones come. */
+export const REFUSALS_KEPT_MAX = 10_000;
+
+/** Thrown inside a hold's write so that it rolls back (the debit and any counter moved), answered as a value. */
+class WindowRefused extends Error {
+  constructor(readonly refusal: Refusal) {
+    super(refusal.detail);
+  }
+}
 
 export type DepositKey = { chain: string; txHash: string; logIndex: number };
 export type SeenDeposit = DepositKey & {
@@ -118,6 +146,8 @@ const compileTokenQuery = (db: Db, n: number) =>
       "api_tokens.permissions",
       "api_tokens.expires_at",
       "api_tokens.revoked_at",
+      "api_tokens.spending_controls as token_controls",
+      "projects.spending_controls as project_controls",
       "projects.paused",
       "projects.plan",
       "projects.wallet_address",
@@ -207,6 +237,8 @@ export class Ledger {
   private readonly pgResolves: PgResolves | undefined;
   /** SQLite: the token lookup, on every request, runs on the calling stack when it safely can. */
   private readonly read: SqliteDirect["read"] | undefined;
+  /** The web console's sessions and sign-in codes (consoleSessions.ts). */
+  readonly consoleSessions: ConsoleSessions;
 
   constructor(
     readonly db: Db,
@@ -221,6 +253,7 @@ export class Ledger {
     this.read = direct?.read;
     this.pgHolds = dialect === "postgres" ? createPgHolds(db) : undefined;
     this.pgResolves = dialect === "postgres" ? createPgResolves(db) : undefined;
+    this.consoleSessions = new ConsoleSessions(db);
   }
 
   private now(): string {
@@ -268,6 +301,7 @@ export class Ledger {
         wallet_index: Number(counter.value) - 1,
         wallet_address: null,
         created_at: this.now(),
+        spending_controls: null,
       };
       await trx.insertInto("projects").values(project).execute();
       await trx.insertInto("balances").values({ project_id: project.id, available_micros: 0, held_micros: 0, pending_micros: 0, total_funded_micros: 0, total_spent_micros: 0, tx_count: 0 }).execute();
@@ -300,7 +334,7 @@ export class Ledger {
     return rows as { id: string; wallet_address: string }[];
   }
 
-  async insertToken(row: Database["api_tokens"]): Promise<void> {
+  async insertToken(row: Omit<Database["api_tokens"], "spending_controls"> & { spending_controls?: string | null }): Promise<void> {
     await this.db.insertInto("api_tokens").values(row).execute();
   }
 
@@ -344,7 +378,7 @@ export class Ledger {
   listTokens(projectId: string) {
     return this.db
       .selectFrom("api_tokens")
-      .select(["id", "project_id", "display_prefix", "permissions", "created_at", "expires_at", "revoked_at"])
+      .select(["id", "project_id", "display_prefix", "permissions", "created_at", "expires_at", "revoked_at", "spending_controls"])
       .where("project_id", "=", projectId)
       .orderBy("created_at")
       .execute();
@@ -362,6 +396,12 @@ export class Ledger {
     return (await this.db.executeQuery(withParameters(this.balanceQuery, [projectId]))).rows[0];
   }
 
+  /** The project's number of transactions (kept on its balance row). */
+  async transactionCount(projectId: string): Promise<number> {
+    const balance = await this.db.selectFrom("balances").select("tx_count").where("project_id", "=", projectId).executeTakeFirst();
+    return Number(balance?.tx_count ?? 0);
+  }
+
   /**
    * Newest first. The count N is read first; the page is positions (N - offset - limit, N - offset],
    * so a transaction recorded meanwhile (position > N) cannot shift the page, and any depth costs
@@ -372,15 +412,36 @@ export class Ledger {
     const total = balance?.tx_count ?? 0;
     const top = total - offset;
     if (top <= 0) return { rows: [], total };
+    // A failed or reversed transaction shows its payment's reason, and the payment's own row (its id is
+    // the payment's) its metadata: one primary-key lookup per row of the page.
     const rows = await this.db
-      .selectFrom("transactions")
-      .select(["id", "type", "status", "amount", "currency", "description", "merchant_name", "created_at", "completed_at"])
-      .where("project_id", "=", projectId)
-      .where("pos", "<=", top)
-      .where("pos", ">", top - limit)
-      .orderBy("pos", "desc")
+      .selectFrom("transactions as t")
+      .leftJoin("payments as p", "p.id", "t.payment_id")
+      .select(["t.id", "t.type", "t.status", "t.amount", "t.currency", "t.description", "t.merchant_name", "t.created_at", "t.completed_at", "p.failure_code", "p.failure_reason"])
+      .select(sql<string | null>`case when p.id = t.id then p.metadata end`.as("metadata"))
+      .where("t.project_id", "=", projectId)
+      .where("t.pos", "<=", top)
+      .where("t.pos", ">", top - limit)
+      .orderBy("t.pos", "desc")
       .execute();
     return { rows, total };
+  }
+
+  /**
+   * Spend per UTC day and payment type since a day ("YYYY-MM-DD"), counting payments that are open or
+   * completed (what left or is leaving), for the console's chart. An index range on (project, created_at).
+   */
+  async spendByDay(projectId: string, sinceDay: string) {
+    const rows = await this.db
+      .selectFrom("transactions")
+      .select((eb) => [sql<string>`substr(created_at, 1, 10)`.as("day"), "type", "currency", eb.fn.sum<number>("amount").as("amount")])
+      .where("project_id", "=", projectId)
+      .where("created_at", ">=", sinceDay)
+      .where("type", "in", ["payment", "x402_payment", "usdc_transfer"])
+      .where("status", "in", ["pending", "processing", "completed"])
+      .groupBy([sql`substr(created_at, 1, 10)`, "type", "currency"])
+      .execute();
+    return rows.map((r) => ({ day: r.day, type: r.type, currency: r.currency, amount: Number(r.amount) }));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -402,13 +463,32 @@ export class Ledger {
   async hold(input: NewPayment): Promise<HoldResult> {
     const total = input.amountMicros + input.feeMicros;
     if (!(Number.isSafeInteger(total) && total > 0)) throw new Error(`hold of invalid amount ${total}`);
-    const plan = this.holdPlan(input, total);
+    let windows: SpendWindow[] = [];
+    let approval = false;
+    if (input.controls) {
+      const judged = judgeStatic(input.controls, input.projectId, input.rail, input.amountMicros, this.clock());
+      if (judged.kind === "refused") return this.refuse(input, judged.refusal);
+      windows = judged.windows;
+      approval = judged.approval;
+    }
+    const plan = this.holdPlan(input, total, windows, approval);
     const balanceQuery = this.balanceQuery;
+    const db = this.db;
+    const amount = input.amountMicros;
     try {
       if (this.pgHolds) {
         // PostgreSQL: one call, with the other holds of the project asked for meanwhile (pgHolds.ts).
-        const o = await this.pgHolds.hold(input.projectId, { totalMicros: total, payment: plan.payment, transactions: plan.transactions, journal: plan.journal });
-        return o.held ? { kind: "held", payment: plan.payment } : { kind: "insufficient", availableMicros: o.availableMicros };
+        const o = await this.pgHolds.hold(input.projectId, {
+          totalMicros: total,
+          amountMicros: amount,
+          windows: windows.map((w) => ({ scope_id: w.scopeId, kind: w.kind, start: w.start, limit: w.limitMicros })),
+          payment: plan.payment,
+          transactions: plan.transactions,
+          journal: plan.journal,
+        });
+        if (o.held) return { kind: "held", payment: plan.payment };
+        if ("windowIndex" in o) return this.refuse(input, windowRefusal(windows[o.windowIndex]!, o.spentMicros, amount));
+        return { kind: "insufficient", availableMicros: o.availableMicros };
       }
       return await this.atomically(function* (): Steps<HoldResult> {
         const debited = (yield plan.debit)[0] as { tx_count: number } | undefined;
@@ -416,10 +496,19 @@ export class Ledger {
           const balance = (yield withParameters(balanceQuery, [input.projectId]))[0] as { available_micros: number } | undefined;
           return { kind: "insufficient", availableMicros: balance?.available_micros ?? 0 };
         }
+        // Each window's counter moves only if the amount still fits (a new window is a new row).
+        for (const w of windows) {
+          const moved = yield windowUpsert(w, amount);
+          if (moved.length === 0) {
+            const row = (yield db.selectFrom("spend_windows").select("spent_micros").where("scope_id", "=", w.scopeId).where("kind", "=", w.kind).where("window_start", "=", w.start).compile())[0] as { spent_micros: number } | undefined;
+            throw new WindowRefused(windowRefusal(w, Number(row?.spent_micros ?? 0), amount));
+          }
+        }
         for (const q of plan.records(Number(debited.tx_count))) yield q;
         return { kind: "held", payment: plan.payment };
       });
     } catch (err) {
+      if (err instanceof WindowRefused) return this.refuse(input, err.refusal);
       if (isUniqueViolation(err) && input.idempotencyKey !== null) {
         const existing = await this.findPaymentByKey(input.projectId, input.idempotencyKey);
         if (existing) return { kind: "duplicate", payment: existing };
@@ -428,14 +517,114 @@ export class Ledger {
     }
   }
 
+  /** A hold a control refused: nothing of it was written but its line in the refusal log. */
+  private async refuse(input: NewPayment, refusal: Refusal): Promise<HoldResult> {
+    await this.recordRefusal({ projectId: input.projectId, tokenId: input.controls?.tokenId ?? null, rail: input.rail, recipient: input.recipient, amountMicros: input.amountMicros, refusal });
+    return { kind: "refused", refusal };
+  }
+
+  /**
+   * Logs a refused payment attempt (no money moved) and deletes what falls beyond the newest
+   * REFUSALS_KEPT_MAX, in one write.
+   */
+  async recordRefusal(r: { projectId: string; tokenId: string | null; rail: string; recipient: string; amountMicros: number | null; refusal: Refusal }): Promise<void> {
+    const db = this.db;
+    const row = { project_id: r.projectId, token_id: r.tokenId, code: r.refusal.code, detail: r.refusal.detail, rail: r.rail, recipient: r.recipient.slice(0, 500), amount_micros: r.amountMicros, created_at: this.now() };
+    await this.atomically(function* (): Steps<void> {
+      const [inserted] = (yield db.insertInto("spending_refusals").values(row).returning("seq").compile()) as { seq: number }[];
+      yield db.deleteFrom("spending_refusals").where("seq", "<=", Number(inserted!.seq) - REFUSALS_KEPT_MAX).compile();
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Approvals: a held payment above its token's threshold waits (`approval = awaiting`), leased to
+  // nobody and due when its approval runs out. A decision is one conditional write on the row, so an
+  // approval and a denial or the timeout never both take effect; the worker does the rest (resumes an
+  // approved payment, fails a denied or expired one with its code), also after a restart.
+
+  /**
+   * Records a person's decision on an awaiting payment: approved (due at once), or denied. An approval
+   * after the payment's time ran out changes nothing. Returns the row, or undefined if it was not awaiting.
+   */
+  async decideApproval(id: string, decision: "approved" | "denied"): Promise<PaymentRow | undefined> {
+    const now = this.now();
+    let q = this.db
+      .updateTable("payments")
+      .set({ approval: decision, updated_at: now, ...(decision === "approved" ? { next_attempt_at: now } : { next_attempt_at: now }) })
+      .where("id", "=", id)
+      .where("approval", "=", "awaiting")
+      .where("status", "=", "pending");
+    if (decision === "approved") q = q.where("approval_until", ">", now);
+    return (await this.writeOne(q.returningAll().compile()))[0];
+  }
+
+  /** The worker's step for a payment that waits for approval; `handled: false` means the rail may advance it. */
+  async settleApproval(p: PaymentRow): Promise<{ handled: boolean; payment?: PaymentRow }> {
+    if (p.approval !== "awaiting" && p.approval !== "denied" && p.approval !== "expired") return { handled: false };
+    if (p.approval === "awaiting") {
+      // Not decided in time: expire it (conditional, so a concurrent approval or denial wins or loses whole).
+      if ((p.approval_until ?? "") > this.now()) return { handled: true };
+      const expired = await this.writeOne(this.db.updateTable("payments").set({ approval: "expired", updated_at: this.now() }).where("id", "=", p.id).where("approval", "=", "awaiting").returningAll().compile());
+      if (!expired[0]) return { handled: true };
+      p = expired[0];
+    }
+    const denied = p.approval === "denied";
+    const r = await this.resolve(p.id, "failed", {
+      failureCode: denied ? "approval_denied" : "approval_expired",
+      failureReason: denied ? "A person denied this payment; the amount and fee were credited back." : `Nobody approved this payment before ${p.approval_until}; the amount and fee were credited back.`,
+    });
+    return { handled: true, payment: r.payment };
+  }
+
+  /** Payments waiting for a person, oldest first. */
+  listAwaitingApprovals(opts: { projectId?: string; limit: number }) {
+    let q = this.db.selectFrom("payments").selectAll().where("approval", "=", "awaiting").where("status", "=", "pending").orderBy("created_at").limit(opts.limit);
+    if (opts.projectId) q = q.where("project_id", "=", opts.projectId);
+    return q.execute();
+  }
+
+  /** What is spent in each window (0 for a window without a row yet), in the order asked. */
+  async windowSpending(windows: { scopeId: string; kind: string; start: string }[]): Promise<number[]> {
+    if (windows.length === 0) return [];
+    const rows = await this.db
+      .selectFrom("spend_windows")
+      .selectAll()
+      .where((eb) => eb.or(windows.map((w) => eb.and([eb("scope_id", "=", w.scopeId), eb("kind", "=", w.kind), eb("window_start", "=", w.start)]))))
+      .execute();
+    return windows.map((w) => Number(rows.find((r) => r.scope_id === w.scopeId && r.kind === w.kind && r.window_start === w.start)?.spent_micros ?? 0));
+  }
+
+  /** Sets (or with null clears) the spending controls of a token or a project; false if there is none with that id. */
+  async setSpendingControls(scope: "token" | "project", id: string, controls: string | null): Promise<boolean> {
+    const r =
+      scope === "token"
+        ? await this.db.updateTable("api_tokens").set({ spending_controls: controls }).where("id", "=", id).executeTakeFirst()
+        : await this.db.updateTable("projects").set({ spending_controls: controls }).where("id", "=", id).executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
+  getToken(id: string) {
+    return this.db.selectFrom("api_tokens").select(["id", "project_id", "display_prefix", "permissions", "created_at", "expires_at", "revoked_at", "spending_controls"]).where("id", "=", id).executeTakeFirst();
+  }
+
+  /** The newest refusals, of one project or all, newest first. */
+  listRefusals(opts: { projectId?: string; limit: number }) {
+    let q = this.db.selectFrom("spending_refusals").selectAll().orderBy("seq", "desc").limit(opts.limit);
+    if (opts.projectId) q = q.where("project_id", "=", opts.projectId);
+    return q.execute();
+  }
+
   /**
    * The hold's rows — the payment, its two transactions and the journal movement — and, for the SQLite
    * batch, its statements: the conditional debit (its row gives the transactions' positions), then the
    * inserts (`records`). On PostgreSQL the rows go into one statement with the project's other holds
    * (pgHolds.ts).
    */
-  private holdPlan(input: NewPayment, total: number) {
+  private holdPlan(input: NewPayment, total: number, windows: SpendWindow[], approval: boolean) {
     const at = this.now();
+    // A payment awaiting approval belongs to no process: it is due when its approval runs out
+    // (the worker then fails it), or at once when a person approves it.
+    const approvalUntil = approval ? new Date(this.clock().getTime() + input.controls!.approvalTimeoutMs).toISOString() : null;
     const id = this.newId("txn");
     const feeTxnId = this.newId("txn");
     const status = input.status ?? "pending";
@@ -461,14 +650,21 @@ export class Ledger {
       response_json: null,
       rail_state: input.railState === undefined ? null : JSON.stringify(input.railState),
       failure_reason: null,
+      failure_code: null,
+      step_errors: 0,
       in_flight_until: input.inFlightUntil,
-      lease_owner: input.leaseOwner,
-      lease_until: input.leaseUntil ?? input.inFlightUntil,
-      next_attempt_at: input.leaseUntil ?? input.inFlightUntil,
+      lease_owner: approvalUntil ? null : input.leaseOwner,
+      lease_until: approvalUntil ? null : (input.leaseUntil ?? input.inFlightUntil),
+      next_attempt_at: approvalUntil ?? input.leaseUntil ?? input.inFlightUntil,
       attempts: 0,
       created_at: at,
       updated_at: at,
       completed_at: null,
+      metadata: input.metadata ? JSON.stringify(input.metadata) : null,
+      token_id: input.controls?.tokenId ?? null,
+      spend_windows: windows.length ? JSON.stringify(windows.map((w) => [w.scopeId, w.kind, w.start])) : null,
+      approval: approvalUntil ? "awaiting" : null,
+      approval_until: approvalUntil,
     };
     // Fee first so the rail transaction, inserted last, lists first among equal timestamps. Positions:
     // the rail transaction's is the debited count (`pos`), the fee's one less.
@@ -491,7 +687,7 @@ export class Ledger {
   /** Persists progress of an open payment (status pending → processing, hashes, rail state). */
   async updatePayment(
     id: string,
-    patch: Partial<Pick<PaymentRow, "status" | "tx_hash" | "provider_ref" | "estimated_arrival" | "response_json" | "rail_state" | "next_attempt_at" | "in_flight_until" | "lease_owner" | "lease_until" | "attempts" | "failure_reason">>,
+    patch: Partial<Pick<PaymentRow, "status" | "tx_hash" | "provider_ref" | "estimated_arrival" | "response_json" | "rail_state" | "next_attempt_at" | "in_flight_until" | "lease_owner" | "lease_until" | "attempts" | "failure_reason" | "failure_code" | "step_errors" | "recipient_json">>,
   ): Promise<PaymentRow> {
     const update = this.db.updateTable("payments").set({ ...patch, updated_at: this.now() }).where("id", "=", id).returningAll().compile();
     const processing = patch.status === "processing" ? this.db.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", id).where("status", "=", "pending").compile() : undefined;
@@ -565,6 +761,7 @@ export class Ledger {
         in_flight_until: null,
         ...(extra.txHash ? { tx_hash: extra.txHash } : {}),
         ...(extra.failureReason !== undefined ? { failure_reason: extra.failureReason } : {}),
+        ...(extra.failureCode !== undefined ? { failure_code: extra.failureCode } : {}),
         ...(extra.responseJson !== undefined ? { response_json: extra.responseJson } : {}),
       })
       .where("id", "=", id)
@@ -622,32 +819,37 @@ export class Ledger {
       .compile();
   }
 
-  /** A completed payment returned later (an ACH return): credited back in full, once. */
-  async reverse(id: string, reason: string): Promise<boolean> {
+  /**
+   * A completed payment returned later (an ACH return): the amount is credited back, once; the fee stays
+   * earned. The rail did its work, and the fee is on-chain in the treasury (swept when the payout
+   * completed) while only the amount comes back to the wallet: crediting the fee too would show money
+   * the wallet does not hold (decisions.md, "No fee refund on a return"). The fee transaction stays
+   * `completed`; only the rail transaction becomes `reversed`. `reason` is the human message (the
+   * return code and its meaning), `failureCode` the stable code shown beside it.
+   */
+  async reverse(id: string, reason: string, failureCode: FailureCode = "ach_returned"): Promise<boolean> {
     const at = this.now();
     return this.db.transaction().execute(async (trx) => {
       if (this.dialect === "postgres") await trx.executeQuery(this.balanceLockOf(id));
       const row = await trx
         .updateTable("payments")
-        .set({ status: "reversed", updated_at: at, failure_reason: reason })
+        .set({ status: "reversed", updated_at: at, failure_reason: reason, failure_code: failureCode })
         .where("id", "=", id)
         .where("status", "=", "completed")
         .returningAll()
         .executeTakeFirst();
       if (!row) return false;
-      const total = row.amount_micros + row.fee_micros;
       const p = row.project_id;
       await trx
         .updateTable("balances")
-        .set((eb) => ({ available_micros: eb("available_micros", "+", total), total_spent_micros: eb("total_spent_micros", "-", total) }))
+        .set((eb) => ({ available_micros: eb("available_micros", "+", row.amount_micros), total_spent_micros: eb("total_spent_micros", "-", row.amount_micros) }))
         .where("project_id", "=", p)
         .execute();
       await this.journal(trx, "reverse", [
         { account: account.payouts, projectId: null, amountMicros: -row.amount_micros },
-        { account: account.fees, projectId: null, amountMicros: -row.fee_micros },
-        { account: account.available(p), projectId: p, amountMicros: total },
+        { account: account.available(p), projectId: p, amountMicros: row.amount_micros },
       ], at);
-      await trx.updateTable("transactions").set({ status: "reversed" }).where("payment_id", "=", id).execute();
+      await trx.updateTable("transactions").set({ status: "reversed" }).where("id", "=", id).execute();
       return true;
     });
   }
@@ -728,10 +930,13 @@ export class Ledger {
     }
   }
 
-  /** Releases several of `owner`'s leases, each with its next attempt, in one atomic write. */
-  async releaseLeases(leases: { id: string; nextAttemptAt: string }[], owner: string): Promise<void> {
+  /**
+   * Releases several of `owner`'s leases, each with its next attempt (and, after a failed step, the
+   * payment's count of failed steps), in one atomic write.
+   */
+  async releaseLeases(leases: LeaseRelease[], owner: string): Promise<void> {
     if (leases.length === 0) return;
-    const release = (l: { id: string; nextAttemptAt: string }) => this.releaseStatement(l.id, owner, l.nextAttemptAt);
+    const release = (l: LeaseRelease) => this.releaseStatement(l.id, owner, l.nextAttemptAt, l.stepErrors);
     if (leases.length === 1) return void (await this.writeOne(release(leases[0]!)));
     await this.atomically(function* (): Steps<void> {
       for (const l of leases) yield release(l);
@@ -742,8 +947,13 @@ export class Ledger {
     return this.releaseLeases([{ id, nextAttemptAt }], owner);
   }
 
-  private releaseStatement(id: string, owner: string, nextAttemptAt: string) {
-    return this.db.updateTable("payments").set({ lease_owner: null, lease_until: null, next_attempt_at: nextAttemptAt }).where("id", "=", id).where("lease_owner", "=", owner).compile();
+  private releaseStatement(id: string, owner: string, nextAttemptAt: string, stepErrors?: number) {
+    return this.db
+      .updateTable("payments")
+      .set({ lease_owner: null, lease_until: null, next_attempt_at: nextAttemptAt, ...(stepErrors === undefined ? {} : { step_errors: stepErrors }) })
+      .where("id", "=", id)
+      .where("lease_owner", "=", owner)
+      .compile();
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -834,6 +1044,17 @@ export class Ledger {
     const r = await this.db.insertInto("webhook_events").values({ id, source, received_at: this.now() }).onConflict((oc) => oc.column("id").doNothing()).returning("id").executeTakeFirst();
     return r !== undefined;
   }
+}
+
+/**
+ * Adds `amount` to a window's counter if it still fits under the limit: a row for a new window, else
+ * `spent + amount <= limit` or nothing (no row returned).
+ */
+function windowUpsert(w: SpendWindow, amount: number): CompiledQuery {
+  return CompiledQuery.raw(
+    `insert into "spend_windows" ("scope_id", "kind", "window_start", "spent_micros") values (?, ?, ?, ?) on conflict ("scope_id", "kind", "window_start") do update set "spent_micros" = "spend_windows"."spent_micros" + excluded."spent_micros" where "spend_windows"."spent_micros" + excluded."spent_micros" <= ? returning "spent_micros"`,
+    [w.scopeId, w.kind, w.start, amount, w.limitMicros],
+  );
 }
 
 /** Moves a deposit out of `seen` (to credited or dropped), once: the row, or undefined if it had left. */

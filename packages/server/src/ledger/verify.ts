@@ -2,7 +2,7 @@
  * `verify-ledger`: recomputes every balance from the journal and checks the invariants of
  * DESIGN §4. Returns the list of problems; an empty list means the ledger is consistent.
  */
-import { sql } from "kysely";
+import { PostgresAdapter, sql } from "kysely";
 import type { Db } from "./db.ts";
 import { account } from "./store.ts";
 
@@ -57,6 +57,24 @@ export async function verifyLedger(db: Db): Promise<{ ok: boolean; problems: Led
     }
   }
   const countBy = new Map(counts.map((c) => [c.project_id, Number(c.n)]));
+  // SQLite: the per-day counts kept by triggers (migration 0008) equal the rows they count; a filtered
+  // list's total_count reads them.
+  // PostgreSQL has no such table: it counts the rows when asked.
+  // Decided by dialect, not by introspection: listing tables reads every schema in the database, and
+  // one being dropped meanwhile (by another tenant or test) fails the listing.
+  const kept = !(db.getExecutor().adapter instanceof PostgresAdapter);
+  const counters = kept
+    ? await sql<{ project_id: string; day: string; type: string; status: string; kept: number | null; actual: number | null }>`
+        select coalesce(c.project_id, t.project_id) as project_id, coalesce(c.day, t.day) as day, coalesce(c.type, t.type) as type,
+          coalesce(c.status, t.status) as status, c.n as kept, t.n as actual
+        from (select project_id, substr(created_at, 1, 10) as day, type, status, count(*) as n from transactions group by 1, 2, 3, 4) t
+        full outer join transaction_counts c on c.project_id = t.project_id and c.day = t.day and c.type = t.type and c.status = t.status
+        where coalesce(c.n, 0) <> coalesce(t.n, 0)
+        limit 20`.execute(db)
+    : { rows: [] };
+  for (const c of counters.rows) {
+    problems.push({ check: "transaction_counts_match", detail: `project ${c.project_id}, ${c.day}, ${c.type}/${c.status}: counted ${c.kept ?? 0}, rows ${c.actual ?? 0}` });
+  }
   // Sum of a money column per project over the rows in the given statuses.
   const sumBy = async (table: "deposits" | "payments", column: "amount_micros" | "amount_micros + fee_micros", op: "in" | "not in", statuses: string[]) => {
     const rows = await db
@@ -71,6 +89,17 @@ export async function verifyLedger(db: Db): Promise<{ ok: boolean; problems: Led
   const pendingBy = await sumBy("deposits", "amount_micros", "in", ["seen"]);
   const spentBy = await sumBy("payments", "amount_micros + fee_micros", "not in", ["failed", "reversed"]);
   const openBy = await sumBy("payments", "amount_micros + fee_micros", "in", ["pending", "processing"]);
+  // A return keeps the fee (its transaction stays `completed`), so a reversed payment's fee is still spent.
+  // Returns recorded before that rule refunded the fee too and marked its transaction `reversed`.
+  const keptFees = await db
+    .selectFrom("payments")
+    .innerJoin("transactions", "transactions.id", "payments.fee_txn_id")
+    .select(["payments.project_id", sql<number>`cast(sum(payments.fee_micros) as bigint)`.as("s")])
+    .where("payments.status", "=", "reversed")
+    .where("transactions.status", "!=", "reversed")
+    .groupBy("payments.project_id")
+    .execute();
+  for (const k of keptFees) spentBy.set(k.project_id, (spentBy.get(k.project_id) ?? 0) + Number(k.s));
   for (const b of balances) {
     const p = b.project_id;
     const expect = (check: string, row: number, derived: number) => {

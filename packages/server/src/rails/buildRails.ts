@@ -18,10 +18,10 @@ export async function buildRails(ctx: AppContext, chain: ChainRuntime, opts: { f
   const relayer = createRelayer(ctx.ledger, chain, ctx.logger, ctx.custody, { maxPendingTxs: ctx.config.chain.relayerMaxPendingTxs });
   await relayer.syncNonce();
   const legDeps = { ctx, chain, relayer, onFinal: opts.onFinal };
-  const rails: Rails = { chain, relayer, fiatProvider: opts.fiatProvider, byName: { usdc_transfer: createUsdcRail(legDeps) } };
+  const rails: Rails = { chain, relayer, fiatProvider: opts.fiatProvider, byName: { usdc_transfer: createUsdcRail(legDeps) }, onFinal: opts.onFinal };
   const fiatRail = opts.fiatProvider ? createFiatRail({ ...legDeps, provider: opts.fiatProvider }) : undefined;
   if (fiatRail) rails.byName.fiat = fiatRail;
   // The off-ramp's address is ours too: an x402 payTo there is refused like a project wallet.
-  rails.x402 = createX402Rail({ ...legDeps, otherOwnAddresses: opts.fiatProvider ? [opts.fiatProvider.depositAddress] : [] });
+  rails.x402 = createX402Rail({ ...legDeps, otherOwnAddresses: opts.fiatProvider?.depositAddress ? [opts.fiatProvider.depositAddress] : [] });
   return { rails, fiatRail };
 }

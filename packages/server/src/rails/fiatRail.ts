@@ -3,27 +3,102 @@
  * pays USD by ACH. The platform fee is swept to the treasury only once the payout completed, so a
  * failed payout (refunded on-chain by the provider) leaves nothing of the project's elsewhere.
  * Outcomes arrive by the provider's webhook (a hint, checked with the provider) or by polling.
- * A payout returned after completion (ACH return) moves the payment to `reversed`, credited back.
+ * A payout returned after completion (ACH return) moves the payment to `reversed`: the amount is credited
+ * back, the fee stays earned (it is in the treasury, and the off-ramp refunds only the amount).
  */
 import type { BankRecipient } from "@agentwallet/api";
 import type { Address } from "viem";
 import type { PaymentRow } from "../ledger/store.ts";
-import type { FiatProvider } from "./fiat/provider.ts";
+import { type FiatProvider, FiatProviderError, type Payout } from "./fiat/provider.ts";
 import type { Hex } from "viem";
 import type { Authorization } from "./eip3009.ts";
-import { type LegDeps, checkLeg, checkRelayed, legState, relayTransfers, startLeg } from "./onchainLeg.ts";
+import { type LegDeps, checkLeg, checkRelayed, legFailure, legState, relayTransfers, startLeg } from "./onchainLeg.ts";
 import type { AdvanceResult, Rail } from "./rails.ts";
+import type { FailureCode } from "../ledger/failureCodes.ts";
 
 export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: (p: PaymentRow, outcome: "completed" | "failed" | "reversed") => void }) {
   const { ctx, provider } = d;
+  const pollMs = provider.pollIntervalMs ?? 1_000;
+
+  async function fail(payment: PaymentRow, code: FailureCode, reason: string): Promise<AdvanceResult> {
+    const r = await ctx.ledger.resolve(payment.id, "failed", { failureCode: code, failureReason: reason.slice(0, 500) });
+    if (r.changed) d.onFinal?.(r.payment, "failed");
+    return { done: true };
+  }
+
+  /** The ledger notes where the USDC is while a refund is under way (the payment's failure_reason). */
+  async function noteWhere(payment: PaymentRow, payout: Payout): Promise<void> {
+    if (payout.note && payout.note !== payment.failure_reason) await ctx.ledger.updatePayment(payment.id, { failure_reason: payout.note.slice(0, 500) });
+  }
+
+  /**
+   * `payout_first` (Bridge): the payout is created first (its deposit address and amount persisted
+   * before anything is signed), then exactly that USDC goes on-chain, then the payout's state decides.
+   */
+  async function advancePayoutFirst(payment: PaymentRow): Promise<AdvanceResult> {
+    if (payment.status === "pending" && !payment.provider_ref) {
+      const project = await ctx.ledger.getProject(payment.project_id);
+      let payout: Payout;
+      try {
+        payout = await provider.createPayout({
+          reference: payment.id,
+          amountCents: payment.amount_units,
+          recipient: JSON.parse(payment.recipient_json!) as BankRecipient,
+          refundAddress: project!.wallet_address as Address,
+        });
+      } catch (err) {
+        if (err instanceof FiatProviderError && err.kind === "refused") return fail(payment, "payout_refused", `${err.message}; nothing was sent, the amount and fee were credited back.`);
+        // Unavailable: the settlement retry rule backs off and, nothing being sent, bounds it (retries_exhausted).
+        throw err;
+      }
+      // Invariant: sign for exactly the amount held, to the address the provider named, or nothing.
+      if (!payout.deposit || payout.deposit.amountMicros !== payment.amount_micros) {
+        return fail(payment, "payout_refused", `The off-ramp asked for ${payout.deposit ? `${payout.deposit.amountMicros} micro-USDC` : "no USDC deposit"} for a payout of ${payment.amount_micros}; nothing was sent`);
+      }
+      const r = JSON.parse(payment.recipient_json!) as BankRecipient;
+      await ctx.ledger.updatePayment(payment.id, {
+        provider_ref: payout.payoutId,
+        rail_state: JSON.stringify({ stage: "payout_created", deposit: payout.deposit }),
+        // The provider holds the bank details now: keep only the last four digits of the account.
+        recipient_json: JSON.stringify({ ...r, account_number: `****${r.account_number.slice(-4)}` }),
+      });
+      return { done: false, retryInMs: 0 };
+    }
+    if (payment.status === "pending") {
+      const state = JSON.parse(payment.rail_state!) as { deposit: { address: Address; amountMicros: number } };
+      await startLeg(d, payment, [{ to: state.deposit.address, micros: state.deposit.amountMicros }], { ...state, stage: "usdc_leg" });
+      return { done: false, retryInMs: 250 };
+    }
+    if (payment.status !== "processing") return { done: true };
+    const state = legState(payment)!;
+    if (state.stage === "usdc_leg") {
+      const leg = await checkLeg(d, payment);
+      if (leg === "pending") return { done: false, retryInMs: 500 };
+      // Nothing moved: the transfer at the provider waits for funds that never come.
+      if (leg !== "confirmed") {
+        const f = legFailure(leg, payment.tx_hash, "the off-ramp");
+        return fail(payment, f.failureCode, f.failureReason);
+      }
+      await ctx.ledger.updatePayment(payment.id, { rail_state: JSON.stringify({ ...state, stage: "payout" }) });
+    }
+    return applyPayout(payment);
+  }
 
   async function applyPayout(payment: PaymentRow): Promise<AdvanceResult> {
     const payout = await provider.getPayout(payment.provider_ref!);
-    if (!payout || payout.status === "processing") return { done: false, retryInMs: 1_000 };
-    if (payout.status === "failed") {
-      const r = await ctx.ledger.resolve(payment.id, "failed", { failureReason: payout.reason });
-      if (r.changed) d.onFinal?.(r.payment, "failed");
-      return { done: true };
+    if (!payout || payout.status === "processing") {
+      if (payout) await noteWhere(payment, payout);
+      return { done: false, retryInMs: pollMs };
+    }
+    // `refunded` before it was ever seen paid out: the USDC is back in the project wallet, so the hold
+    // is released. Seen paid out before, it completes and is reversed below instead.
+    const seenPaidOut = legState(payment)?.paidOut === true || legState(payment)?.feeSweep !== undefined;
+    if (payout.status === "failed" || (payout.status === "refunded" && !seenPaidOut)) {
+      return fail(payment, payout.refused ? "payout_refused" : "payout_failed", payout.reason ?? `The payout ${payout.refused ? "was refused by" : "failed at"} ${provider.name}; the amount and fee were credited back.`);
+    }
+    if (provider.flow === "payout_first" && !seenPaidOut) {
+      // Remembered before anything else: a refund read later is then a return (reversed), never a failure.
+      payment = await ctx.ledger.updatePayment(payment.id, { rail_state: JSON.stringify({ ...legState(payment)!, paidOut: true }) });
     }
     // completed or returned: the USD went out, so the fee is earned: sweep it to the treasury
     // (a relayed authorization of its own), and complete once that is confirmed on-chain.
@@ -39,23 +114,30 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
       const swept = await checkRelayed(d, payment, sweep.hash, sweep.transfers, (t) => ({ rail_state: JSON.stringify({ ...state, feeSweep: { ...sweep, hash: t.hash } }) }));
       if (swept === "pending") return { done: false, retryInMs: 500 };
       if (swept !== "confirmed") {
-        // The sweep can no longer be mined and moved nothing: sign a fresh one next time.
+        // The sweep can no longer be mined and moved nothing: sign a fresh one next time, after the
+        // retry rule's growing delay (thrown so it counts: a sweep that keeps reverting must not spin).
         await ctx.ledger.updatePayment(payment.id, { rail_state: JSON.stringify({ ...state, feeSweep: undefined }) });
-        return { done: false, retryInMs: 250 };
+        throw new Error(`the fee sweep ${swept} (transaction ${sweep.hash}); a fresh one is signed on the next try`);
       }
     }
     const r = await ctx.ledger.resolve(payment.id, "completed");
     if (r.changed) d.onFinal?.(r.payment, "completed");
-    if (payout.status === "returned" && (await ctx.ledger.reverse(payment.id, payout.reason ?? "returned"))) {
+    // Asked again now that the payment is completed: a return that came after the read above was
+    // announced by a webhook that, finding the payment still open, only woke this worker; the
+    // answer read before the completion would lose it for good.
+    const backWithUs = (x: Payout | undefined) => x?.status === "returned" || x?.status === "refunded";
+    const now = backWithUs(payout) ? payout : await provider.getPayout(payment.provider_ref!);
+    if (now && backWithUs(now) && (await ctx.ledger.reverse(payment.id, now.reason ?? "returned", "ach_returned"))) {
       d.onFinal?.(payment, "reversed");
-    }
+    } else if (payout.note) await noteWhere(r.payment, payout);
     return { done: true };
   }
 
   const rail: Rail & { onProviderHint(payoutId: string, wake: () => void): Promise<void> } = {
     async advance(payment) {
+      if (provider.flow === "payout_first") return advancePayoutFirst(payment);
       if (payment.status === "pending" && !payment.tx_hash) {
-        await startLeg(d, payment, [{ to: provider.depositAddress, micros: payment.amount_micros }], { stage: "usdc_leg" });
+        await startLeg(d, payment, [{ to: provider.depositAddress!, micros: payment.amount_micros }], { stage: "usdc_leg" });
         return { done: false, retryInMs: 250 };
       }
       if (payment.status !== "processing") return { done: true };
@@ -63,7 +145,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
         const leg = await checkLeg(d, payment);
         if (leg === "pending") return { done: false, retryInMs: 500 };
         if (leg !== "confirmed") {
-          const r = await ctx.ledger.resolve(payment.id, "failed", { failureReason: `on-chain transfer to the off-ramp ${leg}` });
+          const r = await ctx.ledger.resolve(payment.id, "failed", legFailure(leg, payment.tx_hash, "the off-ramp"));
           if (r.changed) d.onFinal?.(r.payment, "failed");
           return { done: true };
         }
@@ -93,7 +175,9 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
         wake();
       } else if (payment.status === "completed") {
         const payout = await provider.getPayout(payoutId);
-        if (payout?.status === "returned" && (await ctx.ledger.reverse(payment.id, payout.reason ?? "returned"))) d.onFinal?.(payment, "reversed");
+        // Credited back once the USDC is back with us: `returned` (sandbox) or `refunded` (Bridge).
+        if ((payout?.status === "returned" || payout?.status === "refunded") && (await ctx.ledger.reverse(payment.id, payout.reason ?? "returned", "ach_returned"))) d.onFinal?.(payment, "reversed");
+        else if (payout) await noteWhere(payment, payout);
       }
     },
   };

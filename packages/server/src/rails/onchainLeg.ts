@@ -6,6 +6,7 @@
  */
 import type { Address, Hex } from "viem";
 import type { AppContext } from "../context.ts";
+import type { FailureCode } from "../ledger/failureCodes.ts";
 import type { PaymentRow } from "../ledger/store.ts";
 import type { Relayer } from "../chain/relayer.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
@@ -78,6 +79,13 @@ export function startLeg(d: LegDeps, payment: PaymentRow, transfers: Transfer[],
 /** The payment row's new state once its main leg is stored. */
 export function legPatch(t: { hash: Hex; nonce: number; auths: Authorization[] }, extraState: Record<string, unknown> = {}) {
   return { status: "processing", tx_hash: t.hash, rail_state: JSON.stringify({ ...extraState, transfers: t.auths, relayNonce: t.nonce } satisfies LegState) };
+}
+
+/** The failure code and message of a leg that can no longer move the money (reverted or expired). */
+export function legFailure(status: "reverted" | "expired", txHash: string | null, to: string): { failureCode: FailureCode; failureReason: string } {
+  return status === "reverted"
+    ? { failureCode: "onchain_reverted", failureReason: `The USDC transfer to ${to} reverted on-chain${txHash ? ` in transaction ${txHash}` : ""} and moved nothing; the amount and fee were credited back.` }
+    : { failureCode: "authorization_expired", failureReason: `The transfer authorization to ${to} expired before it was mined; nothing moved, the amount and fee were credited back.` };
 }
 
 export function checkLeg(d: LegDeps, payment: PaymentRow): Promise<LegStatus> {

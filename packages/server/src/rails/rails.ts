@@ -6,7 +6,7 @@
 import type { Relayer } from "../chain/relayer.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
 import type { PayRequest, PayResponse, X402PayRequest, X402PayResponse } from "@agentwallet/api";
-import type { Principal } from "../http/auth.ts";
+import type { Principal } from "../domain/principal.ts";
 import type { PaymentRow } from "../ledger/store.ts";
 import type { FiatProvider } from "./fiat/provider.ts";
 
@@ -22,7 +22,8 @@ export interface X402Rail extends Rail {
   /** `POST /v1/pay` with a URL recipient; permissions already checked. */
   pay(principal: Principal, body: PayRequest & { recipient: string }): Promise<{ httpStatus: number; body: PayResponse; replayed: boolean }>;
   /** Deprecated `POST /v1/x402/pay`; permissions already checked. */
-  payLegacy(principal: Principal, body: X402PayRequest): Promise<{ httpStatus: number; body: X402PayResponse }>;
+  /** `idempotencyKey`: from the `Idempotency-Key` header (the deprecated body has no such field). */
+  payLegacy(principal: Principal, body: X402PayRequest, idempotencyKey?: string | null): Promise<{ httpStatus: number; body: X402PayResponse; replayed: boolean }>;
 }
 
 export type Rails = {
@@ -31,4 +32,6 @@ export type Rails = {
   relayer: Relayer;
   fiatProvider?: FiatProvider;
   byName: Partial<Record<PaymentRow["rail"], Rail>>;
+  /** Told of every payment that reached a final state outside a rail (settlementRetry.ts): metrics. */
+  onFinal?: (p: PaymentRow, outcome: "failed") => void;
 };

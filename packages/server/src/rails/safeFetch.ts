@@ -44,6 +44,7 @@ import type { Duplex } from "node:stream";
 import { Client, Pool, buildConnector } from "undici";
 import { checkAddress, ipLiteralFromHostname } from "./ipPolicy.ts";
 import { SafeFetchError } from "./safeFetchErrors.ts";
+import { carriesServiceToken } from "../tokens.ts";
 
 /** Node's `dns.lookup` with `{ all: true }`; tests inject one that resolves names to loopback. */
 export type LookupFunction = (
@@ -57,6 +58,12 @@ export type SafeFetchOptions = {
   readonly allowHttp?: boolean;
   /** Skip the public-address checks (loopback, private...). Default false; only sandbox and tests set it. */
   readonly allowPrivateNetworks?: boolean;
+  /**
+   * Non-public targets allowed all the same, as `address:port` of the address dialled (`127.0.0.1:4021`,
+   * `[::1]:4021`): the sandbox's own demo merchant and facilitator. Read at each request, so the list may
+   * grow after the fetcher is built. Default none.
+   */
+  readonly allowedTargets?: readonly string[];
   /** One deadline for DNS + connect + response headers + body, in ms. */
   readonly timeoutMs?: number;
   /** Largest response body accepted, in bytes; a larger one fails with `response_too_large`. */
@@ -81,6 +88,7 @@ export type SafeFetchOptions = {
 export const SAFE_FETCH_DEFAULTS = {
   allowHttp: false,
   allowPrivateNetworks: false,
+  allowedTargets: [] as readonly string[],
   /** Long enough for a slow paid API on another continent, short enough to hold a payment hold briefly. */
   timeoutMs: 10_000,
   /** x402 resources are API responses; 1 MiB is generous and bounds memory per in-flight payment. */
@@ -171,7 +179,7 @@ async function safeFetch(
     const url = parseTarget(request, limits);
     const headers = buildHeaders(request.headers, callOptions.serviceHeaders, limits);
     if (!prepared) {
-      const address = await resolveTarget(url.hostname, limits, deadline);
+      const address = await resolveTarget(url, limits, deadline);
       const x: Exchange = { url, address, method, headers, body, limits, deadline };
       return await exchange(x, kept ? kept.route(x) : freshRoute(x));
     }
@@ -193,8 +201,8 @@ function prepare(limits: Limits, target: string): PreparedRequest {
   const dialled: Promise<Dialled> = (async () => {
     try {
       const url = parseTarget({ url: target, method: "GET" }, limits);
-      const address = await resolveTarget(url.hostname, limits, deadline);
-      const connect = pinnedConnector({ address, limits, deadline }, { connected: false });
+      const address = await resolveTarget(url, limits, deadline);
+      const connect = pinnedConnector({ url, address, limits, deadline }, { connected: false });
       // The options undici itself passes for this origin (undici/lib/dispatcher/client.js, connect()).
       const options = { host: url.host, hostname: url.hostname, protocol: url.protocol, port: url.port, servername: null, localAddress: null };
       return await new Promise<Dialled>((resolve) => {
@@ -239,6 +247,7 @@ function checkBody(request: SafeFetchRequest, method: SafeFetchMethod, limits: L
   if (request.body === undefined) return null;
   if (typeof request.body !== "string") throw invalidRequest("The request body must be a string.");
   if (method === "GET") throw invalidRequest("A GET request cannot have a body; use POST or PUT.");
+  if (carriesServiceToken(request.body)) throw invalidRequest("The request body carries an Agent Wallet API token; it is never sent to payment targets.");
   const bytes = Buffer.from(request.body, "utf8");
   if (bytes.length > limits.maxRequestBodyBytes) {
     throw invalidRequest(
@@ -275,6 +284,7 @@ function parseTarget(request: SafeFetchRequest, limits: Limits): URL {
     );
   }
   if (url.hostname === "") throw new SafeFetchError("url_invalid", "The URL has no host.");
+  if (carriesServiceToken(request.url)) throw invalidRequest("The URL carries an Agent Wallet API token; it is never sent to payment targets.");
   url.hash = "";
   return url;
 }
@@ -311,7 +321,6 @@ const PAYMENT_HEADERS: ReadonlySet<string> = new Set(["x-payment", "payment-sign
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
-const SERVICE_TOKEN = /aw_(live|test)_/;
 
 function buildHeaders(
   callerHeaders: SafeFetchRequest["headers"],
@@ -333,7 +342,7 @@ function buildHeaders(
     if (PAYMENT_HEADERS.has(name)) {
       throw invalidRequest(`Header '${name}' is set by the service when it pays; remove it from the request.`);
     }
-    if (SERVICE_TOKEN.test(value)) {
+    if (carriesServiceToken(value)) {
       throw invalidRequest(
         `Header '${name}' carries an Agent Wallet API token; it is never sent to payment targets.`,
       );
@@ -387,10 +396,11 @@ function normaliseHeaders(
 
 // --- 2. host ---------------------------------------------------------------------------------------------
 
-async function resolveTarget(hostname: string, limits: Limits, deadline: Deadline): Promise<string> {
+async function resolveTarget(url: URL, limits: Limits, deadline: Deadline): Promise<string> {
+  const hostname = url.hostname;
   const literal = ipLiteralFromHostname(hostname);
   if (literal !== null) {
-    if (!limits.allowPrivateNetworks) {
+    if (!limits.allowPrivateNetworks && !allowedTarget(literal, url, limits)) {
       const verdict = checkAddress(literal);
       if (!verdict.public) {
         throw hostNotAllowed(`The target address ${literal} is not allowed (${verdict.reason}).`);
@@ -398,20 +408,28 @@ async function resolveTarget(hostname: string, limits: Limits, deadline: Deadlin
     }
     return literal;
   }
-  if (!limits.allowPrivateNetworks && isLocalhostName(hostname)) {
+  if (!limits.allowPrivateNetworks && limits.allowedTargets.length === 0 && isLocalhostName(hostname)) {
     throw hostNotAllowed(`The target host ${hostname} is a local name.`);
   }
   const addresses = await lookupAll(limits.lookup, hostname, deadline, limits.timeoutMs);
   if (!limits.allowPrivateNetworks) {
     for (const address of addresses) {
       const verdict = checkAddress(address);
-      if (!verdict.public) {
+      if (!verdict.public && !allowedTarget(address, url, limits)) {
         throw hostNotAllowed(`The target host ${hostname} resolves to ${address} (${verdict.reason}).`);
       }
     }
   }
   // Every address passed; dial the first, in the order the resolver gave them.
   return addresses[0]!;
+}
+
+/** The dialled address and the URL's port are one of `allowedTargets`. */
+function allowedTarget(address: string, url: URL, limits: Limits): boolean {
+  if (limits.allowedTargets.length === 0) return false;
+  const port = url.port || (url.protocol === "https:" ? "443" : "80");
+  const host = address.includes(":") ? `[${address}]` : address;
+  return limits.allowedTargets.includes(`${host}:${port}`);
 }
 
 function isLocalhostName(hostname: string): boolean {
@@ -535,7 +553,7 @@ class KeptConnections {
         ...dispatcherOptions(this.limits),
         connections: KEPT_CONNECTIONS_PER_ORIGIN,
         // Each connection dials the address checked for the request that opened it: the key's address.
-        connect: pinnedConnector({ address: x.address, limits: this.limits, deadline: { remainingMs: () => this.limits.timeoutMs } }, { connected: false }),
+        connect: pinnedConnector({ url: x.url, address: x.address, limits: this.limits, deadline: { remainingMs: () => this.limits.timeoutMs } }, { connected: false }),
         keepAliveTimeout: KEPT_IDLE_MS,
         keepAliveMaxTimeout: KEPT_IDLE_MS,
       });
@@ -578,7 +596,7 @@ function handOver(prepared: Dialled, dialled: { connected: boolean }): buildConn
  * Dials exactly `x.address`, whatever host name undici asks for; TLS still verifies the certificate for the
  * URL's host name (undici derives the servername from the origin, which is unchanged).
  */
-function pinnedConnector(x: { address: string; limits: Limits; deadline: Pick<Deadline, "remainingMs"> }, dialled: { connected: boolean }): buildConnector.connector {
+function pinnedConnector(x: { url: URL; address: string; limits: Limits; deadline: Pick<Deadline, "remainingMs"> }, dialled: { connected: boolean }): buildConnector.connector {
   const connect = buildConnector({
     timeout: Math.max(1, x.deadline.remainingMs()),
     maxCachedSessions: 0,
@@ -588,7 +606,7 @@ function pinnedConnector(x: { address: string; limits: Limits; deadline: Pick<De
     },
   } as buildConnector.BuildOptions);
   return (options, callback) => {
-    if (!x.limits.allowPrivateNetworks) {
+    if (!x.limits.allowPrivateNetworks && !allowedTarget(x.address, x.url, x.limits)) {
       const verdict = checkAddress(x.address);
       if (!verdict.public) {
         callback(hostNotAllowed(`The target address ${x.address} is not allowed (${verdict.reason}).`), null);

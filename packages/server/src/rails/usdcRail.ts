@@ -5,7 +5,7 @@
  */
 import type { Address } from "viem";
 import type { PaymentRow } from "../ledger/store.ts";
-import { type LegDeps, checkLeg, startLeg } from "./onchainLeg.ts";
+import { type LegDeps, checkLeg, legFailure, startLeg } from "./onchainLeg.ts";
 import type { AdvanceResult, Rail } from "./rails.ts";
 
 export function createUsdcRail(d: LegDeps & { onFinal?: (p: PaymentRow, outcome: "completed" | "failed") => void }): Rail {
@@ -21,7 +21,7 @@ export function createUsdcRail(d: LegDeps & { onFinal?: (p: PaymentRow, outcome:
       const status = await checkLeg(d, payment);
       if (status === "pending") return { done: false, retryInMs: 500 };
       const outcome = status === "confirmed" ? "completed" : "failed";
-      const r = await d.ctx.ledger.resolve(payment.id, outcome, { failureReason: outcome === "failed" ? `on-chain transfer ${status}` : null });
+      const r = await d.ctx.ledger.resolve(payment.id, outcome, status === "confirmed" ? { failureReason: null } : legFailure(status, payment.tx_hash, "the recipient"));
       if (r.changed) d.onFinal?.(r.payment, outcome);
       return { done: true };
     },

@@ -9,7 +9,7 @@ import { getDepositAddress } from "../services/getDepositAddress.ts";
 import { ALL_PERMISSIONS, createToken } from "../services/tokens.ts";
 import { hashToken } from "../tokens.ts";
 
-export type SandboxDemo = { projectId: string; token: string; depositAddress: string };
+export type SandboxDemo = { projectId: string; token: string; tokenId: string; depositAddress: string };
 
 export async function ensureSandboxDemo(ctx: AppContext): Promise<SandboxDemo> {
   const file = join(ctx.config.dataDir, "sandbox-demo.json");
@@ -18,12 +18,12 @@ export async function ensureSandboxDemo(ctx: AppContext): Promise<SandboxDemo> {
     const token = await ctx.ledger.findTokenByHash(hashToken(saved.token));
     if (token && !token.revoked_at && token.project_id === saved.projectId) {
       const { address } = await getDepositAddress(ctx, saved.projectId);
-      return { ...saved, depositAddress: address };
+      return { ...saved, tokenId: token.id, depositAddress: address };
     }
   }
   const project = (await ctx.ledger.listProjects()).find((p) => p.name === "Demo project") ?? (await ctx.ledger.createProject({ name: "Demo project", plan: "free" }));
-  const { token } = await createToken(ctx, { projectId: project.id, permissions: ALL_PERMISSIONS, mode: "test" });
+  const { id: tokenId, token } = await createToken(ctx, { projectId: project.id, permissions: ALL_PERMISSIONS, mode: "test" });
   writeFileSync(file, JSON.stringify({ projectId: project.id, token }, null, 2), { mode: 0o600 });
   const { address } = await getDepositAddress(ctx, project.id);
-  return { projectId: project.id, token, depositAddress: address };
+  return { projectId: project.id, token, tokenId, depositAddress: address };
 }

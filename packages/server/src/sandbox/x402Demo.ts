@@ -4,6 +4,8 @@
  * charges for `GET|POST /paid`, both on loopback. Loaded from the devchain package dynamically: never
  * on the production path.
  */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { ChainRuntime } from "../chain/runtime.ts";
 
 /** $0.01 in test USDC per request: small enough to pay many times from a 1 USDC fund. */
@@ -11,7 +13,12 @@ export const DEMO_PRICE_MICROS = 10_000;
 
 export type X402Demo = { facilitatorUrl: string; merchantUrl: string; paidUrl: string; priceMicros: number; stop(): Promise<void> };
 
-export async function startX402Demo(chain: ChainRuntime): Promise<X402Demo> {
+/**
+ * The merchant keeps its port across restarts (kept in `x402-demo.json` in the data directory), so a URL
+ * copied from the banner or the README keeps working. If another process took that port meanwhile, the
+ * merchant takes a free one and `onPortTaken` is told.
+ */
+export async function startX402Demo(chain: ChainRuntime, opts: { dataDir?: string; onPortTaken?: (port: number) => void } = {}): Promise<X402Demo> {
   const sandbox = chain.sandbox;
   const settler = sandbox?.accounts.facilitator;
   const payTo = sandbox?.accounts.merchant;
@@ -20,7 +27,19 @@ export async function startX402Demo(chain: ChainRuntime): Promise<X402Demo> {
   // The facilitator first: the v2 merchant reads its /supported at start-up.
   const facilitator = await startFacilitator({ rpcUrl: sandbox.rpcUrl, privateKey: settler.privateKey });
   try {
-    const merchant = await startMerchantV2({ facilitatorUrl: facilitator.url, payTo: payTo.address, usdcAddress: chain.client.usdcAddress, priceMicros: BigInt(DEMO_PRICE_MICROS) });
+    const start = (port: number | undefined) =>
+      startMerchantV2({ facilitatorUrl: facilitator.url, payTo: payTo.address, usdcAddress: chain.client.usdcAddress, priceMicros: BigInt(DEMO_PRICE_MICROS), port });
+    const file = opts.dataDir ? join(opts.dataDir, "x402-demo.json") : undefined;
+    const keptPort = file ? readKeptPort(file) : undefined;
+    let merchant;
+    try {
+      merchant = await start(keptPort);
+    } catch (err) {
+      if (keptPort === undefined || (err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
+      opts.onPortTaken?.(keptPort);
+      merchant = await start(undefined);
+    }
+    if (file) writeFileSync(file, `${JSON.stringify({ merchant_port: Number(new URL(merchant.url).port) })}\n`);
     return {
       facilitatorUrl: facilitator.url,
       merchantUrl: merchant.url,
@@ -34,5 +53,15 @@ export async function startX402Demo(chain: ChainRuntime): Promise<X402Demo> {
   } catch (err) {
     await facilitator.stop();
     throw err;
+  }
+}
+
+function readKeptPort(file: string): number | undefined {
+  if (!existsSync(file)) return undefined;
+  try {
+    const port = (JSON.parse(readFileSync(file, "utf8")) as { merchant_port?: unknown }).merchant_port;
+    return typeof port === "number" && Number.isInteger(port) && port > 0 && port < 65536 ? port : undefined;
+  } catch {
+    return undefined; // unreadable: a fresh port, written anew
   }
 }

@@ -3,7 +3,7 @@
  * authenticated this request (token → project → balance), so the answer costs no second round trip.
  */
 import type { Balance } from "@agentwallet/api";
-import type { Principal } from "../http/auth.ts";
+import type { Principal } from "../domain/principal.ts";
 
 export function getBalance(principal: Principal): Balance {
   const b = principal.balance;

@@ -1,22 +1,51 @@
-/** GET /v1/transactions: newest first by creation time, `seq` as the stable tie-break. */
-import type { TransactionList } from "@agentwallet/api";
+/**
+ * GET /v1/transactions: newest first. Without filters or a cursor, a page is a range of positions
+ * (store.ts), and after a cursor the positions below it; with filters, the ranges of transactionReads.ts,
+ * newest first by creation time, and total_count counts the matching rows.
+ */
+import type { Transaction, TransactionList } from "@agentwallet/api";
 import type { AppContext } from "../context.ts";
+import { failureFields } from "./payments/render.ts";
+import { type Cursor, type ListedRow, type TransactionFilter, countFilteredTransactions, listBeforePosition, listFilteredTransactions } from "../ledger/transactionReads.ts";
 
-export async function listTransactions(ctx: AppContext, projectId: string, limit: number, offset: number): Promise<TransactionList> {
-  const { rows, total } = await ctx.ledger.listTransactions(projectId, limit, offset);
+export type ListQuery = {
+  limit: number;
+  offset: number;
+  /** Absent when the caller gave no filter. */
+  filter?: TransactionFilter;
+  cursor?: Cursor;
+};
+
+export async function listTransactions(ctx: AppContext, projectId: string, q: ListQuery): Promise<TransactionList> {
+  if (!q.filter && !q.cursor) {
+    const { rows, total } = await ctx.ledger.listTransactions(projectId, q.limit, q.offset);
+    return { transactions: rows.map(renderTransaction), total_count: total, has_more: q.offset + rows.length < total };
+  }
+  if (!q.filter) {
+    // A cursor alone: the plain list's order (by position), continued below the cursor's row.
+    const [page, total] = await Promise.all([listBeforePosition(ctx.ledger.db, projectId, q.cursor!.pos, q.limit), ctx.ledger.transactionCount(projectId)]);
+    return { transactions: page.rows.map(renderTransaction), total_count: total, has_more: page.hasMore };
+  }
+  const [page, total] = await Promise.all([
+    listFilteredTransactions(ctx.ledger.db, projectId, q.filter, { limit: q.limit, offset: q.offset, cursor: q.cursor }),
+    countFilteredTransactions(ctx.ledger.db, ctx.ledger.dialect, projectId, q.filter),
+  ]);
+  return { transactions: page.rows.map(renderTransaction), total_count: total, has_more: page.hasMore };
+}
+
+/** A list item. `metadata` appears on a payment's own row only (null elsewhere). */
+export function renderTransaction(r: Omit<ListedRow, "payment_id" | "metadata"> & { metadata?: string | null }): Transaction {
   return {
-    transactions: rows.map((r) => ({
-      id: r.id,
-      type: r.type as TransactionList["transactions"][number]["type"],
-      status: r.status as TransactionList["transactions"][number]["status"],
-      amount: r.amount,
-      currency: r.currency,
-      description: r.description,
-      merchant_name: r.merchant_name,
-      created_at: r.created_at,
-      completed_at: r.completed_at,
-    })),
-    total_count: total,
-    has_more: offset + rows.length < total,
+    id: r.id,
+    type: r.type as Transaction["type"],
+    status: r.status as Transaction["status"],
+    amount: r.amount,
+    currency: r.currency,
+    description: r.description,
+    merchant_name: r.merchant_name,
+    created_at: r.created_at,
+    completed_at: r.completed_at,
+    ...failureFields(r),
+    metadata: r.metadata ? (JSON.parse(r.metadata) as Record<string, string>) : null,
   };
 }

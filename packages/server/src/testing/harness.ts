@@ -15,6 +15,8 @@ import { getDepositAddress } from "../services/getDepositAddress.ts";
 
 export type TestServer = {
   baseUrl: string;
+  /** The server's data directory (its sandbox.json lets the CLI reach the same chain). */
+  dataDir: string;
   projectId: string;
   /** read,pay,x402 */
   token: string;
@@ -60,6 +62,7 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
   const token = await mint(["read", "pay", "x402"]);
   return {
     baseUrl: server.baseUrl,
+    dataDir,
     projectId: project.id,
     token,
     createToken: mint,

@@ -4,8 +4,9 @@
  * leases make every `pending`/`processing` payment claimable again, so each reaches a final state.
  */
 import type { AppContext } from "../context.ts";
-import { RelayerBusyError, StaleStepError } from "../chain/relayer.ts";
+import type { LeaseRelease } from "../ledger/store.ts";
 import type { Rails } from "../rails/rails.ts";
+import { handleStepError } from "../rails/settlementRetry.ts";
 import type { Logger } from "pino";
 import { type Loop, startLoop } from "./loop.ts";
 
@@ -24,21 +25,39 @@ export function createPaymentWorker(ctx: AppContext, rails: Rails, o: PaymentWor
    */
   async function runOnce(): Promise<number> {
     const claimed = await ctx.ledger.claimDuePayments(owner, leaseMs, batchMax);
-    const releases: { id: string; nextAttemptAt: string }[] = [];
+    const releases: LeaseRelease[] = [];
     await Promise.all(
       claimed.map(async (p) => {
         const rail = p.rail === "x402" ? rails.x402 : rails.byName[p.rail];
         let retryInMs = Math.min(backoffMaxMs, 500 * 2 ** Math.min(p.attempts, 6));
+        let stepErrors: number | undefined;
         try {
+          // A payment waiting for a person: nothing to do until it is decided or its time runs out.
+          const approval = await ctx.ledger.settleApproval(p);
+          if (approval.handled) {
+            if (approval.payment?.status === "failed") return rails.onFinal?.(approval.payment, "failed");
+            retryInMs = Math.max(1_000, Date.parse(p.approval_until ?? "") - ctx.clock().getTime());
+            throw new ApprovalWait();
+          }
           if (!rail) throw new Error(`no ${p.rail} rail configured`);
           const r = await rail.advance(p);
           if (r.done) return;
           retryInMs = r.retryInMs ?? retryInMs;
         } catch (err) {
-          if (err instanceof StaleStepError) ctx.logger.debug({ payment_id: p.id }, "payment advanced elsewhere; looking again later");
-          else if (!(err instanceof RelayerBusyError)) ctx.logger.warn({ err, payment_id: p.id, attempts: p.attempts }, "payment step failed; will retry");
+          if (err instanceof ApprovalWait) {
+            releases.push({ id: p.id, nextAttemptAt: new Date(ctx.clock().getTime() + retryInMs).toISOString(), stepErrors: undefined });
+            return;
+          }
+          // One rule for every failed step (settlementRetry.ts): fail it now, or back off and count.
+          const o = await handleStepError(ctx, p, err, rails.onFinal).catch((e: unknown) => {
+            ctx.logger.warn({ err: e, payment_id: p.id }, "payment step failed; will retry");
+            return { kind: "retry" as const, inMs: retryInMs, stepErrors: undefined };
+          });
+          if (o.kind === "final") return;
+          if (o.kind === "stale") ctx.logger.debug({ payment_id: p.id }, "payment advanced elsewhere; looking again later");
+          else ({ inMs: retryInMs, stepErrors } = o);
         }
-        releases.push({ id: p.id, nextAttemptAt: new Date(ctx.clock().getTime() + retryInMs).toISOString() });
+        releases.push({ id: p.id, nextAttemptAt: new Date(ctx.clock().getTime() + retryInMs).toISOString(), stepErrors });
       }),
     );
     await ctx.ledger.releaseLeases(releases, owner);
@@ -63,3 +82,6 @@ export function startPaymentWorkerLoop(worker: ReturnType<typeof createPaymentWo
   }, logger);
   return loop;
 }
+
+/** Thrown to leave a payment that waits for approval untouched until its time runs out. */
+class ApprovalWait extends Error {}

@@ -7,6 +7,7 @@
  * memory that the database does not also hold: a payment sent to a thread that dies is still leased
  * in the ledger, and the worker takes it up when the lease expires.
  */
+import type { BridgeSettings } from "../rails/fiat/bridgeProvider.ts";
 import { Worker } from "node:worker_threads";
 import type { Logger } from "pino";
 import type { Address, Hex } from "viem";
@@ -17,6 +18,8 @@ import type { ChainRuntime } from "../chain/runtime.ts";
 import type { PaymentRow } from "../ledger/store.ts";
 import type { Rails } from "../rails/rails.ts";
 import { createDispatcher } from "../services/payments/dispatcher.ts";
+import { resendLostLegs } from "../rails/lostLegs.ts";
+import { startLoop } from "./loop.ts";
 import { createPaymentWorker, startPaymentWorkerLoop } from "./paymentWorker.ts";
 
 export type Settlement = {
@@ -38,10 +41,17 @@ export type Settlement = {
 export function startInlineSettlement(ctx: AppContext, rails: Rails): Settlement {
   const dispatcher = createDispatcher(ctx);
   const loop = startPaymentWorkerLoop(createPaymentWorker(ctx, rails), ctx.config.workers.workerIntervalMs, ctx.logger);
+  // Nonces the chain lost would hold back every later relayer transaction: filled here (relayer.ts, "Gaps").
+  // Completed payments whose lost transaction could only be replaced are then sent again (lostLegs.ts).
+  const gaps = startLoop("relayer-gaps", ctx.config.chain.relayerGapCheckMs, async () => {
+    await rails.relayer.closeGaps();
+    await resendLostLegs({ ctx, chain: rails.chain, relayer: rails.relayer });
+  }, ctx.logger);
   return {
     dispatch: (p) => dispatcher.submit(p),
     kick: () => loop.kick(),
     async stop() {
+      await gaps.stop();
       await loop.stop();
       await dispatcher.drain();
     },
@@ -62,7 +72,7 @@ export type SettlementThreadData = {
 };
 
 /** The chain side, sent once the request thread has it (the thread loads its code meanwhile). */
-export type SettlementChain = { settings: ChainSettings; relayerKey: Hex; relayerAddress: Address; treasuryAddress: Address; offrampKey: Hex | undefined };
+export type SettlementChain = { settings: ChainSettings; relayerKey: Hex; relayerAddress: Address; treasuryAddress: Address; offrampKey: Hex | undefined; fiatBridge?: BridgeSettings };
 
 export type SettlementMessage = { type: "ready" } | { type: "final"; rail: string; outcome: string } | { type: "stopped" };
 export type SettlementCommand = { type: "start"; chain: SettlementChain } | { type: "dispatch"; payments: PaymentRow[] } | { type: "kick" } | { type: "stop" };
@@ -88,7 +98,7 @@ export type SettlementThreadOptions = {
 
 export type SettlementThread = Settlement & {
   /** Gives the thread the chain; it follows payments once it has opened everything (`ready`). */
-  connect(chain: ChainRuntime): void;
+  connect(chain: ChainRuntime, extra?: { fiatBridge?: BridgeSettings }): void;
 };
 
 /**
@@ -156,9 +166,9 @@ export function startSettlementThread(o: SettlementThreadOptions): SettlementThr
   spawn();
 
   return {
-    connect(runtime) {
+    connect(runtime, extra) {
       if (chain || stopping) return;
-      chain = { settings: runtime.client.settings, relayerKey: runtime.relayerKey, relayerAddress: runtime.relayerAddress, treasuryAddress: runtime.treasuryAddress, offrampKey: runtime.sandbox?.offrampKey };
+      chain = { settings: runtime.client.settings, relayerKey: runtime.relayerKey, relayerAddress: runtime.relayerAddress, treasuryAddress: runtime.treasuryAddress, offrampKey: runtime.sandbox?.offrampKey, fiatBridge: extra?.fiatBridge };
       send({ type: "start", chain });
     },
     ready: () => (isReady ? Promise.resolve() : new Promise((r) => readyWaiters.push(r))),

@@ -13,7 +13,7 @@ import { createLogger, loadCustody, openLedger } from "../deps.ts";
 import { createMemoryRateLimiter } from "../http/rateLimit.ts";
 import { newId, systemClock } from "../ids.ts";
 import { buildRails } from "../rails/buildRails.ts";
-import { createSandboxFiatProvider } from "../rails/fiat/sandboxProvider.ts";
+import { buildFiatProvider } from "../rails/fiat/buildFiatProvider.ts";
 import { type SettlementChain, type SettlementCommand, type SettlementMessage, type SettlementThreadData, startInlineSettlement } from "./settlement.ts";
 
 const data = workerData as SettlementThreadData;
@@ -52,9 +52,7 @@ async function start(chainData: SettlementChain) {
   const chain: ChainRuntime = { client, relayerKey: chainData.relayerKey, relayerAddress: chainData.relayerAddress, treasuryAddress: chainData.treasuryAddress };
   // The sandbox off-ramp keeps its payouts in the ledger; this instance submits and reads them, the
   // request thread's delivers their webhooks.
-  const fiatProvider = chainData.offrampKey
-    ? createSandboxFiatProvider({ ledger, chain: client, privateKey: chainData.offrampKey, webhookSecret: config.webhooks.fiatSecret ?? "", delayMs: config.fiat.sandboxDelayMs, logger })
-    : undefined;
+  const fiatProvider = buildFiatProvider({ config, ledger, chain: client, logger, offrampKey: chainData.offrampKey, bridge: chainData.fiatBridge })?.provider;
   const { rails } = await buildRails(ctx, chain, { fiatProvider, onFinal: (p, outcome) => post({ type: "final", rail: p.rail, outcome }) });
   ctx.rails = rails;
   const settlement = startInlineSettlement(ctx, rails);

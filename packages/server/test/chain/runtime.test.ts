@@ -31,3 +31,29 @@ test("behavior: chainState memory keeps no file", async () => {
   expect(chain.sandbox!.statePath).toBeUndefined();
   expect(existsSync(join(config.dataDir, "chain-state.json"))).toBe(false);
 });
+
+test("behavior: SANDBOX_CHAIN_RPC_URL uses a chain that runs apart, writes no state for it and never stops it", async () => {
+  const { startDevChain } = await import("@agentwallet/devchain");
+  const dev = await startDevChain();
+  try {
+    const dir = mkdtempSync(join(tmpdir(), "aw-runtime-"));
+    dirs.push(dir);
+    const config = loadConfig({ AGENTWALLET_DATA_DIR: dir, SANDBOX_CHAIN_RPC_URL: dev.rpcUrl });
+    const chain = await startChainRuntime(config);
+    expect(chain.sandbox!.rpcUrl).toBe(dev.rpcUrl);
+    expect(chain.client.usdcAddress).toBe(dev.usdcAddress);
+    expect(chain.sandbox!.statePath).toBeUndefined();
+    await chain.sandbox!.mint(chain.relayerAddress, 5n);
+    await chain.sandbox!.stop();
+    // Still answering: the sandbox stopped only what it started.
+    expect(await chain.client.usdcBalance(chain.relayerAddress)).toBe(5n);
+  } finally {
+    await dev.stop();
+  }
+});
+
+test("error: live mode refuses SANDBOX_CHAIN_RPC_URL", () => {
+  expect(() =>
+    loadConfig({ BASE_RPC_URL: "http://127.0.0.1:1", SANDBOX_CHAIN_RPC_URL: "http://127.0.0.1:2", AGENTWALLET_MASTER_MNEMONIC: "x", RELAYER_PRIVATE_KEY: "0x1", TREASURY_ADDRESS: "0x1" }),
+  ).toThrow(/SANDBOX_CHAIN_RPC_URL is for the sandbox only/);
+});

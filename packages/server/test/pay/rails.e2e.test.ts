@@ -69,17 +69,22 @@ describe("payments end to end on a real chain (usdc_transfer and fiat rails)", (
     expect((await settled(bad.id, ["failed"])).status).toBe("failed");
     expect((await settled(ret.id, ["reversed"])).status).toBe("reversed");
     const after = Balance.parse((await call("GET", "/v1/balance")).json);
-    // Only the completed one costs anything: 10.25 USD + 0.21 fee = 10,460,000 micro-USDC.
-    expect(before.available - after.available).toBe(10_460_000);
+    // The completed one costs 10.25 USD + 0.21 fee; the returned one its 0.08 fee: 10,540,000 micro-USDC.
+    expect(before.available - after.available).toBe(10_540_000);
     const list = TransactionList.parse((await call("GET", "/v1/transactions?limit=6")).json);
     const byStatus = list.transactions.map((t) => [t.type, t.status, t.amount, t.currency]);
     expect(byStatus).toEqual(expect.arrayContaining([
       ["payment", "completed", 1025, "usd"], ["platform_fee", "completed", 21, "usd"],
       ["payment", "failed", 300, "usd"], ["platform_fee", "failed", 6, "usd"],
-      ["payment", "reversed", 400, "usd"], ["platform_fee", "reversed", 8, "usd"],
+      ["payment", "reversed", 400, "usd"], ["platform_fee", "completed", 8, "usd"],
     ]));
     // The off-ramp's on-chain refunds are not taken for deposits.
     expect(after.total_funded).toBe(before.total_funded);
+    // Each says why, with the bank's own words.
+    const why = new Map(list.transactions.map((t) => [t.id, [t.failure_code, t.failure_message]]));
+    expect(why.get(ok.id)).toEqual([undefined, undefined]);
+    expect(why.get(bad.id)).toEqual(["payout_failed", expect.stringMatching(/^R03/)]);
+    expect(why.get(ret.id)).toEqual(["ach_returned", expect.stringMatching(/^R01/)]);
   });
 
   test("deprecated endpoints run through the same core with their own shapes; /v1/payments replays with 200", async () => {
@@ -124,7 +129,7 @@ describe("payments end to end on a real chain (usdc_transfer and fiat rails)", (
     expect(res.json.detail).toMatch(/^Insufficient balance: available \d+\.\d{6} USDC, required 102000\.000000 USDC \(amount 100000\.000000 \+ fee 2000\.000000\)/);
   });
 
-  test("the ledger verifies and, with no payment open, the wallet on-chain equals available (less fees owed back on reversals)", async () => {
+  test("the ledger verifies and, with no payment open, the wallet on-chain equals available + held", async () => {
     await poll("no open payments", async () => {
       const open = await s.server.ctx.ledger.db.selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
       return open.length === 0 ? true : undefined;
@@ -132,8 +137,7 @@ describe("payments end to end on a real chain (usdc_transfer and fiat rails)", (
     expect((await verifyLedger(s.server.ctx.ledger.db)).problems).toEqual([]);
     const bal = Balance.parse((await call("GET", "/v1/balance")).json);
     const onChain = await chain().usdcBalance(bal.wallet_address as Address);
-    const reversedFees = await s.server.ctx.ledger.db.selectFrom("payments").select("fee_micros").where("status", "=", "reversed").execute();
-    const owed = reversedFees.reduce((a, r) => a + r.fee_micros, 0);
-    expect(Number(onChain)).toBe(bal.available - owed);
+    const b = (await s.server.ctx.ledger.getBalance(s.projectId))!;
+    expect(Number(onChain)).toBe(b.available_micros + b.held_micros);
   });
 });

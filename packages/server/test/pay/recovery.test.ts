@@ -1,7 +1,7 @@
 import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { verifyLedger } from "../../src/ledger/verify.ts";
-import { type Principal } from "../../src/http/auth.ts";
+import { type Principal } from "../../src/domain/principal.ts";
 import { usdcIntent } from "../../src/services/payments/parsePay.ts";
 import { legState, relayTransfers } from "../../src/rails/onchainLeg.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";

@@ -2,7 +2,7 @@
 // USDC payment (1,000 micro-USDC + 20 fee) for ledger-level tests of the dispatcher and the worker; a
 // paying principal for holds made directly; and a bounded wait until a payment is final.
 import type { AppContext } from "../../src/context.ts";
-import type { Principal } from "../../src/http/auth.ts";
+import type { Principal } from "../../src/domain/principal.ts";
 import type { NewPayment, PaymentRow } from "../../src/ledger/store.ts";
 
 export async function fundedProject(ctx: AppContext): Promise<string> {

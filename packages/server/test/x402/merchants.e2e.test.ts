@@ -175,4 +175,30 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (database) => {
       target.close();
     }
   });
+
+  test("behavior: a paused project reads back its x402 payments by key (paid and free), and nothing new is requested or signed", async () => {
+    const paid = await w.post("/v1/pay", { recipient: `${v2.url}/paid`, max_amount_usdc: Number(PRICE_V2_MICROS), idempotency_key: `paused-paid-${database}` });
+    expect(paid.status, JSON.stringify(paid.body)).toBe(200);
+    expect(await w.settle(paid.body.id as string)).toBe("completed");
+    const free = await w.post("/v1/pay", { recipient: `${v2.url}/free`, idempotency_key: `paused-free-${database}` });
+    expect(free.status).toBe(200);
+    await w.ctx.ledger.setPaused(w.server.projectId, true);
+    try {
+      const signaturesBefore = w.signatures.count();
+      const replayPaid = await w.post("/v1/pay", { recipient: `${v2.url}/paid`, max_amount_usdc: Number(PRICE_V2_MICROS), idempotency_key: `paused-paid-${database}` });
+      expect(replayPaid.status).toBe(200);
+      expect(replayPaid.headers.get("idempotent-replayed")).toBe("true");
+      expect(replayPaid.body).toMatchObject({ id: paid.body.id, status: "completed" });
+      const replayFree = await w.post("/v1/pay", { recipient: `${v2.url}/free`, idempotency_key: `paused-free-${database}` });
+      expect(replayFree.status).toBe(200);
+      expect(replayFree.headers.get("idempotent-replayed")).toBe("true");
+      expect(replayFree.body).toEqual(free.body);
+      const fresh = await w.post("/v1/pay", { recipient: `${v2.url}/paid`, max_amount_usdc: Number(PRICE_V2_MICROS), idempotency_key: `paused-new-${database}` });
+      expect(fresh.status).toBe(403);
+      expect(fresh.body.code).toBe("project_paused");
+      expect(w.signatures.count()).toBe(signaturesBefore);
+    } finally {
+      await w.ctx.ledger.setPaused(w.server.projectId, false);
+    }
+  });
 });

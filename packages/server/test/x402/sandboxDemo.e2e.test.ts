@@ -32,7 +32,7 @@ async function startSandbox(): Promise<string> {
   child.stdout!.on("data", (d) => (out += d));
   child.stderr!.on("data", (d) => (out += d));
   return new Promise((resolveBanner, reject) => {
-    const timer = setTimeout(() => reject(new Error(`sandbox did not print the x402 demo within 30 s:\n${out}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`sandbox did not print the x402 demo within 60 s:\n${out}`)), 60_000);
     child!.stdout!.on("data", () => {
       if (/curl -s \S+\/v1\/pay .*'\n/.test(out)) {
         clearTimeout(timer);
@@ -71,4 +71,12 @@ test("behavior: the printed fund command and curl pay the demo merchant through 
   expect(info.facilitator_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   expect(info.demo_merchant_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   expect(JSON.parse(body!).recipient).toBe(`${info.demo_merchant_url}/paid`);
-});
+
+  // The sandbox pays exactly the loopback targets it runs itself: not the chain's RPC, not its own API.
+  for (const target of [info.rpc_url, `${base}/metrics`, `${base}/v1/balance`]) {
+    const refused = await fetch(`${base}/v1/x402/pay`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ url: target, method: "POST", body: "{}", max_amount_usdc: 10_000 }) });
+    expect(refused.status, target).toBe(400);
+    expect(((await refused.json()) as { code: string }).code).toBe("host_not_allowed");
+  }
+  // Spawns the sandbox and the CLI: tens of seconds on a loaded machine.
+}, 180_000);

@@ -22,10 +22,12 @@ import type { FiatProvider, Payout, PayoutStatus } from "./provider.ts";
 
 export const SANDBOX_FAIL_ACCOUNT = "1111000000";
 export const SANDBOX_RETURN_ACCOUNT = "2222000000";
+/** The sandbox off-ramp refuses payouts to this account itself (refunding the USDC), as a provider refuses bank details. */
+export const SANDBOX_REFUSE_ACCOUNT = "3333000000";
 
 type Stored = Payout & { amountCents: number; accountNumber: string; refundAddress: Address; dueAt: number; returnAt: number | null; refundTx: string | null; delivered: PayoutStatus | null };
 
-export type SandboxFiatProvider = FiatProvider & { tick(): Promise<void>; setWebhookUrl(url: string): void };
+export type SandboxFiatProvider = FiatProvider & { depositAddress: Address; tick(): Promise<void>; setWebhookUrl(url: string): void };
 
 export function createSandboxFiatProvider(deps: { ledger: Ledger; chain: ChainClient; privateKey: Hex; webhookSecret: string; delayMs: number; logger: Logger }): SandboxFiatProvider {
   const account = privateKeyToAccount(deps.privateKey);
@@ -39,7 +41,7 @@ export function createSandboxFiatProvider(deps: { ledger: Ledger; chain: ChainCl
     return v ? (JSON.parse(v) as Stored) : undefined;
   };
   const save = (p: Stored) => deps.ledger.setKv(key(p.payoutId), JSON.stringify(p));
-  const view = (p: Stored): Payout => ({ payoutId: p.payoutId, reference: p.reference, status: p.status, reason: p.reason });
+  const view = (p: Stored): Payout => ({ payoutId: p.payoutId, reference: p.reference, status: p.status, reason: p.reason, ...(p.refused ? { refused: true } : {}) });
 
   async function refund(p: Stored): Promise<void> {
     if (p.refundTx) return;
@@ -109,6 +111,11 @@ export function createSandboxFiatProvider(deps: { ledger: Ledger; chain: ChainCl
               await refund(p);
               p.status = "failed";
               p.reason = "R03: No account / unable to locate account";
+            } else if (p.accountNumber === SANDBOX_REFUSE_ACCOUNT) {
+              await refund(p);
+              p.status = "failed";
+              p.refused = true;
+              p.reason = `The sandbox off-ramp does not pay out to account ${SANDBOX_REFUSE_ACCOUNT}; the USDC was refunded.`;
             } else {
               p.status = "completed";
               if (p.accountNumber === SANDBOX_RETURN_ACCOUNT) p.returnAt = now + deps.delayMs;

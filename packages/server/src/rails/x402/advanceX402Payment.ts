@@ -12,6 +12,7 @@
  */
 import type { Hex } from "viem";
 import type { AppContext } from "../../context.ts";
+import type { FailureCode } from "../../ledger/failureCodes.ts";
 import type { PaymentRow } from "../../ledger/store.ts";
 import { type LegDeps, checkRelayed, relayTransfers } from "../onchainLeg.ts";
 import type { AdvanceResult } from "../rails.ts";
@@ -30,7 +31,7 @@ export async function advanceX402Payment(d: X402Deps, payment: PaymentRow): Prom
   switch (state.stage) {
     case "held":
       // The request stopped between the hold and the signature: nothing exists that could pay.
-      await fail(d, payment, "The request ended before the payment was signed; nothing was sent, the amount and fee were credited back.");
+      await fail(d, payment, "x402_not_sent", "The request ended before the payment was signed; nothing was sent, the amount and fee were credited back.");
       return { done: true };
     case "signed":
       return watchAuthorization(d, payment, state);
@@ -51,7 +52,7 @@ async function watchAuthorization(d: X402Deps, payment: PaymentRow, state: X402S
     return { done: false, retryInMs: Math.min(WATCH_INTERVAL_MS_MAX, Math.max(WATCH_INTERVAL_MS_MIN, standing.secondsLeft * 1_000)) };
   }
   if (standing.kind === "expired") {
-    await fail(d, payment, "The merchant did not settle the signed authorization before it expired (validBefore passed on-chain); the amount and fee were credited back.");
+    await fail(d, payment, "x402_not_settled", "The merchant did not settle the signed authorization before it expired (validBefore passed on-chain); the amount and fee were credited back.");
     return { done: true };
   }
   // Used: the transaction is found by its event; a node that lags on logs gets another look.
@@ -85,9 +86,10 @@ export async function sweepFeeAndComplete(d: X402Deps, payment: PaymentRow, stat
     }));
     if (swept === "pending") return { done: false, retryInMs: 500 };
     if (swept !== "confirmed") {
-      // That sweep can no longer be mined and moved nothing: a fresh one is signed next time.
+      // That sweep can no longer be mined and moved nothing: a fresh one is signed next time, after the
+      // retry rule's growing delay (thrown so it counts: a sweep that keeps reverting must not spin).
       await d.ctx.ledger.updatePayment(payment.id, { rail_state: JSON.stringify({ ...state, feeSweep: undefined } satisfies X402State) });
-      return { done: false, retryInMs: 250 };
+      throw new Error(`the fee sweep ${swept} (transaction ${sweep.hash}); a fresh one is signed on the next try`);
     }
   }
   const r = await d.ctx.ledger.resolve(payment.id, "completed", { txHash: state.settlement!.txHash });
@@ -95,8 +97,8 @@ export async function sweepFeeAndComplete(d: X402Deps, payment: PaymentRow, stat
   return { done: true };
 }
 
-export async function fail(d: X402Deps, payment: PaymentRow, reason: string): Promise<PaymentRow> {
-  const r = await d.ctx.ledger.resolve(payment.id, "failed", { failureReason: reason });
+export async function fail(d: X402Deps, payment: PaymentRow, code: FailureCode, reason: string): Promise<PaymentRow> {
+  const r = await d.ctx.ledger.resolve(payment.id, "failed", { failureCode: code, failureReason: reason });
   if (r.changed) d.onFinal?.(r.payment, "failed");
   return r.payment;
 }

@@ -16,7 +16,7 @@
 import { randomBytes } from "node:crypto";
 import type { PayResponse } from "@agentwallet/api";
 import type { AppContext } from "../../context.ts";
-import { conflict } from "../../http/errors.ts";
+import { conflict } from "../../domain/errors.ts";
 
 export type KeyClaim = {
   /** Gives the key up: nothing was recorded under it. */
@@ -64,6 +64,14 @@ export async function claimIdempotencyKey(ctx: AppContext, projectId: string, ke
     if (taken) return { kind: "claimed", claim };
   }
   throw conflict("idempotency_in_flight", `A request with idempotency_key "${key}" is still being processed. Retry in a few seconds to get its result.`);
+}
+
+/** The free reply kept under the key, if one is (read only: nothing is claimed). */
+export async function keptPassThrough(ctx: AppContext, projectId: string, key: string): Promise<PayResponse | undefined> {
+  const row = await ctx.ledger.db.selectFrom("kv").select("value").where("key", "=", `${KEY_PREFIX}${projectId}:${key}`).executeTakeFirst();
+  if (!row) return undefined;
+  const stored = JSON.parse(row.value) as Stored;
+  return stored.state === "passthrough" && (stored.expires === undefined || stored.expires > ctx.clock().toISOString()) ? stored.body : undefined;
 }
 
 /**

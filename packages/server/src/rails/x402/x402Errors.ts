@@ -17,7 +17,7 @@
  * | `x402_amount_invalid`              | 400    | amount is not a plain positive integer up to 100 USDC              |
  * | `x402_payment_required_invalid`    | 502    | the 402 answer carries no readable payment requirements            |
  */
-import { ApiError } from "../../http/errors.ts";
+import { ApiError } from "../../domain/errors.ts";
 import { SafeFetchError } from "../safeFetchErrors.ts";
 
 export const X402_REFUSAL_CODES = [

@@ -15,18 +15,19 @@ import { type PayResponse, type ProxiedResponse, type X402PayRequest, type X402P
 import type { PaymentRequired } from "@x402/core/types";
 import { type Address, type Hex, getAddress } from "viem";
 import type { AppContext } from "../../context.ts";
-import type { Principal } from "../../http/auth.ts";
-import { badRequest } from "../../http/errors.ts";
+import { type Principal, requireActive } from "../../domain/principal.ts";
+import { badRequest } from "../../domain/errors.ts";
 import type { PaymentRow, ProjectRow } from "../../ledger/store.ts";
 import { feeFor } from "../../money.ts";
 import { findReplay, insufficient } from "../../services/payments/createPayment.ts";
+import { type RecipientOf, holdControlsOf, judgeStatic, refusalError } from "../../domain/spending.ts";
 import { renderPay, renderX402 } from "../../services/payments/render.ts";
 import type { X402Rail } from "../rails.ts";
 import { type LookupFunction, type SafeFetch, type SafeFetchMethod, type PreparedRequest, type SafeFetchResponse, createSafeFetcher } from "../safeFetch.ts";
 import { SafeFetchError } from "../safeFetchErrors.ts";
 import { type X402Deps, advanceX402Payment, fail, settledState } from "./advanceX402Payment.ts";
 import { type ChosenRequirement, type RequirementPolicy, chooseRequirement } from "./chooseRequirement.ts";
-import { type KeyClaim, claimIdempotencyKey } from "./claimIdempotencyKey.ts";
+import { type KeyClaim, claimIdempotencyKey, keptPassThrough } from "./claimIdempotencyKey.ts";
 import { readPaymentRequired } from "./readPaymentRequired.ts";
 import { readSettlementHeader, transactionUsedAuthorization } from "./settlementOnChain.ts";
 import { type SignedPayment, signPayment } from "./signPayment.ts";
@@ -64,6 +65,7 @@ type ProxiedCall = {
   maxAmountMicros: number;
   description: string | null;
   idempotencyKey: string | null;
+  metadata: Record<string, string> | null;
 };
 
 type Outcome = { kind: "passthrough"; body: PayResponse; replayed: boolean } | { kind: "payment"; payment: PaymentRow; replayed: boolean };
@@ -86,6 +88,8 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
   const fetcher: SafeFetch = createSafeFetcher({
     allowHttp: cfg.allowHttp,
     allowPrivateNetworks: cfg.allowPrivateNetworks,
+    // The same array: the sandbox adds its demo's targets once they listen (server.ts).
+    allowedTargets: cfg.allowedTargets,
     timeoutMs: cfg.timeoutMs,
     maxResponseBytes: cfg.maxResponseBytes,
     // Aligned with the API's own bounds, so whatever the schema accepts the fetcher sends.
@@ -110,6 +114,8 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
     };
   }
 
+  const controlsOf = (principal: Principal, r: RecipientOf) => holdControlsOf(principal, r, { bankKey: ctx.recipientHashKey ?? new Uint8Array(0), approvalTimeoutMs: ctx.config.spending.approvalTimeoutMs });
+
   /** The unpaid request: it may reuse a kept-alive connection to the target (it carries no payment). */
   async function request(call: ProxiedCall): Promise<SafeFetchResponse> {
     return fetcher({ url: call.url, method: call.method, headers: call.headers, body: call.body }, { reuseConnection: true });
@@ -120,6 +126,15 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
     if (call.idempotencyKey !== null) {
       const replay = await findReplay(ctx, principal.projectId, call.idempotencyKey);
       if (replay) return { kind: "payment", payment: replay, replayed: true };
+      // A paused project still reads back what its key holds; it claims nothing.
+      if (principal.paused) {
+        const kept = await keptPassThrough(ctx, principal.projectId, call.idempotencyKey);
+        if (kept) return { kind: "passthrough", body: kept, replayed: true };
+      }
+    }
+    requireActive(principal);
+    await refuseBeforeConnecting(principal, call);
+    if (call.idempotencyKey !== null) {
       const claimed = await claimIdempotencyKey(ctx, principal.projectId, call.idempotencyKey);
       if (claimed.kind === "passthrough") return { kind: "passthrough", body: claimed.body, replayed: true };
       claim = claimed.claim;
@@ -198,9 +213,26 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
     return chain.client.recentBlockNumber(RECENT_BLOCK_MAX_AGE_MS, RECENT_BLOCK_REFRESH_MS);
   }
 
-  /** Whether the balance read at authentication covers price and fee: then signing may come first. */
+  /**
+   * Whether the balance read at authentication covers price and fee: then signing may come first.
+   * Never for a token with spending controls: its price is judged by the hold before anything is signed.
+   */
   function coveredBySnapshot(principal: Principal, chosen: ChosenRequirement): boolean {
+    if (controlsOf(principal, { rail: "x402", url: "https://unused.invalid/" })) return false;
     return principal.balance.availableMicros >= chosen.amountMicros + feeFor(chosen.amountMicros, principal.plan);
+  }
+
+  /**
+   * A rail or a host the controls refuse is refused before any connection: the rules that do not
+   * depend on the price are judged here as the hold would judge them (it judges them again).
+   */
+  async function refuseBeforeConnecting(principal: Principal, call: ProxiedCall): Promise<void> {
+    const controls = controlsOf(principal, { rail: "x402", url: call.url });
+    if (!controls) return;
+    const judged = judgeStatic(controls, principal.projectId, "x402", 0, ctx.clock());
+    if (judged.kind !== "refused") return;
+    await ctx.ledger.recordRefusal({ projectId: principal.projectId, tokenId: principal.tokenId, rail: "x402", recipient: call.url, amountMicros: null, refusal: judged.refusal });
+    throw refusalError(judged.refusal);
   }
 
   async function hold(principal: Principal, call: ProxiedCall, chosen: ChosenRequirement, state: X402State): Promise<{ row: PaymentRow; replayed: boolean }> {
@@ -221,12 +253,15 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       merchantName: new URL(call.url).host,
       description: call.description,
       idempotencyKey: call.idempotencyKey,
+      metadata: call.metadata,
       railState: state,
       estimatedArrival: null,
       inFlightUntil: leaseUntil,
       leaseOwner: ctx.instanceId,
+      controls: controlsOf(principal, { rail: "x402", url: call.url }),
     });
     if (held.kind === "insufficient") throw insufficient(held.availableMicros, chosen.amountMicros, feeMicros);
+    if (held.kind === "refused") throw refusalError(held.refusal);
     if (held.kind === "duplicate") return { row: (await findReplay(ctx, principal.projectId, call.idempotencyKey!)) ?? held.payment, replayed: true };
     return { row: held.payment, replayed: false };
   }
@@ -250,7 +285,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
     } catch (err) {
       // Nothing left the process: the payment fails and the hold is credited back at once.
       h.retry.close();
-      await fail(d, payment, "The payment could not be signed or sent safely; nothing was sent, the amount and fee were credited back.");
+      await fail(d, payment, "x402_not_sent", "The payment could not be signed or sent safely; nothing was sent, the amount and fee were credited back.");
       throw err;
     }
 
@@ -259,7 +294,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       reply = await h.retry.send({ url: call.url, method: call.method, headers: call.headers, body: call.body }, { serviceHeaders: { [signed.header.name]: signed.header.value } });
     } catch (err) {
       if (err instanceof SafeFetchError && !err.requestMayHaveBeenSent) {
-        await fail(d, payment, `The signed payment never reached the target (${err.code}); the amount and fee were credited back.`);
+        await fail(d, payment, "x402_not_sent", `The signed payment never reached the target (${err.code}); the amount and fee were credited back.`);
         throw fetchFailed(err, "paid_retry");
       }
       // The target may have the signature: the worker decides on-chain.
@@ -304,21 +339,21 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       if (body.amount_usd !== undefined) {
         throw badRequest("invalid_request", "amount_usd is not used for URL recipients: the target sets the price. Cap it with max_amount_usdc (micro-USDC).");
       }
-      const out = await run(principal, callOf(body.recipient, body, { description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null }));
+      const out = await run(principal, callOf(body.recipient, body, { description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null, metadata: body.metadata ?? null }));
       return { httpStatus: 200, body: out.kind === "passthrough" ? out.body : renderPay(out.payment), replayed: out.replayed };
     },
 
-    async payLegacy(principal, body) {
-      // The deprecated endpoint has neither description nor idempotency key.
-      const out = await run(principal, callOf(body.url, body, { description: null, idempotencyKey: null }));
-      if (out.kind === "payment") return { httpStatus: 200, body: renderX402(out.payment) };
+    async payLegacy(principal, body, idempotencyKey = null) {
+      // The deprecated endpoint has no description; its idempotency key can only come as a header.
+      const out = await run(principal, callOf(body.url, body, { description: null, idempotencyKey, metadata: body.metadata ?? null }));
+      if (out.kind === "payment") return { httpStatus: 200, body: renderX402(out.payment), replayed: out.replayed };
       const r = out.body.response!;
-      return { httpStatus: 200, body: { ...r, payment_amount: 0, fee_amount: 0, tx_hash: null, settled: false } satisfies X402PayResponse };
+      return { httpStatus: 200, body: { ...r, payment_amount: 0, fee_amount: 0, tx_hash: null, settled: false } satisfies X402PayResponse, replayed: out.replayed };
     },
   };
 }
 
-function callOf(url: string, b: Pick<X402PayRequest, "method" | "headers" | "body"> & { max_amount_usdc?: number }, meta: { description: string | null; idempotencyKey: string | null }): ProxiedCall {
+function callOf(url: string, b: Pick<X402PayRequest, "method" | "headers" | "body"> & { max_amount_usdc?: number }, meta: { description: string | null; idempotencyKey: string | null; metadata: Record<string, string> | null }): ProxiedCall {
   return { url, method: b.method ?? "GET", headers: b.headers, body: b.body, maxAmountMicros: b.max_amount_usdc ?? limits.x402MaxAmountMicrosMax, ...meta };
 }
 

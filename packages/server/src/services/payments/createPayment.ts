@@ -4,11 +4,14 @@
  * owns the payment (a lease) until it answers; a repeat of its idempotency key meanwhile gets 409,
  * and afterwards the original payment. If the process dies, the lease expires and a worker resumes.
  */
+import { refuseOwnAddress } from "../../rails/ownAddresses.ts";
 import type { AppContext } from "../../context.ts";
-import type { Principal } from "../../http/auth.ts";
-import { ApiError, badRequest, conflict } from "../../http/errors.ts";
+import { type Principal, requireActive } from "../../domain/principal.ts";
+import { ApiError, badRequest, conflict } from "../../domain/errors.ts";
 import type { NewPayment, PaymentRow } from "../../ledger/store.ts";
 import { formatUsdc } from "../../money.ts";
+import { type RecipientOf, refusalError } from "../../domain/spending.ts";
+import { holdControls } from "../spendingControls.ts";
 
 export type PaymentIntent = Omit<NewPayment, "projectId" | "inFlightUntil" | "leaseOwner" | "railState"> & { railState?: unknown };
 
@@ -35,14 +38,18 @@ export function insufficient(availableMicros: number, amountMicros: number, feeM
 /**
  * Accepts a USDC or bank payment: the hold is the whole of the request's work, so accepting is as
  * fast as the debit itself. The answer is `pending` (recorded, not yet submitted); the dispatcher
- * signs and submits it right after, under the lease the hold took.
+ * signs and submits it right after, under the lease the hold took. A replay is answered whatever the
+ * project's state (it creates nothing, so a paused project can still read back its earlier result);
+ * a new payment of a paused project is refused (403).
  */
 export async function createPayment(ctx: AppContext, principal: Principal, intent: PaymentIntent): Promise<CreatedPayment> {
   const replay = await findReplay(ctx, principal.projectId, intent.idempotencyKey);
   if (replay) return { payment: replay, replayed: true };
+  requireActive(principal);
   const rails = ctx.rails;
   const rail = rails?.byName[intent.rail];
   if (!rails || !rail || !ctx.dispatch) throw new ApiError(503, "rail_unavailable", `The ${intent.rail} rail is not configured on this deployment.`);
+  if (intent.rail === "usdc_transfer") refuseOwnAddress(rails, principal.balance.walletAddress, intent.recipient);
 
   const now = ctx.clock();
   const leaseUntil = new Date(now.getTime() + ctx.config.workers.paymentRequestLeaseMs).toISOString();
@@ -56,12 +63,23 @@ export async function createPayment(ctx: AppContext, principal: Principal, inten
     inFlightUntil: now.toISOString(),
     leaseOwner: ctx.instanceId,
     leaseUntil,
+    controls: holdControls(ctx, principal, recipientOf(intent)),
   });
   if (held.kind === "insufficient") throw insufficient(held.availableMicros, intent.amountMicros, intent.feeMicros);
+  if (held.kind === "refused") throw refusalError(held.refusal);
   if (held.kind === "duplicate") {
     const again = await findReplay(ctx, principal.projectId, intent.idempotencyKey);
     return { payment: again ?? held.payment, replayed: true };
   }
-  ctx.dispatch(held.payment);
+  // A payment awaiting approval waits for a person (approvals.ts); the worker takes it from there.
+  if (held.payment.approval !== "awaiting") ctx.dispatch(held.payment);
   return { payment: held.payment, replayed: false };
+}
+
+function recipientOf(intent: PaymentIntent): RecipientOf {
+  if (intent.rail === "fiat") {
+    const bank = JSON.parse(intent.recipientJson ?? "{}") as { routing_number: string; account_number: string };
+    return { rail: "fiat", routingNumber: bank.routing_number, accountNumber: bank.account_number };
+  }
+  return { rail: "usdc_transfer", address: intent.recipient };
 }

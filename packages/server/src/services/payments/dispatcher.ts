@@ -12,9 +12,10 @@
  * settles after, instead of filling the write path with releases (in the pay benchmark they were nine
  * in ten of settlement's writes); a payment taken from the queue without its row is read again.
  */
-import { MAX_BATCH_PAYMENTS, RelayerBusyError, StaleStepError } from "../../chain/relayer.ts";
+import { MAX_BATCH_PAYMENTS } from "../../chain/relayer.ts";
 import type { AppContext } from "../../context.ts";
-import type { PaymentRow } from "../../ledger/store.ts";
+import type { LeaseRelease, PaymentRow } from "../../ledger/store.ts";
+import { handleStepError } from "../../rails/settlementRetry.ts";
 
 export type Dispatcher = { submit(p: PaymentRow): void; drain(): Promise<void> };
 
@@ -48,15 +49,15 @@ export function createDispatcher(ctx: AppContext, opts: DispatcherOptions = {}):
   const incoming: Item[] = [];
   const waiting = new Map<NodeJS.Timeout, string>();
   /** Leases to release, with each payment's next attempt: written together at the end of the turn. */
-  let releases: { id: string; nextAttemptAt: string }[] = [];
+  let releases: LeaseRelease[] = [];
   let released: Promise<void> | undefined;
   let active = 0;
   let closing = false;
   let idle: (() => void)[] = [];
 
   /** Gives the payment to the worker: its lease released, due in `inMs`. Resolves once written (or given up: it expires on its own). */
-  function handOver(id: string, inMs: number): Promise<void> {
-    releases.push({ id, nextAttemptAt: new Date(ctx.clock().getTime() + inMs).toISOString() });
+  function handOver(id: string, inMs: number, stepErrors?: number): Promise<void> {
+    releases.push({ id, nextAttemptAt: new Date(ctx.clock().getTime() + inMs).toISOString(), stepErrors });
     released ??= new Promise<void>((r) => setImmediate(r)).then(async () => {
       const all = releases;
       releases = [];
@@ -78,8 +79,9 @@ export function createDispatcher(ctx: AppContext, opts: DispatcherOptions = {}):
 
   async function step(item: Item): Promise<void> {
     let retryInMs: number | undefined;
+    let p: PaymentRow | undefined;
     try {
-      const p = await current(item);
+      p = await current(item);
       if (!p) return;
       const rail = p.rail === "x402" ? ctx.rails?.x402 : ctx.rails?.byName[p.rail];
       if (!rail) throw new Error(`no ${p.rail} rail`);
@@ -87,11 +89,15 @@ export function createDispatcher(ctx: AppContext, opts: DispatcherOptions = {}):
       if (r.done) return; // final: resolving it cleared its lease
       retryInMs = r.retryInMs ?? 250;
     } catch (err) {
-      if (err instanceof StaleStepError) return; // another process holds it now
-      // The relayer logged it once for all its waiting steps.
-      if (err instanceof RelayerBusyError) return void (await handOver(item.id, 1_000));
-      ctx.logger.warn({ err, payment_id: item.id }, "payment step failed; the worker will retry");
-      return void (await handOver(item.id, 500));
+      if (!p) return void (await handOver(item.id, 500));
+      // One rule for every failed step (settlementRetry.ts): fail it now (nothing sent, no retry can
+      // cure it), or give it to the worker after a growing delay, counted.
+      const o = await handleStepError(ctx, p, err, ctx.rails?.onFinal).catch((e: unknown) => {
+        ctx.logger.warn({ err: e, payment_id: item.id }, "payment step failed; the worker will retry");
+        return { kind: "retry" as const, inMs: 500, stepErrors: undefined };
+      });
+      if (o.kind === "stale" || o.kind === "final") return; // another process holds it, or it is final
+      return void (await handOver(item.id, o.inMs, o.stepErrors));
     }
     if (closing || Date.now() - item.since + retryInMs > followMs) return void (await handOver(item.id, retryInMs));
     // Look again later without holding a slot; the row is re-read, never re-claimed.

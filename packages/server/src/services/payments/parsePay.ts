@@ -4,9 +4,9 @@
  * names the field and the fix.
  */
 import { type BankRecipient, type PayRequest, evmAddressPattern, limits } from "@agentwallet/api";
-import { isAddress, zeroAddress } from "viem";
-import type { Principal } from "../../http/auth.ts";
-import { badRequest } from "../../http/errors.ts";
+import { getAddress, isAddress, zeroAddress } from "viem";
+import type { Principal } from "../../domain/principal.ts";
+import { badRequest } from "../../domain/errors.ts";
 import { centsToMicros, feeFor, parseDecimalAmount } from "../../money.ts";
 import type { PaymentIntent } from "./createPayment.ts";
 
@@ -30,6 +30,11 @@ export function classifyRecipient(recipient: PayRequest["recipient"]): Recipient
   throw badRequest("invalid_recipient", "recipient must be an https URL (x402), a 0x-prefixed EVM address (USDC on Base), or a bank details object {name, account_number, routing_number}.");
 }
 
+/**
+ * An EVM address as the rails will use it: its EIP-55 checksummed form. All-lowercase and all-uppercase
+ * hex carry no checksum and are accepted as they are (EIP-55); mixed case must match its checksum.
+ * Normalised here, once, so nothing downstream (signing, storage, the answer) sees another form.
+ */
 export function checkAddress(text: string, field: string): `0x${string}` {
   if (!evmAddressPattern.test(text)) throw badRequest("invalid_recipient", `${field} must be 0x followed by 40 hexadecimal characters.`);
   // Mixed case carries an EIP-55 checksum: a mismatch means a mistyped address, so refuse it.
@@ -37,12 +42,15 @@ export function checkAddress(text: string, field: string): `0x${string}` {
     throw badRequest("invalid_recipient", `${field} fails its EIP-55 checksum; check the address for typos (or send it all lowercase).`);
   }
   if (text.toLowerCase() === zeroAddress) throw badRequest("invalid_recipient", `${field} is the zero address; USDC sent there is lost.`);
-  return text as `0x${string}`;
+  return getAddress(text.toLowerCase());
 }
 
 const URL_ONLY = ["max_amount_usdc", "method", "headers", "body"] as const;
 
-export function usdcIntent(p: { address: `0x${string}`; amountMicros: number; principal: Principal; description: string | null; idempotencyKey: string | null }): PaymentIntent {
+/** What every payment request may carry beside its recipient and amount. */
+export type PaymentExtras = { description: string | null; idempotencyKey: string | null; metadata?: Record<string, string> | null };
+
+export function usdcIntent(p: { address: `0x${string}`; amountMicros: number; principal: Principal } & PaymentExtras): PaymentIntent {
   const fee = feeFor(p.amountMicros, p.principal.plan);
   return {
     rail: "usdc_transfer",
@@ -57,10 +65,11 @@ export function usdcIntent(p: { address: `0x${string}`; amountMicros: number; pr
     merchantName: null,
     description: p.description,
     idempotencyKey: p.idempotencyKey,
+    metadata: p.metadata ?? null,
   };
 }
 
-export function fiatIntent(p: { bank: BankRecipient; amountCents: number; principal: Principal; description: string | null; idempotencyKey: string | null }): PaymentIntent {
+export function fiatIntent(p: { bank: BankRecipient; amountCents: number; principal: Principal } & PaymentExtras): PaymentIntent {
   const feeCents = feeFor(p.amountCents, p.principal.plan);
   return {
     rail: "fiat",
@@ -75,6 +84,7 @@ export function fiatIntent(p: { bank: BankRecipient; amountCents: number; princi
     merchantName: p.bank.name,
     description: p.description,
     idempotencyKey: p.idempotencyKey,
+    metadata: p.metadata ?? null,
   };
 }
 
@@ -88,6 +98,6 @@ export function payIntent(body: PayRequest, kind: Exclude<RecipientKind, { rail:
   const parsed = parseDecimalAmount(body.amount_usd, decimals);
   if (!parsed.ok) throw badRequest("invalid_amount", `amount_usd ${parsed.reason}${parsed.reason.includes("decimal places") ? ` (${kind.rail === "fiat" ? "bank payments are in cents" : "USDC has 6 decimals"})` : ""}.`);
   if (body.amount_usd > max) throw badRequest("invalid_amount", `amount_usd must be at most ${max.toLocaleString("en-US")} for ${kind.rail === "fiat" ? "bank payments" : "USDC transfers"}.`);
-  const common = { principal, description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null };
+  const common = { principal, description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null, metadata: body.metadata ?? null };
   return kind.rail === "fiat" ? fiatIntent({ ...common, bank: kind.bank, amountCents: parsed.units }) : usdcIntent({ ...common, address: kind.address, amountMicros: parsed.units });
 }

@@ -3,9 +3,32 @@ import type { LegacyPaymentResponse, PayResponse, PaymentStatus, UsdcTransferRes
 import type { PaymentRow } from "../../ledger/store.ts";
 import { microsToUsdcNumber } from "../../money.ts";
 
-/** `reversed` is not a status of the payment responses: a reversed payment had completed. */
+/** The payment's metadata as given, or null. */
+function metadataOf(p: PaymentRow): Record<string, string> | null {
+  return p.metadata ? (JSON.parse(p.metadata) as Record<string, string>) : null;
+}
+
+/**
+ * The deprecated endpoints' answers keep their shape unless the payment was given metadata: a client
+ * of theirs that sends none sees nothing new.
+ */
+function legacyMetadataOf(p: PaymentRow): { metadata?: Record<string, string> } {
+  const m = metadataOf(p);
+  return m ? { metadata: m } : {};
+}
+
+/** The payment as it is now, `reversed` included (decisions.md, "A replay shows the payment as it is now"). */
 function wireStatus(p: PaymentRow): PaymentStatus {
-  return p.status === "reversed" ? "completed" : p.status;
+  return p.status;
+}
+
+/**
+ * `failure_code` and `failure_message` of a failed or reversed payment (or transaction), each only when
+ * known: absent on every other status, so the spec's shapes are unchanged for them.
+ */
+export function failureFields(r: { status: string; failure_code: string | null; failure_reason: string | null }): { failure_code?: string; failure_message?: string } {
+  if (r.status !== "failed" && r.status !== "reversed") return {};
+  return { ...(r.failure_code ? { failure_code: r.failure_code } : {}), ...(r.failure_reason ? { failure_message: r.failure_reason } : {}) };
 }
 
 export function renderPay(p: PaymentRow): PayResponse {
@@ -21,11 +44,13 @@ export function renderPay(p: PaymentRow): PayResponse {
     created_at: p.created_at,
     estimated_arrival: p.rail === "fiat" ? p.estimated_arrival : null,
     response: p.rail === "x402" && p.response_json ? JSON.parse(p.response_json) : null,
+    ...failureFields(p),
+    metadata: metadataOf(p),
   };
 }
 
 export function renderLegacyPayment(p: PaymentRow): LegacyPaymentResponse {
-  return { id: p.id, status: wireStatus(p), amount: p.amount_units, recipient_name: p.recipient, created_at: p.created_at, estimated_arrival: p.estimated_arrival };
+  return { id: p.id, status: wireStatus(p), amount: p.amount_units, recipient_name: p.recipient, created_at: p.created_at, estimated_arrival: p.estimated_arrival, ...failureFields(p), ...legacyMetadataOf(p) };
 }
 
 export function renderUsdcTransfer(p: PaymentRow): UsdcTransferResponse {
@@ -38,6 +63,8 @@ export function renderUsdcTransfer(p: PaymentRow): UsdcTransferResponse {
     chain: "base",
     tx_hash: p.tx_hash,
     created_at: p.created_at,
+    ...failureFields(p),
+    ...legacyMetadataOf(p),
   };
 }
 
@@ -45,5 +72,5 @@ export function renderX402(p: PaymentRow): X402PayResponse {
   const r = p.response_json ? (JSON.parse(p.response_json) as { status_code: number; headers: Record<string, string>; body: string }) : { status_code: 0, headers: {}, body: "" };
   // `settled` is the merchant's settlement, proven on-chain (x402 sets tx_hash only then); the
   // payment itself completes a little later, once the fee reached the treasury.
-  return { ...r, payment_amount: p.amount_units, fee_amount: p.fee_units, tx_hash: p.tx_hash, settled: p.tx_hash !== null && p.status !== "failed" };
+  return { ...r, payment_amount: p.amount_units, fee_amount: p.fee_units, tx_hash: p.tx_hash, settled: p.tx_hash !== null && p.status !== "failed", ...legacyMetadataOf(p) };
 }

@@ -1,0 +1,79 @@
+/**
+ * Import rules of the server: layers only point down, and nothing imports in a circle.
+ *
+ *   domain (principal, errors, plan)                             ← lowest
+ *   ledger / chain / leaf modules (config, ids, money, tokens)
+ *   rails
+ *   services
+ *   http / workers / deposits
+ *   server, cli, deps, context, sandbox, testing                 ← highest (wiring and entry points)
+ *
+ * `npm test` runs `npm run lint:imports`, which fails on any violation not listed in
+ * `.dependency-cruiser-known-violations.json` (the ones that remain to be removed; the list may only shrink:
+ * regenerate it with `npm run lint:imports:baseline` after removing some, never to admit new ones).
+ */
+const src = "^packages/server/src/";
+const top = `${src}(server|deps|context)\\.ts$|${src}(cli|sandbox|testing)/`;
+const entry = `${src}(http|workers|deposits)/`;
+const layer = (name, above) => ({
+  name: `no-upward-from-${name}`,
+  comment: `${name} may only import layers below it`,
+  severity: "error",
+  from: { path: `${src}${name}/` },
+  to: { path: above },
+});
+
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      comment: "a circle of imports hides which module depends on which",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    layer("domain", `${src}(ledger|chain|rails|services)/|${src}(config|ids|money|tokens)\\.ts$|${entry}|${top}`),
+    layer("ledger", `${src}(rails|services)/|${entry}|${top}`),
+    layer("chain", `${src}(rails|services)/|${entry}|${top}`),
+    layer("rails", `${src}services/|${entry}|${top}`),
+    layer("services", `${entry}|${top}`),
+    layer("http", `${src}(workers|deposits)/|${top}`),
+    layer("workers", `${src}http/|${top}`),
+    layer("deposits", `${src}http/|${top}`),
+    {
+      name: "no-upward-from-leaf-modules",
+      comment: "config, ids, money and tokens are leaves of the server",
+      severity: "error",
+      from: { path: `${src}(config|ids|money|tokens)\\.ts$` },
+      to: { path: `${src}(ledger|chain|rails|services|http|workers|deposits|cli|sandbox|testing)/|${src}(server|deps|context)\\.ts$` },
+    },
+    {
+      name: "api-stands-alone",
+      comment: "the wire contract imports no other package of this repository",
+      severity: "error",
+      from: { path: "^packages/api/" },
+      to: { path: "^packages/(server|mcp|devchain)/" },
+    },
+    {
+      name: "mcp-speaks-over-the-api",
+      comment: "the MCP server reaches the wallet only through the typed client",
+      severity: "error",
+      from: { path: "^packages/mcp/src/" },
+      to: { path: "^packages/(server|devchain)/" },
+    },
+    {
+      name: "devchain-on-the-live-path",
+      comment: "the local chain is loaded only by dynamic import (sandbox and tests), never statically",
+      severity: "error",
+      from: { path: "^packages/server/src/" },
+      to: { path: "^packages/devchain/", dependencyTypesNot: ["dynamic-import"] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "(^|/)(node_modules|dist)/" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"] },
+  },
+};

@@ -1,0 +1,320 @@
+/**
+ * The web console, a Fastify plugin the API server registers at /console. Pages are rendered on the server
+ * from the service's own functions (the `ConsoleBackend` port), so the browser never holds a token: signing in
+ * exchanges a token or the admin key for a session cookie (`HttpOnly`, `SameSite=Strict`, `Secure` over HTTPS,
+ * path /console). Every state-changing request is a POST carrying the session's CSRF token (a hidden field, or
+ * the `x-csrf-token` header from the page's script) and, when the browser sends one, a same-origin `Origin`.
+ */
+import { timingSafeEqual } from "node:crypto";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import QRCode from "qrcode";
+import { CSS, JS } from "./assets.ts";
+import type { ConsoleBackend, Session, TransactionQuery } from "./backend.ts";
+import type { Html } from "./html.ts";
+import {
+  type PageContext,
+  STATUSES,
+  TYPES,
+  agentsPage,
+  canFund,
+  errorPage,
+  overviewPage,
+  projectsPage,
+  signInPage,
+  transactionPage,
+  transactionsPage,
+} from "./pages.ts";
+
+export type { ConsoleBackend, DailySpend, Overview, ProjectSummary, Session, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
+
+export type ConsoleOptions = {
+  backend: ConsoleBackend;
+  sandbox: boolean;
+  /** Live mode: Base's explorer, e.g. "https://basescan.org/tx/"; null shows hashes without links. */
+  explorerTxUrl: string | null;
+  /** Whether the transaction list accepts the API's filters (type, status, dates, cursor). */
+  filters: boolean;
+};
+
+const COOKIE = "aw_console";
+const SIGNIN_ATTEMPTS_PER_MINUTE = 20;
+const PAGE_SIZE = 50;
+
+class ConsoleError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+function readCookie(req: FastifyRequest, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(";")) {
+    const i = part.indexOf("=");
+    if (i > 0 && part.slice(0, i).trim() === name) return decodeURIComponent(part.slice(i + 1).trim());
+  }
+  return undefined;
+}
+
+function sameText(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+function many(v: unknown): string[] | undefined {
+  if (v === undefined) return undefined;
+  const list = (Array.isArray(v) ? v : [v]).flatMap((x) => String(x).split(",")).map((x) => x.trim()).filter(Boolean);
+  return list.length ? list : undefined;
+}
+
+function one(v: unknown): string | undefined {
+  if (v === undefined) return undefined;
+  const s = String(Array.isArray(v) ? v[0] : v).trim();
+  return s === "" ? undefined : s;
+}
+
+/** A small sliding count per client address: sign-in guesses are bounded. */
+function attemptLimiter(perMinute: number) {
+  const seen = new Map<string, number[]>();
+  return (key: string, now: number): boolean => {
+    const list = (seen.get(key) ?? []).filter((t) => now - t < 60_000);
+    if (list.length >= perMinute) {
+      seen.set(key, list);
+      return false;
+    }
+    list.push(now);
+    seen.set(key, list);
+    if (seen.size > 10_000) seen.delete(seen.keys().next().value!);
+    return true;
+  };
+}
+
+export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): void {
+  const { backend } = opts;
+  const allowAttempt = attemptLimiter(SIGNIN_ATTEMPTS_PER_MINUTE);
+
+  void app.register(
+    async (c) => {
+      c.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string", bodyLimit: 16_384 }, (_req, body, done) => {
+        const params = new URLSearchParams(body as string);
+        const out: Record<string, string> = {};
+        for (const [k, v] of params) {
+          if (k in out) return done(new ConsoleError(400, `The form sent "${k}" twice.`), undefined);
+          out[k] = v;
+        }
+        done(null, out);
+      });
+
+      c.addHook("onSend", async (_req, reply, payload) => {
+        reply.header("cache-control", "no-store");
+        reply.header("x-content-type-options", "nosniff");
+        reply.header("referrer-policy", "no-referrer");
+        reply.header("x-frame-options", "DENY");
+        reply.header(
+          "content-security-policy",
+          "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        );
+        return payload;
+      });
+
+      const pageContext = (session: Session | null, extra: Partial<PageContext> = {}): PageContext => ({
+        viewer: session?.viewer ?? null,
+        csrf: session?.csrf ?? "",
+        sandbox: opts.sandbox,
+        explorerTxUrl: opts.explorerTxUrl,
+        ...extra,
+      });
+
+      const send = (reply: FastifyReply, page: Html, status = 200) => reply.code(status).type("text/html; charset=utf-8").send(page.text);
+
+      c.setErrorHandler(async (err, req, reply) => {
+        // Refusals of the service (a bad filter, an unknown id) carry their status; anything else is a fault.
+        const given = (err as { status?: unknown; statusCode?: unknown }).status ?? (err as { statusCode?: unknown }).statusCode;
+        const status = err instanceof ConsoleError ? err.status : typeof given === "number" && given >= 400 && given < 500 ? given : 500;
+        if (status >= 500) req.log.error({ err }, "console request failed");
+        const message = status >= 500 ? `Internal error. Request id: ${req.id}.` : (err as Error).message;
+        if (req.headers.accept === "application/json") return reply.code(status).send({ detail: message, code: status === 401 ? "unauthorized" : status === 403 ? "permission_denied" : status === 404 ? "not_found" : "console_error" });
+        const session = await sessionOf(req).catch(() => null);
+        return send(reply, errorPage(pageContext(session), status, message), status);
+      });
+
+      const sessionOf = async (req: FastifyRequest): Promise<Session | null> => {
+        const id = readCookie(req, COOKIE);
+        if (!id || id.length > 200) return null;
+        return backend.getSession(id);
+      };
+
+      /** A signed-in session, or a redirect to sign in (pages) / 401 (the page script). */
+      const requireSession = async (req: FastifyRequest, reply: FastifyReply): Promise<Session | null> => {
+        const s = await sessionOf(req);
+        if (s) return s;
+        if (req.headers.accept === "application/json") throw new ConsoleError(401, "Sign in again: the session ended.");
+        reply.redirect("/console/signin", 303);
+        return null;
+      };
+
+      /** POSTs: the session's CSRF token, and the browser's Origin when it sends one. */
+      const checkPost = (req: FastifyRequest, session: Session) => {
+        const origin = req.headers.origin;
+        if (origin !== undefined) {
+          const host = req.headers.host;
+          let ok = false;
+          try {
+            ok = new URL(origin).host === host;
+          } catch {
+            ok = false;
+          }
+          if (!ok) throw new ConsoleError(403, "This request came from another site and was refused.");
+        }
+        const body = (req.body ?? {}) as Record<string, string>;
+        const sent = body.csrf ?? (req.headers["x-csrf-token"] as string | undefined) ?? "";
+        if (!sameText(sent, session.csrf)) throw new ConsoleError(403, "The form expired. Reload the page and try again.");
+      };
+
+      /** The project in view, if this viewer may see it. */
+      const projectFor = async (session: Session, projectId: string) => {
+        const v = session.viewer;
+        if (v.kind === "token" && v.projectId !== projectId) throw new ConsoleError(404, "No such project.");
+        if (v.kind === "token" && !v.permissions.includes("read")) throw new ConsoleError(403, "This token lacks the 'read' permission the console needs to show a project.");
+        const project = await backend.getProject(projectId);
+        if (!project) throw new ConsoleError(404, "No such project.");
+        return project;
+      };
+
+      const startSession = async (reply: FastifyReply, req: FastifyRequest, viewer: { kind: "operator" } | { kind: "token"; tokenId: string }) => {
+        const s = await backend.createSession(viewer);
+        const secure = req.protocol === "https" ? "; Secure" : "";
+        reply.header("set-cookie", `${COOKIE}=${encodeURIComponent(s.id)}; Path=/console; HttpOnly; SameSite=Strict; Expires=${new Date(s.expiresAt).toUTCString()}${secure}`);
+        return reply.redirect("/console", 303);
+      };
+
+      c.get("/console/assets/console.css", async (_req, reply) => reply.type("text/css; charset=utf-8").send(CSS));
+      c.get("/console/assets/console.js", async (_req, reply) => reply.type("text/javascript; charset=utf-8").send(JS));
+
+      c.get("/console", async (req, reply) => {
+        const s = await sessionOf(req);
+        if (!s) return reply.redirect("/console/signin", 303);
+        return reply.redirect(s.viewer.kind === "operator" ? "/console/projects" : `/console/p/${s.viewer.projectId}`, 303);
+      });
+
+      c.get("/console/signin", async (req, reply) => {
+        const code = one((req.query as Record<string, unknown>).code);
+        return send(reply, signInPage(pageContext(null), undefined, code && /^[A-Za-z0-9_-]{10,100}$/.test(code) ? code : undefined));
+      });
+
+      c.post("/console/signin", async (req, reply) => {
+        if (!allowAttempt(req.ip, Date.now())) return send(reply, signInPage(pageContext(null), "Too many sign-in attempts. Wait a minute and try again."), 429);
+        const body = (req.body ?? {}) as Record<string, string>;
+        const secret = (body.secret ?? "").trim();
+        if (body.kind === "operator") {
+          if (secret && (await backend.verifyAdminCredential(secret))) return startSession(reply, req, { kind: "operator" });
+          return send(reply, signInPage(pageContext(null), "That admin key is not this deployment's."), 401);
+        }
+        const who = secret ? await backend.verifyToken(secret) : null;
+        if (!who) return send(reply, signInPage(pageContext(null), "That token is not valid here: it may be mistyped, revoked or expired."), 401);
+        return startSession(reply, req, { kind: "token", tokenId: who.tokenId });
+      });
+
+      c.post("/console/signin/code", async (req, reply) => {
+        if (!allowAttempt(req.ip, Date.now())) return send(reply, signInPage(pageContext(null), "Too many sign-in attempts. Wait a minute and try again."), 429);
+        const code = ((req.body ?? {}) as Record<string, string>).code ?? "";
+        const who = code ? await backend.redeemSignInCode(code) : null;
+        if (!who) return send(reply, signInPage(pageContext(null), "That sign-in link was already used or has expired. Sign in with the token instead."), 401);
+        return startSession(reply, req, { kind: "token", tokenId: who.tokenId });
+      });
+
+      c.post("/console/signout", async (req, reply) => {
+        const s = await sessionOf(req);
+        if (s) {
+          checkPost(req, s);
+          await backend.deleteSession(s.id);
+        }
+        reply.header("set-cookie", `${COOKIE}=; Path=/console; HttpOnly; SameSite=Strict; Max-Age=0`);
+        return reply.redirect("/console/signin", 303);
+      });
+
+      c.get("/console/projects", async (req, reply) => {
+        const s = await requireSession(req, reply);
+        if (!s) return reply;
+        if (s.viewer.kind !== "operator") return reply.redirect(`/console/p/${s.viewer.projectId}`, 303);
+        return send(reply, projectsPage(pageContext(s, { current: "projects" }), await backend.listProjects()));
+      });
+
+      const days30 = (now: Date): string[] => {
+        const out: string[] = [];
+        const start = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - 29 * 86_400_000;
+        for (let i = 0; i < 30; i++) out.push(new Date(start + i * 86_400_000).toISOString().slice(0, 10));
+        return out;
+      };
+
+      c.get<{ Params: { pid: string } }>("/console/p/:pid", async (req, reply) => {
+        const s = await requireSession(req, reply);
+        if (!s) return reply;
+        const project = await projectFor(s, req.params.pid);
+        const [overview, deposit, spend, recent] = await Promise.all([
+          backend.overview(project.id),
+          backend.depositAddress(project.id),
+          backend.spendByDay(project.id, 30),
+          backend.listTransactions(project.id, { limit: 10 }),
+        ]);
+        const qrSvg = await QRCode.toString(deposit.address, { type: "svg", margin: 1, errorCorrectionLevel: "M" });
+        const funded = one((req.query as Record<string, unknown>).funded) === "1";
+        return send(reply, overviewPage(pageContext(s, { project, current: "overview" }), { overview, deposit, qrSvg, spend, days: days30(new Date()), recent: recent.transactions, funded }));
+      });
+
+      c.get<{ Params: { pid: string } }>("/console/p/:pid/live", async (req, reply) => {
+        const s = await sessionOf(req);
+        if (!s) throw new ConsoleError(401, "Sign in again: the session ended.");
+        if (!sameText(String(req.headers["x-csrf-token"] ?? ""), s.csrf)) throw new ConsoleError(403, "Missing or wrong CSRF token.");
+        const project = await projectFor(s, req.params.pid);
+        const o = await backend.overview(project.id);
+        const { formatMicros } = await import("./format.ts");
+        return reply.send({ available: formatMicros(o.available), pending: formatMicros(o.pending), held: formatMicros(o.held), total_funded: formatMicros(o.total_funded), total_spent: formatMicros(o.total_spent) });
+      });
+
+      c.post<{ Params: { pid: string } }>("/console/p/:pid/fund", async (req, reply) => {
+        const s = await requireSession(req, reply);
+        if (!s) return reply;
+        checkPost(req, s);
+        const project = await projectFor(s, req.params.pid);
+        if (!backend.fundSandbox || !canFund(pageContext(s))) throw new ConsoleError(403, "Funding with test USDC is for the sandbox, by the operator or a token that may pay.");
+        await backend.fundSandbox(project.id, 10);
+        return reply.redirect(`/console/p/${project.id}?funded=1`, 303);
+      });
+
+      c.get<{ Params: { pid: string } }>("/console/p/:pid/transactions", async (req, reply) => {
+        const s = await requireSession(req, reply);
+        if (!s) return reply;
+        const project = await projectFor(s, req.params.pid);
+        const raw = req.query as Record<string, unknown>;
+        const q: TransactionQuery = { limit: PAGE_SIZE };
+        if (opts.filters) {
+          q.type = many(raw.type)?.filter((t) => (TYPES as readonly string[]).includes(t));
+          q.status = many(raw.status)?.filter((t) => (STATUSES as readonly string[]).includes(t));
+          q.created_after = one(raw.created_after);
+          q.created_before = one(raw.created_before);
+          q.starting_after = one(raw.starting_after);
+        }
+        const list = await backend.listTransactions(project.id, q);
+        return send(reply, transactionsPage(pageContext(s, { project, current: "transactions" }), q, list, opts.filters));
+      });
+
+      c.get<{ Params: { pid: string; id: string } }>("/console/p/:pid/transactions/:id", async (req, reply) => {
+        const s = await requireSession(req, reply);
+        if (!s) return reply;
+        const project = await projectFor(s, req.params.pid);
+        const t = await backend.getTransaction(project.id, req.params.id);
+        if (!t) throw new ConsoleError(404, "No such transaction in this project.");
+        return send(reply, transactionPage(pageContext(s, { project, current: "transactions" }), t as never));
+      });
+
+      c.get<{ Params: { pid: string } }>("/console/p/:pid/agents", async (req, reply) => {
+        const s = await requireSession(req, reply);
+        if (!s) return reply;
+        const project = await projectFor(s, req.params.pid);
+        return send(reply, agentsPage(pageContext(s, { project, current: "agents" }), await backend.listTokens(project.id)));
+      });
+    },
+  );
+}

@@ -1,0 +1,209 @@
+/**
+ * The console in a real browser (Debian's Chromium via playwright-core) against a real sandbox server: real
+ * SQLite, real local chain, real deposits.
+ */
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type TestServer, startTestServer } from "../../server/src/testing/harness.ts";
+import { launchBrowser, screenshot, seriousViolations } from "./support/browser.ts";
+
+let server: TestServer;
+let browser: Browser;
+
+beforeAll(async () => {
+  [server, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+async function signInWithToken(context: BrowserContext, token: string): Promise<Page> {
+  const page = await context.newPage();
+  await page.goto(`${server.baseUrl}/console`);
+  await page.getByLabel("Project API token").fill(token);
+  await page.getByRole("button", { name: "Sign in with token" }).click();
+  await page.waitForURL(/\/console\/p\/prj_/);
+  return page;
+}
+
+describe("console sign-in", () => {
+  it("refuses a wrong token, and signs in with a good one into a cookie that scripts cannot read", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${server.baseUrl}/console`);
+    expect(page.url()).toContain("/console/signin");
+    await page.getByLabel("Project API token").fill("aw_test_not-a-token");
+    await page.getByRole("button", { name: "Sign in with token" }).click();
+    await expect(page.getByRole("alert").textContent()).resolves.toContain("not valid");
+    await screenshot(page, "signin-refused");
+
+    const signedIn = await signInWithToken(context, server.token);
+    await expect(signedIn.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("harness");
+    const cookies = await context.cookies();
+    const session = cookies.find((c) => c.name === "aw_console")!;
+    expect(session).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/console" });
+    expect(await signedIn.evaluate(() => document.cookie)).toBe("");
+    // The token is in no URL the browser visited and nowhere in its storage.
+    expect(signedIn.url()).not.toContain(server.token);
+    expect(await signedIn.evaluate(() => JSON.stringify(localStorage) + JSON.stringify(sessionStorage))).not.toContain("aw_test_");
+    await context.close();
+  });
+
+  it("a one-time sign-in code works once", async () => {
+    const { createSignInCode } = await import("../../server/src/http/console.ts");
+    const tokens = await server.server.ctx.ledger.listTokens(server.projectId);
+    const code = await createSignInCode(server.server.ctx, tokens[0]!.id);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${server.baseUrl}/console/signin?code=${code}`);
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.waitForURL(/\/console\/p\/prj_/);
+    const again = await browser.newContext();
+    const second = await again.newPage();
+    await second.goto(`${server.baseUrl}/console/signin?code=${code}`);
+    await second.getByRole("button", { name: "Continue" }).click();
+    await expect(second.getByRole("alert").textContent()).resolves.toContain("already used");
+    await context.close();
+    await again.close();
+  });
+
+  it("a revoked token ends its console session on the next page", async () => {
+    const token = await server.createToken(["read"]);
+    const context = await browser.newContext();
+    const page = await signInWithToken(context, token);
+    const row = (await server.server.ctx.ledger.listTokens(server.projectId)).find((t) => token.startsWith(t.display_prefix))!;
+    await server.server.ctx.ledger.revokeToken(row.id);
+    await page.goto(`${server.baseUrl}/console/p/${server.projectId}/transactions`);
+    expect(page.url()).toContain("/console/signin");
+    await context.close();
+  });
+});
+
+describe("console overview", () => {
+  it("shows a deposit arrive without a reload", async () => {
+    const context = await browser.newContext();
+    const page = await signInWithToken(context, server.token);
+    const available = page.locator('[data-live="available"]');
+    const before = await available.textContent();
+    await server.fund(2_500_000n);
+    await page.waitForFunction((prev) => document.querySelector('[data-live="available"]')?.textContent !== prev, before, { timeout: 30_000 });
+    const after = Number((await available.textContent())!.replace(/,/g, ""));
+    expect(after).toBeCloseTo(Number(before!.replace(/,/g, "")) + 2.5, 6);
+    await expect(page.locator(".address").first().textContent()).resolves.toMatch(/^0x[0-9a-fA-F]{40}$/);
+    await expect(page.getByText("Send only USDC on Base").count()).resolves.toBe(1);
+    await screenshot(page, "overview");
+    await context.close();
+  });
+
+  it("a read token sees the project but no fund button, and a forged fund request is refused", async () => {
+    const token = await server.createToken(["read"]);
+    const context = await browser.newContext();
+    const page = await signInWithToken(context, token);
+    await expect(page.getByRole("button", { name: "Fund 10 test USDC" }).count()).resolves.toBe(0);
+    const csrf = await page.locator('meta[name="csrf-token"]').getAttribute("content");
+    const res = await page.request.post(`${server.baseUrl}/console/p/${server.projectId}/fund`, { form: { csrf: csrf! }, maxRedirects: 0 });
+    expect(res.status()).toBe(403);
+    await context.close();
+  });
+
+  it("refuses a POST without the session's CSRF token or from another origin", async () => {
+    const context = await browser.newContext();
+    const page = await signInWithToken(context, server.token);
+    const csrf = (await page.locator('meta[name="csrf-token"]').getAttribute("content"))!;
+    const noToken = await page.request.post(`${server.baseUrl}/console/p/${server.projectId}/fund`, { form: { csrf: "x" }, maxRedirects: 0 });
+    expect(noToken.status()).toBe(403);
+    const foreign = await page.request.post(`${server.baseUrl}/console/p/${server.projectId}/fund`, { form: { csrf }, headers: { origin: "https://evil.example" }, maxRedirects: 0 });
+    expect(foreign.status()).toBe(403);
+    await context.close();
+  });
+
+  it("another project is not found for a project token", async () => {
+    const other = await server.server.ctx.ledger.createProject({ name: "other", plan: "free" });
+    const context = await browser.newContext();
+    const page = await signInWithToken(context, server.token);
+    const res = await page.goto(`${server.baseUrl}/console/p/${other.id}`);
+    expect(res!.status()).toBe(404);
+    await context.close();
+  });
+});
+
+describe("console pages", () => {
+  it("have no serious accessibility violations, at desktop and phone width", async () => {
+    for (const viewport of [{ width: 1280, height: 900 }, { width: 390, height: 844 }]) {
+      const context = await browser.newContext({ bypassCSP: true, viewport });
+      const page = await signInWithToken(context, server.token);
+      const pages = [`/console/p/${server.projectId}`, `/console/p/${server.projectId}/transactions`, `/console/p/${server.projectId}/agents`];
+      for (const path of pages) {
+        await page.goto(`${server.baseUrl}${path}`);
+        const violations = await seriousViolations(page);
+        expect(violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`)).toEqual([]);
+        await screenshot(page, `${path.split("/").pop() === server.projectId ? "overview" : path.split("/").pop()}-${viewport.width}`);
+      }
+      const signInPage = await context.newPage();
+      await signInPage.goto(`${server.baseUrl}/console/signin`);
+      expect(await seriousViolations(signInPage)).toEqual([]);
+      await context.close();
+    }
+  });
+
+  it("opens a transaction from the list", async () => {
+    const context = await browser.newContext();
+    const page = await signInWithToken(context, server.token);
+    await page.goto(`${server.baseUrl}/console/p/${server.projectId}/transactions`);
+    await page.getByRole("link", { name: "Deposit" }).first().click();
+    await page.waitForURL(/\/transactions\/txn_/);
+    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toMatch(/^Deposit of \$/);
+    await screenshot(page, "transaction");
+    await context.close();
+  });
+});
+
+describe("console transactions at 10k rows", () => {
+  it("filters and pages by cursor as the API does, against a brute-force count of the same rows", async () => {
+    const { seedTransactions } = await import("../../../bench/support/seedTransactions.ts");
+    const ctx = server.server.ctx;
+    const project = await ctx.ledger.createProject({ name: "history", plan: "free" });
+    await seedTransactions({ ctx, dialect: "sqlite", sqlitePath: ctx.config.sqlitePath } as never, project.id, 10_000);
+    const { createToken } = await import("../../server/src/services/tokens.ts");
+    const { token } = await createToken(ctx, { projectId: project.id, permissions: ["read"], mode: "test" });
+    const context = await browser.newContext();
+    const page = await signInWithToken(context, token);
+    await page.goto(`${server.baseUrl}/console/p/${project.id}/transactions`);
+    await expect(page.getByRole("status").textContent()).resolves.toContain("10,000 transactions");
+    const ids = async () => page.locator("tbody tr td:first-child a").evaluateAll((as) => as.map((a) => (a as HTMLAnchorElement).href.split("/").pop()!));
+    const first = await ids();
+    expect(first).toHaveLength(50);
+    await page.getByRole("link", { name: "Next page" }).click();
+    const second = await ids();
+    expect(second).toHaveLength(50);
+    expect(second.filter((id) => first.includes(id))).toEqual([]);
+    await screenshot(page, "transactions-page-2");
+
+    await page.goto(`${server.baseUrl}/console/p/${project.id}/transactions`);
+    await page.selectOption("#f-type", ["usdc_fund"]);
+    await page.selectOption("#f-status", ["completed"]);
+    await page.getByRole("button", { name: "Apply" }).click();
+    await page.waitForURL(/type=usdc_fund/);
+    const expected = await ctx.ledger.db
+      .selectFrom("transactions")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("project_id", "=", project.id)
+      .where("type", "=", "usdc_fund")
+      .where("status", "=", "completed")
+      .executeTakeFirstOrThrow();
+    await expect(page.getByRole("status").textContent()).resolves.toContain(`${Number(expected.n).toLocaleString("en-US")} transaction`);
+    const types = await page.locator("tbody tr td:first-child").allTextContents();
+    const statuses = await page.locator("tbody tr .status").allTextContents();
+    expect(types.length).toBe(Math.min(50, Number(expected.n)));
+    expect(new Set(types)).toEqual(new Set(["Deposit"]));
+    expect(new Set(statuses)).toEqual(new Set(["completed"]));
+    await screenshot(page, "transactions-filtered");
+
+    // A bad filter is the API's 400, shown as a page, not a crash.
+    const bad = await page.goto(`${server.baseUrl}/console/p/${project.id}/transactions?created_after=yesterday`);
+    expect(bad!.status()).toBe(400);
+    await context.close();
+  });
+});

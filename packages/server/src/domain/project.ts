@@ -1,0 +1,2 @@
+/** A project's plan: it sets the platform fee rate (money.ts). */
+export type Plan = "free" | "pro" | "business";

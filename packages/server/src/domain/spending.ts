@@ -1,0 +1,200 @@
+/**
+ * Spending controls, as the ledger's hold judges them. A token and its project may each carry
+ * controls; a payment must pass both (the stricter wins). Static rules — rails, recipients, the
+ * per-payment cap and the approval threshold — are judged here, in pure functions; the windows
+ * (daily, weekly, monthly, all-time) are counter rows keyed by (scope, kind, window start) that the
+ * hold moves by a conditional update in the same write as the balance's debit (store.ts, and
+ * aw_hold_batch on PostgreSQL). A window rolls over by itself: a new start is a new row.
+ *
+ * Amounts are payment amounts in micro-USDC (what reaches the payee), never the fee.
+ */
+import { createHmac } from "node:crypto";
+import { ApiError } from "./errors.ts";
+
+export const INTERVALS = ["per_payment", "daily", "weekly", "monthly", "all_time"] as const;
+export type Interval = (typeof INTERVALS)[number];
+export type WindowKind = Exclude<Interval, "per_payment">;
+export const RAILS = ["x402", "usdc_transfer", "fiat"] as const;
+export type SpendRail = (typeof RAILS)[number];
+
+/** Controls as stored (JSON in `api_tokens.spending_controls` / `projects.spending_controls`). */
+export type SpendingControls = {
+  limits: { interval: Interval; amountMicros: number }[];
+  /** Recipient keys (recipientKey below); null: any recipient. */
+  allowedRecipients: string[] | null;
+  blockedRecipients: string[];
+  /** null: every rail. */
+  allowedRails: SpendRail[] | null;
+  /** USDC and fiat payments above this wait for a person; x402 ones are refused. null: never. */
+  approvalAboveMicros: number | null;
+};
+
+export type Scope = "token" | "project";
+/** The controls that apply to one hold, as the token lookup read them at authentication. */
+export type HoldControls = {
+  tokenId: string;
+  token: SpendingControls | null;
+  project: SpendingControls | null;
+  /** The payment's recipient as a key (recipientKey below). */
+  recipientKey: string;
+};
+
+/** One window counter a hold moves: its row's key and the limit it may not pass. */
+export type SpendWindow = { scope: Scope; scopeId: string; kind: WindowKind; start: string; limitMicros: number };
+
+export type RefusalCode = "spending_limit_exceeded" | "recipient_not_allowed" | "rail_not_allowed" | "approval_required";
+export type Refusal = { code: RefusalCode; detail: string };
+
+/** How a hold's controls judge it before any counter moves. */
+export type StaticJudgement = { kind: "refused"; refusal: Refusal } | { kind: "ok"; windows: SpendWindow[]; approval: boolean };
+
+export function parseControls(text: string | null | undefined): SpendingControls | null {
+  if (!text) return null;
+  return JSON.parse(text) as SpendingControls;
+}
+
+export function isEmptyControls(c: SpendingControls | null): boolean {
+  return !c || (c.limits.length === 0 && c.allowedRecipients === null && c.blockedRecipients.length === 0 && c.allowedRails === null && c.approvalAboveMicros === null);
+}
+
+/** The start of the UTC calendar window holding `at`: a day at 00:00, a week on Monday, a month on the 1st. */
+export function windowStart(kind: WindowKind, at: Date): string {
+  if (kind === "all_time") return "all";
+  const d = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), kind === "monthly" ? 1 : at.getUTCDate()));
+  if (kind === "weekly") d.setUTCDate(d.getUTCDate() - ((d.getUTCDay() + 6) % 7));
+  return d.toISOString();
+}
+
+/** When the window starting at `start` ends (null for all_time). */
+export function windowEnd(kind: WindowKind, start: string): string | null {
+  if (kind === "all_time") return null;
+  const d = new Date(start);
+  if (kind === "daily") d.setUTCDate(d.getUTCDate() + 1);
+  else if (kind === "weekly") d.setUTCDate(d.getUTCDate() + 7);
+  else d.setUTCMonth(d.getUTCMonth() + 1);
+  return d.toISOString();
+}
+
+/** "1.500000 USD" for messages; amounts are micro-USD. */
+export function usd(micros: number): string {
+  return `${(BigInt(micros) / 1_000_000n).toString()}.${(BigInt(micros) % 1_000_000n).toString().padStart(6, "0")} USD`;
+}
+
+const WINDOW_NAME: Record<WindowKind, string> = { daily: "daily", weekly: "weekly", monthly: "monthly", all_time: "all-time" };
+
+function windowText(kind: WindowKind, start: string): string {
+  return kind === "all_time" ? "since the limit was set" : `in the window ${start} – ${windowEnd(kind, start)} (UTC)`;
+}
+
+/** The refusal of a window that the payment would take past its limit. */
+export function windowRefusal(w: SpendWindow, spentMicros: number, amountMicros: number): Refusal {
+  const remaining = Math.max(0, w.limitMicros - spentMicros);
+  return {
+    code: "spending_limit_exceeded",
+    detail: `Spending limit exceeded: the ${w.scope}'s ${WINDOW_NAME[w.kind]} limit is ${usd(w.limitMicros)}; spent ${usd(spentMicros)} ${windowText(w.kind, w.start)}, remaining ${usd(remaining)}, and this payment is ${usd(amountMicros)}. Pay at most the remaining amount, wait for the next window, or ask an operator to raise the limit (GET /v1/limits shows them).`,
+  };
+}
+
+/**
+ * Judges the static rules of both scopes and lists the windows the hold must move. The block-list
+ * always wins; with an allow-list, anything not on it is refused; per_payment and every window's
+ * limit must each cover the amount on its own (a window's counter is judged in the hold's write).
+ */
+export function judgeStatic(c: HoldControls, projectId: string, rail: SpendRail, amountMicros: number, now: Date): StaticJudgement {
+  const windows: SpendWindow[] = [];
+  let approval = false;
+  for (const scope of ["token", "project"] as const) {
+    const controls = c[scope];
+    if (!controls) continue;
+    const who = scope === "token" ? "this token" : "this project";
+    if (controls.allowedRails && !controls.allowedRails.includes(rail)) {
+      return refused("rail_not_allowed", `Rail not allowed: ${who} may pay by ${controls.allowedRails.join(", ") || "no rail"}, not ${rail}. Use an allowed rail or ask an operator to change the token's allowed_rails.`);
+    }
+    if (controls.blockedRecipients.some((k) => recipientMatches(k, c.recipientKey))) {
+      return refused("recipient_not_allowed", `Recipient not allowed: ${displayRecipient(c.recipientKey)} is on ${who}'s blocked_recipients list. Pay another recipient.`);
+    }
+    if (controls.allowedRecipients && !controls.allowedRecipients.some((k) => recipientMatches(k, c.recipientKey))) {
+      return refused("recipient_not_allowed", `Recipient not allowed: ${displayRecipient(c.recipientKey)} is not on ${who}'s allowed_recipients list (${controls.allowedRecipients.map(displayRecipient).join(", ") || "empty"}). Pay an allowed recipient or ask an operator to add it.`);
+    }
+    for (const l of controls.limits) {
+      if (l.interval === "per_payment") {
+        if (amountMicros > l.amountMicros) {
+          return refused("spending_limit_exceeded", `Spending limit exceeded: ${who}'s per_payment limit is ${usd(l.amountMicros)} and this payment is ${usd(amountMicros)}. Pay at most ${usd(l.amountMicros)} at a time.`);
+        }
+        continue;
+      }
+      const w: SpendWindow = { scope, scopeId: scope === "token" ? c.tokenId : projectId, kind: l.interval, start: windowStart(l.interval, now), limitMicros: l.amountMicros };
+      // A payment larger than the whole limit can never fit; its counter is not even read.
+      if (amountMicros > l.amountMicros) return { kind: "refused", refusal: windowRefusal(w, 0, amountMicros) };
+      windows.push(w);
+    }
+    if (controls.approvalAboveMicros !== null && amountMicros > controls.approvalAboveMicros) {
+      if (rail === "x402") {
+        return refused("approval_required", `Approval required: ${who} needs a person's approval for payments above ${usd(controls.approvalAboveMicros)}, and this x402 payment is ${usd(amountMicros)}; an x402 request cannot wait for a person. Pay at most ${usd(controls.approvalAboveMicros)} or use a token without this threshold.`);
+      }
+      approval = true;
+    }
+  }
+  return { kind: "ok", windows, approval };
+}
+
+function refused(code: RefusalCode, detail: string): StaticJudgement {
+  return { kind: "refused", refusal: { code, detail } };
+}
+
+// -------------------------------------------------------------------------------------------------
+// Recipients as keys: `host:api.example.com`, `host:*.example.com`, `addr:0xabc…` (lowercase),
+// `bank:<routing>:<last four>:<keyed hash of routing and account>` — no full account number is kept.
+
+/** The key of a host, an EVM address, or a bank account (with the deployment's hash key). */
+export function recipientKey(r: { host: string } | { address: string } | { routingNumber: string; accountNumber: string }, bankKey: Uint8Array): string {
+  if ("host" in r) return `host:${r.host.toLowerCase().replace(/\.$/, "")}`;
+  if ("address" in r) return `addr:${r.address.toLowerCase()}`;
+  const digest = createHmac("sha256", bankKey).update(`${r.routingNumber}:${r.accountNumber}`).digest("hex").slice(0, 32);
+  return `bank:${r.routingNumber}:${r.accountNumber.slice(-4)}:${digest}`;
+}
+
+/** Whether a listed key covers a payment's key: equal, or `host:*.example.com` for any subdomain of example.com. */
+export function recipientMatches(listed: string, key: string): boolean {
+  if (listed === key) return true;
+  if (listed.startsWith("host:*.") && key.startsWith("host:")) return key.endsWith(listed.slice("host:*".length)) && key.length > listed.length - 1;
+  return false;
+}
+
+/** A key as people see it: the host, the address, or the bank account by routing number and last four. */
+export function displayRecipient(key: string): string {
+  const [kind, ...rest] = key.split(":");
+  if (kind === "host" || kind === "addr") return rest.join(":");
+  if (kind === "bank") return `bank account ••••${rest[1]} (routing ${rest[0]})`;
+  return key;
+}
+
+// -------------------------------------------------------------------------------------------------
+// The controls a payment's hold is judged by, and the answer to a refusal.
+
+/** The spending controls of a token and of its project, as read with the token at authentication. */
+export type PrincipalControls = { token: SpendingControls | null; project: SpendingControls | null };
+
+export type RecipientOf = { rail: "x402"; url: string } | { rail: "usdc_transfer"; address: string } | { rail: "fiat"; routingNumber: string; accountNumber: string };
+
+/** The controls a payment's hold is judged by; undefined when neither the token nor its project has any. */
+export function holdControlsOf(
+  p: { tokenId: string; controls?: PrincipalControls },
+  recipient: RecipientOf,
+  opts: { bankKey: Uint8Array; approvalTimeoutMs: number },
+): (HoldControls & { approvalTimeoutMs: number }) | undefined {
+  const c = p.controls;
+  if (!c || (isEmptyControls(c.token) && isEmptyControls(c.project))) return undefined;
+  const key =
+    recipient.rail === "x402"
+      ? recipientKey({ host: new URL(recipient.url).hostname }, opts.bankKey)
+      : recipient.rail === "usdc_transfer"
+        ? recipientKey({ address: recipient.address }, opts.bankKey)
+        : recipientKey({ routingNumber: recipient.routingNumber, accountNumber: recipient.accountNumber }, opts.bankKey);
+  return { tokenId: p.tokenId, token: c.token, project: c.project, recipientKey: key, approvalTimeoutMs: opts.approvalTimeoutMs };
+}
+
+/** A refusal as the API answers it: 403 with its code and detail. */
+export function refusalError(r: Refusal): ApiError {
+  return new ApiError(403, r.code, r.detail);
+}

@@ -1,0 +1,156 @@
+/**
+ * The web console's port (`@agentwallet/console`), implemented over the service's own functions and ledger
+ * reads: the same token rules as the API (a revoked or expired token ends its console sessions on the next
+ * page), the same balance and transaction shapes. Registered by `createApp` at /console.
+ */
+import { randomBytes } from "node:crypto";
+import type { Permission } from "@agentwallet/api";
+import { type ConsoleBackend, type DailySpend, registerConsole } from "@agentwallet/console";
+import type { FastifyInstance } from "fastify";
+import type { AppContext } from "../context.ts";
+import { getDepositAddress } from "../services/getDepositAddress.ts";
+import { listTransactions } from "../services/listTransactions.ts";
+import { getTransaction } from "../services/getTransaction.ts";
+import { cursorOf } from "../ledger/transactionReads.ts";
+import { ApiError, badRequest } from "../domain/errors.ts";
+import { parseListQuery } from "./listQuery.ts";
+import { hashToken, isWellFormedToken } from "../tokens.ts";
+
+/** A console session lasts 12 hours; a sign-in code printed by the sandbox banner, 24 hours and one use. */
+const SESSION_MS = 12 * 3_600_000;
+export const SIGNIN_CODE_MS = 24 * 3_600_000;
+
+export type ConsoleAppOptions = {
+  /** Sandbox: mint test USDC to a project's deposit wallet (the watcher credits it as any deposit). */
+  fundSandbox?: (projectId: string, amountMicros: bigint) => Promise<void>;
+};
+
+const EXPLORER_TX_URL: Record<number, string> = { 8453: "https://basescan.org/tx/", 84532: "https://sepolia.basescan.org/tx/" };
+
+export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): ConsoleBackend {
+  const sessions = ctx.ledger.consoleSessions;
+  const now = () => ctx.clock().toISOString();
+  const tokenActive = (t: { expires_at: string | null; revoked_at: string | null } | undefined) => !!t && !t.revoked_at && !(t.expires_at && t.expires_at <= now());
+  const csrfOf = (sessionId: string) => hashToken(`console-csrf:${sessionId}`).slice(0, 43);
+
+  const summary = (p: { id: string; name: string; plan: string; paused: number | boolean; created_at: string }) => ({
+    id: p.id,
+    name: p.name,
+    plan: p.plan,
+    paused: p.paused === 1 || p.paused === true,
+    created_at: p.created_at,
+  });
+
+  return {
+    async verifyToken(token) {
+      if (!isWellFormedToken(token)) return null;
+      const row = await ctx.ledger.findTokenByHash(hashToken(token));
+      if (!row || !tokenActive(row)) return null;
+      return { tokenId: row.id, projectId: row.project_id };
+    },
+    async verifyAdminCredential() {
+      return false;
+    },
+    async redeemSignInCode(code) {
+      const token = await sessions.redeemCode(code, now());
+      return token && tokenActive(token) ? { tokenId: token.id, projectId: token.project_id } : null;
+    },
+    async createSession(viewer) {
+      const id = randomBytes(32).toString("base64url");
+      const expiresAt = new Date(ctx.clock().getTime() + SESSION_MS).toISOString();
+      await sessions.create(id, viewer.kind, viewer.kind === "token" ? viewer.tokenId : null, now(), expiresAt);
+      return { id, csrf: csrfOf(id), expiresAt };
+    },
+    async getSession(id) {
+      const row = await sessions.get(id, now());
+      if (!row) return null;
+      const base = { id, csrf: csrfOf(id), expiresAt: row.expires_at };
+      if (row.kind === "operator") return { ...base, viewer: { kind: "operator" } };
+      if (!row.token || !row.token_id || !tokenActive(row.token)) return null;
+      return { ...base, viewer: { kind: "token", projectId: row.token.project_id, tokenId: row.token_id, permissions: row.token.permissions.split(",") as Permission[] } };
+    },
+    async deleteSession(id) {
+      await sessions.delete(id);
+    },
+    async listProjects() {
+      return (await ctx.ledger.listProjects()).map(summary);
+    },
+    async getProject(projectId) {
+      const p = await ctx.ledger.getProject(projectId);
+      return p ? summary(p) : null;
+    },
+    async overview(projectId) {
+      const b = await ctx.ledger.getBalance(projectId);
+      const project = await ctx.ledger.getProject(projectId);
+      return {
+        project_id: projectId,
+        currency: "usdc" as const,
+        available: Number(b?.available_micros ?? 0),
+        pending: Number(b?.pending_micros ?? 0),
+        held: Number(b?.held_micros ?? 0),
+        total_funded: Number(b?.total_funded_micros ?? 0),
+        total_spent: Number(b?.total_spent_micros ?? 0),
+        wallet_address: project?.wallet_address ?? null,
+      };
+    },
+    depositAddress: (projectId) => getDepositAddress(ctx, projectId),
+    async spendByDay(projectId, days) {
+      const since = new Date(ctx.clock().getTime() - days * 86_400_000).toISOString().slice(0, 10);
+      const rows = await ctx.ledger.spendByDay(projectId, since);
+      return rows.map((r) => ({
+        day: r.day,
+        rail: (r.type === "x402_payment" ? "x402" : r.type === "payment" ? "fiat" : "usdc_transfer") as DailySpend["rail"],
+        amount_micros: r.currency === "usd" ? r.amount * 10_000 : r.amount,
+      }));
+    },
+    async listTransactions(projectId, query) {
+      // The API's own parsing and reads: the same filters, bounds and errors as GET /v1/transactions.
+      const { startingAfter, ...q } = parseListQuery({
+        limit: String(query.limit),
+        ...(query.type ? { type: query.type.join(",") } : {}),
+        ...(query.status ? { status: query.status.join(",") } : {}),
+        ...(query.created_after ? { created_after: query.created_after } : {}),
+        ...(query.created_before ? { created_before: query.created_before } : {}),
+        ...(query.starting_after ? { starting_after: query.starting_after } : {}),
+      });
+      const cursor = startingAfter === undefined ? undefined : await cursorOf(ctx.ledger.db, projectId, startingAfter);
+      if (startingAfter !== undefined && !cursor) throw badRequest("invalid_query", "That page's starting transaction is not in this project.");
+      return listTransactions(ctx, projectId, { ...q, cursor });
+    },
+    async getTransaction(projectId, id) {
+      try {
+        return await getTransaction(ctx.ledger.db, projectId, id);
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 404) return null;
+        throw err;
+      }
+    },
+    async listTokens(projectId) {
+      return (await ctx.ledger.listTokens(projectId)).map((t) => ({ ...t, permissions: t.permissions.split(",") as Permission[] }));
+    },
+    ...(options.fundSandbox
+      ? {
+          async fundSandbox(projectId: string, amountUsdc: number) {
+            await getDepositAddress(ctx, projectId);
+            await options.fundSandbox!(projectId, BigInt(amountUsdc) * 1_000_000n);
+          },
+        }
+      : {}),
+  };
+}
+
+export function registerConsoleRoutes(app: FastifyInstance, ctx: AppContext, options: ConsoleAppOptions): void {
+  registerConsole(app, {
+    backend: consoleBackend(ctx, options),
+    sandbox: ctx.config.mode === "sandbox",
+    explorerTxUrl: ctx.config.mode === "live" ? (EXPLORER_TX_URL[ctx.config.chain.chainId] ?? null) : null,
+    filters: true,
+  });
+}
+
+/** A one-time sign-in link's code for this token (the sandbox banner prints it). */
+export async function createSignInCode(ctx: AppContext, tokenId: string): Promise<string> {
+  const code = randomBytes(24).toString("base64url");
+  await ctx.ledger.consoleSessions.createCode(code, tokenId, new Date(ctx.clock().getTime() + SIGNIN_CODE_MS).toISOString());
+  return code;
+}

@@ -1,0 +1,64 @@
+/**
+ * Console sessions and one-time sign-in codes. Only SHA-256 hashes of session ids and codes are stored, so a
+ * copy of the database opens no session. A session names the operator or one API token; the token row is read
+ * on every use, so revoking or expiring the token ends its sessions at once.
+ */
+import { createHash } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { Database } from "./schema.ts";
+
+const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
+
+export type ConsoleSessionRow = {
+  kind: "operator" | "token";
+  token_id: string | null;
+  expires_at: string;
+  /** For token sessions: the token as it is now. */
+  token?: { project_id: string; permissions: string; expires_at: string | null; revoked_at: string | null } | undefined;
+};
+
+export class ConsoleSessions {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async create(id: string, kind: "operator" | "token", tokenId: string | null, createdAt: string, expiresAt: string): Promise<void> {
+    await this.db.insertInto("console_sessions").values({ id_hash: sha256(id), kind, token_id: tokenId, created_at: createdAt, expires_at: expiresAt }).execute();
+  }
+
+  async get(id: string, now: string): Promise<ConsoleSessionRow | undefined> {
+    const row = await this.db
+      .selectFrom("console_sessions as s")
+      .leftJoin("api_tokens as t", "t.id", "s.token_id")
+      .select(["s.kind", "s.token_id", "s.expires_at", "t.project_id", "t.permissions", "t.expires_at as token_expires_at", "t.revoked_at"])
+      .where("s.id_hash", "=", sha256(id))
+      .where("s.expires_at", ">", now)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    return {
+      kind: row.kind as "operator" | "token",
+      token_id: row.token_id,
+      expires_at: row.expires_at,
+      token: row.project_id ? { project_id: row.project_id, permissions: row.permissions!, expires_at: row.token_expires_at ?? null, revoked_at: row.revoked_at ?? null } : undefined,
+    };
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.db.deleteFrom("console_sessions").where("id_hash", "=", sha256(id)).execute();
+  }
+
+  /** Drops expired sessions and used or expired codes; bounded per call. */
+  async prune(now: string): Promise<void> {
+    await this.db.deleteFrom("console_sessions").where("expires_at", "<=", now).execute();
+    await this.db.deleteFrom("console_signin_codes").where("expires_at", "<=", now).execute();
+  }
+
+  async createCode(code: string, tokenId: string, expiresAt: string): Promise<void> {
+    await this.db.insertInto("console_signin_codes").values({ code_hash: sha256(code), token_id: tokenId, expires_at: expiresAt }).execute();
+  }
+
+  /** The code's token as it is now, once: the code's row is deleted by the statement that reads it. */
+  async redeemCode(code: string, now: string) {
+    const row = await this.db.deleteFrom("console_signin_codes").where("code_hash", "=", sha256(code)).where("expires_at", ">", now).returning("token_id").executeTakeFirst();
+    if (!row) return undefined;
+    return this.db.selectFrom("api_tokens").select(["id", "project_id", "expires_at", "revoked_at"]).where("id", "=", row.token_id).executeTakeFirst();
+  }
+}

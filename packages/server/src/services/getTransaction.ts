@@ -1,0 +1,36 @@
+/**
+ * GET /v1/transactions/{id}: one transaction of the caller's project, as the list shows it plus what its
+ * payment or deposit adds. Another project's id is answered exactly as an unknown one.
+ */
+import type { TransactionDetail } from "@agentwallet/api";
+import type { Db } from "../ledger/db.ts";
+import { ApiError } from "../domain/errors.ts";
+import { type DetailRow, getTransactionDetail } from "../ledger/transactionReads.ts";
+import { renderTransaction } from "./listTransactions.ts";
+
+export async function getTransaction(db: Db, projectId: string, id: string): Promise<TransactionDetail> {
+  const row = await getTransactionDetail(db, projectId, id);
+  if (!row) throw new ApiError(404, "transaction_not_found", `No transaction ${id.slice(0, 80)} in this project. List them with GET /v1/transactions.`);
+  return renderDetail(row);
+}
+
+export function renderDetail(r: DetailRow): TransactionDetail {
+  const ofPayment = r.payment_id !== null && r.rail !== null;
+  const isFee = ofPayment && r.type === "platform_fee";
+  const isPayment = ofPayment && !isFee;
+  return {
+    ...renderTransaction(r),
+    metadata: r.metadata ? (JSON.parse(r.metadata) as Record<string, string>) : null,
+    rail: ofPayment ? r.rail : null,
+    recipient: isPayment ? recipientOf(r) : null,
+    tx_hash: isPayment ? (r.rail === "fiat" ? null : r.payment_tx_hash) : r.deposit_tx_hash,
+    payment_id: isFee ? r.payment_id : isPayment ? r.fee_txn_id : null,
+  };
+}
+
+/** The URL or address; for a bank account its holder's name and the last four digits of its number, never the whole number. */
+function recipientOf(r: DetailRow): string | null {
+  if (r.rail !== "fiat" || !r.recipient_json) return r.recipient;
+  const bank = JSON.parse(r.recipient_json) as { name: string; account_number: string };
+  return `${bank.name} (account ending ${bank.account_number.slice(-4)})`;
+}

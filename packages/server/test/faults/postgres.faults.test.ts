@@ -1,0 +1,3 @@
+import { defineFaultSuite } from "./scenarios.ts";
+
+defineFaultSuite("postgres");

@@ -1,0 +1,257 @@
+/**
+ * The world of one fault scenario, all real and all on loopback: anvil with a state file (so a kill -9
+ * loses what a crashed node loses: up to a second), the RPC proxy in front of it, the x402 facilitator
+ * and two merchants (v1 and v2) talking to the chain through the proxy, the service as a child process
+ * in sandbox mode pointed at the proxy (SANDBOX_CHAIN_RPC_URL), on a SQLite file or a PostgreSQL schema
+ * of its own. The test process reads the same database to create projects and to judge the outcome.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Anvil, connectDevChain, type DevChain, type Facilitator, type Merchant, startAnvil, startFacilitator, startMerchantV1, startMerchantV2 } from "@agentwallet/devchain";
+import { type Address, type Hex, createTestClient, getAddress, http } from "viem";
+import { createChainClient, type ChainClient } from "../../../src/chain/chainClient.ts";
+import { type OpenedDb, openDb } from "../../../src/ledger/db.ts";
+import { Ledger } from "../../../src/ledger/store.ts";
+import { newId, systemClock } from "../../../src/ids.ts";
+import { createToken } from "../../../src/services/tokens.ts";
+import { createPgSchema, type TestDialect } from "../../support/db.ts";
+import { freePort, spawnServer, type ServerProcess } from "../../support/spawnServer.ts";
+import { createRng, type Rng } from "./rng.ts";
+import { startRpcProxy, type RpcProxy } from "./rpcProxy.ts";
+
+export const PAYMENT_CONFIRMATIONS = 1;
+/** A valid ABA routing number (checksum included). */
+export const ROUTING = "021000021";
+/** Any account but the sandbox off-ramp's test numbers (1111000000 fails, 2222000000 returns, 3333000000 is refused). */
+export const FIAT_OK_ACCOUNT = "000123456789";
+export const FIAT_FAIL_ACCOUNT = "1111000000";
+export const FIAT_RETURN_ACCOUNT = "2222000000";
+export const X402_PRICE_MICROS = 7_000n;
+/** A server start on two cores shared with the rest of the suite can take tens of seconds. */
+const SERVER_READY_MS = 240_000;
+
+export type Project = { id: string; token: string; wallet: Address };
+
+export type FaultChain = {
+  /** anvil's own URL (changes at each restart); the service never sees it, only the proxy's. */
+  directUrl(): string;
+  up(): boolean;
+  kill9(): Promise<void>;
+  restart(): Promise<void>;
+  snapshot(): Promise<Hex>;
+  revert(id: Hex): Promise<boolean>;
+  mine(blocks: number): Promise<void>;
+  mint(to: Address, micros: bigint): Promise<Hex>;
+  balanceOf(a: Address): Promise<bigint>;
+  nonces(a: Address): Promise<{ latest: number; pending: number }>;
+  /** A mined transaction's status, or undefined when the chain does not have it. */
+  receipt(hash: Hex): Promise<"success" | "reverted" | undefined>;
+  usdc: Address;
+  dev(): DevChain;
+};
+
+export type FaultWorld = {
+  dialect: TestDialect;
+  rng: Rng;
+  dir: string;
+  proxy: RpcProxy;
+  chain: FaultChain;
+  facilitator: Facilitator;
+  merchants: { v1: Merchant & { payTo: Address }; v2: Merchant & { payTo: Address } };
+  offramp: Address;
+  relayer: Address;
+  ledger: Ledger;
+  env: NodeJS.ProcessEnv;
+  server(): ServerProcess;
+  baseUrl: string;
+  serverUp(): boolean;
+  killServer(): Promise<void>;
+  restartServer(): Promise<void>;
+  killChain(): Promise<void>;
+  restartChain(): Promise<void>;
+  newProject(name: string, fundMicros: bigint): Promise<Project>;
+  log(line: string): void;
+  events(): string[];
+  stop(): Promise<void>;
+};
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function startChain(dir: string): Promise<FaultChain> {
+  const statePath = join(dir, "chain-state.json");
+  let anvil: Anvil | undefined;
+  let dev: DevChain;
+  let client: ChainClient;
+  const open = async () => {
+    // The sandbox's own chain settings: a block per transaction plus an empty block a second.
+    anvil = await startAnvil({ statePath, blockTime: 1, mixedMining: true });
+    dev = await connectDevChain({ rpcUrl: anvil.rpcUrl });
+    client = createChainClient({ rpcUrl: anvil.rpcUrl, chainId: dev.chainId, usdcAddress: dev.usdcAddress, timeoutMs: 5_000, retries: 1, pollingIntervalMs: 50 });
+  };
+  await open();
+  const test = () => createTestClient({ mode: "anvil", transport: http(anvil!.rpcUrl) });
+  return {
+    directUrl: () => anvil!.rpcUrl,
+    up: () => anvil !== undefined,
+    async kill9() {
+      const a = anvil!;
+      anvil = undefined;
+      process.kill(a.pid, "SIGKILL");
+      await a.stop(); // reaps it (and its watchdog); returns at once for a process that has exited
+    },
+    async restart() {
+      await open();
+    },
+    snapshot: () => test().snapshot(),
+    revert: (id) => test().request({ method: "evm_revert", params: [id] }) as Promise<boolean>,
+    mine: (blocks) => test().mine({ blocks }),
+    mint: (to, micros) => dev.mint(to, micros),
+    balanceOf: (a) => client.usdcBalance(a),
+    async nonces(a) {
+      const latest = await client.client.getTransactionCount({ address: a, blockTag: "latest" });
+      const pending = await client.client.getTransactionCount({ address: a, blockTag: "pending" });
+      return { latest, pending };
+    },
+    async receipt(hash) {
+      const r = await client.client.getTransactionReceipt({ hash }).catch(() => undefined);
+      return r?.status;
+    },
+    get usdc() {
+      return dev.usdcAddress;
+    },
+    dev: () => dev,
+  };
+}
+
+export async function startFaultWorld(dialect: TestDialect, seed: number, scenario: string): Promise<FaultWorld> {
+  const rng = createRng(seed).fork(scenario);
+  const dir = mkdtempSync(join(tmpdir(), `aw-fault-${scenario}-`));
+  const events: string[] = [];
+  const t0 = Date.now();
+  const log = (line: string) => {
+    events.push(`+${((Date.now() - t0) / 1000).toFixed(1)}s ${line}`);
+    if (process.env.FAULT_VERBOSE) console.log(`[${scenario}/${dialect}] ${events[events.length - 1]}`);
+  };
+  const chain = await startChain(dir);
+  const proxy = await startRpcProxy(rng.fork("proxy"), chain.directUrl());
+  const accounts = chain.dev().accounts;
+  const facilitator = await startFacilitator({ rpcUrl: proxy.url, privateKey: accounts.facilitator.privateKey });
+  const payTo = (n: number) => getAddress(`0x${"fa".repeat(19)}${n.toString(16).padStart(2, "0")}`);
+  const v1 = await startMerchantV1({ facilitatorUrl: facilitator.url, payTo: payTo(1), usdcAddress: chain.usdc, priceMicros: X402_PRICE_MICROS });
+  const v2 = await startMerchantV2({ facilitatorUrl: facilitator.url, payTo: payTo(2), usdcAddress: chain.usdc, priceMicros: X402_PRICE_MICROS + 1n });
+  const pg = dialect === "postgres" ? await createPgSchema() : undefined;
+  const env: NodeJS.ProcessEnv = {
+    SANDBOX_CHAIN_RPC_URL: proxy.url,
+    BASE_RPC_URL: "",
+    AGENTWALLET_DATA_DIR: dir,
+    DATABASE_URL: pg?.url ?? "",
+    DEPOSIT_CONFIRMATIONS: "1",
+    PAYMENT_CONFIRMATIONS: String(PAYMENT_CONFIRMATIONS),
+    RATE_LIMIT_PER_MINUTE: "1000000",
+    WATCHER_INTERVAL_MS: "100",
+    WORKER_INTERVAL_MS: "100",
+    // An x402 request needs a lease longer than two x402 round trips and a margin (x402Rail.ts).
+    PAYMENT_REQUEST_LEASE_MS: "20000",
+    FIAT_SANDBOX_DELAY_MS: "300",
+    RPC_TIMEOUT_MS: "3000",
+    RPC_RETRIES: "1",
+    X402_ALLOW_HTTP: "1",
+    X402_ALLOW_PRIVATE_NETWORKS: "1",
+    X402_TIMEOUT_MS: "6000",
+    LOG_LEVEL: "warn",
+  };
+  const port = await freePort();
+  let server = await spawnServer(env, port, SERVER_READY_MS);
+  log("server started");
+  let serverUp = true;
+  const opened: OpenedDb = pg ? openDb({ kind: "postgres", url: pg.url }) : openDb({ kind: "sqlite", path: join(dir, "agentwallet.db") });
+  const ledger = new Ledger(opened.db, dialect, systemClock, newId);
+  const world: FaultWorld = {
+    dialect,
+    rng,
+    dir,
+    proxy,
+    chain,
+    facilitator,
+    merchants: { v1: { ...v1, payTo: payTo(1) }, v2: { ...v2, payTo: payTo(2) } },
+    offramp: accounts.offramp.address,
+    relayer: accounts.relayer.address,
+    ledger,
+    env,
+    server: () => server,
+    baseUrl: server.baseUrl,
+    serverUp: () => serverUp,
+    async killServer() {
+      serverUp = false;
+      await server.kill9();
+      log("kill -9 server");
+    },
+    async restartServer() {
+      // The port can be taken for a moment after a kill; the start-up is retried, bounded.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          server = await spawnServer(env, port, SERVER_READY_MS);
+          break;
+        } catch (err) {
+          if (attempt >= 3) throw err;
+          await sleep(500);
+        }
+      }
+      serverUp = true;
+      log("server restarted");
+    },
+    async killChain() {
+      proxy.setUpstream(undefined);
+      await chain.kill9();
+      log("kill -9 chain");
+    },
+    async restartChain() {
+      await chain.restart();
+      proxy.setUpstream(chain.directUrl());
+      log("chain restarted from its state file");
+    },
+    async newProject(name, fundMicros) {
+      const project = await ledger.createProject({ name, plan: "free" });
+      const token = (await createToken({ ledger, clock: systemClock, newId }, { projectId: project.id, permissions: ["read", "pay", "x402"], mode: "test" })).token;
+      const api = async (path: string) => {
+        for (let i = 0; ; i++) {
+          try {
+            const res = await fetch(`${world.baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(10_000) });
+            if (res.ok) return (await res.json()) as Record<string, unknown>;
+            if (i > 100) throw new Error(`${path} answered ${res.status}: ${await res.text()}`);
+          } catch (err) {
+            if (i > 100) throw err;
+          }
+          await sleep(200);
+        }
+      };
+      const wallet = getAddress((await api("/v1/stablecoin/address")).address as string);
+      if (fundMicros > 0n) {
+        await chain.mint(wallet, fundMicros);
+        const deadline = Date.now() + 60_000;
+        for (;;) {
+          const b = await ledger.getBalance(project.id);
+          if (b && BigInt(b.available_micros) >= fundMicros) break;
+          if (Date.now() > deadline) throw new Error(`deposit of ${fundMicros} to project ${project.id} (${wallet}) not credited within 60 s`);
+          await sleep(100);
+        }
+      }
+      log(`project ${project.id} funded with ${fundMicros}`);
+      return { id: project.id, token, wallet };
+    },
+    log,
+    events: () => [...events],
+    async stop() {
+      await server.stop().catch(() => {});
+      await Promise.all([v1.stop(), v2.stop()]).catch(() => {});
+      await facilitator.stop().catch(() => {});
+      await proxy.stop();
+      if (chain.up()) await chain.kill9().catch(() => {});
+      await opened.close();
+      await pg?.drop().catch(() => {});
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return world;
+}

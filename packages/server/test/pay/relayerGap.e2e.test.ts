@@ -1,0 +1,176 @@
+// A relayer transaction the chain lost (a restart from an earlier state, a reorg, a drop from the pool)
+// must not wedge the relayer: on the real chain, payments complete, the chain is rolled back so the
+// last relayer transactions vanish, and then a payment of another project still completes, the lost
+// transactions are sent again so the recipients really hold the money, and the ledger equals the chain.
+import type { Permission } from "@agentwallet/api";
+import { type Address, type Hex, createTestClient, http } from "viem";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { LOST_TX_KEY_PREFIX, createRelayer } from "../../src/chain/relayer.ts";
+import type { PaymentRow } from "../../src/ledger/store.ts";
+import { verifyLedger } from "../../src/ledger/verify.ts";
+import { signAuthorization, randomNonce } from "../../src/rails/eip3009.ts";
+import { findLostLegs } from "../../src/rails/lostLegs.ts";
+import { type LegDeps, encodeCalls, legPatch } from "../../src/rails/onchainLeg.ts";
+import { getDepositAddress } from "../../src/services/getDepositAddress.ts";
+import { reconcile } from "../../src/services/reconcile.ts";
+import { createToken } from "../../src/services/tokens.ts";
+import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
+import { createPgSchema, dialects } from "../support/db.ts";
+import { poll } from "../support/poll.ts";
+import { finishByWorker, heldElsewhere } from "../support/relay.ts";
+
+const recipientA: Address = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc";
+const recipientB: Address = "0x976EA74026E726554dB657fA54763abd0C3a0aa9";
+const recipientC: Address = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955";
+
+describe.each(dialects)("relayer: a lost relayer transaction never wedges the rails (%s)", (dialect) => {
+  let s: TestServer;
+  let dropSchema: (() => Promise<void>) | undefined;
+  let anvil: ReturnType<typeof createTestClient>;
+  let other: { projectId: string; token: string };
+  beforeAll(async () => {
+    const pg = dialect === "postgres" ? await createPgSchema() : undefined;
+    dropSchema = pg?.drop;
+    s = await startTestServer({ database: dialect, databaseUrl: pg?.url, env: { RATE_LIMIT_PER_MINUTE: "100000" } });
+    anvil = createTestClient({ mode: "anvil", transport: http(s.server.chain!.client.settings.rpcUrl) });
+    await s.fund(50_000_000n);
+    other = await fundedProject(s, 10_000_000n);
+  });
+  afterAll(async () => {
+    await s?.stop();
+    await dropSchema?.();
+  });
+
+  const ctx = () => s.server.ctx;
+  const chain = () => s.server.chain!.client;
+  const pay = async (token: string, body: unknown) => {
+    const res = await fetch(`${s.baseUrl}/v1/pay`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    expect(res.status).toBe(201);
+    return (await res.json()) as { id: string };
+  };
+  /** The relayer's transaction at `nonce`, searched in the latest blocks. */
+  async function transactionAt(from: Address, nonce: number) {
+    const head = await chain().blockNumber();
+    for (let n = head; n >= Math.max(0, head - 200); n--) {
+      const block = await chain().client.getBlock({ blockNumber: BigInt(n), includeTransactions: true });
+      const tx = block.transactions.find((t) => t.from.toLowerCase() === from.toLowerCase() && t.nonce === nonce);
+      if (tx) return { hash: tx.hash, to: tx.to?.toLowerCase(), value: tx.value, input: tx.input };
+    }
+    throw new Error(`no transaction of ${from} with nonce ${nonce} in the last 200 blocks`);
+  }
+  const final = (id: string) =>
+    poll(`payment ${id} to be final`, async () => {
+      const p = (await ctx().ledger.getPayment(id))!;
+      return ["completed", "failed", "reversed"].includes(p.status) ? p : undefined;
+    }, 45_000);
+
+  test("behavior: after a rollback the lost transactions are sent again, and a payment of another project completes", async () => {
+    const treasury = s.server.chain!.treasuryAddress;
+    const [a0, b0, t0] = await Promise.all([chain().usdcBalance(recipientA), chain().usdcBalance(recipientB), chain().usdcBalance(treasury)]);
+    const snapshot = await anvil.snapshot();
+    const amounts = [1.1, 2.2, 3.3];
+    const paid = [];
+    for (const amount_usd of amounts) paid.push(await pay(s.token, { recipient: recipientA, amount_usd }));
+    const done = await Promise.all(paid.map((p) => final(p.id)));
+    expect(done.map((p) => p.status)).toEqual(["completed", "completed", "completed"]);
+    const lost = [...new Set(done.map((p) => p.tx_hash as Hex))];
+    expect((await chain().usdcBalance(recipientA)) - a0).toBe(6_600_000n);
+
+    // The chain comes back from before those transactions: the ledger says completed, the chain has none of them.
+    await anvil.revert({ id: snapshot });
+    expect(await chain().usdcBalance(recipientA)).toBe(a0);
+    for (const h of lost) expect(await chain().receipt(h)).toBeUndefined();
+
+    // Another project's payment: its transaction has a nonce above the lost ones.
+    const next = await pay(other.token, { recipient: recipientB, amount_usd: 0.5 });
+    expect((await final(next.id)).status).toBe("completed");
+    expect((await chain().usdcBalance(recipientB)) - b0).toBe(500_000n);
+
+    // The lost transactions were sent again, as stored: the recipient holds the money the ledger says it paid.
+    await poll("the lost transactions to be mined again", async () => ((await Promise.all(lost.map((h) => chain().receipt(h)))).every((r) => r?.status === "success") ? true : undefined), 45_000);
+    expect((await chain().usdcBalance(recipientA)) - a0).toBe(6_600_000n);
+    const fees = done.reduce((f, p) => f + p.fee_micros, 0) + (await ctx().ledger.getPayment(next.id))!.fee_micros;
+    expect((await chain().usdcBalance(treasury)) - t0).toBe(BigInt(fees));
+    // Each was checked once its nonce was taken again: its transfer moved, so nothing is signed again.
+    await poll("the lost transactions' payments to be checked", async () => {
+      const left = await ctx().ledger.db.selectFrom("kv").select("key").where("key", "like", `${LOST_TX_KEY_PREFIX}%`).execute();
+      return left.length === 0 ? true : undefined;
+    }, 45_000);
+    for (const p of done) expect((await ctx().ledger.getPayment(p.id))!.tx_hash).toBe(p.tx_hash);
+  });
+
+  test("behavior: a lost transaction whose authorizations can no longer succeed is replaced by a no-op at its nonce; its open payment fails and is credited back, its completed one is sent again", async () => {
+    const runtime = s.server.chain!;
+    const relayer = createRelayer(ctx().ledger, runtime, ctx().logger, ctx().custody);
+    const d: LegDeps = { ctx: ctx(), chain: runtime, relayer };
+    const c0 = await chain().usdcBalance(recipientC);
+    const available0 = (await ctx().ledger.getBalance(s.projectId))!.available_micros;
+    const snapshot = await anvil.snapshot();
+    // Two payments in one relayer transaction, signed with authorizations that expire in seconds.
+    const done = await heldElsewhere(ctx(), s.projectId, recipientC, 1_000_000, "short-lived-done");
+    const open = await heldElsewhere(ctx(), s.projectId, recipientC, 2_000_000, "short-lived-open");
+    const validBefore = Math.floor(Date.now() / 1000) + 8;
+    const auths = await Promise.all([done, open].map((p) => shortLivedLeg(d, p, validBefore)));
+    const txs = await Promise.all([done, open].map((p, i) => relayer.prepare(p.id, encodeCalls(d, auths[i]!), (t) => legPatch({ ...t, auths: auths[i]! }), { tx_hash: p.tx_hash, rail_state: p.rail_state })));
+    expect(txs[1]!.hash).toBe(txs[0]!.hash);
+    const lost = txs[0]!;
+    await relayer.broadcast(lost.raw);
+    await poll("the short-lived transaction to be mined", async () => ((await chain().receipt(lost.hash)) ? true : undefined));
+    expect((await finishByWorker(ctx(), [done.id]))[0]!.status).toBe("completed");
+    expect((await chain().usdcBalance(recipientC)) - c0).toBe(3_000_000n);
+
+    await anvil.revert({ id: snapshot });
+    expect(await chain().receipt(lost.hash)).toBeUndefined();
+    // Its authorizations would expire before it could be mined: the nonce is taken by a no-op instead.
+    await poll("the lost nonce to be taken", async () => ((await chain().nonceOf(runtime.relayerAddress, "latest")) > lost.nonce ? true : undefined), 45_000);
+    const filler = await transactionAt(runtime.relayerAddress, lost.nonce);
+    expect(filler).toMatchObject({ to: runtime.relayerAddress.toLowerCase(), value: 0n, input: "0x" });
+    expect(filler.hash).not.toBe(lost.hash);
+
+    // The open payment: its authorizations expired unused, so it fails and is credited back.
+    while (Math.floor(Date.now() / 1000) <= validBefore) await new Promise((r) => setTimeout(r, 250));
+    const [failed] = await finishByWorker(ctx(), [open.id]);
+    expect(failed!.status).toBe("failed");
+    expect(failed!.failure_reason).toMatch(/expired/);
+    // The completed one: signed again and sent, so the recipient holds what the ledger says was paid.
+    const resent = await poll("the completed payment to be sent again", async () => {
+      const p = (await ctx().ledger.getPayment(done.id))!;
+      return p.tx_hash !== lost.hash && p.tx_hash && (await chain().receipt(p.tx_hash as Hex))?.status === "success" ? p : undefined;
+    }, 45_000);
+    expect(resent.status).toBe("completed");
+    expect((await chain().usdcBalance(recipientC)) - c0).toBe(1_000_000n);
+    expect((await ctx().ledger.getBalance(s.projectId))!.available_micros).toBe(available0 - done.amount_micros - done.fee_micros);
+    expect(await ctx().ledger.getKv(`${LOST_TX_KEY_PREFIX}${lost.hash}`)).toBeUndefined();
+  });
+
+  test("the ledger equals the chain for every project, and verifies", async () => {
+    const r = await reconcile(ctx().ledger, (a) => chain().usdcBalance(a));
+    expect(r.rows.map((row) => [row.project_id, row.drift_micros])).toEqual(r.rows.map((row) => [row.project_id, 0]));
+    expect(r.ok).toBe(true);
+    expect(await findLostLegs(ctx().ledger, chain(), 1)).toEqual([]);
+    expect((await verifyLedger(ctx().ledger.db)).problems).toEqual([]);
+  });
+});
+
+/** A second project with its own token and a real on-chain deposit, credited by the server's watcher. */
+async function fundedProject(s: TestServer, micros: bigint): Promise<{ projectId: string; token: string }> {
+  const ctx = s.server.ctx;
+  const project = await ctx.ledger.createProject({ name: "other", plan: "free" });
+  const perms: Permission[] = ["read", "pay"];
+  const { token } = await createToken(ctx, { projectId: project.id, permissions: perms, mode: "test" });
+  const { address } = await getDepositAddress(ctx, project.id);
+  const hash = await s.server.chain!.sandbox!.mint(address as Address, micros);
+  await poll(`deposit ${hash} credited`, async () => {
+    await ctx.hooks.depositHint?.(hash);
+    const row = await ctx.ledger.db.selectFrom("deposits").select("status").where("tx_hash", "=", hash).executeTakeFirst();
+    return row?.status === "credited" ? true : undefined;
+  }, 20_000);
+  return { projectId: project.id, token };
+}
+
+/** The usdc rail's leg (amount to recipientC, fee to the treasury), with authorizations valid only until `validBefore`. */
+async function shortLivedLeg(d: LegDeps, p: PaymentRow, validBefore: number) {
+  const project = (await d.ctx.ledger.getProject(p.project_id))!;
+  const sign = (to: Address, micros: number) => signAuthorization(d.ctx.custody, project.wallet_index, { chainId: d.chain.client.settings.chainId, usdc: d.chain.client.usdcAddress, to, valueMicros: micros, validAfter: 0, validBefore, nonce: randomNonce() });
+  return [await sign(recipientC, p.amount_micros), await sign(d.chain.treasuryAddress, p.fee_micros)];
+}

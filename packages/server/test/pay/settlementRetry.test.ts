@@ -1,0 +1,126 @@
+// The one rule for settlement steps that throw (rails/settlementRetry.ts), driven through the payment
+// worker on both ledgers with a clock the test moves: an error no retry can cure fails the payment at
+// once and credits it back with its code; an error a retry may cure (here a chain RPC that refuses
+// connections: a real closed port) is retried after delays that double, and the payment fails with
+// `retries_exhausted` at the bound. No sleeps: each pass runs when the test moves the clock past the
+// payment's next attempt.
+import { createServer } from "node:net";
+import type { Address, Hex } from "viem";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createChainClient } from "../../src/chain/chainClient.ts";
+import { createRelayer } from "../../src/chain/relayer.ts";
+import type { ChainRuntime } from "../../src/chain/runtime.ts";
+import { newId } from "../../src/ids.ts";
+import { Ledger, type PaymentRow } from "../../src/ledger/store.ts";
+import { verifyLedger } from "../../src/ledger/verify.ts";
+import type { Rails } from "../../src/rails/rails.ts";
+import { backoffMs, classifyStepError } from "../../src/rails/settlementRetry.ts";
+import { createUsdcRail } from "../../src/rails/usdcRail.ts";
+import { createPaymentWorker } from "../../src/workers/paymentWorker.ts";
+import { createTestContext, type TestContext } from "../support/context.ts";
+import { dialects } from "../support/db.ts";
+import { usdcPayment } from "../support/holds.ts";
+
+// anvil's first two well-known accounts: a relayer key and a treasury (no chain answers here anyway).
+const RELAYER_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+const TREASURY: Address = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+const POLICY = { SETTLEMENT_STEP_ERRORS_MAX: "4", SETTLEMENT_BACKOFF_MIN_MS: "1000", SETTLEMENT_BACKOFF_MAX_MS: "3000" };
+
+/** A loopback port nothing listens on: connections to it are refused at once. */
+async function closedPort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+test("backoff doubles from the minimum and stops at the maximum", () => {
+  const policy = { stepErrorsMax: 10, backoffMinMs: 500, backoffMaxMs: 60_000 };
+  expect([1, 2, 3, 4, 5, 6, 7, 8, 20].map((n) => backoffMs(policy, n))).toEqual([500, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000]);
+});
+
+test("classification: refused connections are transient, a signer's refusal and a rail's PermanentFailure are permanent", async () => {
+  const { SigningRefusedError } = await import("../../src/chain/signingPool.ts");
+  const { PermanentFailure } = await import("../../src/rails/settlementRetry.ts");
+  expect(classifyStepError(new Error("fetch failed: ECONNREFUSED")).kind).toBe("transient");
+  expect(classifyStepError(new SigningRefusedError("signing failed: Address must match its checksum counterpart"))).toMatchObject({ kind: "permanent", code: "signing_refused" });
+  expect(classifyStepError(new PermanentFailure("payout_refused", "The bank refused the account."))).toEqual({ kind: "permanent", code: "payout_refused", message: "The bank refused the account." });
+});
+
+describe.each(dialects)("failed settlement steps, through the payment worker (%s)", (dialect) => {
+  let t: TestContext;
+  let now = Date.parse("2030-01-01T00:00:00.000Z");
+  let worker: ReturnType<typeof createPaymentWorker>;
+  let projectId: string;
+  beforeAll(async () => {
+    t = await createTestContext(dialect, { env: POLICY });
+    const clock = () => new Date(now);
+    t.ctx.clock = clock;
+    t.ctx.ledger = new Ledger(t.db.db, t.db.dialect, clock, newId);
+    const client = createChainClient({ rpcUrl: `http://127.0.0.1:${await closedPort()}`, chainId: 8453, usdcAddress: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", timeoutMs: 2_000, retries: 0 });
+    const chain: ChainRuntime = { client, relayerKey: RELAYER_KEY, relayerAddress: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", treasuryAddress: TREASURY };
+    const relayer = createRelayer(t.ctx.ledger, chain, t.ctx.logger, t.ctx.custody);
+    const rails: Rails = { chain, relayer, byName: { usdc_transfer: createUsdcRail({ ctx: t.ctx, chain, relayer }) } };
+    t.ctx.rails = rails;
+    worker = createPaymentWorker(t.ctx, rails);
+    const project = await t.ctx.ledger.createProject({ name: "p", plan: "free" });
+    projectId = project.id;
+    // The wallet exists (signing needs its index) and holds a real credit, so the ledger verifies.
+    await t.ctx.ledger.setWalletAddress(projectId, t.ctx.custody.addressOf(project.wallet_index));
+    const deposit = { chain: "base", txHash: `0x${"33".repeat(32)}`, logIndex: 0 };
+    await t.ctx.ledger.recordSeenDeposit({ ...deposit, projectId, toAddress: TREASURY, fromAddress: TREASURY, amountMicros: 10_000_000, blockNumber: 1, blockHash: `0x${"44".repeat(32)}` });
+    await t.ctx.ledger.creditDeposit(deposit);
+  });
+  afterAll(async () => t?.close());
+
+  /** A held payment whose creating process is gone (its lease over): the worker's to take. */
+  async function abandoned(recipient: string, key: string): Promise<PaymentRow> {
+    const at = new Date(now - 1_000).toISOString();
+    const h = await t.ctx.ledger.hold(usdcPayment(projectId, 1_000_000, 20_000, { recipient, idempotencyKey: key, inFlightUntil: at, leaseOwner: "gone", leaseUntil: at }));
+    if (h.kind !== "held") throw new Error(h.kind);
+    return h.payment;
+  }
+  const available = async () => (await t.ctx.ledger.getBalance(projectId))!.available_micros;
+
+  test("a recipient the wallet cannot sign for (an all-uppercase address stored before it was normalised) fails at once, credited back: signing_refused", async () => {
+    const before = await available();
+    const p = await abandoned("0x90F79BF6EB2C4F870365E785982E1F101E93B906", "uppercase-before-the-fix");
+    expect(await available()).toBe(before - 1_020_000);
+    await worker.runOnce();
+    const after = (await t.ctx.ledger.getPayment(p.id))!;
+    expect(after).toMatchObject({ status: "failed", failure_code: "signing_refused", step_errors: 0, tx_hash: null });
+    expect(after.failure_reason).toMatch(/refused to sign/);
+    expect(await available()).toBe(before);
+    const relayed = await t.ctx.ledger.db.selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();
+    expect(relayed).toEqual([]);
+  });
+
+  test("an unreachable chain: retried after 1 s, 2 s, 3 s (doubling, capped), then failed at the bound and credited back: retries_exhausted", async () => {
+    const before = await available();
+    const p = await abandoned("0x90F79bf6EB2c4f870365E785982E1f101E93b906", "chain-down");
+    const delays: number[] = [];
+    for (let pass = 1; pass <= 3; pass++) {
+      expect(await worker.runOnce()).toBe(1);
+      const row = (await t.ctx.ledger.getPayment(p.id))!;
+      expect(row).toMatchObject({ status: "pending", step_errors: pass, tx_hash: null, lease_owner: null });
+      delays.push(Date.parse(row.next_attempt_at) - now);
+      // Not due before its time: a pass now takes nothing.
+      expect(await worker.runOnce()).toBe(0);
+      now = Date.parse(row.next_attempt_at);
+    }
+    expect(delays).toEqual([1_000, 2_000, 3_000]);
+    expect(await worker.runOnce()).toBe(1);
+    const failed = (await t.ctx.ledger.getPayment(p.id))!;
+    expect(failed).toMatchObject({ status: "failed", failure_code: "retries_exhausted", tx_hash: null });
+    expect(failed.failure_reason).toMatch(/after 4 attempts \(last error: .+\)/);
+    expect(await available()).toBe(before);
+    // Final: nothing left for the worker.
+    now += 60_000;
+    expect(await worker.runOnce()).toBe(0);
+  });
+
+  test("the ledger verifies", async () => {
+    expect((await verifyLedger(t.ctx.ledger.db)).problems).toEqual([]);
+  });
+});
