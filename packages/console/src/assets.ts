@@ -4,7 +4,7 @@ export const CSS = `
 * { box-sizing: border-box; }
 body { margin:0; font: 16px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color:var(--fg); background:var(--bg); }
 a { color:var(--accent); }
-a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible { outline:3px solid #f5a300; outline-offset:2px; }
+a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible, textarea:focus-visible { outline:3px solid #f5a300; outline-offset:2px; }
 header.top { display:flex; flex-wrap:wrap; gap:.5rem 1.5rem; align-items:center; padding:.75rem 1rem; border-bottom:1px solid var(--line); }
 header.top .brand { font-weight:700; text-decoration:none; color:var(--fg); }
 nav ul { display:flex; flex-wrap:wrap; gap:.25rem 1rem; list-style:none; margin:0; padding:0; }
@@ -49,9 +49,28 @@ figure { margin:0; }
 dl.facts { display:grid; grid-template-columns:max-content 1fr; gap:.35rem 1rem; }
 dl.facts dt { color:var(--muted); }
 dl.facts dd { margin:0; word-break:break-word; }
+pre.address { white-space:pre-wrap; }
 pre.snippet { background:var(--soft); border:1px solid var(--line); padding:.75rem; overflow-x:auto; }
+fieldset { border:1px solid var(--line); border-radius:.5rem; margin:0 0 1rem; padding:.5rem .75rem .75rem; }
+legend { font-weight:600; padding:0 .25rem; }
+.grid { display:grid; grid-template-columns:repeat(auto-fit,minmax(9rem,1fr)); gap:.5rem .75rem; }
+.grid input { min-width:0; width:100%; }
+.field { margin-bottom:.5rem; }
+label.check { display:inline-flex; gap:.35rem; align-items:center; margin:.25rem 1rem .25rem 0; }
+textarea { font:inherit; width:100%; max-width:36rem; padding:.4rem .5rem; border:1px solid #8a91a1; border-radius:.35rem; }
+.hint { font-size:.85rem; margin:.2rem 0 0; }
+ul.windows { list-style:none; margin:0; padding:0; }
+ul.windows li { margin-bottom:.4rem; }
+meter { display:block; width:100%; max-width:16rem; }
+.stack > button { margin-top:.5rem; }
+.actions { display:flex; flex-wrap:wrap; gap:.5rem; }
 .visually-hidden { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); white-space:nowrap; }
-@media (max-width: 40rem) { main { padding:.75rem; } th, td { padding:.35rem .3rem; } .hide-narrow { display:none; } }
+@media (max-width: 40rem) { main { padding:.75rem; } th, td { padding:.35rem .3rem; } .hide-narrow { display:none; }
+  table.cards-narrow thead { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); }
+  table.cards-narrow tr { display:block; border-bottom:1px solid var(--line); padding:.4rem 0; }
+  table.cards-narrow td { display:block; border:0; padding:.15rem 0; }
+  table.cards-narrow td[data-label]::before { content:attr(data-label) ": "; color:var(--muted); font-size:.85rem; }
+  table.cards-narrow td.hide-narrow { display:none; } }
 `;
 
 /**

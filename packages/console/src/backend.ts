@@ -5,10 +5,14 @@
  */
 import type { Balance, DepositAddress, Permission, Transaction, TransactionList } from "@agentwallet/api";
 
-/** Who is signed in: the operator (every project), or one project's API token with its permissions. */
+/**
+ * Who is signed in: the operator (every project), or one project's API token with its permissions. `manage`:
+ * whether the token may create, change and revoke tokens and decide approvals (the server's rule,
+ * services/tokens.ts `mayManageProject`); the operator always may.
+ */
 export type Viewer =
   | { kind: "operator" }
-  | { kind: "token"; projectId: string; tokenId: string; permissions: Permission[] };
+  | { kind: "token"; projectId: string; tokenId: string; permissions: Permission[]; manage: boolean };
 
 export type Session = { id: string; csrf: string; viewer: Viewer; expiresAt: string };
 
@@ -30,6 +34,31 @@ export type TransactionQuery = {
   starting_after?: string;
 };
 
+export type Interval = "per_payment" | "daily" | "weekly" | "monthly" | "all_time";
+export type Rail = "x402" | "usdc_transfer" | "fiat";
+
+/** Spending controls as the admin API and `GET /v1/limits` write them (services/spendingControls.ts). */
+export type Controls = {
+  spending_limits: { amount_usd: number; interval: Interval }[];
+  /** null: any recipient. Hosts (`api.example.com`, `*.example.com`), addresses, `bank:ROUTING:ACCOUNT`. */
+  allowed_recipients: string[] | null;
+  blocked_recipients: string[];
+  /** null: every rail. */
+  allowed_rails: Rail[] | null;
+  approval_above_usd: number | null;
+};
+
+/** One limit window now, as `GET /v1/limits` shows it. */
+export type LimitWindow = {
+  scope: "token" | "project";
+  interval: Exclude<Interval, "per_payment">;
+  window_start: string | null;
+  window_end: string | null;
+  limit_usd: number;
+  spent_usd: number;
+  remaining_usd: number;
+};
+
 export type TokenSummary = {
   id: string;
   display_prefix: string;
@@ -37,6 +66,30 @@ export type TokenSummary = {
   created_at: string;
   expires_at: string | null;
   revoked_at: string | null;
+  /** The token's own controls (null: none); the project's apply as well. */
+  controls: Controls | null;
+  /** Spend against the token's and the project's windows now. */
+  windows: LimitWindow[];
+};
+
+export type NewToken = { id: string; token: string; permissions: Permission[]; expires_at: string | null };
+
+/** A payment that waits for a person, or one a person decided. */
+export type ApprovalItem = {
+  id: string;
+  rail: Rail;
+  amount_micros: number;
+  recipient: string;
+  description: string | null;
+  token_id: string | null;
+  token_prefix: string | null;
+  status: string;
+  created_at: string;
+  approval: "awaiting" | "approved" | "denied" | "expired";
+  approval_until: string | null;
+  decided_by: string | null;
+  decided_at: string | null;
+  tx_hash: string | null;
 };
 
 export interface ConsoleBackend {
@@ -60,6 +113,24 @@ export interface ConsoleBackend {
   listTransactions(projectId: string, query: TransactionQuery): Promise<TransactionList>;
   getTransaction(projectId: string, id: string): Promise<Transaction | null>;
   listTokens(projectId: string): Promise<TokenSummary[]>;
+  getToken(projectId: string, tokenId: string): Promise<TokenSummary | null>;
+  /** The project's own controls (every token obeys them too). */
+  projectControls(projectId: string): Promise<Controls | null>;
+
+  // Changes: the viewer is passed so the server applies its own rule (the console also hides what it refuses).
+  /** A new token of this project with these permissions and controls; its text is in this return only. */
+  createToken(viewer: Viewer, projectId: string, input: { permissions: Permission[]; expiresInDays: number | null; controls: Controls }): Promise<NewToken>;
+  /** Replaces the token's controls; false if the project has no such token. */
+  updateTokenControls(viewer: Viewer, projectId: string, tokenId: string, controls: Controls): Promise<boolean>;
+  /** False if the project has no such active token. */
+  revokeToken(viewer: Viewer, projectId: string, tokenId: string): Promise<boolean>;
+
+  /** Payments waiting for a person (oldest first) and the latest decided ones (newest first). */
+  listApprovals(projectId: string): Promise<{ awaiting: ApprovalItem[]; decided: ApprovalItem[] }>;
+  /** Records the viewer's decision; `not_awaiting` with the reason when it is too late or not this project's. */
+  decideApproval(viewer: Viewer, projectId: string, paymentId: string, decision: "approved" | "denied"): Promise<{ ok: true } | { ok: false; detail: string }>;
+  /** The approval of one payment, if it had one. */
+  getApproval(projectId: string, paymentId: string): Promise<ApprovalItem | null>;
 
   /** Sandbox only: deposit test USDC to the project's wallet on the local chain. */
   fundSandbox?(projectId: string, amountUsdc: number): Promise<void>;

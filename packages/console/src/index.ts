@@ -9,15 +9,24 @@ import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import QRCode from "qrcode";
 import { CSS, JS } from "./assets.ts";
-import type { ConsoleBackend, Session, TransactionQuery } from "./backend.ts";
+import type { ConsoleBackend, Controls, Session, TransactionQuery } from "./backend.ts";
 import type { Html } from "./html.ts";
 import {
   type PageContext,
   STATUSES,
   TYPES,
+  type ControlsFormValues,
+  INTERVALS,
+  RAILS,
   agentsPage,
   canFund,
+  canManage,
+  controlsFormValues,
   errorPage,
+  mcpSnippet,
+  newTokenPage,
+  tokenCreatedPage,
+  tokenPage,
   overviewPage,
   projectsPage,
   signInPage,
@@ -25,7 +34,7 @@ import {
   transactionsPage,
 } from "./pages.ts";
 
-export type { ConsoleBackend, DailySpend, Overview, ProjectSummary, Session, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
+export type { ApprovalItem, ConsoleBackend, Controls, DailySpend, LimitWindow, NewToken, Overview, ProjectSummary, Session, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
 
 export type ConsoleOptions = {
   backend: ConsoleBackend;
@@ -34,6 +43,8 @@ export type ConsoleOptions = {
   explorerTxUrl: string | null;
   /** Whether the transaction list accepts the API's filters (type, status, dates, cursor). */
   filters: boolean;
+  /** How an MCP client starts the MCP server, for the snippet shown with a new token (packages/mcp/README.md). */
+  mcpCommand: { command: string; args: string[] };
 };
 
 const COOKIE = "aw_console";
@@ -74,6 +85,38 @@ function one(v: unknown): string | undefined {
   return s === "" ? undefined : s;
 }
 
+/** The controls a form names: every field given (an edit replaces the token's controls as a whole). */
+function controlsFromForm(body: Record<string, string>): Controls {
+  const usd = (name: string, label: string): number | null => {
+    const text = (body[name] ?? "").trim().replace(/^\$/, "").replace(/,/g, "");
+    if (!text) return null;
+    if (!/^\d{1,10}(\.\d{1,6})?$/.test(text)) throw new ConsoleError(400, `${label}: write an amount in US dollars such as 10 or 2.50, or leave it empty.`);
+    return Number(text);
+  };
+  const lines = (name: string) => (body[name] ?? "").split(/[\r\n,]+/).map((l) => l.trim()).filter(Boolean);
+  const spending_limits: Controls["spending_limits"] = [];
+  for (const interval of INTERVALS) {
+    const amount = usd(`limit_${interval}`, `${interval.replace("_", " ")} limit`);
+    if (amount !== null) spending_limits.push({ interval, amount_usd: amount });
+  }
+  const rails = RAILS.filter((r) => body[`rail_${r}`] !== undefined);
+  if (rails.length === 0) throw new ConsoleError(400, "Tick at least one rail the token may pay on (to stop it paying, revoke it).");
+  const allowed = lines("allowed_recipients");
+  return {
+    spending_limits,
+    allowed_recipients: allowed.length ? allowed : null,
+    blocked_recipients: lines("blocked_recipients"),
+    allowed_rails: rails.length === RAILS.length ? null : rails,
+    approval_above_usd: usd("approval_above_usd", "Approval above"),
+  };
+}
+
+/** A refusal the person can correct (400 from the console or the service), as opposed to a fault or a denial. */
+function correctable(err: unknown): string | null {
+  const status = (err as { status?: unknown }).status;
+  return status === 400 ? (err as Error).message : null;
+}
+
 /** A small sliding count per client address: sign-in guesses are bounded. */
 function attemptLimiter(perMinute: number) {
   const seen = new Map<string, number[]>();
@@ -109,7 +152,9 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
       c.addHook("onSend", async (_req, reply, payload) => {
         reply.header("cache-control", "no-store");
         reply.header("x-content-type-options", "nosniff");
-        reply.header("referrer-policy", "no-referrer");
+        // same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with a form's POST, which
+        // the origin check below must refuse (a sandboxed frame of another site sends it too).
+        reply.header("referrer-policy", "same-origin");
         reply.header("x-frame-options", "DENY");
         reply.header(
           "content-security-policy",
@@ -313,7 +358,92 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         const s = await requireSession(req, reply);
         if (!s) return reply;
         const project = await projectFor(s, req.params.pid);
-        return send(reply, agentsPage(pageContext(s, { project, current: "agents" }), await backend.listTokens(project.id)));
+        const revoked = one((req.query as Record<string, unknown>).revoked) === "1";
+        const [tokens, controls] = await Promise.all([backend.listTokens(project.id), backend.projectControls(project.id)]);
+        return send(reply, agentsPage(pageContext(s, { project, current: "agents" }), tokens, controls, revoked ? "Token revoked: requests with it are refused from now on." : undefined));
+      });
+
+      /** Token and approval changes: the operator or a token that may manage the project (the backend checks again). */
+      const requireManage = (pc: ReturnType<typeof pageContext>) => {
+        if (!canManage(pc)) throw new ConsoleError(403, "This sign-in may not manage tokens or approvals: that needs the operator, or a token with read, pay and x402 and no spending controls of its own.");
+      };
+
+      /** A change by a signed-in person who may manage this project: session, CSRF and origin, the project, the rule. */
+      const managedPost = async (req: FastifyRequest<{ Params: { pid: string } }>, reply: FastifyReply, current: PageContext["current"]) => {
+        const s = await requireSession(req, reply);
+        if (!s) return null;
+        checkPost(req, s);
+        const project = await projectFor(s, req.params.pid);
+        const pc = pageContext(s, { project, current });
+        requireManage(pc);
+        return { s, project, pc, body: (req.body ?? {}) as ControlsFormValues };
+      };
+
+      c.get<{ Params: { pid: string } }>("/console/p/:pid/agents/new", async (req, reply) => {
+        const s = await requireSession(req, reply);
+        if (!s) return reply;
+        const project = await projectFor(s, req.params.pid);
+        const pc = pageContext(s, { project, current: "agents" });
+        requireManage(pc);
+        return send(reply, newTokenPage(pc, { ...controlsFormValues(null), perm_read: "on" }));
+      });
+
+      c.post<{ Params: { pid: string } }>("/console/p/:pid/agents", async (req, reply) => {
+        const m = await managedPost(req, reply, "agents");
+        if (!m) return reply;
+        const { s, project, pc, body } = m;
+        try {
+          const permissions = (["read", "pay", "x402"] as const).filter((p) => body[`perm_${p}`] !== undefined);
+          if (permissions.length === 0) throw new ConsoleError(400, "Tick at least one permission.");
+          const days = body.expires_in_days ? Number(body.expires_in_days) : null;
+          if (days !== null && !(Number.isInteger(days) && days > 0 && days <= 3650)) throw new ConsoleError(400, "Expiry must be a number of days from 1 to 3650.");
+          const controls = controlsFromForm(body);
+          const created = await backend.createToken(s.viewer, project.id, { permissions: [...permissions], expiresInDays: days, controls });
+          const baseUrl = `${req.protocol}://${req.headers.host ?? "127.0.0.1"}`;
+          return send(reply, tokenCreatedPage(pc, created, mcpSnippet(created, baseUrl, opts.mcpCommand, controls)));
+        } catch (err) {
+          const message = correctable(err);
+          if (message === null) throw err;
+          return send(reply, newTokenPage(pc, body, message), 400);
+        }
+      });
+
+      const tokenOf = async (projectId: string, tokenId: string) => {
+        const t = await backend.getToken(projectId, tokenId);
+        if (!t) throw new ConsoleError(404, "No such token in this project.");
+        return t;
+      };
+
+      c.get<{ Params: { pid: string; tid: string } }>("/console/p/:pid/agents/:tid", async (req, reply) => {
+        const s = await requireSession(req, reply);
+        if (!s) return reply;
+        const project = await projectFor(s, req.params.pid);
+        const t = await tokenOf(project.id, req.params.tid);
+        const saved = one((req.query as Record<string, unknown>).saved) === "1";
+        return send(reply, tokenPage(pageContext(s, { project, current: "agents" }), t, controlsFormValues(t.controls), { saved }));
+      });
+
+      c.post<{ Params: { pid: string; tid: string } }>("/console/p/:pid/agents/:tid/controls", async (req, reply) => {
+        const m = await managedPost(req, reply, "agents");
+        if (!m) return reply;
+        const { s, project, pc, body } = m;
+        try {
+          if (!(await backend.updateTokenControls(s.viewer, project.id, req.params.tid, controlsFromForm(body)))) throw new ConsoleError(404, "No such token in this project.");
+        } catch (err) {
+          const message = correctable(err);
+          if (message === null) throw err;
+          return send(reply, tokenPage(pc, await tokenOf(project.id, req.params.tid), body, { error: message }), 400);
+        }
+        return reply.redirect(`/console/p/${project.id}/agents/${encodeURIComponent(req.params.tid)}?saved=1`, 303);
+      });
+
+      c.post<{ Params: { pid: string; tid: string } }>("/console/p/:pid/agents/:tid/revoke", async (req, reply) => {
+        const m = await managedPost(req, reply, "agents");
+        if (!m) return reply;
+        const { s, project } = m;
+        if (!(await backend.revokeToken(s.viewer, project.id, req.params.tid))) throw new ConsoleError(404, "No such active token in this project.");
+        // Revoking the token this session signed in with ends the session: the next page asks to sign in.
+        return reply.redirect(`/console/p/${project.id}/agents?revoked=1`, 303);
       });
     },
   );

@@ -1,6 +1,6 @@
 /** The console's pages as functions of data to HTML. No I/O here: routes (index.ts) read, pages render. */
 import type { DepositAddress, Transaction, TransactionList } from "@agentwallet/api";
-import type { DailySpend, Overview, ProjectSummary, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
+import type { Controls, DailySpend, Interval, LimitWindow, NewToken, Overview, ProjectSummary, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
 import { formatAmount, formatMicros, formatTime } from "./format.ts";
 import { type Html, html, raw } from "./html.ts";
 
@@ -271,17 +271,191 @@ ${meta.length ? html`<h2>Metadata</h2><dl class="facts">${meta.map(([k, v]) => h
   );
 }
 
-export function agentsPage(pc: PageContext, tokens: TokenSummary[]): Html {
+/** Whether the viewer may create, change and revoke tokens and decide approvals (the server refuses the rest). */
+export function canManage(pc: PageContext): boolean {
+  const v = pc.viewer;
+  return !!v && (v.kind === "operator" || v.manage);
+}
+
+const INTERVAL_LABEL: Record<Interval, string> = { per_payment: "Per payment", daily: "Daily", weekly: "Weekly", monthly: "Monthly", all_time: "All time" };
+export const INTERVALS = ["per_payment", "daily", "weekly", "monthly", "all_time"] as const;
+export const RAILS = ["x402", "usdc_transfer", "fiat"] as const;
+
+function tokenState(t: TokenSummary): string {
+  return t.revoked_at ? `revoked ${formatTime(t.revoked_at)}` : t.expires_at ? `expires ${formatTime(t.expires_at)}` : "active";
+}
+
+/** "daily 10 USD; allowed: api.example.com; approval above 50 USD" or "none". */
+export function describeControls(c: Controls | null): string {
+  if (!c) return "none";
+  const parts = [
+    ...c.spending_limits.map((l) => `${INTERVAL_LABEL[l.interval].toLowerCase()} $${l.amount_usd}`),
+    c.allowed_recipients ? `only to ${c.allowed_recipients.join(", ") || "nobody"}` : "",
+    c.blocked_recipients.length ? `never to ${c.blocked_recipients.join(", ")}` : "",
+    c.allowed_rails ? `rails ${c.allowed_rails.map((r) => RAIL_LABEL[r]).join(", ")}` : "",
+    c.approval_above_usd !== null ? `approval above $${c.approval_above_usd}` : "",
+  ].filter(Boolean);
+  return parts.join("; ") || "none";
+}
+
+function usdText(n: number): string {
+  return n.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 6 });
+}
+
+/** Each window's spend against its limit, with a meter. */
+function windowList(windows: LimitWindow[], scope: "token" | "project"): Html {
+  const mine = windows.filter((w) => w.scope === scope);
+  if (!mine.length) return html`<p class="muted">No ${scope === "token" ? "" : "project "}limit windows.</p>`;
+  return html`<ul class="windows">${mine.map(
+    (w) => html`<li><span>${INTERVAL_LABEL[w.interval]}: $${usdText(w.spent_usd)} of $${usdText(w.limit_usd)} spent, $${usdText(w.remaining_usd)} left${w.window_end ? html` <span class="muted">(until ${formatTime(w.window_end)})</span>` : ""}</span>
+<meter min="0" max="${w.limit_usd}" value="${Math.min(w.spent_usd, w.limit_usd)}" high="${w.limit_usd * 0.8}" aria-label="${INTERVAL_LABEL[w.interval]} spend of the ${scope}">${usdText(w.spent_usd)}</meter></li>`,
+  )}</ul>`;
+}
+
+export function agentsPage(pc: PageContext, tokens: TokenSummary[], projectControls: Controls | null, notice?: string): Html {
   const p = pc.project!;
+  const projectWindows = tokens[0]?.windows ?? [];
   return layout(
     pc,
     `${p.name} — agents`,
     html`<h1>Agents (API tokens)</h1>
-<div class="table-wrap"><table>
+${notice ? html`<p class="notice" role="status">${notice}</p>` : ""}
+${canManage(pc) ? html`<p><a class="button" href="/console/p/${p.id}/agents/new">Create a token</a></p>` : ""}
+<div class="table-wrap"><table class="cards-narrow">
 <caption class="visually-hidden">API tokens of this project</caption>
-<thead><tr><th scope="col">Token</th><th scope="col">Permissions</th><th scope="col">Created</th><th scope="col">State</th></tr></thead>
-<tbody>${tokens.map((t) => html`<tr><td class="address">${t.display_prefix}…</td><td>${t.permissions.join(", ")}</td><td>${formatTime(t.created_at)}</td><td>${t.revoked_at ? `revoked ${formatTime(t.revoked_at)}` : t.expires_at ? `expires ${formatTime(t.expires_at)}` : "active"}</td></tr>`)}</tbody>
-</table></div>`,
+<thead><tr><th scope="col">Token</th><th scope="col">Permissions</th><th scope="col">Controls</th><th scope="col">Spend against limits</th><th scope="col" class="hide-narrow">Created</th><th scope="col">State</th></tr></thead>
+<tbody>${tokens.map(
+      (t) => html`<tr><td><a class="address" href="/console/p/${p.id}/agents/${t.id}" aria-label="Token ${t.display_prefix}">${t.display_prefix}…</a></td><td data-label="Permissions">${t.permissions.join(", ")}</td><td data-label="Controls">${describeControls(t.controls)}</td>
+<td data-label="Spend">${t.windows.some((w) => w.scope === "token") ? windowList(t.windows, "token") : html`<span class="muted">no limits</span>`}</td><td class="hide-narrow">${formatTime(t.created_at)}</td><td data-label="State">${tokenState(t)}</td></tr>`,
+    )}</tbody>
+</table></div>
+<h2>Project controls</h2>
+<p>Every token obeys these too: ${describeControls(projectControls)}.</p>
+${projectWindows.some((w) => w.scope === "project") ? windowList(projectWindows, "project") : ""}`,
+  );
+}
+
+export type ControlsFormValues = Record<string, string>;
+
+/** The form's values for stored controls (limits as USD text, recipients one per line, rails ticked). */
+export function controlsFormValues(c: Controls | null): ControlsFormValues {
+  const v: ControlsFormValues = {};
+  for (const l of c?.spending_limits ?? []) v[`limit_${l.interval}`] = String(l.amount_usd);
+  v.allowed_recipients = c?.allowed_recipients?.join("\n") ?? "";
+  v.blocked_recipients = c?.blocked_recipients.join("\n") ?? "";
+  for (const r of RAILS) if (!c?.allowed_rails || c.allowed_rails.includes(r)) v[`rail_${r}`] = "on";
+  v.approval_above_usd = c?.approval_above_usd === null || c?.approval_above_usd === undefined ? "" : String(c.approval_above_usd);
+  return v;
+}
+
+function controlsFields(v: ControlsFormValues): Html {
+  const usdInput = (name: string, label: string, hint?: string) =>
+    html`<div class="field"><label for="${name}">${label}</label><input id="${name}" name="${name}" type="text" inputmode="decimal" autocomplete="off" placeholder="no limit" value="${v[name] ?? ""}"${hint ? raw(` aria-describedby="${name}-hint"`) : ""}>${hint ? html`<p class="muted hint" id="${name}-hint">${hint}</p>` : ""}</div>`;
+  return html`<fieldset><legend>Spending limits (US dollars; empty: no limit)</legend>
+<div class="grid">${INTERVALS.map((i) => usdInput(`limit_${i}`, `${INTERVAL_LABEL[i]} limit`))}</div>
+<p class="muted">Daily, weekly and monthly windows are UTC calendar days, weeks from Monday, and months.</p>
+</fieldset>
+<fieldset><legend>Recipients</legend>
+<div class="field"><label for="allowed_recipients">Only these recipients (one per line; empty: any)</label>
+<textarea id="allowed_recipients" name="allowed_recipients" rows="3" spellcheck="false" aria-describedby="recipients-hint">${v.allowed_recipients ?? ""}</textarea></div>
+<div class="field"><label for="blocked_recipients">Never these recipients (one per line)</label>
+<textarea id="blocked_recipients" name="blocked_recipients" rows="3" spellcheck="false" aria-describedby="recipients-hint">${v.blocked_recipients ?? ""}</textarea></div>
+<p class="muted hint" id="recipients-hint">A host (api.example.com or *.example.com), an address (0x…), or bank:ROUTING:ACCOUNT.</p>
+</fieldset>
+<fieldset><legend>Rails it may pay on</legend>
+${RAILS.map((r) => html`<label class="check"><input type="checkbox" name="rail_${r}"${v[`rail_${r}`] ? raw(" checked") : ""}> ${RAIL_LABEL[r]}</label>`)}
+</fieldset>
+<fieldset><legend>Approval</legend>
+${usdInput("approval_above_usd", "Approval above (US dollars)", "USDC and bank payments above this wait for a person to approve them here; x402 payments above it are refused. Empty: never.")}
+</fieldset>`;
+}
+
+export function newTokenPage(pc: PageContext, values: ControlsFormValues, error?: string): Html {
+  const p = pc.project!;
+  const perm = (name: string, label: string) => html`<label class="check"><input type="checkbox" name="perm_${name}"${values[`perm_${name}`] ? raw(" checked") : ""}> ${label}</label>`;
+  const expires = values.expires_in_days ?? "";
+  return layout(
+    pc,
+    `${p.name} — new token`,
+    html`<h1>Create a token</h1>
+${error ? html`<p class="notice error" role="alert">${error}</p>` : ""}
+<form method="post" action="/console/p/${p.id}/agents" class="stack">
+<input type="hidden" name="csrf" value="${pc.csrf}">
+<fieldset><legend>Permissions</legend>
+${perm("read", "read: balance, transactions, deposit address")}
+${perm("pay", "pay: USDC transfers and bank payments")}
+${perm("x402", "x402: pay x402 URLs")}
+</fieldset>
+<div class="field"><label for="expires_in_days">Expires</label>
+<select id="expires_in_days" name="expires_in_days">${[["", "never"], ["1", "in 1 day"], ["30", "in 30 days"], ["90", "in 90 days"], ["365", "in 365 days"]].map(([d, l]) => html`<option value="${d}"${expires === d ? raw(" selected") : ""}>${l}</option>`)}</select></div>
+${controlsFields(values)}
+<button type="submit">Create token</button> <a href="/console/p/${p.id}/agents">Cancel</a>
+</form>`,
+  );
+}
+
+/** The MCP client configuration for a token, ready to paste (packages/mcp/README.md). */
+export function mcpSnippet(token: NewToken, baseUrl: string, command: { command: string; args: string[] }, controls: Controls): string {
+  const env: Record<string, string> = { AGENTWALLET_API_TOKEN: token.token, AGENTWALLET_BASE_URL: baseUrl };
+  const perPayment = controls.spending_limits.find((l) => l.interval === "per_payment");
+  if (perPayment) env.AGENTWALLET_MAX_PAYMENT_USD = String(perPayment.amount_usd);
+  if (!token.permissions.includes("pay") && !token.permissions.includes("x402")) env.AGENTWALLET_READ_ONLY = "1";
+  return JSON.stringify({ mcpServers: { agentwallet: { command: command.command, ...(command.args.length ? { args: command.args } : {}), env } } }, null, 2);
+}
+
+export function tokenCreatedPage(pc: PageContext, token: NewToken, snippet: string): Html {
+  const p = pc.project!;
+  return layout(
+    pc,
+    `${p.name} — token created`,
+    html`<h1>Token created</h1>
+<p class="notice warn" role="status">Copy the token now: it is shown only this once, and only its hash is kept.</p>
+<h2 id="token-h">Token</h2>
+<pre class="snippet address" id="new-token" aria-labelledby="token-h" tabindex="0">${token.token}</pre>
+<button type="button" class="secondary" data-copy="new-token" hidden>Copy token</button>
+<p>Permissions: ${token.permissions.join(", ")}${token.expires_at ? `; expires ${formatTime(token.expires_at)}` : ""}.</p>
+<h2 id="mcp-h">MCP client configuration</h2>
+<p>Paste into Claude Desktop's <code>claude_desktop_config.json</code> or Cursor's <code>.cursor/mcp.json</code>:</p>
+<pre class="snippet" id="mcp-config" aria-labelledby="mcp-h" tabindex="0">${snippet}</pre>
+<button type="button" class="secondary" data-copy="mcp-config" hidden>Copy configuration</button>
+<p><a href="/console/p/${p.id}/agents/${token.id}">This token's controls</a> · <a href="/console/p/${p.id}/agents">All tokens</a></p>`,
+  );
+}
+
+export function tokenPage(pc: PageContext, t: TokenSummary, values: ControlsFormValues, opts: { error?: string; saved?: boolean } = {}): Html {
+  const p = pc.project!;
+  const active = !t.revoked_at && !(t.expires_at && t.expires_at <= new Date().toISOString());
+  return layout(
+    pc,
+    `${p.name} — token ${t.display_prefix}`,
+    html`<h1>Token <span class="address">${t.display_prefix}…</span></h1>
+${opts.saved ? html`<p class="notice" role="status">Controls saved: the token's next request is judged by them.</p>` : ""}
+${opts.error ? html`<p class="notice error" role="alert">${opts.error}</p>` : ""}
+<dl class="facts">
+<dt>Id</dt><dd class="address">${t.id}</dd>
+<dt>Permissions</dt><dd>${t.permissions.join(", ")}</dd>
+<dt>Created</dt><dd>${formatTime(t.created_at)}</dd>
+<dt>State</dt><dd>${tokenState(t)}</dd>
+<dt>Controls</dt><dd>${describeControls(t.controls)}</dd>
+</dl>
+<h2>Spend against limits</h2>
+${windowList(t.windows, "token")}
+${t.windows.some((w) => w.scope === "project") ? html`<h3>Project limits (every token)</h3>${windowList(t.windows, "project")}` : ""}
+${canManage(pc) && active
+  ? html`<h2>Change controls</h2>
+<form method="post" action="/console/p/${p.id}/agents/${t.id}/controls" class="stack">
+<input type="hidden" name="csrf" value="${pc.csrf}">
+${controlsFields(values)}
+<button type="submit">Save controls</button>
+</form>
+<h2>Revoke</h2>
+<form method="post" action="/console/p/${p.id}/agents/${t.id}/revoke">
+<input type="hidden" name="csrf" value="${pc.csrf}">
+<p>Requests with this token are refused from the moment it is revoked; this cannot be undone.</p>
+<button type="submit" class="danger">Revoke token</button>
+</form>`
+  : ""}
+<p><a href="/console/p/${p.id}/agents">All tokens</a></p>`,
   );
 }
 

@@ -207,3 +207,109 @@ describe("console transactions at 10k rows", () => {
     await context.close();
   });
 });
+
+const RECIPIENT = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+
+async function api(path: string, token: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${server.baseUrl}${path}`, {
+    method: body === undefined ? "GET" : "POST",
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+async function expectAccessible(page: Page, name: string): Promise<void> {
+  const violations = await seriousViolations(page);
+  expect(violations.map((v) => `${name}: ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`)).toEqual([]);
+  await screenshot(page, name);
+}
+
+describe("console agents (tokens)", () => {
+  it("creates a token with controls, shown once with its MCP configuration; changes its controls; shows its spend against them; revokes it", async () => {
+    const context = await browser.newContext({ bypassCSP: true, viewport: { width: 375, height: 800 } });
+    const page = await signInWithToken(context, server.token);
+    await page.getByRole("link", { name: "Agents" }).click();
+    await page.getByRole("link", { name: "Create a token" }).click();
+    await expectAccessible(page, "token-new-375");
+    await page.getByLabel("pay: USDC transfers and bank payments").check();
+    await page.getByLabel("Daily limit").fill("5");
+    await page.getByLabel("Per payment limit").fill("4");
+    await page.getByLabel("Never these recipients (one per line)").fill("blocked.example.com");
+    await page.getByLabel("x402", { exact: true }).uncheck();
+    await page.getByRole("button", { name: "Create token" }).click();
+    await page.waitForLoadState();
+    expect(await page.locator("h1").textContent(), await page.locator("main").textContent() ?? "").toBe("Token created");
+    const token = (await page.locator("#new-token").textContent())!.trim();
+    expect(token).toMatch(/^aw_test_/);
+    // The token is in the page once, never in the URL; the configuration is ready to paste.
+    expect(page.url()).not.toContain(token);
+    const config = JSON.parse((await page.locator("#mcp-config").textContent())!) as { mcpServers: { agentwallet: { command: string; args: string[]; env: Record<string, string> } } };
+    expect(config.mcpServers.agentwallet.env).toEqual({ AGENTWALLET_API_TOKEN: token, AGENTWALLET_BASE_URL: server.baseUrl, AGENTWALLET_MAX_PAYMENT_USD: "4" });
+    expect(config.mcpServers.agentwallet.args[0]).toMatch(/packages\/mcp\/bin\/agentwallet-mcp\.js$/);
+    await expect(page.getByRole("button", { name: "Copy token" }).isVisible()).resolves.toBe(true);
+    await expectAccessible(page, "token-created-375");
+
+    // The API applies what the form set, through the same controls GET /v1/limits shows.
+    const limits = await api("/v1/limits", token);
+    expect(limits.body.token).toMatchObject({
+      spending_limits: [{ amount_usd: 4, interval: "per_payment" }, { amount_usd: 5, interval: "daily" }],
+      blocked_recipients: ["blocked.example.com"],
+      allowed_rails: ["usdc_transfer", "fiat"],
+      approval_above_usd: null,
+    });
+
+    // Change controls: a daily limit of 6.
+    await page.getByRole("link", { name: "This token's controls" }).click();
+    await page.getByLabel("Daily limit").fill("6");
+    await page.getByRole("button", { name: "Save controls" }).click();
+    await page.getByText("Controls saved").waitFor();
+    expect(((await api("/v1/limits", token)).body.token as { spending_limits: unknown[] }).spending_limits).toEqual([{ amount_usd: 4, interval: "per_payment" }, { amount_usd: 6, interval: "daily" }]);
+    // A wrong amount is shown on the form, not a crash.
+    await page.getByLabel("Weekly limit").fill("ten");
+    await page.getByRole("button", { name: "Save controls" }).click();
+    await expect(page.getByRole("alert").textContent()).resolves.toContain("weekly limit");
+
+    // Spend against the limit: pay 3 USDC with it through the API.
+    await server.fund(10_000_000n);
+    expect((await api("/v1/pay", token, { recipient: RECIPIENT, amount_usd: 3 })).status).toBe(201);
+    await page.getByRole("link", { name: "Agents" }).click();
+    const row = page.locator("tbody tr", { has: page.locator(`a[aria-label="Token ${token.slice(0, 12)}"]`) });
+    await expect(row.textContent()).resolves.toContain("Daily: $3.00 of $6.00 spent, $3.00 left");
+    await expectAccessible(page, "agents-375");
+
+    // Revoke: the API refuses the token at once.
+    await row.getByRole("link").click();
+    await expectAccessible(page, "token-375");
+    await page.getByRole("button", { name: "Revoke token" }).click();
+    await page.getByText("Token revoked").waitFor();
+    expect((await api("/v1/balance", token)).status).toBe(401);
+    await context.close();
+  });
+
+  it("a read token sees tokens but no create, change or revoke, and the server refuses those requests", async () => {
+    const readToken = await server.createToken(["read"]);
+    const context = await browser.newContext();
+    const page = await signInWithToken(context, readToken);
+    await page.goto(`${server.baseUrl}/console/p/${server.projectId}/agents`);
+    await expect(page.getByRole("link", { name: "Create a token" }).count()).resolves.toBe(0);
+    const other = (await server.server.ctx.ledger.listTokens(server.projectId)).find((t) => server.token.startsWith(t.display_prefix))!;
+    await page.goto(`${server.baseUrl}/console/p/${server.projectId}/agents/${other.id}`);
+    await expect(page.getByRole("button", { name: "Save controls" }).count()).resolves.toBe(0);
+    await expect(page.getByRole("button", { name: "Revoke token" }).count()).resolves.toBe(0);
+    const csrf = (await page.locator('meta[name="csrf-token"]').getAttribute("content"))!;
+    const base = `${server.baseUrl}/console/p/${server.projectId}/agents`;
+    const tokensBefore = (await server.server.ctx.ledger.listTokens(server.projectId)).length;
+    const forged = [
+      await page.request.post(base, { form: { csrf, perm_read: "on", perm_pay: "on", perm_x402: "on", rail_x402: "on", rail_usdc_transfer: "on", rail_fiat: "on" }, maxRedirects: 0 }),
+      await page.request.post(`${base}/${other.id}/controls`, { form: { csrf, limit_daily: "1", rail_fiat: "on" }, maxRedirects: 0 }),
+      await page.request.post(`${base}/${other.id}/revoke`, { form: { csrf }, maxRedirects: 0 }),
+    ];
+    expect(forged.map((r) => r.status())).toEqual([403, 403, 403]);
+    expect((await server.server.ctx.ledger.listTokens(server.projectId)).length).toBe(tokensBefore);
+    expect((await server.server.ctx.ledger.getToken(other.id))!).toMatchObject({ revoked_at: null, spending_controls: null });
+    await page.goto(`${base}/new`);
+    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Not allowed");
+    await context.close();
+  });
+});

@@ -152,7 +152,7 @@ export const spendingCommands: Record<string, Command> = {
 async function decide({ config, args, io }: CommandInput, decision: "approved" | "denied"): Promise<number> {
   const id = args[0];
   if (!id) throw new CliError(`usage: agentwallet payments ${decision === "approved" ? "approve" : "deny"} PAYMENT_ID`);
-  const out = await withLedger(config, (l) => decidePayment({ ledger: l, clock: systemClock }, id, decision));
+  const out = await withLedger(config, (l) => decidePayment({ ledger: l, clock: systemClock }, id, decision, "cli"));
   if (out.kind === "not_awaiting") throw new CliError(`payment ${id} is not waiting for approval (${out.detail})`);
   io.out(
     decision === "approved" ? `Approved ${id}: the running server's worker sends it now.` : `Denied ${id}: failed and credited back.`,

@@ -4,8 +4,9 @@
  * page), the same balance and transaction shapes. Registered by `createApp` at /console.
  */
 import { randomBytes } from "node:crypto";
+import { resolve } from "node:path";
 import type { Permission } from "@agentwallet/api";
-import { type ConsoleBackend, type DailySpend, registerConsole } from "@agentwallet/console";
+import { type ApprovalItem, type ConsoleBackend, type DailySpend, type TokenSummary, type Viewer, registerConsole } from "@agentwallet/console";
 import type { FastifyInstance } from "fastify";
 import type { AppContext } from "../context.ts";
 import { getDepositAddress } from "../services/getDepositAddress.ts";
@@ -15,6 +16,11 @@ import { cursorOf } from "../ledger/transactionReads.ts";
 import { ApiError, badRequest } from "../domain/errors.ts";
 import { parseListQuery } from "./listQuery.ts";
 import { hashToken, isWellFormedToken } from "../tokens.ts";
+import { createToken, mayManageProject } from "../services/tokens.ts";
+import { bankKeyOf, controlsColumn, getLimits, parseControlsInput, renderControls, updateTokenControls } from "../services/spendingControls.ts";
+import { decidePayment } from "../services/approvals.ts";
+import { parseControls } from "../domain/spending.ts";
+import type { PaymentRow } from "../ledger/store.ts";
 
 /** A console session lasts 12 hours; a sign-in code printed by the sandbox banner, 24 hours and one use. */
 const SESSION_MS = 12 * 3_600_000;
@@ -24,6 +30,9 @@ export type ConsoleAppOptions = {
   /** Sandbox: mint test USDC to a project's deposit wallet (the watcher credits it as any deposit). */
   fundSandbox?: (projectId: string, amountMicros: bigint) => Promise<void>;
 };
+
+/** The MCP server's entry point in this checkout (packages/mcp/README.md, "From a checkout"). */
+const MCP_BIN = resolve(import.meta.dirname, "../../../mcp/bin/agentwallet-mcp.js");
 
 const EXPLORER_TX_URL: Record<number, string> = { 8453: "https://basescan.org/tx/", 84532: "https://sepolia.basescan.org/tx/" };
 
@@ -39,6 +48,54 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
     plan: p.plan,
     paused: p.paused === 1 || p.paused === true,
     created_at: p.created_at,
+  });
+
+  /**
+   * The server's rule for changes (tokens, approvals), whatever the console shows: the operator, or an active
+   * token of this project that may manage it (mayManageProject), read again now. Returns who acts, as recorded.
+   */
+  const requireManage = async (viewer: Viewer, projectId: string): Promise<string> => {
+    if (viewer.kind === "operator") return "operator";
+    const t = await ctx.ledger.getToken(viewer.tokenId);
+    if (!t || !tokenActive(t) || t.project_id !== projectId || !mayManageProject(t)) {
+      throw new ApiError(403, "permission_denied", "This token may not manage tokens or approvals: that needs the operator, or a token with read, pay and x402 and no spending controls of its own.");
+    }
+    return `token ${t.id} (${t.display_prefix}…)`;
+  };
+
+  const tokenSummary = async (
+    t: { id: string; project_id: string; display_prefix: string; permissions: string; created_at: string; expires_at: string | null; revoked_at: string | null; spending_controls: string | null },
+    projectControls: string | null,
+  ): Promise<TokenSummary> => {
+    const controls = { token: parseControls(t.spending_controls), project: parseControls(projectControls) };
+    const limits = await getLimits(ctx, { tokenId: t.id, projectId: t.project_id, controls });
+    return {
+      id: t.id,
+      display_prefix: t.display_prefix,
+      permissions: t.permissions.split(",") as Permission[],
+      created_at: t.created_at,
+      expires_at: t.expires_at,
+      revoked_at: t.revoked_at,
+      controls: limits.token,
+      windows: limits.windows,
+    };
+  };
+
+  const approvalItem = (p: PaymentRow, prefixes: Map<string, string>): ApprovalItem => ({
+    id: p.id,
+    rail: p.rail,
+    amount_micros: Number(p.amount_micros),
+    recipient: p.rail === "fiat" ? `${p.recipient} (bank account)` : p.recipient,
+    description: p.description,
+    token_id: p.token_id,
+    token_prefix: p.token_id ? (prefixes.get(p.token_id) ?? null) : null,
+    status: p.status,
+    created_at: p.created_at,
+    approval: p.approval as ApprovalItem["approval"],
+    approval_until: p.approval_until,
+    decided_by: p.approval_decided_by,
+    decided_at: p.approval_decided_at,
+    tx_hash: p.rail === "fiat" ? null : p.tx_hash,
   });
 
   return {
@@ -67,7 +124,8 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
       const base = { id, csrf: csrfOf(id), expiresAt: row.expires_at };
       if (row.kind === "operator") return { ...base, viewer: { kind: "operator" } };
       if (!row.token || !row.token_id || !tokenActive(row.token)) return null;
-      return { ...base, viewer: { kind: "token", projectId: row.token.project_id, tokenId: row.token_id, permissions: row.token.permissions.split(",") as Permission[] } };
+      const t = row.token;
+      return { ...base, viewer: { kind: "token", projectId: t.project_id, tokenId: row.token_id, permissions: t.permissions.split(",") as Permission[], manage: mayManageProject(t) } };
     },
     async deleteSession(id) {
       await sessions.delete(id);
@@ -126,7 +184,64 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
       }
     },
     async listTokens(projectId) {
-      return (await ctx.ledger.listTokens(projectId)).map((t) => ({ ...t, permissions: t.permissions.split(",") as Permission[] }));
+      const project = await ctx.ledger.getProject(projectId);
+      return Promise.all((await ctx.ledger.listTokens(projectId)).map((t) => tokenSummary(t, project?.spending_controls ?? null)));
+    },
+    async getToken(projectId, tokenId) {
+      const t = await ctx.ledger.getToken(tokenId);
+      if (!t || t.project_id !== projectId) return null;
+      const project = await ctx.ledger.getProject(projectId);
+      return tokenSummary(t, project?.spending_controls ?? null);
+    },
+    async projectControls(projectId) {
+      return renderControls(parseControls((await ctx.ledger.getProject(projectId))?.spending_controls));
+    },
+    async createToken(viewer, projectId, input) {
+      await requireManage(viewer, projectId);
+      // Controls first: a token is never issued without the controls it was asked with.
+      const column = controlsColumn(parseControlsInput(input.controls, bankKeyOf(ctx)));
+      const created = await createToken(ctx, {
+        projectId,
+        permissions: input.permissions,
+        mode: ctx.config.mode === "live" ? "live" : "test",
+        ...(input.expiresInDays ? { expiresInMs: input.expiresInDays * 86_400_000 } : {}),
+      });
+      if (column) await ctx.ledger.setSpendingControls("token", created.id, column);
+      return created;
+    },
+    async updateTokenControls(viewer, projectId, tokenId, controls) {
+      await requireManage(viewer, projectId);
+      const t = await ctx.ledger.getToken(tokenId);
+      if (!t || t.project_id !== projectId) return false;
+      return updateTokenControls(ctx, tokenId, controls);
+    },
+    async revokeToken(viewer, projectId, tokenId) {
+      await requireManage(viewer, projectId);
+      const t = await ctx.ledger.getToken(tokenId);
+      if (!t || t.project_id !== projectId) return false;
+      return ctx.ledger.revokeToken(tokenId);
+    },
+    async listApprovals(projectId) {
+      const [awaiting, decided, tokens] = await Promise.all([
+        ctx.ledger.listAwaitingApprovals({ projectId, limit: 100 }),
+        ctx.ledger.listDecidedApprovals(projectId, 20),
+        ctx.ledger.listTokens(projectId),
+      ]);
+      const prefixes = new Map(tokens.map((t) => [t.id, t.display_prefix]));
+      return { awaiting: awaiting.map((p) => approvalItem(p, prefixes)), decided: decided.map((p) => approvalItem(p, prefixes)) };
+    },
+    async getApproval(projectId, paymentId) {
+      const p = await ctx.ledger.getPayment(paymentId);
+      if (!p || p.project_id !== projectId || p.approval === null) return null;
+      const t = p.token_id ? await ctx.ledger.getToken(p.token_id) : undefined;
+      return approvalItem(p, new Map(t ? [[t.id, t.display_prefix]] : []));
+    },
+    async decideApproval(viewer, projectId, paymentId, decision) {
+      const who = await requireManage(viewer, projectId);
+      const p = await ctx.ledger.getPayment(paymentId);
+      if (!p || p.project_id !== projectId) return { ok: false, detail: "There is no such payment in this project." };
+      const out = await decidePayment(ctx, paymentId, decision, who);
+      return out.kind === "decided" ? { ok: true } : { ok: false, detail: `This payment no longer waits for approval: ${out.detail}.` };
     },
     ...(options.fundSandbox
       ? {
@@ -145,6 +260,7 @@ export function registerConsoleRoutes(app: FastifyInstance, ctx: AppContext, opt
     sandbox: ctx.config.mode === "sandbox",
     explorerTxUrl: ctx.config.mode === "live" ? (EXPLORER_TX_URL[ctx.config.chain.chainId] ?? null) : null,
     filters: true,
+    mcpCommand: { command: "node", args: [MCP_BIN] },
   });
 }
 

@@ -14,7 +14,7 @@ export type ConsoleSessionRow = {
   token_id: string | null;
   expires_at: string;
   /** For token sessions: the token as it is now. */
-  token?: { project_id: string; permissions: string; expires_at: string | null; revoked_at: string | null } | undefined;
+  token?: { project_id: string; permissions: string; expires_at: string | null; revoked_at: string | null; spending_controls: string | null } | undefined;
 };
 
 export class ConsoleSessions {
@@ -28,7 +28,7 @@ export class ConsoleSessions {
     const row = await this.db
       .selectFrom("console_sessions as s")
       .leftJoin("api_tokens as t", "t.id", "s.token_id")
-      .select(["s.kind", "s.token_id", "s.expires_at", "t.project_id", "t.permissions", "t.expires_at as token_expires_at", "t.revoked_at"])
+      .select(["s.kind", "s.token_id", "s.expires_at", "t.project_id", "t.permissions", "t.expires_at as token_expires_at", "t.revoked_at", "t.spending_controls"])
       .where("s.id_hash", "=", sha256(id))
       .where("s.expires_at", ">", now)
       .executeTakeFirst();
@@ -37,7 +37,7 @@ export class ConsoleSessions {
       kind: row.kind as "operator" | "token",
       token_id: row.token_id,
       expires_at: row.expires_at,
-      token: row.project_id ? { project_id: row.project_id, permissions: row.permissions!, expires_at: row.token_expires_at ?? null, revoked_at: row.revoked_at ?? null } : undefined,
+      token: row.project_id ? { project_id: row.project_id, permissions: row.permissions!, expires_at: row.token_expires_at ?? null, revoked_at: row.revoked_at ?? null, spending_controls: row.spending_controls ?? null } : undefined,
     };
   }
 

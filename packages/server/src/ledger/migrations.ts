@@ -226,6 +226,15 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    "0014_approval_decisions": {
+      // Who decided an approval and when (services/approvals.ts): the console and the CLI name the person's
+      // session or tool; shown on the approvals page and in a payment's history.
+      async up(db: Kysely<any>) {
+        for (const column of ["approval_decided_by", "approval_decided_at"]) {
+          await db.schema.alterTable("payments").addColumn(column, "text").execute();
+        }
+      },
+    },
     "0007_spending_controls": {
       // Spending controls (ledger/spending.ts): controls on tokens and projects, window counters moved
       // in the hold's write, the windows each payment was counted in (given back when it fails or is

@@ -110,6 +110,9 @@ export interface PaymentsTable {
   approval: string | null;
   /** Until when an awaiting payment may be approved; afterwards it fails and is credited back. */
   approval_until: string | null;
+  /** Who approved or denied it (migration 0014): "operator", "token tok_… (aw_test_abcd…)", "cli"; null if nobody did. */
+  approval_decided_by: string | null;
+  approval_decided_at: string | null;
 }
 
 export interface DepositsTable {

@@ -546,11 +546,11 @@ export class Ledger {
    * Records a person's decision on an awaiting payment: approved (due at once), or denied. An approval
    * after the payment's time ran out changes nothing. Returns the row, or undefined if it was not awaiting.
    */
-  async decideApproval(id: string, decision: "approved" | "denied"): Promise<PaymentRow | undefined> {
+  async decideApproval(id: string, decision: "approved" | "denied", by: string | null = null): Promise<PaymentRow | undefined> {
     const now = this.now();
     let q = this.db
       .updateTable("payments")
-      .set({ approval: decision, updated_at: now, ...(decision === "approved" ? { next_attempt_at: now } : { next_attempt_at: now }) })
+      .set({ approval: decision, updated_at: now, next_attempt_at: now, approval_decided_by: by, approval_decided_at: now })
       .where("id", "=", id)
       .where("approval", "=", "awaiting")
       .where("status", "=", "pending");
@@ -574,6 +574,18 @@ export class Ledger {
       failureReason: denied ? "A person denied this payment; the amount and fee were credited back." : `Nobody approved this payment before ${p.approval_until}; the amount and fee were credited back.`,
     });
     return { handled: true, payment: r.payment };
+  }
+
+  /** A project's payments a person approved or denied, newest decision first. */
+  listDecidedApprovals(projectId: string, limit: number) {
+    return this.db
+      .selectFrom("payments")
+      .selectAll()
+      .where("approval", "in", ["approved", "denied"])
+      .where("project_id", "=", projectId)
+      .orderBy("approval_decided_at", "desc")
+      .limit(limit)
+      .execute();
   }
 
   /** Payments waiting for a person, oldest first. */
@@ -665,6 +677,8 @@ export class Ledger {
       spend_windows: windows.length ? JSON.stringify(windows.map((w) => [w.scopeId, w.kind, w.start])) : null,
       approval: approvalUntil ? "awaiting" : null,
       approval_until: approvalUntil,
+      approval_decided_by: null,
+      approval_decided_at: null,
     };
     // Fee first so the rail transaction, inserted last, lists first among equal timestamps. Positions:
     // the rail transaction's is the debited count (`pos`), the fee's one less.

@@ -8,8 +8,9 @@ import type { Ledger, PaymentRow } from "../ledger/store.ts";
 
 export type Decision = { kind: "decided"; payment: PaymentRow } | { kind: "not_awaiting"; detail: string };
 
-export async function decidePayment(ctx: { ledger: Ledger; clock: Clock }, id: string, decision: "approved" | "denied"): Promise<Decision> {
-  const row = await ctx.ledger.decideApproval(id, decision);
+/** `by` names who decided, as recorded with the payment ("operator", "token tok_… (aw_test_abcd…)", "cli"). */
+export async function decidePayment(ctx: { ledger: Ledger; clock: Clock }, id: string, decision: "approved" | "denied", by: string | null = null): Promise<Decision> {
+  const row = await ctx.ledger.decideApproval(id, decision, by);
   if (!row) {
     const p = await ctx.ledger.getPayment(id);
     if (!p) return { kind: "not_awaiting", detail: "no such payment" };

@@ -19,6 +19,7 @@ import {
   displayRecipient,
   holdControlsOf,
   isEmptyControls,
+  parseControls,
   recipientKey,
   usd,
   windowEnd,
@@ -117,6 +118,18 @@ export function parseControlsInput(input: WireControls, bankKey: Uint8Array, bas
   return c;
 }
 
+/**
+ * Changes a token's controls: the fields given replace the stored ones (parseControlsInput's rule, as the
+ * CLI's `tokens update` and the admin API apply it); the next request with the token is judged by them.
+ * False if there is no such token.
+ */
+export async function updateTokenControls(ctx: SpendingContext, tokenId: string, input: WireControls): Promise<boolean> {
+  const token = await ctx.ledger.getToken(tokenId);
+  if (!token) return false;
+  const merged = parseControlsInput(input, bankKeyOf(ctx), parseControls(token.spending_controls));
+  return ctx.ledger.setSpendingControls("token", tokenId, controlsColumn(merged));
+}
+
 /** "10.5" for 10_500_000 micro-USD: a JSON number for the wire (exact for up to 6 decimals). */
 export function microsToUsd(micros: number): number {
   return Number(usd(micros).replace(" USD", ""));
@@ -144,7 +157,7 @@ export function holdControls(ctx: SpendingContext, principal: Principal, recipie
 }
 
 /** `GET /v1/limits`: the token's and the project's controls and, per window, what is spent and what remains now. */
-export async function getLimits(ctx: SpendingContext, principal: Principal) {
+export async function getLimits(ctx: SpendingContext, principal: Pick<Principal, "tokenId" | "projectId" | "controls">) {
   const now = ctx.clock();
   const scopes = [
     { scope: "token" as const, id: principal.tokenId, controls: principal.controls?.token ?? null },

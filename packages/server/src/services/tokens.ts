@@ -2,6 +2,7 @@
 import type { Permission } from "@agentwallet/api";
 import type { Ledger } from "../ledger/store.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
+import { isEmptyControls, parseControls } from "../domain/spending.ts";
 import { displayPrefix, generateToken, hashToken, type TokenMode } from "../tokens.ts";
 
 export const ALL_PERMISSIONS: Permission[] = ["read", "pay", "x402"];
@@ -44,4 +45,15 @@ export async function createToken(
     revoked_at: null,
   });
   return { id, token, permissions: input.permissions, expires_at: expiresAt };
+}
+
+/**
+ * Whether a token may manage its project's tokens and approve its payments (the console's rule for a token
+ * session): it holds every permission and no spending controls of its own, so it could already spend all the
+ * project has and gains nothing by lifting another token's limits. A token with fewer permissions or with
+ * controls could otherwise sign in and lift its own limits or approve its own payments.
+ */
+export function mayManageProject(token: { permissions: string; spending_controls: string | null }): boolean {
+  const perms = token.permissions.split(",");
+  return ALL_PERMISSIONS.every((p) => perms.includes(p)) && isEmptyControls(parseControls(token.spending_controls));
 }
