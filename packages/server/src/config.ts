@@ -78,6 +78,14 @@ const EnvSchema = z.object({
   SETTLEMENT_BACKOFF_MAX_MS: int(60_000, 1, 3_600_000),
   /** A payment awaiting a person's approval fails (credited back) after this long undecided: 24 h. */
   APPROVAL_TIMEOUT_MS: int(86_400_000, 1_000, 30 * 86_400_000),
+  /** Webhooks to clients: requests under way at once per process (a slow receiver holds one slot). */
+  WEBHOOK_MAX_IN_FLIGHT: int(16, 1, 1_024),
+  /** One delivery attempt's deadline; receivers should answer at once and work afterwards. */
+  WEBHOOK_TIMEOUT_MS: int(10_000, 100, 60_000),
+  /** How often due deliveries are looked for (a finished request looks again at once). */
+  WEBHOOK_INTERVAL_MS: int(1_000, 50, 600_000),
+  /** An endpoint answering nothing but failures this long (default 2 days) is disabled when a delivery gives up. */
+  WEBHOOK_DISABLE_AFTER_FAILING_MS: int(2 * 86_400_000, 60_000, 30 * 86_400_000),
   FIAT_SANDBOX_DELAY_MS: int(3_000, 0, 3_600_000),
   /** Sandbox only: `bridge` runs the real Bridge adapter against the local Bridge stand-in. */
   FIAT_PROVIDER: z.enum(["sandbox", "bridge"]).optional(),
@@ -131,6 +139,8 @@ export type Config = {
   };
   custody: { mnemonic: string | undefined; mnemonicFile: string | undefined; relayerPrivateKey: string | undefined; treasuryAddress: string | undefined };
   webhooks: { depositSecret: string | undefined; fiatSecret: string | undefined };
+  /** Webhooks to clients (workers/webhookDelivery.ts); `leaseMs` outlasts one attempt, so only a dead process's lease expires. */
+  webhookDelivery: { maxInFlight: number; timeoutMs: number; intervalMs: number; leaseMs: number; disableAfterFailingMs: number };
   workers: { watcherIntervalMs: number; workerIntervalMs: number; paymentRequestLeaseMs: number; settlement: "thread" | "inline"; retry: { stepErrorsMax: number; backoffMinMs: number; backoffMaxMs: number } };
   spending: { approvalTimeoutMs: number };
   fiat: {
@@ -212,6 +222,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
       treasuryAddress: e.TREASURY_ADDRESS,
     },
     webhooks: { depositSecret: e.DEPOSIT_WEBHOOK_SECRET, fiatSecret: e.FIAT_WEBHOOK_SECRET },
+    webhookDelivery: {
+      maxInFlight: e.WEBHOOK_MAX_IN_FLIGHT,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      intervalMs: e.WEBHOOK_INTERVAL_MS,
+      leaseMs: e.WEBHOOK_TIMEOUT_MS + 5_000,
+      disableAfterFailingMs: e.WEBHOOK_DISABLE_AFTER_FAILING_MS,
+    },
     workers: { watcherIntervalMs: e.WATCHER_INTERVAL_MS, workerIntervalMs: e.WORKER_INTERVAL_MS, paymentRequestLeaseMs: e.PAYMENT_REQUEST_LEASE_MS, settlement: e.SETTLEMENT, retry: { stepErrorsMax: e.SETTLEMENT_STEP_ERRORS_MAX, backoffMinMs: e.SETTLEMENT_BACKOFF_MIN_MS, backoffMaxMs: Math.max(e.SETTLEMENT_BACKOFF_MIN_MS, e.SETTLEMENT_BACKOFF_MAX_MS) } },
     spending: { approvalTimeoutMs: e.APPROVAL_TIMEOUT_MS },
     fiat: { sandboxDelayMs: e.FIAT_SANDBOX_DELAY_MS, ...fiatSettings(e, mode) },

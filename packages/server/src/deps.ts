@@ -74,20 +74,27 @@ export function createRateLimiter(config: Config): RateLimiter {
  * (so no further secret is needed and the database holds none): the same on every process.
  */
 export function loadRecipientHashKey(config: Config): Uint8Array {
-  const mnemonic = loadMasterMnemonic({
+  return createHmac("sha256", masterMnemonic(config)).update("agentwallet recipient hash v1").digest();
+}
+
+/**
+ * The AES-256 key webhook endpoints' signing secrets are encrypted with, derived from the master key
+ * source like the recipient hash key: the database holds no secret it could open by itself.
+ */
+export function loadWebhookSecretKey(config: Config): Uint8Array {
+  return createHmac("sha256", masterMnemonic(config)).update("agentwallet webhook secret key v1").digest();
+}
+
+function masterMnemonic(config: Config): string {
+  return loadMasterMnemonic({
     mnemonic: config.custody.mnemonic,
     file: config.custody.mnemonicFile,
     sandboxFile: config.mode === "sandbox" ? join(config.dataDir, "master-mnemonic") : undefined,
   });
-  return createHmac("sha256", mnemonic).update("agentwallet recipient hash v1").digest();
 }
 
 export function loadCustody(config: Config) {
-  const mnemonic = loadMasterMnemonic({
-    mnemonic: config.custody.mnemonic,
-    file: config.custody.mnemonicFile,
-    sandboxFile: config.mode === "sandbox" ? join(config.dataDir, "master-mnemonic") : undefined,
-  });
+  const mnemonic = masterMnemonic(config);
   return createHdCustody(mnemonic, { pool: createSigningPool(mnemonic, 1) });
 }
 

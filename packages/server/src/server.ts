@@ -11,11 +11,13 @@ import type { Hex } from "viem";
 import type { Config } from "./config.ts";
 import type { AppContext } from "./context.ts";
 import { type ChainRuntime, startChainRuntime } from "./chain/runtime.ts";
-import { REQUEST_THREAD_CHECKPOINT_PAGES, buildContext } from "./deps.ts";
+import { REQUEST_THREAD_CHECKPOINT_PAGES, buildContext, loadWebhookSecretKey } from "./deps.ts";
 import { createDepositWatcher } from "./deposits/watcher.ts";
 import { createApp } from "./http/app.ts";
 import { createMetrics } from "./http/metrics.ts";
+import type { Clock } from "./ids.ts";
 import { type Loop, startLoop } from "./workers/loop.ts";
+import { type WebhookDeliverer, createWebhookDeliverer } from "./workers/webhookDelivery.ts";
 import { type Settlement, startInlineSettlement, startSettlementThread } from "./workers/settlement.ts";
 import type { BridgeFiatProvider } from "./rails/fiat/bridgeProvider.ts";
 import { buildFiatProvider } from "./rails/fiat/buildFiatProvider.ts";
@@ -33,6 +35,8 @@ export type RunningServer = {
   x402Demo: X402Demo | undefined;
   /** What settles accepted payments (workers/settlement.ts). */
   settlement: Settlement;
+  /** Sends webhook events to clients' endpoints (workers/webhookDelivery.ts). */
+  webhooks: WebhookDeliverer;
   stop(): Promise<void>;
 };
 
@@ -44,6 +48,8 @@ export type StartServerOptions = {
   x402Demo?: boolean;
   /** Sandbox: where the local chain is kept (chain/runtime.ts). */
   chainState?: "file" | "memory";
+  /** The clock webhook deliveries are timed by (tests step it through the retry series); default the context's. */
+  webhookClock?: Clock;
 };
 
 /** Sandbox secrets for the inbound webhooks, generated once into the data directory. */
@@ -65,6 +71,23 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
   const ctx = built.ctx;
   if (config.mode === "sandbox") sandboxWebhookSecrets(config);
   const loops: Loop[] = [];
+  // Webhooks to clients: events are written by the ledger's triggers; this process sends its share.
+  const d = config.webhookDelivery;
+  let webhookLoop: Loop | undefined;
+  const webhooks = createWebhookDeliverer(ctx.ledger, {
+    owner: ctx.instanceId,
+    clock: opts.webhookClock ?? ctx.clock,
+    logger,
+    mode: config.mode,
+    secretKey: loadWebhookSecretKey(config),
+    maxInFlight: d.maxInFlight,
+    timeoutMs: d.timeoutMs,
+    leaseMs: d.leaseMs,
+    disableAfterFailingMs: d.disableAfterFailingMs,
+    onSlotFree: () => webhookLoop?.kick(),
+  });
+  webhookLoop = startLoop("webhooks", d.intervalMs, () => webhooks.tick(), logger);
+  loops.push(webhookLoop);
   let chain: ChainRuntime | undefined;
   const onFinal = (rail: string, outcome: string) => metrics.payments.labels(rail, outcome).inc();
   // Started first: the thread loads its code (at a lower priority) while this one starts the chain.
@@ -145,6 +168,8 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       for (const u of [x402Demo.merchantUrl, x402Demo.facilitatorUrl]) config.x402.allowedTargets.push(new URL(u).host);
     }
   } catch (err) {
+    await Promise.all(loops.map((l) => l.stop()));
+    await webhooks.drain();
     await settlement?.stop();
     await built.close();
     await bridgeStandIn?.stop();
@@ -198,10 +223,12 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     baseUrl,
     x402Demo,
     settlement: settlement!,
+    webhooks,
     async stop() {
       if (stopped) return;
       stopped = true;
       await Promise.all(loops.map((l) => l.stop()));
+      await webhooks.drain();
       await app.close();
       // Let accepted payments reach their first persisted step before the chain and database go.
       await settlement?.stop();

@@ -8,6 +8,7 @@ import { newId, systemClock } from "../ids.ts";
 import { createToken, parseDuration, parsePermissions } from "../services/tokens.ts";
 import { type Command, type CommandInput, type CommandIo, CliError, need } from "./command.ts";
 import { applyTokenControls, spendingCommands } from "./spendingCommands.ts";
+import { webhookCommands } from "./webhookCommands.ts";
 
 export type { Command, CommandInput, CommandIo } from "./command.ts";
 
@@ -53,6 +54,7 @@ async function findToken(ledger: Ledger, id: string): Promise<TokenRow | undefin
 
 export const commands: Record<string, Command> = {
   ...spendingCommands,
+  ...webhookCommands,
   // Loaded when run: the server, the chain client and the rails take seconds to import, which the
   // project and token commands do not need.
   serve: async ({ config }) => (await import("./serve.ts")).runServe(config),

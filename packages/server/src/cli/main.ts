@@ -9,6 +9,7 @@ import { CliError, type CommandIo } from "./command.ts";
 import { commands } from "./commands.ts";
 import type { CommandInput } from "./command.ts";
 import { CONTROL_OPTIONS } from "./spendingCommands.ts";
+import { WEBHOOK_OPTIONS } from "./webhookCommands.ts";
 
 const USAGE = `Usage: agentwallet <command> [options]
 
@@ -33,6 +34,11 @@ Commands:
   payments pending [--project ID]                  payments waiting for a person's approval
   payments approve|deny PAYMENT_ID                 decide one (approved: the server sends it; denied: failed, credited back)
   refusals list [--project ID] [--limit N]         payment attempts the spending controls refused (newest first)
+  webhooks create --project ID --url URL [--events payment.completed,…]   send the project's events there (prints the whsec_ secret once)
+  webhooks list --project ID                       endpoints, with their state (disabled after days of failures)
+  webhooks delete|enable ENDPOINT_ID               stop sending to one, or send again to a disabled one
+  webhooks deliveries ENDPOINT_ID [--limit N]      its newest deliveries and their attempts
+  webhooks redeliver EVENT_ID                      send an event again to its endpoints
   workers run-once                                 fill lost relayer nonces, move every open payment forward once
   reconcile                                        compare on-chain wallet balances with the ledger
 
@@ -66,6 +72,7 @@ async function main(argv: string[]): Promise<number> {
         permissions: { type: "string" },
         "expires-in": { type: "string" },
         ...CONTROL_OPTIONS,
+        ...WEBHOOK_OPTIONS,
         "amount-usdc": { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },

@@ -4,6 +4,7 @@
  */
 import { type Kysely, type Migration, Migrator, sql } from "kysely";
 import type { Dialect } from "./db.ts";
+import { webhookTriggers } from "./webhookOutbox.ts";
 import { PG_BATCH_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -269,6 +270,56 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex("spending_refusals_project").on("spending_refusals").columns(["project_id", "seq"]).execute();
         if (dialect === "postgres") for (const fn of PG_SPENDING_FUNCTIONS) await sql.raw(fn).execute(db);
         else await sql.raw(SQLITE_RELEASE_SPENDING_TRIGGER).execute(db);
+      },
+    },
+    "0012_webhooks": {
+      // Webhooks to clients (webhookOutbox.ts): endpoints, the outbox and its deliveries, and the
+      // triggers that write an event in the same transaction as the status change it reports. A seen
+      // deposit gets the id of its future `usdc_fund` transaction now, so deposit.pending names it.
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable("webhook_endpoints")
+          .addColumn("id", "text", (c) => c.primaryKey())
+          .addColumn("project_id", "text", (c) => c.notNull().references("projects.id"))
+          .addColumn("url", "text", (c) => c.notNull())
+          .addColumn("events", "text")
+          .addColumn("secret_box", "text", (c) => c.notNull())
+          .addColumn("created_at", "text", (c) => c.notNull())
+          .addColumn("disabled_at", "text")
+          .addColumn("disabled_reason", "text")
+          .addColumn("failing_since", "text")
+          .addColumn("deleted_at", "text")
+          .execute();
+        await db.schema.createIndex("webhook_endpoints_project").on("webhook_endpoints").columns(["project_id", "disabled_at"]).execute();
+        await db.schema
+          .createTable("webhook_outbox")
+          .addColumn("seq", seqType as any, seq)
+          .addColumn("id", "text", (c) => c.notNull().unique())
+          .addColumn("project_id", "text", (c) => c.notNull())
+          .addColumn("type", "text", (c) => c.notNull())
+          .addColumn("object_id", "text", (c) => c.notNull())
+          .addColumn("status", "text", (c) => c.notNull())
+          .addColumn("occurred_at", "text", (c) => c.notNull())
+          .addColumn("payload", "text")
+          .execute();
+        await db.schema
+          .createTable("webhook_deliveries")
+          .addColumn("event_id", "text", (c) => c.notNull())
+          .addColumn("endpoint_id", "text", (c) => c.notNull())
+          .addColumn("state", "text", (c) => c.notNull().check(sql`state in ('pending','delivered','failed')`))
+          .addColumn("attempts", "integer", (c) => c.notNull().defaultTo(0))
+          .addColumn("next_attempt_at", "text", (c) => c.notNull())
+          .addColumn("lease_owner", "text")
+          .addColumn("lease_until", "text")
+          .addColumn("last_attempt_at", "text")
+          .addColumn("last_status", "integer")
+          .addColumn("last_error", "text")
+          .addColumn("delivered_at", "text")
+          .addPrimaryKeyConstraint("webhook_deliveries_pk", ["endpoint_id", "event_id"])
+          .execute();
+        await db.schema.createIndex("webhook_deliveries_due").on("webhook_deliveries").columns(["state", "next_attempt_at"]).execute();
+        await db.schema.createIndex("webhook_deliveries_event").on("webhook_deliveries").column("event_id").execute();
+        for (const statement of webhookTriggers(dialect)) await sql.raw(statement).execute(db);
       },
     },
   };

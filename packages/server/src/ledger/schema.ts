@@ -197,6 +197,57 @@ export interface Database {
   console_signin_codes: ConsoleSigninCodesTable;
   spend_windows: SpendWindowsTable;
   spending_refusals: SpendingRefusalsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_outbox: WebhookOutboxTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+}
+
+/** Where a project's events are sent (migration 0012, webhookOutbox.ts). */
+export interface WebhookEndpointsTable {
+  id: string;
+  project_id: string;
+  url: string;
+  /** ",a,b," of the event types wanted, or null for all. */
+  events: string | null;
+  /** The signing secret, encrypted (services/webhooks/secretBox.ts); never the secret itself. */
+  secret_box: string;
+  created_at: string;
+  /** Set when every delivery failed for days, or the endpoint was deleted; nothing is written or sent meanwhile. */
+  disabled_at: string | null;
+  disabled_reason: string | null;
+  /** The first failed attempt since the last delivered one; null while healthy. */
+  failing_since: string | null;
+  deleted_at: string | null;
+}
+
+/** The outbox: one event per reported state change, written by triggers in the change's transaction. */
+export interface WebhookOutboxTable {
+  seq: Generated<number>;
+  id: string; // the Standard Webhooks message id (`webhook-id`)
+  project_id: string;
+  type: string;
+  /** The transaction the event is about (a payment's id, or a deposit's `usdc_fund` transaction id). */
+  object_id: string;
+  /** The status the change set, shown in the payload whatever the status is when it is sent. */
+  status: string;
+  occurred_at: string;
+  /** The body, rendered at the first attempt and kept so every attempt sends the same bytes. */
+  payload: string | null;
+}
+
+/** One row per (event, endpoint): its attempts and lease. */
+export interface WebhookDeliveriesTable {
+  event_id: string;
+  endpoint_id: string;
+  state: string; // pending | delivered | failed
+  attempts: number;
+  next_attempt_at: string;
+  lease_owner: string | null;
+  lease_until: string | null;
+  last_attempt_at: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  delivered_at: string | null;
 }
 
 export interface ConsoleSessionsTable {

@@ -12,6 +12,7 @@ import { CompiledQuery, type Insertable, type Kysely, type Transaction, sql } fr
 import { type Db, type Dialect, type SqliteDirect, sqliteDirectOf } from "./db.ts";
 import { scheduleFlush } from "./batching.ts";
 import { ConsoleSessions } from "./consoleSessions.ts";
+import { WebhookOutbox } from "./webhookOutbox.ts";
 import type { GroupCommit } from "./groupCommit.ts";
 import { type PgHolds, createPgHolds } from "./pgHolds.ts";
 import { type PgResolves, createPgResolves } from "./pgResolves.ts";
@@ -239,6 +240,8 @@ export class Ledger {
   private readonly read: SqliteDirect["read"] | undefined;
   /** The web console's sessions and sign-in codes (consoleSessions.ts). */
   readonly consoleSessions: ConsoleSessions;
+  /** Webhooks to clients: endpoints, outbox, deliveries (webhookOutbox.ts). */
+  readonly webhooks: WebhookOutbox;
 
   constructor(
     readonly db: Db,
@@ -254,6 +257,7 @@ export class Ledger {
     this.pgHolds = dialect === "postgres" ? createPgHolds(db) : undefined;
     this.pgResolves = dialect === "postgres" ? createPgResolves(db) : undefined;
     this.consoleSessions = new ConsoleSessions(db);
+    this.webhooks = new WebhookOutbox(db, dialect);
   }
 
   private now(): string {
@@ -973,13 +977,17 @@ export class Ledger {
   // ---------------------------------------------------------------------------------------------
   // Deposits
 
-  /** Records an on-chain transfer seen but not yet confirmed: shows in `pending`. Idempotent. */
+  /**
+   * Records an on-chain transfer seen but not yet confirmed: shows in `pending`. Idempotent. The id of
+   * the `usdc_fund` transaction it becomes when credited is chosen now, so its deposit.pending webhook
+   * names the transaction that deposit.credited later shows.
+   */
   async recordSeenDeposit(d: SeenDeposit): Promise<boolean> {
     const at = this.now();
     return this.db.transaction().execute(async (trx) => {
       const inserted = await trx
         .insertInto("deposits")
-        .values({ chain: d.chain, tx_hash: d.txHash, log_index: d.logIndex, project_id: d.projectId, to_address: d.toAddress, from_address: d.fromAddress, amount_micros: d.amountMicros, block_number: d.blockNumber, block_hash: d.blockHash, status: "seen", txn_id: null, seen_at: at, credited_at: null })
+        .values({ chain: d.chain, tx_hash: d.txHash, log_index: d.logIndex, project_id: d.projectId, to_address: d.toAddress, from_address: d.fromAddress, amount_micros: d.amountMicros, block_number: d.blockNumber, block_hash: d.blockHash, status: "seen", txn_id: this.newId("txn"), seen_at: at, credited_at: null })
         .onConflict((oc) => oc.columns(["chain", "tx_hash", "log_index"]).doNothing())
         .returning("tx_hash")
         .executeTakeFirst();
@@ -993,9 +1001,9 @@ export class Ledger {
   async creditDeposit(key: DepositKey): Promise<boolean> {
     const at = this.now();
     return this.db.transaction().execute(async (trx) => {
-      const txnId = this.newId("txn");
-      const d = await leaveSeen(trx, key, { status: "credited", txn_id: txnId, credited_at: at });
+      const d = await leaveSeen(trx, key, { status: "credited", txn_id: sql<string>`coalesce(txn_id, ${this.newId("txn")})` as never, credited_at: at });
       if (!d) return false;
+      const txnId = d.txn_id!;
       const bumped = await trx
         .updateTable("balances")
         .set((eb) => ({

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import type { Permission } from "@agentwallet/api";
 import type { Address, Hex } from "viem";
 import { loadConfig } from "../config.ts";
+import type { Clock } from "../ids.ts";
 import { createLogger } from "../deps.ts";
 import { startServer, type RunningServer } from "../server.ts";
 import { createToken } from "../services/tokens.ts";
@@ -33,6 +34,8 @@ export type StartTestServerOptions = {
   databaseUrl?: string;
   plan?: "free" | "pro" | "business";
   env?: NodeJS.ProcessEnv;
+  /** The clock webhook deliveries are timed by (server.ts). */
+  webhookClock?: Clock;
 };
 
 export async function startTestServer(options: StartTestServerOptions = {}): Promise<TestServer> {
@@ -53,7 +56,7 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
     { port: 0, host: "127.0.0.1" },
   );
   // The data directory is removed at stop, so the chain keeps no state file either.
-  const server = await startServer(config, createLogger(process.env.AW_TEST_LOG_LEVEL ?? "silent"), { defaultMetrics: false, chainState: "memory" });
+  const server = await startServer(config, createLogger(process.env.AW_TEST_LOG_LEVEL ?? "silent"), { defaultMetrics: false, chainState: "memory", webhookClock: options.webhookClock });
   // Tests and benches start measuring with settlement running (a served request does not wait for it).
   await server.settlement.ready();
   const ctx = server.ctx;

@@ -1,0 +1,290 @@
+/**
+ * Webhooks to clients, in the database: endpoints, the outbox of events and one delivery row per
+ * (event, endpoint). Events are written by triggers on the status columns of `payments` and `deposits`
+ * (migration 0012), so every code path that changes a status — the SQLite group commit, the
+ * PostgreSQL batch functions, a CLI command — writes its event in the same transaction as the change:
+ * no event without its change, no change without its event. A trigger writes only when the project
+ * has an enabled endpoint that wants the event, so projects without endpoints pay one indexed probe.
+ *
+ * Deliveries are leased like payments (a compare-and-set on `lease_until`, with `for update skip
+ * locked` on PostgreSQL), so several processes on one database send each attempt once, and a process
+ * killed mid-delivery leaves a lease that expires and is taken again.
+ */
+import { sql } from "kysely";
+import type { Db, Dialect } from "./db.ts";
+import type { WebhookDeliveriesTable, WebhookEndpointsTable, WebhookOutboxTable } from "./schema.ts";
+
+export type WebhookEndpointRow = WebhookEndpointsTable;
+export type WebhookEventRow = WebhookOutboxTable;
+export type WebhookDeliveryRow = WebhookDeliveriesTable;
+
+/** Every event type; a trigger writes each (see WEBHOOK_TRIGGERS). */
+export const WEBHOOK_EVENT_TYPES = [
+  "payment.created",
+  "payment.processing",
+  "payment.completed",
+  "payment.failed",
+  "payment.reversed",
+  "payment.approval_required",
+  "deposit.pending",
+  "deposit.credited",
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** A claimed delivery: its row, its event, and where it goes. */
+export type ClaimedDelivery = WebhookDeliveryRow & {
+  type: string;
+  project_id: string;
+  object_id: string;
+  status: string;
+  occurred_at: string;
+  payload: string | null;
+  url: string;
+  secret_box: string;
+};
+
+/** The endpoint wants the event: it names no events (all), or names this one. `events` is stored as ",a,b,". */
+const wants = (endpoint: string, type: string) => `(${endpoint}.events is null or instr(${endpoint}.events, ',' || ${type} || ',') > 0)`;
+const wantsPg = (endpoint: string, type: string) => `(${endpoint}.events is null or position(',' || ${type} || ',' in ${endpoint}.events) > 0)`;
+
+/** One event a trigger writes: on which change, its type, the object and the time it happened. */
+type TriggerEvent = { table: "payments" | "deposits"; on: "insert" | "status"; when: string; type: string; object: string; at: string };
+
+const EVENTS: TriggerEvent[] = [
+  { table: "payments", on: "insert", when: "1 = 1", type: "'payment.created'", object: "new.id", at: "new.created_at" },
+  { table: "payments", on: "insert", when: "new.status = 'processing'", type: "'payment.processing'", object: "new.id", at: "new.created_at" },
+  { table: "payments", on: "insert", when: "new.approval = 'awaiting'", type: "'payment.approval_required'", object: "new.id", at: "new.created_at" },
+  {
+    table: "payments",
+    on: "status",
+    when: "new.status in ('processing', 'completed', 'failed', 'reversed')",
+    type: "'payment.' || new.status",
+    object: "new.id",
+    at: "coalesce(new.updated_at, new.created_at)",
+  },
+  // A seen deposit carries the id its `usdc_fund` transaction will have once credited (store.ts).
+  { table: "deposits", on: "insert", when: "new.status = 'seen' and new.txn_id is not null", type: "'deposit.pending'", object: "new.txn_id", at: "new.seen_at" },
+  { table: "deposits", on: "status", when: "new.status = 'credited'", type: "'deposit.credited'", object: "new.txn_id", at: "coalesce(new.credited_at, new.seen_at)" },
+];
+
+/** SQLite: one trigger per event; `last_insert_rowid()` inside a trigger is the row the trigger inserted. */
+function sqliteTrigger(e: TriggerEvent, i: number): string {
+  const enabled = (type: string) => `e.project_id = new.project_id and e.disabled_at is null and ${wants("e", type)}`;
+  const timing = e.on === "insert" ? `after insert on ${e.table}` : `after update of status on ${e.table}`;
+  const changed = e.on === "status" ? "old.status is not new.status and " : "";
+  return `create trigger webhook_event_${i} ${timing}
+    when ${changed}(${e.when}) and exists (select 1 from webhook_endpoints e where ${enabled(e.type)})
+    begin
+      insert into webhook_outbox (id, project_id, type, object_id, status, occurred_at)
+        values ('evt_' || lower(hex(randomblob(12))), new.project_id, ${e.type}, ${e.object}, new.status, ${e.at});
+      insert into webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at)
+        select o.id, e.id, 'pending', 0, o.occurred_at from webhook_outbox o, webhook_endpoints e
+        where o.seq = last_insert_rowid() and ${enabled("o.type")};
+    end`;
+}
+
+/**
+ * PostgreSQL: one function writes an event and its deliveries; a row trigger per table calls it for
+ * each event of the change (a trigger's WHEN cannot hold a subquery, so the endpoint probe is inside).
+ */
+function pgFunctions(): string[] {
+  const enqueue = `create or replace function webhook_enqueue(p_project text, p_type text, p_object text, p_status text, p_at text) returns void
+    language plpgsql as $$
+    declare v_id text;
+    begin
+      if not exists (select 1 from webhook_endpoints e where e.project_id = p_project and e.disabled_at is null and ${wantsPg("e", "p_type")}) then return; end if;
+      v_id := 'evt_' || replace(gen_random_uuid()::text, '-', '');
+      insert into webhook_outbox (id, project_id, type, object_id, status, occurred_at) values (v_id, p_project, p_type, p_object, p_status, p_at);
+      insert into webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at)
+        select v_id, e.id, 'pending', 0, p_at from webhook_endpoints e where e.project_id = p_project and e.disabled_at is null and ${wantsPg("e", "p_type")};
+    end $$`;
+  const out = [enqueue];
+  for (const table of ["payments", "deposits"] as const) {
+    const body = (on: "insert" | "status") =>
+      EVENTS.filter((e) => e.table === table && e.on === on)
+        .map((e) => `if ${e.when} then perform webhook_enqueue(new.project_id, ${e.type}, ${e.object}, new.status, ${e.at}); end if;`)
+        .join("\n        ");
+    out.push(`create or replace function webhook_${table}_events() returns trigger language plpgsql as $$
+      begin
+        if tg_op = 'INSERT' then
+        ${body("insert")}
+        else
+        ${body("status")}
+        end if;
+        return null;
+      end $$`);
+    out.push(`create trigger webhook_${table}_insert after insert on ${table} for each row execute function webhook_${table}_events()`);
+    out.push(`create trigger webhook_${table}_status after update of status on ${table} for each row when (old.status is distinct from new.status) execute function webhook_${table}_events()`);
+  }
+  return out;
+}
+
+/** The statements of migration 0012 after its tables: the triggers that write events. */
+export function webhookTriggers(dialect: Dialect): string[] {
+  // SQLite fires the triggers of one change newest first: created in reverse, they write in EVENTS order.
+  return dialect === "postgres" ? pgFunctions() : EVENTS.map(sqliteTrigger).reverse();
+}
+
+/** Stores `events` as ",a,b," so a trigger matches one with a substring test; null = every event. */
+export const eventsColumn = (events: readonly string[] | null) => (events && events.length ? `,${events.join(",")},` : null);
+export const eventsOf = (column: string | null) => (column ? column.split(",").filter(Boolean) : null);
+
+export class WebhookOutbox {
+  constructor(
+    readonly db: Db,
+    readonly dialect: Dialect,
+  ) {}
+
+  async insertEndpoint(row: WebhookEndpointRow): Promise<void> {
+    await this.db.insertInto("webhook_endpoints").values(row).execute();
+  }
+
+  getEndpoint(id: string) {
+    return this.db.selectFrom("webhook_endpoints").selectAll().where("id", "=", id).where("deleted_at", "is", null).executeTakeFirst();
+  }
+
+  listEndpoints(projectId: string) {
+    return this.db.selectFrom("webhook_endpoints").selectAll().where("project_id", "=", projectId).where("deleted_at", "is", null).orderBy("created_at").orderBy("id").execute();
+  }
+
+  /** Deletes an endpoint: nothing more is written or sent to it; its past deliveries stay readable. */
+  async deleteEndpoint(id: string, at: string): Promise<boolean> {
+    const r = await this.db.updateTable("webhook_endpoints").set({ deleted_at: at, disabled_at: at, disabled_reason: "deleted" }).where("id", "=", id).where("deleted_at", "is", null).executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
+  /** Enables a disabled endpoint again: its pending deliveries are due at once. */
+  async enableEndpoint(id: string, at: string): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const r = await trx.updateTable("webhook_endpoints").set({ disabled_at: null, disabled_reason: null, failing_since: null }).where("id", "=", id).where("deleted_at", "is", null).executeTakeFirst();
+      if (r.numUpdatedRows === 0n) return false;
+      await trx.updateTable("webhook_deliveries").set({ next_attempt_at: at }).where("endpoint_id", "=", id).where("state", "=", "pending").execute();
+      return true;
+    });
+  }
+
+  /** The newest deliveries of an endpoint with their events, newest first. */
+  listDeliveries(endpointId: string, limit: number) {
+    return this.db
+      .selectFrom("webhook_deliveries as d")
+      .innerJoin("webhook_outbox as o", "o.id", "d.event_id")
+      .select(["d.event_id", "o.type", "o.object_id", "o.occurred_at", "d.state", "d.attempts", "d.next_attempt_at", "d.last_attempt_at", "d.last_status", "d.last_error", "d.delivered_at"])
+      .where("d.endpoint_id", "=", endpointId)
+      .orderBy("o.seq", "desc")
+      .limit(limit)
+      .execute();
+  }
+
+  getEvent(id: string) {
+    return this.db.selectFrom("webhook_outbox").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  /**
+   * Sends an event again to each enabled endpoint it was written for, as a new series of attempts due
+   * now (a delivery in flight keeps its lease). Returns how many deliveries were scheduled.
+   */
+  async redeliver(eventId: string, at: string): Promise<number> {
+    const r = await this.db
+      .updateTable("webhook_deliveries")
+      .set({ state: "pending", attempts: 0, next_attempt_at: at })
+      .where("event_id", "=", eventId)
+      .where("endpoint_id", "in", (eb) => eb.selectFrom("webhook_endpoints").select("id").where("disabled_at", "is", null))
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+
+  /**
+   * Leases up to `max` due deliveries to `owner` until `leaseUntil`, counting the attempt: one
+   * statement, a compare-and-set on the lease (PostgreSQL skips rows another process is taking).
+   */
+  async claimDue(owner: string, now: string, leaseUntil: string, max: number): Promise<ClaimedDelivery[]> {
+    if (max <= 0) return [];
+    const lock = this.dialect === "postgres" ? sql`for update of d skip locked` : sql``;
+    const due = sql`d.state = 'pending' and d.next_attempt_at <= ${now} and (d.lease_until is null or d.lease_until < ${now})`;
+    const { rows } = await sql<{ event_id: string; endpoint_id: string }>`
+      update webhook_deliveries as w set lease_owner = ${owner}, lease_until = ${leaseUntil}, attempts = w.attempts + 1, last_attempt_at = ${now}
+      where (w.event_id, w.endpoint_id) in (
+        select d.event_id, d.endpoint_id from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
+        where ${due} and e.disabled_at is null
+        order by d.next_attempt_at limit ${max} ${lock})
+      and w.state = 'pending' and (w.lease_until is null or w.lease_until < ${now})
+      returning event_id, endpoint_id`.execute(this.db);
+    if (rows.length === 0) return [];
+    return (await this.db
+      .selectFrom("webhook_deliveries as d")
+      .innerJoin("webhook_outbox as o", "o.id", "d.event_id")
+      .innerJoin("webhook_endpoints as e", "e.id", "d.endpoint_id")
+      .selectAll("d")
+      .select(["o.type", "o.project_id", "o.object_id", "o.status", "o.occurred_at", "o.payload", "e.url", "e.secret_box"])
+      .where("d.lease_owner", "=", owner)
+      .where((eb) => eb.or(rows.map((r) => eb.and([eb("d.event_id", "=", r.event_id), eb("d.endpoint_id", "=", r.endpoint_id)]))))
+      .execute()) as ClaimedDelivery[];
+  }
+
+  /** Keeps the first rendering of an event's payload, so every endpoint and every attempt gets the same bytes. */
+  async storePayload(eventId: string, payload: string): Promise<string> {
+    await this.db.updateTable("webhook_outbox").set({ payload }).where("id", "=", eventId).where("payload", "is", null).execute();
+    const row = await this.db.selectFrom("webhook_outbox").select("payload").where("id", "=", eventId).executeTakeFirstOrThrow();
+    return row.payload!;
+  }
+
+  /** A 2xx answer: delivered, and the endpoint is healthy again. Only the lease holder records it. */
+  async recordSuccess(d: { event_id: string; endpoint_id: string }, owner: string, status: number, at: string): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const r = await trx
+        .updateTable("webhook_deliveries")
+        .set({ state: "delivered", delivered_at: at, last_status: status, last_error: null, lease_owner: null, lease_until: null })
+        .where("event_id", "=", d.event_id)
+        .where("endpoint_id", "=", d.endpoint_id)
+        .where("lease_owner", "=", owner)
+        .executeTakeFirst();
+      if (r.numUpdatedRows === 0n) return false;
+      await trx.updateTable("webhook_endpoints").set({ failing_since: null }).where("id", "=", d.endpoint_id).where("failing_since", "is not", null).execute();
+      return true;
+    });
+  }
+
+  /**
+   * A failed attempt: the next is due at `nextAttemptAt`, or with none the delivery has failed. The
+   * endpoint's failing streak starts now if it was healthy. With `disableIfFailingSince`, an endpoint
+   * failing since that time or earlier is disabled (returned true).
+   */
+  async recordFailure(
+    d: { event_id: string; endpoint_id: string },
+    owner: string,
+    r: { status: number | null; error: string; at: string; nextAttemptAt: string | null; disableIfFailingSince?: string },
+  ): Promise<{ disabled: boolean }> {
+    return this.db.transaction().execute(async (trx) => {
+      const updated = await trx
+        .updateTable("webhook_deliveries")
+        .set({ state: r.nextAttemptAt ? "pending" : "failed", next_attempt_at: r.nextAttemptAt ?? r.at, last_status: r.status, last_error: r.error.slice(0, 300), lease_owner: null, lease_until: null })
+        .where("event_id", "=", d.event_id)
+        .where("endpoint_id", "=", d.endpoint_id)
+        .where("lease_owner", "=", owner)
+        .executeTakeFirst();
+      if (updated.numUpdatedRows === 0n) return { disabled: false };
+      await trx.updateTable("webhook_endpoints").set({ failing_since: r.at }).where("id", "=", d.endpoint_id).where("failing_since", "is", null).execute();
+      if (!r.disableIfFailingSince) return { disabled: false };
+      const off = await trx
+        .updateTable("webhook_endpoints")
+        .set({ disabled_at: r.at, disabled_reason: `every delivery failed since ${r.disableIfFailingSince} or earlier; last: ${r.error.slice(0, 200)}` })
+        .where("id", "=", d.endpoint_id)
+        .where("disabled_at", "is", null)
+        .where("failing_since", "<=", r.disableIfFailingSince)
+        .executeTakeFirst();
+      return { disabled: off.numUpdatedRows > 0n };
+    });
+  }
+
+  /** The earliest time a pending delivery to an enabled endpoint is due (tests step their clock to it). */
+  async nextDueAt(): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom("webhook_deliveries as d")
+      .innerJoin("webhook_endpoints as e", "e.id", "d.endpoint_id")
+      .select((eb) => eb.fn.min("d.next_attempt_at").as("at"))
+      .where("d.state", "=", "pending")
+      .where("e.disabled_at", "is", null)
+      .executeTakeFirst();
+    return (row?.at as string | null) ?? undefined;
+  }
+}

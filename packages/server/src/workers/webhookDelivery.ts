@@ -1,0 +1,171 @@
+/**
+ * Delivers webhook events to clients' endpoints, at least once, signed per Standard Webhooks.
+ *
+ * Each pass leases due deliveries (ledger/webhookOutbox.ts) up to the free slots of `maxInFlight`,
+ * sends them without waiting for one another, and records each outcome under its lease. A 2xx answer
+ * delivers; anything else (an error status, a timeout, a refused address) schedules the next attempt
+ * after RETRY_SCHEDULE_MS (about three days in all), then gives up. When a delivery gives up and its
+ * endpoint has answered nothing but failures for `disableAfterFailingMs`, the endpoint is disabled and
+ * the operator told (a warning in the log; `agentwallet webhooks list` shows it). A process killed
+ * mid-delivery leaves its lease to expire (`leaseMs`, longer than a request may take); another pass
+ * then sends the attempt again, with the same `webhook-id`.
+ *
+ * Requests go through the SSRF-safe fetcher: https and public addresses only, except that the sandbox
+ * also delivers over http to a loopback receiver. Time comes from the injected clock, so tests step it.
+ */
+import type { Logger } from "pino";
+import type { Clock } from "../ids.ts";
+import type { Ledger } from "../ledger/store.ts";
+import type { ClaimedDelivery } from "../ledger/webhookOutbox.ts";
+import { checkAddress, ipLiteralFromHostname } from "../rails/ipPolicy.ts";
+import { type SafeFetch, createSafeFetcher } from "../rails/safeFetch.ts";
+import { isSafeFetchError } from "../rails/safeFetchErrors.ts";
+import { renderWebhookEvent } from "../services/webhooks/renderEvent.ts";
+import { openSecret, signWebhook } from "../services/webhooks/secrets.ts";
+
+const SECOND = 1_000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+/**
+ * The wait before each retry (the first attempt is at once): 10 attempts over about 2.6 days, so an
+ * endpoint down for a weekend still gets every event (Standard Webhooks' suggested series, extended).
+ */
+export const RETRY_SCHEDULE_MS = [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR, 14 * HOUR, 20 * HOUR] as const;
+/** Receivers answer with a status; their bodies are not read beyond this. */
+const RESPONSE_BYTES_MAX = 65_536;
+
+export type WebhookDelivererOptions = {
+  /** This process, in leases. */
+  owner: string;
+  clock: Clock;
+  logger: Logger;
+  mode: "sandbox" | "live";
+  /** Opens endpoints' secrets (deps.ts `loadWebhookSecretKey`). */
+  secretKey: Uint8Array;
+  /** Requests under way at once in this process. */
+  maxInFlight: number;
+  /** One attempt's deadline (DNS, connect, answer). */
+  timeoutMs: number;
+  /** How long a claimed attempt is this process's; past it another process sends it again. */
+  leaseMs: number;
+  /** An endpoint failing this long when one of its deliveries gives up is disabled. */
+  disableAfterFailingMs: number;
+  /** Called when a request finishes, so the loop can fill the freed slot at once. */
+  onSlotFree?: () => void;
+};
+
+export type WebhookDeliverer = {
+  /** Claims and starts due deliveries up to the free slots; resolves when they are started. */
+  tick(): Promise<number>;
+  /** Resolves when every request started has been recorded. */
+  drain(): Promise<void>;
+  inFlight(): number;
+};
+
+export function createWebhookDeliverer(ledger: Ledger, o: WebhookDelivererOptions): WebhookDeliverer {
+  const running = new Set<Promise<void>>();
+  const iso = (ms: number) => new Date(ms).toISOString();
+
+  async function tick(): Promise<number> {
+    const free = o.maxInFlight - running.size;
+    if (free <= 0) return 0;
+    const now = o.clock().getTime();
+    const claimed = await ledger.webhooks.claimDue(o.owner, iso(now), iso(now + o.leaseMs), free);
+    for (const d of claimed) {
+      const p: Promise<void> = send(d)
+        .catch((err) => o.logger.error({ err, event_id: d.event_id, endpoint_id: d.endpoint_id }, "webhook delivery could not be recorded; its lease expires and it is sent again"))
+        .finally(() => {
+          running.delete(p);
+          o.onSlotFree?.();
+        });
+      running.add(p);
+    }
+    return claimed.length;
+  }
+
+  async function send(d: ClaimedDelivery): Promise<void> {
+    let outcome: { status: number | null; error: string | null };
+    try {
+      const body = d.payload ?? (await ledger.webhooks.storePayload(d.event_id, await renderWebhookEvent(ledger.db, d)));
+      const secret = openSecret(o.secretKey, d.endpoint_id, d.secret_box);
+      const headers = { "content-type": "application/json", ...signWebhook(secret, d.event_id, Math.floor(o.clock().getTime() / 1000), body) };
+      const res = await fetcherFor(d.url)({ url: d.url, method: "POST", headers, body });
+      outcome = res.status >= 200 && res.status < 300 ? { status: res.status, error: null } : { status: res.status, error: `answered ${res.status}` };
+    } catch (err) {
+      if (isSafeFetchError(err)) {
+        // A 2xx whose body was too large still delivered.
+        const ok = err.status !== undefined && err.status >= 200 && err.status < 300;
+        outcome = { status: err.status ?? null, error: ok ? null : `${err.code}: ${err.message}` };
+      } else {
+        // Not the receiver's fault (a secret this key cannot open, a bug): logged, and retried like a failure.
+        o.logger.error({ err, event_id: d.event_id, endpoint_id: d.endpoint_id }, "webhook delivery failed before sending");
+        outcome = { status: null, error: `not sent: ${(err as Error).message}` };
+      }
+    }
+    const at = o.clock().getTime();
+    if (outcome.error === null) {
+      await ledger.webhooks.recordSuccess(d, o.owner, outcome.status!, iso(at));
+      return;
+    }
+    const wait = RETRY_SCHEDULE_MS[d.attempts - 1];
+    const r = await ledger.webhooks.recordFailure(d, o.owner, {
+      status: outcome.status,
+      error: outcome.error,
+      at: iso(at),
+      nextAttemptAt: wait === undefined ? null : iso(at + wait),
+      disableIfFailingSince: wait === undefined ? iso(at - o.disableAfterFailingMs) : undefined,
+    });
+    if (wait === undefined) {
+      o.logger.warn({ event_id: d.event_id, endpoint_id: d.endpoint_id, attempts: d.attempts, last_error: outcome.error }, `webhook ${d.type} to endpoint ${d.endpoint_id} failed ${d.attempts} times; giving up on it`);
+    }
+    if (r.disabled) {
+      o.logger.warn(
+        { endpoint_id: d.endpoint_id, project_id: d.project_id, host: hostOf(d.url) },
+        `webhook endpoint ${d.endpoint_id} disabled: every delivery failed for ${Math.round(o.disableAfterFailingMs / HOUR)} h or more. Fix the receiver, then \`agentwallet webhooks enable ${d.endpoint_id}\` sends what is pending.`,
+      );
+    }
+  }
+
+  /**
+   * The fetcher for one URL: https and public addresses; in the sandbox also http, and a loopback
+   * receiver (allowed by its address and port, as the sandbox allows its own demo merchant).
+   */
+  function fetcherFor(url: string): SafeFetch {
+    return createSafeFetcher({
+      allowHttp: o.mode === "sandbox",
+      allowedTargets: o.mode === "sandbox" ? loopbackTargets(url) : [],
+      timeoutMs: o.timeoutMs,
+      maxResponseBytes: RESPONSE_BYTES_MAX,
+      userAgent: "agentwallet-webhooks/0.1",
+    });
+  }
+
+  return {
+    tick,
+    async drain() {
+      while (running.size) await Promise.all([...running]);
+    },
+    inFlight: () => running.size,
+  };
+}
+
+/** `address:port` of a loopback URL's receiver, as the fetcher's `allowedTargets` names them. */
+function loopbackTargets(raw: string): string[] {
+  const url = new URL(raw);
+  const port = url.port || (url.protocol === "https:" ? "443" : "80");
+  const host = url.hostname.toLowerCase();
+  const ip = ipLiteralFromHostname(host);
+  if (ip) {
+    const v = checkAddress(ip);
+    return !v.public && v.reason === "loopback" ? [`${ip.includes(":") ? `[${ip}]` : ip}:${port}`] : [];
+  }
+  return host === "localhost" || host.endsWith(".localhost") ? [`127.0.0.1:${port}`, `[::1]:${port}`] : [];
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return "?";
+  }
+}
