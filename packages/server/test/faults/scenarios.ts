@@ -44,7 +44,9 @@ async function setup(dialect: TestDialect, scenario: string, projects = 2): Prom
   worlds.push(world);
   const rng = createRng(seed).fork(`${scenario}/driver`);
   const ps: Project[] = [];
-  for (let i = 0; i < projects; i++) ps.push(await world.newProject(`${scenario}-${i}`, 20_000_000n));
+  // Enough for every payment of the stream to land on one project (12 bank payments of up to $4 and
+  // their fees): a refusal for the balance would be the driver's doing, not the service's.
+  for (let i = 0; i < projects; i++) ps.push(await world.newProject(`${scenario}-${i}`, 80_000_000n));
   return { world, rng, projects: ps };
 }
 

@@ -151,14 +151,18 @@ export async function startFaultWorld(dialect: TestDialect, seed: number, scenar
     RATE_LIMIT_PER_MINUTE: "1000000",
     WATCHER_INTERVAL_MS: "100",
     WORKER_INTERVAL_MS: "100",
-    // An x402 request needs a lease longer than two x402 round trips and a margin (x402Rail.ts).
-    PAYMENT_REQUEST_LEASE_MS: "20000",
+    // An x402 request needs a lease longer than two x402 round trips and a margin (x402Rail.ts): 2 × 3 s
+    // + 5 s, plus the first fetch. A killed request waits out its lease before the worker resumes it.
+    PAYMENT_REQUEST_LEASE_MS: "14000",
     FIAT_SANDBOX_DELAY_MS: "300",
     RPC_TIMEOUT_MS: "3000",
+    // Steps that failed on a broken RPC are retried with a doubling delay; capped low so a scenario's
+    // recovery after the faults stop takes seconds, not the production minute.
+    SETTLEMENT_BACKOFF_MAX_MS: "4000",
     RPC_RETRIES: "1",
     X402_ALLOW_HTTP: "1",
     X402_ALLOW_PRIVATE_NETWORKS: "1",
-    X402_TIMEOUT_MS: "6000",
+    X402_TIMEOUT_MS: "3000",
     LOG_LEVEL: "warn",
   };
   const port = await freePort();

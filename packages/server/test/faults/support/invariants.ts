@@ -111,6 +111,7 @@ export async function checkInvariants(world: FaultWorld, o: CheckOptions): Promi
     settled = await settledProblems(world, o.specs);
   }
   problems.push(...settled.problems);
+  world.log(`settled: ${settled.problems.length} problem(s) left`);
   const rows = settled.rows;
   // One payment per key, and every answered id is a stored payment.
   const byKey = new Map<string, number>();
@@ -121,14 +122,15 @@ export async function checkInvariants(world: FaultWorld, o: CheckOptions): Promi
     if (a.status >= 200 && a.status < 300 && a.id && !rows.some((p) => p.id === a.id)) problems.push(`key ${a.spec.key} was answered with id ${a.id}, which the ledger does not have`);
   }
   // Phase 2: the operator's tools agree.
-  const verify = await runCli(world, ["verify-ledger", "--json"]);
+  // Read-only both: run side by side.
+  let [verify, rec] = await Promise.all([runCli(world, ["verify-ledger", "--json"]), runCli(world, ["reconcile", "--json"])]);
   if (verify.code !== 0) problems.push(`verify-ledger exited ${verify.code}: ${verify.stdout.slice(0, 2_000)} ${verify.stderr.slice(0, 1_000)}`);
-  let rec = await runCli(world, ["reconcile", "--json"]);
   // A refund or a fee in flight moves a wallet for a moment: ask again a few times (bounded).
   for (let i = 0; i < 3 && rec.code !== 0; i++) {
     await sleep(2_000);
     rec = await runCli(world, ["reconcile", "--json"]);
   }
+  world.log(`verify-ledger exited ${verify.code}, reconcile ${rec.code}`);
   let driftRows: unknown[] = [];
   let lostLegs: unknown[] = [];
   try {
