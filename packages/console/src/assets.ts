@@ -59,6 +59,7 @@ legend { font-weight:600; padding:0 .25rem; }
 label.check { display:inline-flex; gap:.35rem; align-items:center; margin:.25rem 1rem .25rem 0; }
 textarea { font:inherit; width:100%; max-width:36rem; padding:.4rem .5rem; border:1px solid #8a91a1; border-radius:.35rem; }
 .hint { font-size:.85rem; margin:.2rem 0 0; }
+ol.history, ul.refusals { padding-left:1.25rem; } ol.history li, ul.refusals li { margin-bottom:.35rem; word-break:break-word; }
 ul.windows { list-style:none; margin:0; padding:0; }
 ul.windows li { margin-bottom:.4rem; }
 meter { display:block; width:100%; max-width:16rem; }

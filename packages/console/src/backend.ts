@@ -72,6 +72,10 @@ export type TokenSummary = {
   windows: LimitWindow[];
 };
 
+export type HistoryEntry = { at: string; status: string; text: string };
+
+export type RefusalItem = { at: string; code: string; detail: string; rail: string; recipient: string; amount_micros: number | null };
+
 export type NewToken = { id: string; token: string; permissions: Permission[]; expires_at: string | null };
 
 /** A payment that waits for a person, or one a person decided. */
@@ -131,6 +135,10 @@ export interface ConsoleBackend {
   decideApproval(viewer: Viewer, projectId: string, paymentId: string, decision: "approved" | "denied"): Promise<{ ok: true } | { ok: false; detail: string }>;
   /** The approval of one payment, if it had one. */
   getApproval(projectId: string, paymentId: string): Promise<ApprovalItem | null>;
+  /** What is recorded of a transaction's way to its status, oldest first (derived: there is no history table). */
+  transactionHistory(projectId: string, transactionId: string): Promise<HistoryEntry[]>;
+  /** Payments a token's controls refused lately (nothing was held), newest first. */
+  listRefusals(projectId: string, tokenId: string): Promise<RefusalItem[]>;
 
   /** Sandbox only: deposit test USDC to the project's wallet on the local chain. */
   fundSandbox?(projectId: string, amountUsdc: number): Promise<void>;

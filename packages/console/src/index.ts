@@ -19,6 +19,7 @@ import {
   INTERVALS,
   RAILS,
   agentsPage,
+  approvalsPage,
   canFund,
   canManage,
   controlsFormValues,
@@ -34,7 +35,7 @@ import {
   transactionsPage,
 } from "./pages.ts";
 
-export type { ApprovalItem, ConsoleBackend, Controls, DailySpend, LimitWindow, NewToken, Overview, ProjectSummary, Session, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
+export type { ApprovalItem, ConsoleBackend, Controls, DailySpend, HistoryEntry, RefusalItem, LimitWindow, NewToken, Overview, ProjectSummary, Session, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
 
 export type ConsoleOptions = {
   backend: ConsoleBackend;
@@ -297,15 +298,16 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         const s = await requireSession(req, reply);
         if (!s) return reply;
         const project = await projectFor(s, req.params.pid);
-        const [overview, deposit, spend, recent] = await Promise.all([
+        const [overview, deposit, spend, recent, approvals] = await Promise.all([
           backend.overview(project.id),
           backend.depositAddress(project.id),
           backend.spendByDay(project.id, 30),
           backend.listTransactions(project.id, { limit: 10 }),
+          backend.listApprovals(project.id),
         ]);
         const qrSvg = await QRCode.toString(deposit.address, { type: "svg", margin: 1, errorCorrectionLevel: "M" });
         const funded = one((req.query as Record<string, unknown>).funded) === "1";
-        return send(reply, overviewPage(pageContext(s, { project, current: "overview" }), { overview, deposit, qrSvg, spend, days: days30(new Date()), recent: recent.transactions, funded }));
+        return send(reply, overviewPage(pageContext(s, { project, current: "overview" }), { overview, deposit, qrSvg, spend, days: days30(new Date()), recent: recent.transactions, awaiting: approvals.awaiting, funded }));
       });
 
       c.get<{ Params: { pid: string } }>("/console/p/:pid/live", async (req, reply) => {
@@ -345,13 +347,33 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         return send(reply, transactionsPage(pageContext(s, { project, current: "transactions" }), q, list, opts.filters));
       });
 
+      c.get<{ Params: { pid: string } }>("/console/p/:pid/approvals", async (req, reply) => {
+        const s = await requireSession(req, reply);
+        if (!s) return reply;
+        const project = await projectFor(s, req.params.pid);
+        const done = one((req.query as Record<string, unknown>).decided);
+        const notice = done === "approved" ? { text: "Approved: the payment is being sent." } : done === "denied" ? { text: "Denied: the payment failed and was credited back." } : undefined;
+        return send(reply, approvalsPage(pageContext(s, { project, current: "approvals" }), await backend.listApprovals(project.id), notice));
+      });
+
+      c.post<{ Params: { pid: string; id: string; decision: string } }>("/console/p/:pid/approvals/:id/:decision", async (req, reply) => {
+        const decision = req.params.decision === "approve" ? "approved" : req.params.decision === "deny" ? "denied" : null;
+        if (!decision) throw new ConsoleError(404, "No such action.");
+        const m = await managedPost(req, reply, "approvals");
+        if (!m) return reply;
+        const out = await backend.decideApproval(m.s.viewer, m.project.id, req.params.id, decision);
+        if (!out.ok) return send(reply, approvalsPage(m.pc, await backend.listApprovals(m.project.id), { text: out.detail, error: true }), 409);
+        return reply.redirect(`/console/p/${m.project.id}/approvals?decided=${decision}`, 303);
+      });
+
       c.get<{ Params: { pid: string; id: string } }>("/console/p/:pid/transactions/:id", async (req, reply) => {
         const s = await requireSession(req, reply);
         if (!s) return reply;
         const project = await projectFor(s, req.params.pid);
         const t = await backend.getTransaction(project.id, req.params.id);
         if (!t) throw new ConsoleError(404, "No such transaction in this project.");
-        return send(reply, transactionPage(pageContext(s, { project, current: "transactions" }), t as never));
+        const [history, approval] = await Promise.all([backend.transactionHistory(project.id, t.id), backend.getApproval(project.id, t.id)]);
+        return send(reply, transactionPage(pageContext(s, { project, current: "transactions" }), t as never, history, approval));
       });
 
       c.get<{ Params: { pid: string } }>("/console/p/:pid/agents", async (req, reply) => {
@@ -420,7 +442,7 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         const project = await projectFor(s, req.params.pid);
         const t = await tokenOf(project.id, req.params.tid);
         const saved = one((req.query as Record<string, unknown>).saved) === "1";
-        return send(reply, tokenPage(pageContext(s, { project, current: "agents" }), t, controlsFormValues(t.controls), { saved }));
+        return send(reply, tokenPage(pageContext(s, { project, current: "agents" }), t, controlsFormValues(t.controls), await backend.listRefusals(project.id, t.id), { saved }));
       });
 
       c.post<{ Params: { pid: string; tid: string } }>("/console/p/:pid/agents/:tid/controls", async (req, reply) => {
@@ -432,7 +454,7 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         } catch (err) {
           const message = correctable(err);
           if (message === null) throw err;
-          return send(reply, tokenPage(pc, await tokenOf(project.id, req.params.tid), body, { error: message }), 400);
+          return send(reply, tokenPage(pc, await tokenOf(project.id, req.params.tid), body, await backend.listRefusals(project.id, req.params.tid), { error: message }), 400);
         }
         return reply.redirect(`/console/p/${project.id}/agents/${encodeURIComponent(req.params.tid)}?saved=1`, 303);
       });

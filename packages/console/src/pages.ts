@@ -1,6 +1,6 @@
 /** The console's pages as functions of data to HTML. No I/O here: routes (index.ts) read, pages render. */
 import type { DepositAddress, Transaction, TransactionList } from "@agentwallet/api";
-import type { Controls, DailySpend, Interval, LimitWindow, NewToken, Overview, ProjectSummary, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
+import type { ApprovalItem, Controls, DailySpend, HistoryEntry, RefusalItem, Interval, LimitWindow, NewToken, Overview, ProjectSummary, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
 import { formatAmount, formatMicros, formatTime } from "./format.ts";
 import { type Html, html, raw } from "./html.ts";
 
@@ -9,7 +9,7 @@ export type PageContext = {
   csrf: string;
   /** The project in view, for the navigation. */
   project?: ProjectSummary;
-  current?: "overview" | "transactions" | "agents" | "projects";
+  current?: "overview" | "transactions" | "approvals" | "agents" | "projects";
   sandbox: boolean;
   /** Base of a block explorer's transaction links (live mode), or null (sandbox: no links). */
   explorerTxUrl: string | null;
@@ -33,7 +33,7 @@ export function layout(pc: PageContext, title: string, body: Html): Html {
   const nav = pc.viewer
     ? html`<nav aria-label="Main"><ul>
         ${pc.viewer.kind === "operator" ? link("/console/projects", "Projects", "projects") : ""}
-        ${p ? [link(`/console/p/${p.id}`, "Overview", "overview"), link(`/console/p/${p.id}/transactions`, "Transactions", "transactions"), link(`/console/p/${p.id}/agents`, "Agents", "agents")] : ""}
+        ${p ? [link(`/console/p/${p.id}`, "Overview", "overview"), link(`/console/p/${p.id}/transactions`, "Transactions", "transactions"), link(`/console/p/${p.id}/approvals`, "Approvals", "approvals"), link(`/console/p/${p.id}/agents`, "Agents", "agents")] : ""}
       </ul></nav>
       <form class="inline" method="post" action="/console/signout"><input type="hidden" name="csrf" value="${pc.csrf}"><button class="secondary" type="submit">Sign out</button></form>`
     : "";
@@ -168,7 +168,7 @@ export function canFund(pc: PageContext): boolean {
 
 export function overviewPage(
   pc: PageContext,
-  o: { overview: Overview; deposit: DepositAddress; qrSvg: string; spend: DailySpend[]; days: string[]; recent: Transaction[]; funded?: boolean },
+  o: { overview: Overview; deposit: DepositAddress; qrSvg: string; spend: DailySpend[]; days: string[]; recent: Transaction[]; awaiting: ApprovalItem[]; funded?: boolean },
 ): Html {
   const p = pc.project!;
   const b = o.overview;
@@ -200,6 +200,10 @@ ${canFund(pc)
   ? html`<form method="post" action="/console/p/${p.id}/fund"><input type="hidden" name="csrf" value="${pc.csrf}"><button type="submit">Fund 10 test USDC</button></form>`
   : ""}
 </div></div>
+</section>
+<section aria-labelledby="waiting"><h2 id="waiting">Waiting for approval</h2>
+${o.awaiting.length ? approvalTable(pc, o.awaiting, "Payments waiting for approval") : html`<p>No payment waits for approval.</p>`}
+<p><a href="/console/p/${p.id}/approvals">Approvals</a></p>
 </section>
 <section aria-labelledby="spend"><h2 id="spend">Spend</h2>${spendChart(o.spend, o.days)}</section>
 <section aria-labelledby="recent"><h2 id="recent">Last transactions</h2>
@@ -243,7 +247,7 @@ ${rows.length ? transactionTable(p.id, rows, "Transactions, newest first") : htm
   );
 }
 
-export function transactionPage(pc: PageContext, t: Transaction & Record<string, unknown>): Html {
+export function transactionPage(pc: PageContext, t: Transaction & Record<string, unknown>, history: HistoryEntry[] = [], approval: ApprovalItem | null = null): Html {
   const p = pc.project!;
   const txHash = typeof t.tx_hash === "string" ? t.tx_hash : null;
   const fact = (label: string, value: Html | string | null | undefined) => (value ? html`<dt>${label}</dt><dd>${value}</dd>` : "");
@@ -266,6 +270,10 @@ ${fact("Failure", t.failure_code ? `${String(t.failure_code)}: ${String(t.failur
 ${fact("On-chain transaction", txHash ? (pc.explorerTxUrl ? html`<a class="address" href="${pc.explorerTxUrl}${txHash}" rel="noreferrer noopener" target="_blank">${txHash}</a>` : html`<span class="address">${txHash}</span>`) : null)}
 ${fact(t.type === "platform_fee" ? "Payment" : "Fee", typeof t.payment_id === "string" ? html`<a href="/console/p/${p.id}/transactions/${t.payment_id}">${t.payment_id}</a>` : null)}
 </dl>
+${approval ? html`<h2>Approval</h2><p>${approvalOutcome(approval)}.</p>${approval.approval === "awaiting" && canManage(pc) ? html`<p><a href="/console/p/${p.id}/approvals">Decide on the approvals page</a></p>` : ""}` : ""}
+${history.length
+  ? html`<h2>Status history</h2><ol class="history">${history.map((h) => html`<li><span class="muted">${formatTime(h.at)}</span> ${statusCell(h.status)} ${h.text}</li>`)}</ol>`
+  : ""}
 ${meta.length ? html`<h2>Metadata</h2><dl class="facts">${meta.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>` : ""}
 <p><a href="/console/p/${p.id}/transactions">Back to transactions</a></p>`,
   );
@@ -422,7 +430,7 @@ export function tokenCreatedPage(pc: PageContext, token: NewToken, snippet: stri
   );
 }
 
-export function tokenPage(pc: PageContext, t: TokenSummary, values: ControlsFormValues, opts: { error?: string; saved?: boolean } = {}): Html {
+export function tokenPage(pc: PageContext, t: TokenSummary, values: ControlsFormValues, refusals: RefusalItem[], opts: { error?: string; saved?: boolean } = {}): Html {
   const p = pc.project!;
   const active = !t.revoked_at && !(t.expires_at && t.expires_at <= new Date().toISOString());
   return layout(
@@ -441,6 +449,10 @@ ${opts.error ? html`<p class="notice error" role="alert">${opts.error}</p>` : ""
 <h2>Spend against limits</h2>
 ${windowList(t.windows, "token")}
 ${t.windows.some((w) => w.scope === "project") ? html`<h3>Project limits (every token)</h3>${windowList(t.windows, "project")}` : ""}
+<h2>Refused payments</h2>
+${refusals.length
+  ? html`<ul class="refusals">${refusals.map((r) => html`<li><span class="muted">${formatTime(r.at)}</span> <strong>${r.code}</strong>${r.amount_micros !== null ? ` ($${formatMicros(r.amount_micros)} by ${RAIL_LABEL[r.rail as DailySpend["rail"]] ?? r.rail} to ${r.recipient})` : ""}: ${r.detail}</li>`)}</ul>`
+  : html`<p>None lately.</p>`}
 ${canManage(pc) && active
   ? html`<h2>Change controls</h2>
 <form method="post" action="/console/p/${p.id}/agents/${t.id}/controls" class="stack">
@@ -456,6 +468,46 @@ ${controlsFields(values)}
 </form>`
   : ""}
 <p><a href="/console/p/${p.id}/agents">All tokens</a></p>`,
+  );
+}
+
+/** "Approved by operator at 2026-11-24 16:30:00 UTC", or the state of an undecided approval. */
+export function approvalOutcome(a: ApprovalItem): string {
+  if (a.approval === "awaiting") return `waiting until ${formatTime(a.approval_until)}`;
+  if (a.approval === "expired") return `expired at ${formatTime(a.approval_until)} (nobody decided)`;
+  return `${a.approval === "approved" ? "Approved" : "Denied"} by ${a.decided_by ?? "someone before decisions were recorded"}${a.decided_at ? ` at ${formatTime(a.decided_at)}` : ""}`;
+}
+
+function approvalTable(pc: PageContext, rows: ApprovalItem[], caption: string, decided = false): Html {
+  const p = pc.project!;
+  const decide = canManage(pc) && !decided;
+  return html`<div class="table-wrap"><table class="cards-narrow">
+<caption class="visually-hidden">${caption}</caption>
+<thead><tr><th scope="col">Payment</th><th scope="col" class="num">Amount</th><th scope="col">Recipient</th><th scope="col">Token</th><th scope="col">${decided ? "Decision" : "Waits until"}</th>${decided ? html`<th scope="col">Status</th>` : ""}${decide ? html`<th scope="col">Decide</th>` : ""}</tr></thead>
+<tbody>${rows.map(
+    (a) => html`<tr><td><a href="/console/p/${p.id}/transactions/${a.id}">${RAIL_LABEL[a.rail]}${a.description ? `: ${a.description}` : ""}</a> <span class="muted">${formatTime(a.created_at)}</span></td>
+<td class="num" data-label="Amount">$${formatMicros(a.amount_micros)}</td><td class="address" data-label="Recipient">${a.recipient}</td><td class="address" data-label="Token">${a.token_prefix ? `${a.token_prefix}…` : ""}</td>
+<td data-label="${decided ? "Decision" : "Waits until"}">${decided ? approvalOutcome(a) : formatTime(a.approval_until)}</td>${decided ? html`<td data-label="Status">${statusCell(a.status)}</td>` : ""}
+${decide
+  ? html`<td><div class="actions"><form method="post" action="/console/p/${p.id}/approvals/${a.id}/approve"><input type="hidden" name="csrf" value="${pc.csrf}"><button type="submit" aria-label="Approve ${formatMicros(a.amount_micros)} USD to ${a.recipient}">Approve</button></form>
+<form method="post" action="/console/p/${p.id}/approvals/${a.id}/deny"><input type="hidden" name="csrf" value="${pc.csrf}"><button type="submit" class="danger" aria-label="Deny ${formatMicros(a.amount_micros)} USD to ${a.recipient}">Deny</button></form></div></td>`
+  : ""}</tr>`,
+  )}</tbody></table></div>`;
+}
+
+export function approvalsPage(pc: PageContext, list: { awaiting: ApprovalItem[]; decided: ApprovalItem[] }, notice?: { text: string; error?: boolean }): Html {
+  const p = pc.project!;
+  return layout(
+    pc,
+    `${p.name} — approvals`,
+    html`<h1>Approvals</h1>
+${notice ? html`<p class="notice${notice.error ? " error" : ""}" role="${notice.error ? "alert" : "status"}">${notice.text}</p>` : ""}
+<p class="muted">USDC and bank payments above a token's approval threshold wait here; approved, they are sent at once; denied or not decided in time, they fail and are credited back.</p>
+<h2>Waiting</h2>
+${list.awaiting.length ? approvalTable(pc, list.awaiting, "Payments waiting for approval") : html`<p>No payment waits for approval.</p>`}
+${canManage(pc) ? "" : html`<p class="muted">This sign-in may see approvals but not decide them.</p>`}
+<h2>Decided</h2>
+${list.decided.length ? approvalTable(pc, list.decided, "Payments decided lately, newest first", true) : html`<p>No decisions yet.</p>`}`,
   );
 }
 

@@ -134,12 +134,12 @@ describe("console pages", () => {
     for (const viewport of [{ width: 1280, height: 900 }, { width: 390, height: 844 }]) {
       const context = await browser.newContext({ bypassCSP: true, viewport });
       const page = await signInWithToken(context, server.token);
-      const pages = [`/console/p/${server.projectId}`, `/console/p/${server.projectId}/transactions`, `/console/p/${server.projectId}/agents`];
+      const pages = [`/console/p/${server.projectId}`, `/console/p/${server.projectId}/transactions`, `/console/p/${server.projectId}/approvals`, `/console/p/${server.projectId}/agents`, `/console/p/${server.projectId}/agents/new`];
       for (const path of pages) {
         await page.goto(`${server.baseUrl}${path}`);
         const violations = await seriousViolations(page);
         expect(violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`)).toEqual([]);
-        await screenshot(page, `${path.split("/").pop() === server.projectId ? "overview" : path.split("/").pop()}-${viewport.width}`);
+        await screenshot(page, `${path.split("/").pop() === server.projectId ? "overview" : path.split("/").slice(4).join("-")}-${viewport.width}`);
       }
       const signInPage = await context.newPage();
       await signInPage.goto(`${server.baseUrl}/console/signin`);
@@ -278,9 +278,15 @@ describe("console agents (tokens)", () => {
     await expect(row.textContent()).resolves.toContain("Daily: $3.00 of $6.00 spent, $3.00 left");
     await expectAccessible(page, "agents-375");
 
-    // Revoke: the API refuses the token at once.
+    // Paid until refused: the refusal and the spend against the limit are on the token's page.
+    const refused = await api("/v1/pay", token, { recipient: RECIPIENT, amount_usd: 4 });
+    expect([refused.status, refused.body.code]).toEqual([403, "spending_limit_exceeded"]);
     await row.getByRole("link").click();
+    await expect(page.locator("main").textContent()).resolves.toContain("Daily: $3.00 of $6.00 spent, $3.00 left");
+    await expect(page.locator("ul.refusals").textContent()).resolves.toMatch(/spending_limit_exceeded \(\$4\.00 by USDC transfer to 0x90f79bf6eb2c4f870365e785982e1f101e93b906\)/i);
     await expectAccessible(page, "token-375");
+
+    // Revoke: the API refuses the token at once.
     await page.getByRole("button", { name: "Revoke token" }).click();
     await page.getByText("Token revoked").waitFor();
     expect((await api("/v1/balance", token)).status).toBe(401);
@@ -310,6 +316,71 @@ describe("console agents (tokens)", () => {
     expect((await server.server.ctx.ledger.getToken(other.id))!).toMatchObject({ revoked_at: null, spending_controls: null });
     await page.goto(`${base}/new`);
     await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Not allowed");
+    await context.close();
+  });
+});
+
+describe("console approvals", () => {
+  it("a payment above the approval threshold waits; a read token cannot decide; approved in the console it completes on-chain, denied it fails", async () => {
+    const context = await browser.newContext({ bypassCSP: true, viewport: { width: 375, height: 800 } });
+    const page = await signInWithToken(context, server.token);
+    await page.goto(`${server.baseUrl}/console/p/${server.projectId}/agents/new`);
+    await page.getByLabel("pay: USDC transfers and bank payments").check();
+    await page.getByLabel("Approval above (US dollars)").fill("1");
+    await page.getByRole("button", { name: "Create token" }).click();
+    const agent = (await page.locator("#new-token").textContent())!.trim();
+    await server.fund(5_000_000n);
+    const a = await api("/v1/pay", agent, { recipient: RECIPIENT, amount_usd: 2, description: "approve me" });
+    const b = await api("/v1/pay", agent, { recipient: RECIPIENT, amount_usd: 1.5, description: "deny me" });
+    expect([a.status, a.body.status, b.status]).toEqual([201, "pending", 201]);
+
+    // A read token sees them waiting, without the buttons; a forged decision is refused.
+    const readContext = await browser.newContext();
+    const reader = await signInWithToken(readContext, await server.createToken(["read"]));
+    await reader.goto(`${server.baseUrl}/console/p/${server.projectId}/approvals`);
+    await expect(reader.getByRole("link", { name: "USDC transfer: approve me" }).count()).resolves.toBe(1);
+    await expect(reader.getByRole("button", { name: /^Approve/ }).count()).resolves.toBe(0);
+    const csrf = (await reader.locator('meta[name="csrf-token"]').getAttribute("content"))!;
+    const forged = await reader.request.post(`${server.baseUrl}/console/p/${server.projectId}/approvals/${String(a.body.id)}/approve`, { form: { csrf }, maxRedirects: 0 });
+    expect(forged.status()).toBe(403);
+    expect((await server.server.ctx.ledger.getPayment(String(a.body.id)))!.approval).toBe("awaiting");
+    await readContext.close();
+
+    // The overview lists them; the approvals page decides.
+    await page.goto(`${server.baseUrl}/console/p/${server.projectId}`);
+    await expect(page.locator("section", { has: page.getByRole("heading", { name: "Waiting for approval" }) }).getByRole("link", { name: "USDC transfer: deny me" }).count()).resolves.toBe(1);
+    await page.getByRole("link", { name: "Approvals", exact: true }).first().click();
+    await expectAccessible(page, "approvals-375");
+    await page.getByRole("button", { name: /^Approve 2\.00 USD/ }).click();
+    await page.getByText("Approved: the payment is being sent.").waitFor();
+    await page.getByRole("button", { name: /^Deny 1\.50 USD/ }).click();
+    await page.getByText("Denied: the payment failed").waitFor();
+    const decided = await page.locator("table", { has: page.locator("caption", { hasText: "decided lately" }) }).textContent();
+    expect(decided).toMatch(/Approved by token tok_\S+ \(aw_test_\S+…\) at \d{4}-\d\d-\d\d/);
+    expect(decided).toContain("Denied by token");
+    await screenshot(page, "approvals-decided-375");
+
+    // The approved payment completes on-chain: its page shows the hash and the history with who approved.
+    let text = "";
+    for (let i = 0; i < 100; i++) {
+      await page.goto(`${server.baseUrl}/console/p/${server.projectId}/transactions/${String(a.body.id)}`);
+      text = (await page.locator("main").textContent())!;
+      if (/Status\s*completed/.test(text)) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(text).toMatch(/On-chain transaction\s*0x[0-9a-f]{64}/);
+    const history = await page.locator("ol.history li").allTextContents();
+    expect(history.map((h) => h.replace(/^\S+ \S+ UTC /, ""))).toEqual([
+      expect.stringMatching(/^pending Created; \$2\.\d\d held from the balance$/),
+      expect.stringMatching(/^pending Waits for approval/),
+      expect.stringMatching(/^pending Approved by token tok_/),
+      expect.stringMatching(/^completed Sent on-chain: 0x[0-9a-f]{64}$/),
+      "completed Completed",
+    ]);
+    await expectAccessible(page, "transaction-approved-375");
+
+    await page.goto(`${server.baseUrl}/console/p/${server.projectId}/transactions/${String(b.body.id)}`);
+    await expect(page.locator("ol.history").textContent()).resolves.toContain("Failed (approval_denied)");
     await context.close();
   });
 });

@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import type { Permission } from "@agentwallet/api";
-import { type ApprovalItem, type ConsoleBackend, type DailySpend, type TokenSummary, type Viewer, registerConsole } from "@agentwallet/console";
+import { type ApprovalItem, type ConsoleBackend, type DailySpend, type HistoryEntry, type TokenSummary, type Viewer, registerConsole } from "@agentwallet/console";
 import type { FastifyInstance } from "fastify";
 import type { AppContext } from "../context.ts";
 import { getDepositAddress } from "../services/getDepositAddress.ts";
@@ -236,6 +236,16 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
       const t = p.token_id ? await ctx.ledger.getToken(p.token_id) : undefined;
       return approvalItem(p, new Map(t ? [[t.id, t.display_prefix]] : []));
     },
+    async listRefusals(projectId, tokenId) {
+      const rows = await ctx.ledger.listRefusals({ projectId, tokenId, limit: 20 });
+      return rows.map((r) => ({ at: r.created_at, code: r.code, detail: r.detail, rail: r.rail, recipient: r.recipient, amount_micros: r.amount_micros === null ? null : Number(r.amount_micros) }));
+    },
+    async transactionHistory(projectId, transactionId) {
+      const t = await ctx.ledger.db.selectFrom("transactions").select(["type", "status", "created_at", "completed_at", "payment_id"]).where("id", "=", transactionId).where("project_id", "=", projectId).executeTakeFirst();
+      if (!t) return [];
+      const p = t.payment_id ? await ctx.ledger.getPayment(t.payment_id) : undefined;
+      return historyOf(t, p);
+    },
     async decideApproval(viewer, projectId, paymentId, decision) {
       const who = await requireManage(viewer, projectId);
       const p = await ctx.ledger.getPayment(paymentId);
@@ -263,6 +273,34 @@ export function registerConsoleRoutes(app: FastifyInstance, ctx: AppContext, opt
     mcpCommand: { command: "node", args: [MCP_BIN] },
   });
 }
+
+/**
+ * A transaction's way to its status, from what the ledger records (decisions.md, "Status history"): its
+ * creation, its payment's approval and who decided it, completion, or the last change with the failure.
+ */
+export function historyOf(
+  t: { type: string; status: string; created_at: string; completed_at: string | null },
+  p: PaymentRow | undefined,
+): HistoryEntry[] {
+  const out: HistoryEntry[] = [];
+  if (t.type === "usdc_fund") out.push({ at: t.created_at, status: t.status, text: "Deposit confirmed on-chain and credited" });
+  else out.push({ at: t.created_at, status: "pending", text: p ? `Created; ${usdOf(p.amount_micros + p.fee_micros)} held from the balance` : "Created" });
+  if (p?.approval) {
+    out.push({ at: p.created_at, status: "pending", text: `Waits for approval (above the token's threshold) until ${utc(p.approval_until)}` });
+    if (p.approval === "expired") out.push({ at: p.approval_until ?? p.updated_at, status: "pending", text: "Approval time ran out" });
+    else if (p.approval !== "awaiting") out.push({ at: p.approval_decided_at ?? p.updated_at, status: "pending", text: `${p.approval === "approved" ? "Approved" : "Denied"}${p.approval_decided_by ? ` by ${p.approval_decided_by}` : ""}` });
+  }
+  if (p?.tx_hash && p.rail !== "fiat") out.push({ at: p.completed_at ?? p.updated_at, status: p.status, text: `Sent on-chain: ${p.tx_hash}` });
+  if (t.status === "completed" && t.completed_at && t.type !== "usdc_fund") out.push({ at: t.completed_at, status: "completed", text: "Completed" });
+  if ((t.status === "failed" || t.status === "reversed") && p) {
+    out.push({ at: p.updated_at, status: t.status, text: `${t.status === "failed" ? "Failed" : "Reversed"}${p.failure_code ? ` (${p.failure_code})` : ""}: ${p.failure_reason ?? "no reason recorded"}` });
+  }
+  if ((t.status === "pending" || t.status === "processing") && p && p.updated_at > p.created_at) out.push({ at: p.updated_at, status: t.status, text: `${t.status === "processing" ? "Processing" : "Pending"} (last change)` });
+  return out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+}
+
+const utc = (iso: string | null) => (iso ? `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC` : "");
+const usdOf = (micros: number) => `$${(Number(micros) / 1_000_000).toFixed(2)}`;
 
 /** A one-time sign-in link's code for this token (the sandbox banner prints it). */
 export async function createSignInCode(ctx: AppContext, tokenId: string): Promise<string> {

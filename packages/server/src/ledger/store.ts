@@ -624,9 +624,10 @@ export class Ledger {
   }
 
   /** The newest refusals, of one project or all, newest first. */
-  listRefusals(opts: { projectId?: string; limit: number }) {
+  listRefusals(opts: { projectId?: string; tokenId?: string; limit: number }) {
     let q = this.db.selectFrom("spending_refusals").selectAll().orderBy("seq", "desc").limit(opts.limit);
     if (opts.projectId) q = q.where("project_id", "=", opts.projectId);
+    if (opts.tokenId) q = q.where("token_id", "=", opts.tokenId);
     return q.execute();
   }
 
