@@ -200,8 +200,8 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         return null;
       };
 
-      /** POSTs: the session's CSRF token, and the browser's Origin when it sends one. */
-      const checkPost = (req: FastifyRequest, session: Session) => {
+      /** Every POST: the browser's Origin, when it sends one, is this console's (sign-in too: no login CSRF). */
+      const checkOrigin = (req: FastifyRequest) => {
         const origin = req.headers.origin;
         if (origin !== undefined) {
           const host = req.headers.host;
@@ -213,6 +213,11 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
           }
           if (!ok) throw new ConsoleError(403, "This request came from another site and was refused.");
         }
+      };
+
+      /** POSTs of a session: the origin, and the session's CSRF token (a form field or the script's header). */
+      const checkPost = (req: FastifyRequest, session: Session) => {
+        checkOrigin(req);
         const body = (req.body ?? {}) as Record<string, string>;
         const sent = body.csrf ?? (req.headers["x-csrf-token"] as string | undefined) ?? "";
         if (!sameText(sent, session.csrf)) throw new ConsoleError(403, "The form expired. Reload the page and try again.");
@@ -230,7 +235,9 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
 
       const startSession = async (reply: FastifyReply, req: FastifyRequest, viewer: { kind: "operator" } | { kind: "token"; tokenId: string }) => {
         const s = await backend.createSession(viewer);
-        const secure = req.protocol === "https" ? "; Secure" : "";
+        // Secure over HTTPS, also behind a TLS-terminating proxy (a forged header can only make the cookie stricter).
+        const forwarded = String(req.headers["x-forwarded-proto"] ?? "").split(",")[0]!.trim();
+        const secure = req.protocol === "https" || forwarded === "https" ? "; Secure" : "";
         reply.header("set-cookie", `${COOKIE}=${encodeURIComponent(s.id)}; Path=/console; HttpOnly; SameSite=Strict; Expires=${new Date(s.expiresAt).toUTCString()}${secure}`);
         return reply.redirect("/console", 303);
       };
@@ -250,6 +257,7 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
       });
 
       c.post("/console/signin", async (req, reply) => {
+        checkOrigin(req);
         if (!allowAttempt(req.ip, Date.now())) return send(reply, signInPage(pageContext(null), "Too many sign-in attempts. Wait a minute and try again."), 429);
         const body = (req.body ?? {}) as Record<string, string>;
         const secret = (body.secret ?? "").trim();
@@ -263,6 +271,7 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
       });
 
       c.post("/console/signin/code", async (req, reply) => {
+        checkOrigin(req);
         if (!allowAttempt(req.ip, Date.now())) return send(reply, signInPage(pageContext(null), "Too many sign-in attempts. Wait a minute and try again."), 429);
         const code = ((req.body ?? {}) as Record<string, string>).code ?? "";
         const who = code ? await backend.redeemSignInCode(code) : null;

@@ -51,6 +51,18 @@ describe("console sign-in", () => {
     await context.close();
   });
 
+  it("sign-in refuses another origin, and the cookie is Secure when the request came over HTTPS", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const foreign = await page.request.post(`${server.baseUrl}/console/signin`, { form: { kind: "token", secret: server.token }, headers: { origin: "https://evil.example" }, maxRedirects: 0 });
+    expect([foreign.status(), foreign.headers()["set-cookie"]]).toEqual([403, undefined]);
+    const plain = await page.request.post(`${server.baseUrl}/console/signin`, { form: { kind: "token", secret: server.token }, maxRedirects: 0 });
+    expect(plain.headers()["set-cookie"]).toMatch(/^aw_console=[^;]+; Path=\/console; HttpOnly; SameSite=Strict; Expires=[^;]+$/);
+    const tls = await page.request.post(`${server.baseUrl}/console/signin`, { form: { kind: "token", secret: server.token }, headers: { "x-forwarded-proto": "https" }, maxRedirects: 0 });
+    expect(tls.headers()["set-cookie"]).toMatch(/; HttpOnly; SameSite=Strict; .*; Secure$/);
+    await context.close();
+  });
+
   it("a one-time sign-in code works once", async () => {
     const { createSignInCode } = await import("../../server/src/http/console.ts");
     const tokens = await server.server.ctx.ledger.listTokens(server.projectId);
@@ -116,6 +128,15 @@ describe("console overview", () => {
     expect(noToken.status()).toBe(403);
     const foreign = await page.request.post(`${server.baseUrl}/console/p/${server.projectId}/fund`, { form: { csrf }, headers: { origin: "https://evil.example" }, maxRedirects: 0 });
     expect(foreign.status()).toBe(403);
+    // Every other POST of a session: tokens, controls, revocation, approvals.
+    const self = (await server.server.ctx.ledger.listTokens(server.projectId)).find((t) => server.token.startsWith(t.display_prefix))!;
+    const p = `${server.baseUrl}/console/p/${server.projectId}`;
+    for (const path of [`${p}/agents`, `${p}/agents/${self.id}/controls`, `${p}/agents/${self.id}/revoke`, `${p}/approvals/txn_x/approve`, `${p}/approvals/txn_x/deny`, `${server.baseUrl}/console/signout`]) {
+      const noCsrf = await page.request.post(path, { form: { csrf: "x", perm_read: "on", rail_fiat: "on" }, maxRedirects: 0 });
+      const other = await page.request.post(path, { form: { csrf, perm_read: "on", rail_fiat: "on" }, headers: { origin: "https://evil.example" }, maxRedirects: 0 });
+      expect([path, noCsrf.status(), other.status()]).toEqual([path, 403, 403]);
+    }
+    expect((await server.server.ctx.ledger.getToken(self.id))!).toMatchObject({ revoked_at: null, spending_controls: null });
     await context.close();
   });
 
