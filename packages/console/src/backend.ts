@@ -74,7 +74,7 @@ export type TokenSummary = {
 
 export type HistoryEntry = { at: string; status: string; text: string };
 
-export type RefusalItem = { at: string; code: string; detail: string; rail: string; recipient: string; amount_micros: number | null };
+export type RefusalItem = { at: string; token_prefix: string | null; code: string; detail: string; rail: string; recipient: string; amount_micros: number | null };
 
 export type NewToken = { id: string; token: string; permissions: Permission[]; expires_at: string | null };
 
@@ -137,8 +137,8 @@ export interface ConsoleBackend {
   getApproval(projectId: string, paymentId: string): Promise<ApprovalItem | null>;
   /** What is recorded of a transaction's way to its status, oldest first (derived: there is no history table). */
   transactionHistory(projectId: string, transactionId: string): Promise<HistoryEntry[]>;
-  /** Payments a token's controls refused lately (nothing was held), newest first. */
-  listRefusals(projectId: string, tokenId: string): Promise<RefusalItem[]>;
+  /** Payments the controls refused lately (nothing was held), of one token or the whole project, newest first. */
+  listRefusals(projectId: string, tokenId: string | null, limit: number): Promise<RefusalItem[]>;
 
   /** Sandbox only: deposit test USDC to the project's wallet on the local chain. */
   fundSandbox?(projectId: string, amountUsdc: number): Promise<void>;

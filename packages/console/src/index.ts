@@ -307,16 +307,17 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         const s = await requireSession(req, reply);
         if (!s) return reply;
         const project = await projectFor(s, req.params.pid);
-        const [overview, deposit, spend, recent, approvals] = await Promise.all([
+        const [overview, deposit, spend, recent, approvals, refusals] = await Promise.all([
           backend.overview(project.id),
           backend.depositAddress(project.id),
           backend.spendByDay(project.id, 30),
           backend.listTransactions(project.id, { limit: 10 }),
           backend.listApprovals(project.id),
+          backend.listRefusals(project.id, null, 5),
         ]);
         const qrSvg = await QRCode.toString(deposit.address, { type: "svg", margin: 1, errorCorrectionLevel: "M" });
         const funded = one((req.query as Record<string, unknown>).funded) === "1";
-        return send(reply, overviewPage(pageContext(s, { project, current: "overview" }), { overview, deposit, qrSvg, spend, days: days30(new Date()), recent: recent.transactions, awaiting: approvals.awaiting, funded }));
+        return send(reply, overviewPage(pageContext(s, { project, current: "overview" }), { overview, deposit, qrSvg, spend, days: days30(new Date()), recent: recent.transactions, awaiting: approvals.awaiting, refusals, funded }));
       });
 
       c.get<{ Params: { pid: string } }>("/console/p/:pid/live", async (req, reply) => {
@@ -451,7 +452,7 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         const project = await projectFor(s, req.params.pid);
         const t = await tokenOf(project.id, req.params.tid);
         const saved = one((req.query as Record<string, unknown>).saved) === "1";
-        return send(reply, tokenPage(pageContext(s, { project, current: "agents" }), t, controlsFormValues(t.controls), await backend.listRefusals(project.id, t.id), { saved }));
+        return send(reply, tokenPage(pageContext(s, { project, current: "agents" }), t, controlsFormValues(t.controls), await backend.listRefusals(project.id, t.id, 20), { saved }));
       });
 
       c.post<{ Params: { pid: string; tid: string } }>("/console/p/:pid/agents/:tid/controls", async (req, reply) => {
@@ -463,7 +464,7 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         } catch (err) {
           const message = correctable(err);
           if (message === null) throw err;
-          return send(reply, tokenPage(pc, await tokenOf(project.id, req.params.tid), body, await backend.listRefusals(project.id, req.params.tid), { error: message }), 400);
+          return send(reply, tokenPage(pc, await tokenOf(project.id, req.params.tid), body, await backend.listRefusals(project.id, req.params.tid, 20), { error: message }), 400);
         }
         return reply.redirect(`/console/p/${project.id}/agents/${encodeURIComponent(req.params.tid)}?saved=1`, 303);
       });

@@ -168,7 +168,7 @@ export function canFund(pc: PageContext): boolean {
 
 export function overviewPage(
   pc: PageContext,
-  o: { overview: Overview; deposit: DepositAddress; qrSvg: string; spend: DailySpend[]; days: string[]; recent: Transaction[]; awaiting: ApprovalItem[]; funded?: boolean },
+  o: { overview: Overview; deposit: DepositAddress; qrSvg: string; spend: DailySpend[]; days: string[]; recent: Transaction[]; awaiting: ApprovalItem[]; refusals: RefusalItem[]; funded?: boolean },
 ): Html {
   const p = pc.project!;
   const b = o.overview;
@@ -205,6 +205,7 @@ ${canFund(pc)
 ${o.awaiting.length ? approvalTable(pc, o.awaiting, "Payments waiting for approval") : html`<p>No payment waits for approval.</p>`}
 <p><a href="/console/p/${p.id}/approvals">Approvals</a></p>
 </section>
+<section aria-labelledby="refused"><h2 id="refused">Refused by spending controls</h2>${refusalList(o.refusals, true)}</section>
 <section aria-labelledby="spend"><h2 id="spend">Spend</h2>${spendChart(o.spend, o.days)}</section>
 <section aria-labelledby="recent"><h2 id="recent">Last transactions</h2>
 ${o.recent.length ? transactionTable(p.id, o.recent, "The latest transactions") : html`<p>No transactions yet. Fund the deposit address to begin.</p>`}
@@ -277,6 +278,14 @@ ${history.length
 ${meta.length ? html`<h2>Metadata</h2><dl class="facts">${meta.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>` : ""}
 <p><a href="/console/p/${p.id}/transactions">Back to transactions</a></p>`,
   );
+}
+
+/** Payments the spending controls refused (nothing was held), with the service's reason. */
+function refusalList(refusals: RefusalItem[], withToken: boolean): Html {
+  if (!refusals.length) return html`<p>None lately.</p>`;
+  return html`<ul class="refusals">${refusals.map(
+    (r) => html`<li><span class="muted">${formatTime(r.at)}</span> <strong>${r.code}</strong>${withToken && r.token_prefix ? html` <span class="address">${r.token_prefix}…</span>` : ""}${r.amount_micros !== null ? ` ($${formatMicros(r.amount_micros)} by ${RAIL_LABEL[r.rail as DailySpend["rail"]] ?? r.rail} to ${r.recipient})` : ""}: ${r.detail}</li>`,
+  )}</ul>`;
 }
 
 /** Whether the viewer may create, change and revoke tokens and decide approvals (the server refuses the rest). */
@@ -450,9 +459,7 @@ ${opts.error ? html`<p class="notice error" role="alert">${opts.error}</p>` : ""
 ${windowList(t.windows, "token")}
 ${t.windows.some((w) => w.scope === "project") ? html`<h3>Project limits (every token)</h3>${windowList(t.windows, "project")}` : ""}
 <h2>Refused payments</h2>
-${refusals.length
-  ? html`<ul class="refusals">${refusals.map((r) => html`<li><span class="muted">${formatTime(r.at)}</span> <strong>${r.code}</strong>${r.amount_micros !== null ? ` ($${formatMicros(r.amount_micros)} by ${RAIL_LABEL[r.rail as DailySpend["rail"]] ?? r.rail} to ${r.recipient})` : ""}: ${r.detail}</li>`)}</ul>`
-  : html`<p>None lately.</p>`}
+${refusalList(refusals, false)}
 ${canManage(pc) && active
   ? html`<h2>Change controls</h2>
 <form method="post" action="/console/p/${p.id}/agents/${t.id}/controls" class="stack">

@@ -306,6 +306,9 @@ describe("console agents (tokens)", () => {
     await expect(page.locator("main").textContent()).resolves.toContain("Daily: $3.00 of $6.00 spent, $3.00 left");
     await expect(page.locator("ul.refusals").textContent()).resolves.toMatch(/spending_limit_exceeded \(\$4\.00 by USDC transfer to 0x90f79bf6eb2c4f870365e785982e1f101e93b906\)/i);
     await expectAccessible(page, "token-375");
+    await page.getByRole("link", { name: "Overview" }).click();
+    await expect(page.locator("ul.refusals").textContent()).resolves.toContain(`spending_limit_exceeded ${token.slice(0, 12)}…`);
+    await page.goBack();
 
     // Revoke: the API refuses the token at once.
     await page.getByRole("button", { name: "Revoke token" }).click();

@@ -236,9 +236,10 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
       const t = p.token_id ? await ctx.ledger.getToken(p.token_id) : undefined;
       return approvalItem(p, new Map(t ? [[t.id, t.display_prefix]] : []));
     },
-    async listRefusals(projectId, tokenId) {
-      const rows = await ctx.ledger.listRefusals({ projectId, tokenId, limit: 20 });
-      return rows.map((r) => ({ at: r.created_at, code: r.code, detail: r.detail, rail: r.rail, recipient: r.recipient, amount_micros: r.amount_micros === null ? null : Number(r.amount_micros) }));
+    async listRefusals(projectId, tokenId, limit) {
+      const [rows, tokens] = await Promise.all([ctx.ledger.listRefusals({ projectId, ...(tokenId ? { tokenId } : {}), limit }), ctx.ledger.listTokens(projectId)]);
+      const prefixes = new Map(tokens.map((t) => [t.id, t.display_prefix]));
+      return rows.map((r) => ({ at: r.created_at, token_prefix: r.token_id ? (prefixes.get(r.token_id) ?? null) : null, code: r.code, detail: r.detail, rail: r.rail, recipient: r.recipient, amount_micros: r.amount_micros === null ? null : Number(r.amount_micros) }));
     },
     async transactionHistory(projectId, transactionId) {
       const t = await ctx.ledger.db.selectFrom("transactions").select(["type", "status", "created_at", "completed_at", "payment_id"]).where("id", "=", transactionId).where("project_id", "=", projectId).executeTakeFirst();
