@@ -40,6 +40,17 @@ export const limits = {
   filteredOffsetMax: 1_000,
   /** `type` and `status` filters: at most this many values each (there are 7 types and 5 statuses). */
   filterValuesMax: 10,
+  /** Spending controls: at most this many recipients per list, amounts up to this many USD. */
+  controlsRecipientsMax: 100,
+  controlsAmountUsdMax: 1_000_000_000,
+  /** Admin API lists: pending approvals and refusals per page. */
+  adminPendingMax: 200,
+  adminRefusalsMax: 1_000,
+  adminRefusalsDefault: 50,
+  /** Names of projects and admin credentials. */
+  projectNameMaxChars: 200,
+  /** A token's lifetime from the admin API: up to ten years. */
+  tokenExpiresInSecondsMax: 3650 * 86_400,
 } as const;
 
 /** 1 USDC = 1,000,000 micro-USDC; 1 cent = 10,000 micro-USDC. */

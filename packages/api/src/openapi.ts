@@ -18,6 +18,8 @@ type Op = {
   headers?: Record<string, string>;
   responses: Record<string, { description: string; schema: z.ZodType }>;
   deprecated?: boolean;
+  /** `admin`: authenticated by an operator's admin credential instead of a project's API token. */
+  auth?: "admin";
 };
 
 const errorResponses = {
@@ -32,6 +34,92 @@ const payErrors = {
   "502": { description: "The payment provider, the target API or the facilitator failed.", schema: s.ErrorBody },
 };
 
+const adminErrors = {
+  "400": { description: "Validation error (the detail names the field).", schema: s.ErrorBody },
+  "401": { description: "Missing, malformed, unknown or revoked admin credential.", schema: s.ErrorBody },
+  "403": { description: "A project's API token was sent (admin_credential_required): this API takes an admin credential only.", schema: s.ErrorBody },
+  "404": { description: "No such project, token or payment.", schema: s.ErrorBody },
+  "429": { description: "Too many requests for this credential.", schema: s.ErrorBody },
+};
+const ADMIN = "admin credential (aw_admin_…, `agentwallet admin credentials create`)";
+const projectId = { id: "The project's id." };
+const tokenId = { id: "The token's id." };
+const paymentId = { id: "The payment's id." };
+const decisionResponses = {
+  "200": { description: "The decision, recorded with who made it and when.", schema: s.ApprovalDecision },
+  ...adminErrors,
+  "409": { description: "The payment is not waiting for approval (decided already, expired, or never needed one): not_awaiting_approval.", schema: s.ErrorBody },
+};
+
+/** The operator's API over the same service functions as the CLI: projects, tokens and their controls, approvals, refusals. */
+const adminOperations: Record<string, Record<string, Op>> = {
+  "/v1/admin/projects": {
+    get: { operationId: "adminListProjects", summary: "Every project", permission: ADMIN, auth: "admin", responses: { "200": { description: "The projects, oldest first.", schema: s.AdminProjectList }, ...adminErrors } },
+    post: { operationId: "adminCreateProject", summary: "Create a project", permission: ADMIN, auth: "admin", request: s.CreateProjectRequest, responses: { "201": { description: "The new project.", schema: s.AdminProject }, ...adminErrors } },
+  },
+  "/v1/admin/projects/{id}": {
+    get: { operationId: "adminGetProject", summary: "One project", permission: ADMIN, auth: "admin", params: projectId, responses: { "200": { description: "The project.", schema: s.AdminProject }, ...adminErrors } },
+  },
+  "/v1/admin/projects/{id}/pause": {
+    post: { operationId: "adminPauseProject", summary: "Pause a project: its new payments are refused", permission: ADMIN, auth: "admin", params: projectId, responses: { "200": { description: "The project, paused.", schema: s.AdminProject }, ...adminErrors } },
+  },
+  "/v1/admin/projects/{id}/resume": {
+    post: { operationId: "adminResumeProject", summary: "Resume a paused project", permission: ADMIN, auth: "admin", params: projectId, responses: { "200": { description: "The project, resumed.", schema: s.AdminProject }, ...adminErrors } },
+  },
+  "/v1/admin/projects/{id}/controls": {
+    patch: {
+      operationId: "adminUpdateProjectControls",
+      summary: "Change the spending controls every token of the project obeys (the fields given)",
+      permission: ADMIN,
+      auth: "admin",
+      params: projectId,
+      request: s.SpendingControlsInput,
+      responses: { "200": { description: "The project now.", schema: s.AdminProject }, ...adminErrors },
+    },
+  },
+  "/v1/admin/projects/{id}/tokens": {
+    get: { operationId: "adminListTokens", summary: "The project's API tokens (never their secrets)", permission: ADMIN, auth: "admin", params: projectId, responses: { "200": { description: "The tokens, oldest first.", schema: s.AdminTokenList }, ...adminErrors } },
+    post: {
+      operationId: "adminCreateToken",
+      summary: "Issue an API token with its spending controls (shown once)",
+      permission: ADMIN,
+      auth: "admin",
+      params: projectId,
+      request: s.CreateTokenRequest,
+      responses: { "201": { description: "The token, with its secret this once.", schema: s.CreatedAdminToken }, ...adminErrors },
+    },
+  },
+  "/v1/admin/tokens/{id}/controls": {
+    patch: {
+      operationId: "adminUpdateTokenControls",
+      summary: "Change a token's spending controls (the fields given replace theirs)",
+      permission: ADMIN,
+      auth: "admin",
+      params: tokenId,
+      request: s.SpendingControlsInput,
+      responses: { "200": { description: "The token now.", schema: s.AdminToken }, ...adminErrors },
+    },
+  },
+  "/v1/admin/tokens/{id}/revoke": {
+    post: { operationId: "adminRevokeToken", summary: "Revoke a token: refused from the next request on", permission: ADMIN, auth: "admin", params: tokenId, responses: { "200": { description: "The token, revoked.", schema: s.AdminToken }, ...adminErrors } },
+  },
+  "/v1/admin/tokens/{id}/limits": {
+    get: { operationId: "adminGetTokenLimits", summary: "A token's controls and, per window, spent and remaining", permission: ADMIN, auth: "admin", params: tokenId, responses: { "200": { description: "What the token's own GET /v1/limits answers.", schema: s.Limits }, ...adminErrors } },
+  },
+  "/v1/admin/payments/pending": {
+    get: { operationId: "adminListPendingApprovals", summary: "Payments waiting for a person's approval", permission: ADMIN, auth: "admin", query: s.AdminPendingQuery, responses: { "200": { description: "Oldest first.", schema: s.PendingApprovalList }, ...adminErrors } },
+  },
+  "/v1/admin/payments/{id}/approve": {
+    post: { operationId: "adminApprovePayment", summary: "Approve a waiting payment: the worker sends it", permission: ADMIN, auth: "admin", params: paymentId, responses: decisionResponses },
+  },
+  "/v1/admin/payments/{id}/deny": {
+    post: { operationId: "adminDenyPayment", summary: "Deny a waiting payment: failed and credited back", permission: ADMIN, auth: "admin", params: paymentId, responses: decisionResponses },
+  },
+  "/v1/admin/refusals": {
+    get: { operationId: "adminListRefusals", summary: "Payment attempts the spending controls refused", permission: ADMIN, auth: "admin", query: s.AdminRefusalsQuery, responses: { "200": { description: "Newest first.", schema: s.RefusalList }, ...adminErrors } },
+  },
+};
+
 const operations: Record<string, Record<string, Op>> = {
   "/v1/balance": {
     get: {
@@ -39,6 +127,14 @@ const operations: Record<string, Record<string, Op>> = {
       summary: "Project balance",
       permission: "read",
       responses: { "200": { description: "The project balance.", schema: s.Balance }, ...errorResponses },
+    },
+  },
+  "/v1/limits": {
+    get: {
+      operationId: "getLimits",
+      summary: "The calling token's spending controls (and its project's), with spent and remaining per window",
+      permission: "read",
+      responses: { "200": { description: "The controls and windows.", schema: s.Limits }, ...errorResponses },
     },
   },
   "/v1/stablecoin/address": {
@@ -170,7 +266,7 @@ function componentSchemas(): Record<string, unknown> {
 /** Builds the OpenAPI 3.1 document; `serverUrl` is the public base address. */
 export function buildOpenApiDocument(serverUrl = "/"): Record<string, unknown> {
   const paths: Record<string, unknown> = {};
-  for (const [path, methods] of Object.entries(operations)) {
+  for (const [path, methods] of Object.entries({ ...operations, ...adminOperations })) {
     const item: Record<string, unknown> = {};
     for (const [method, op] of Object.entries(methods)) {
       const responses: Record<string, unknown> = {};
@@ -193,9 +289,9 @@ export function buildOpenApiDocument(serverUrl = "/"): Record<string, unknown> {
       item[method] = {
         operationId: op.operationId ?? operationIdOf(method, path),
         summary: op.summary,
-        description: `Permission: ${op.permission}.`,
+        description: op.auth === "admin" ? `Authentication: ${op.permission}.` : `Permission: ${op.permission}.`,
         deprecated: op.deprecated ?? false,
-        security: [{ bearer: [] }],
+        security: [op.auth === "admin" ? { admin: [] } : { bearer: [] }],
         ...(parameters ? { parameters } : {}),
         ...(op.request
           ? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(op.request, "input") } } } }
@@ -215,7 +311,10 @@ export function buildOpenApiDocument(serverUrl = "/"): Record<string, unknown> {
     servers: [{ url: serverUrl }],
     components: {
       schemas: componentSchemas(),
-      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "aw_live_… or aw_test_… API token" } },
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer", description: "aw_live_… or aw_test_… API token" },
+        admin: { type: "http", scheme: "bearer", description: "aw_admin_… operator credential (`agentwallet admin credentials create`); never a project token" },
+      },
     },
     paths,
   };

@@ -409,3 +409,182 @@ export const UsdcTransferResponse = z
   })
   .meta({ id: "UsdcTransferResponse" });
 export type UsdcTransferResponse = z.infer<typeof UsdcTransferResponse>;
+
+// ---------------------------------------------------------------------------------------------
+// Spending controls and GET /v1/limits
+
+export const SpendingInterval = z.enum(["per_payment", "daily", "weekly", "monthly", "all_time"]);
+export type SpendingInterval = z.infer<typeof SpendingInterval>;
+
+const usdAmount = z
+  .number()
+  .positive()
+  .max(limits.controlsAmountUsdMax)
+  .describe("US dollars, up to 6 decimal places.");
+
+export const SpendingLimit = z
+  .object({
+    amount_usd: usdAmount,
+    interval: SpendingInterval.describe("per_payment, or a UTC calendar window: daily (from 00:00), weekly (from Monday), monthly (from the 1st), all_time."),
+  })
+  .strict()
+  .meta({ id: "SpendingLimit" });
+
+const RecipientRule = z.union([
+  z.string().min(1).max(253).describe("An x402 host (api.example.com, *.example.com), an EVM address (0x…), or bank:ROUTING:ACCOUNT."),
+  z.object({ routing_number: z.string().regex(routingNumberPattern), account_number: z.string().regex(/^[0-9]{4,17}$/) }).strict(),
+]);
+
+/** Controls as an operator writes them: every field optional; on an update, the fields given replace theirs. */
+export const SpendingControlsInput = z
+  .object({
+    spending_limits: z.array(SpendingLimit).max(10).optional().describe("The limits (one per interval; [] removes every limit)."),
+    allowed_recipients: z.array(RecipientRule).max(limits.controlsRecipientsMax).nullable().optional().describe("Only these may be paid; null allows any."),
+    blocked_recipients: z.array(RecipientRule).max(limits.controlsRecipientsMax).optional().describe("Never paid (wins over the allow-list)."),
+    allowed_rails: z.array(Rail).nullable().optional().describe("Only these rails; null allows all."),
+    approval_above_usd: usdAmount.nullable().optional().describe("USDC and fiat payments above this wait for a person's approval; x402 above it is refused. null removes it."),
+  })
+  .strict()
+  .meta({ id: "SpendingControlsInput" });
+export type SpendingControlsInput = z.infer<typeof SpendingControlsInput>;
+
+/** Controls as stored and shown: bank accounts by routing number and last four digits only. */
+export const SpendingControls = z
+  .object({
+    spending_limits: z.array(SpendingLimit),
+    allowed_recipients: z.array(z.string()).nullable(),
+    blocked_recipients: z.array(z.string()),
+    allowed_rails: z.array(Rail).nullable(),
+    approval_above_usd: z.number().nonnegative().nullable(),
+  })
+  .meta({ id: "SpendingControls" });
+export type SpendingControls = z.infer<typeof SpendingControls>;
+
+export const LimitWindow = z
+  .object({
+    scope: z.enum(["token", "project"]).describe("Whose limit: the calling token's, or its project's (every token obeys both; the stricter wins)."),
+    interval: z.enum(["daily", "weekly", "monthly", "all_time"]),
+    window_start: isoTimestamp.nullable().describe("Start of the current window; null for all_time."),
+    window_end: isoTimestamp.nullable().describe("End of the current window (exclusive); null for all_time."),
+    limit_usd: z.number().nonnegative(),
+    spent_usd: z.number().nonnegative().describe("Payment amounts counted in this window (fees are not counted; failed payments give theirs back)."),
+    remaining_usd: z.number().nonnegative(),
+  })
+  .meta({ id: "LimitWindow" });
+
+export const Limits = z
+  .object({
+    token: SpendingControls.nullable().describe("The token's own controls; null when it has none."),
+    project: SpendingControls.nullable().describe("The project's controls, obeyed by every token of it; null when none."),
+    windows: z.array(LimitWindow).describe("Per limited window: spent and remaining now."),
+  })
+  .meta({ id: "Limits" });
+export type Limits = z.infer<typeof Limits>;
+
+// ---------------------------------------------------------------------------------------------
+// Admin API (`/v1/admin/…`, authenticated by an operator's admin credential, never a project token)
+
+export const AdminProject = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    plan: z.enum(["free", "pro", "business"]),
+    paused: z.boolean().describe("Paused projects have their new payments refused (403 project_paused)."),
+    wallet_index: z.number().int().nonnegative(),
+    wallet_address: z.string().nullable().describe("The deposit address; null until first asked for."),
+    spending_controls: SpendingControls.nullable(),
+    created_at: isoTimestamp,
+  })
+  .meta({ id: "AdminProject" });
+export type AdminProject = z.infer<typeof AdminProject>;
+
+export const AdminProjectList = z.object({ data: z.array(AdminProject) }).meta({ id: "AdminProjectList" });
+
+export const CreateProjectRequest = z
+  .object({
+    name: z.string().min(1).max(limits.projectNameMaxChars),
+    plan: z.enum(["free", "pro", "business"]).optional().describe("Sets the platform fee rate; default free."),
+  })
+  .strict()
+  .meta({ id: "CreateProjectRequest" });
+
+export const AdminToken = z
+  .object({
+    id: z.string(),
+    project_id: z.string(),
+    display_prefix: z.string().describe("The token's first characters, to recognise it; the token itself is never shown again."),
+    permissions: z.array(Permission),
+    spending_controls: SpendingControls.nullable(),
+    created_at: isoTimestamp,
+    expires_at: isoTimestamp.nullable(),
+    revoked_at: isoTimestamp.nullable(),
+    state: z.enum(["active", "expired", "revoked"]),
+  })
+  .meta({ id: "AdminToken" });
+export type AdminToken = z.infer<typeof AdminToken>;
+
+export const CreatedAdminToken = AdminToken.extend({
+  token: z.string().describe("The API token (aw_live_… / aw_test_…), shown this once: only its hash is stored."),
+}).meta({ id: "CreatedAdminToken" });
+
+export const AdminTokenList = z.object({ data: z.array(AdminToken) }).meta({ id: "AdminTokenList" });
+
+export const CreateTokenRequest = z
+  .object({
+    permissions: z.array(Permission).min(1).max(3),
+    expires_in_seconds: z.number().int().positive().max(limits.tokenExpiresInSecondsMax).optional().describe("Lifetime; without it the token does not expire."),
+    spending_controls: SpendingControlsInput.optional(),
+  })
+  .strict()
+  .meta({ id: "CreateTokenRequest" });
+export type CreateTokenRequest = z.infer<typeof CreateTokenRequest>;
+
+export const PendingApproval = z
+  .object({
+    id: z.string().describe("The payment's id."),
+    project_id: z.string(),
+    token_id: z.string().nullable(),
+    rail: Rail,
+    amount_usd: z.number().nonnegative(),
+    recipient: z.string(),
+    created_at: isoTimestamp,
+    approval_until: isoTimestamp.describe("Not decided by then, it fails and is credited back (approval_expired)."),
+  })
+  .meta({ id: "PendingApproval" });
+
+export const PendingApprovalList = z.object({ data: z.array(PendingApproval) }).meta({ id: "PendingApprovalList" });
+
+export const ApprovalDecision = z
+  .object({
+    id: z.string(),
+    decision: z.enum(["approved", "denied"]),
+    status: PaymentStatus.describe("approved: pending until the worker sends it; denied: failed and credited back."),
+    decided_by: z.string().nullable().describe("Who decided: the admin credential's id, or cli:<user>."),
+    decided_at: isoTimestamp.nullable(),
+  })
+  .meta({ id: "ApprovalDecision" });
+
+export const Refusal = z
+  .object({
+    project_id: z.string(),
+    token_id: z.string().nullable(),
+    code: z.string().describe("spending_limit_exceeded, recipient_not_allowed, rail_not_allowed or approval_required."),
+    detail: z.string(),
+    rail: z.string(),
+    recipient: z.string(),
+    amount_usd: z.number().nonnegative().nullable(),
+    created_at: isoTimestamp,
+  })
+  .meta({ id: "Refusal" });
+
+export const RefusalList = z.object({ data: z.array(Refusal) }).meta({ id: "RefusalList" });
+
+export const AdminPendingQuery = z.object({
+  project_id: z.string().max(100).optional().describe("Only this project's; all projects without it."),
+  limit: z.coerce.number().int().min(1).max(limits.adminPendingMax).optional().describe(`At most this many, oldest first; up to ${limits.adminPendingMax}.`),
+});
+
+export const AdminRefusalsQuery = z.object({
+  project_id: z.string().max(100).optional().describe("Only this project's; all projects without it."),
+  limit: z.coerce.number().int().min(1).max(limits.adminRefusalsMax).optional().describe(`At most this many, newest first; default ${limits.adminRefusalsDefault}, up to ${limits.adminRefusalsMax}.`),
+});

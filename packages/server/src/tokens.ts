@@ -2,7 +2,8 @@
  * API token format: `aw_<mode>_<32 base62 chars of randomness><6 base62 chars of checksum>`.
  * 32 base62 characters carry ~190 bits. The CRC-32 checksum lets us refuse a mistyped or truncated
  * token without a database lookup (and lets secret scanners recognise ours). Only the SHA-256 of the
- * whole token is stored.
+ * whole token is stored. An operator's admin credential has the same shape with the `aw_admin_` prefix
+ * (never a project token: it manages the deployment and cannot pay).
  */
 import { createHash, randomBytes } from "node:crypto";
 import { base62 } from "./ids.ts";
@@ -11,6 +12,7 @@ export type TokenMode = "test" | "live";
 const BODY_CHARS = 32;
 const CHECK_CHARS = 6;
 const TOKEN_PATTERN = /^aw_(test|live)_([0-9A-Za-z]{32})([0-9A-Za-z]{6})$/;
+const ADMIN_PATTERN = /^aw_admin_([0-9A-Za-z]{32})([0-9A-Za-z]{6})$/;
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 const CRC_TABLE = (() => {
@@ -40,8 +42,23 @@ function checksum(prefixAndBody: string): string {
 }
 
 export function generateToken(mode: TokenMode): string {
-  const head = `aw_${mode}_${base62(randomBytes(BODY_CHARS * 2), BODY_CHARS)}`;
+  return withChecksum(`aw_${mode}_`);
+}
+
+/** An operator's admin credential: `aw_admin_` and the same body and checksum as a token. */
+export function generateAdminCredential(): string {
+  return withChecksum("aw_admin_");
+}
+
+function withChecksum(prefix: string): string {
+  const head = `${prefix}${base62(randomBytes(BODY_CHARS * 2), BODY_CHARS)}`;
   return head + checksum(head);
+}
+
+/** True when the text has the admin credential's shape and its checksum matches. */
+export function isWellFormedAdminCredential(text: string): boolean {
+  const m = ADMIN_PATTERN.exec(text);
+  return !!m && checksum(`aw_admin_${m[1]}`) === m[2];
 }
 
 /** True when the text has our token shape and its checksum matches. */
@@ -59,13 +76,13 @@ export function hashToken(token: string): string {
   return createHash("sha256").update(token, "utf8").digest("hex");
 }
 
-/** What may be shown of a token after creation: the mode and four characters. */
+/** What may be shown of a token (or admin credential) after creation: the prefix and four characters. */
 export function displayPrefix(token: string): string {
-  return token.slice(0, "aw_test_".length + 4);
+  return token.slice(0, token.indexOf("_", 3) + 1 + 4);
 }
 
-/** An Agent Wallet token's prefix: any text that carries it is treated as carrying a token. */
-const SERVICE_TOKEN_PREFIX = /aw_(live|test)_/;
+/** An Agent Wallet token's (or admin credential's) prefix: any text that carries it is treated as carrying a token. */
+const SERVICE_TOKEN_PREFIX = /aw_(live|test|admin)_/;
 
 /**
  * True when the text, or its percent-decoding (up to twice), contains a token prefix: such text is never

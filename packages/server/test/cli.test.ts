@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -84,6 +84,18 @@ describe.each(dialects)("agentwallet CLI on %s", (dialect) => {
 
     const v = await cli(dir, ["verify-ledger"], env);
     expect(v).toMatchObject({ ok: true, problems: [] });
+  }, slow);
+
+  test.runIf(dialect === "sqlite")("admin credentials: created once as aw_admin_…, stored as a hash, listed without it, revoked", async () => {
+    const at = join(dir, "admin");
+    await cli(at, ["migrate"]);
+    const created = await cli(at, ["admin", "credentials", "create", "--name", "ops"]);
+    expect(created).toEqual({ id: expect.stringMatching(/^adm_/), name: "ops", display_prefix: created.credential.slice(0, 13), created_at: expect.any(String), revoked_at: null, state: "active", credential: expect.stringMatching(/^aw_admin_/) });
+    const { credential, ...shown } = created;
+    expect(await cli(at, ["admin", "credentials", "list"])).toEqual([shown]);
+    for (const file of readdirSync(at).filter((f) => f.startsWith("agentwallet"))) expect(readFileSync(join(at, file)).includes(credential.slice(13))).toBe(false);
+    expect(await cli(at, ["admin", "credentials", "revoke", shown.id])).toEqual({ ...shown, revoked_at: expect.any(String), state: "revoked" });
+    expectOneErrorLine(await exec(["admin", "credentials", "revoke", shown.id, "--data-dir", at]), /was revoked at/);
   }, slow);
 
   // The messages come from the CLI layer, the same on both databases.

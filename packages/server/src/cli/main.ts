@@ -39,6 +39,9 @@ Commands:
   webhooks delete|enable ENDPOINT_ID               stop sending to one, or send again to a disabled one
   webhooks deliveries ENDPOINT_ID [--limit N]      its newest deliveries and their attempts
   webhooks redeliver EVENT_ID                      send an event again to its endpoints
+  admin credentials create [--name N]              an operator's admin credential (aw_admin_…) for /v1/admin/… and
+                                                   the console's operator sign-in; printed once, only its hash is stored
+  admin credentials list | admin credentials revoke ID
   workers run-once                                 fill lost relayer nonces, move every open payment forward once
   reconcile                                        compare on-chain wallet balances with the ledger
 
@@ -85,11 +88,12 @@ async function main(argv: string[]): Promise<number> {
     (positionals.length === 0 && !values.help ? process.stderr : process.stdout).write(`${USAGE}\n`);
     return positionals.length === 0 && !values.help ? 2 : 0;
   }
-  const key = positionals.slice(0, 2).join(" ");
-  const name = commands[key] ? key : positionals[0]!;
+  // The longest command the words name: `admin credentials create`, `tokens list`, `serve`.
+  const words = [3, 2, 1].find((n) => positionals.length >= n && commands[positionals.slice(0, n).join(" ")]) ?? 1;
+  const name = positionals.slice(0, words).join(" ");
   const command = commands[name];
   if (!command) throw new UsageError(`unknown command "${positionals.join(" ")}" (agentwallet --help lists the commands)`);
-  const args = positionals.slice(commands[key] ? 2 : 1);
+  const args = positionals.slice(words);
   const port = values.port === undefined ? undefined : Number(values.port);
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     throw new UsageError(`--port must be an integer from 0 to 65535 (got "${values.port}")`);

@@ -4,16 +4,12 @@
  * (`payments pending|approve|deny`) and the refusal log (`refusals list`). Each is the service
  * function the admin API calls too (services/spendingControls.ts, services/approvals.ts).
  */
-import { type Command, type CommandInput, CliError } from "./command.ts";
-import type { Config } from "../config.ts";
-import { loadRecipientHashKey, openLedger } from "../deps.ts";
-import type { Ledger } from "../ledger/store.ts";
+import { userInfo } from "node:os";
+import { type Command, type CommandInput, CliError, withServices } from "./command.ts";
 import { parseControls } from "../domain/spending.ts";
 import { ApiError } from "../domain/errors.ts";
-import { type WireControls, controlsColumn, parseControlsInput, renderControls } from "../services/spendingControls.ts";
-import { decidePayment } from "../services/approvals.ts";
-import { systemClock } from "../ids.ts";
-import { formatUsdc } from "../money.ts";
+import { type BankKey, type WireControls, controlsColumn, listRefusals, parseControlsInput, renderControls, updateControls } from "../services/spendingControls.ts";
+import { decidePayment, decisionJson, listPendingApprovals } from "../services/approvals.ts";
 
 /** The control options of `tokens create|update` and `projects limits`. */
 export const CONTROL_OPTIONS = {
@@ -45,8 +41,11 @@ function usdOption(v: unknown, name: string): number | null {
   return n;
 }
 
-/** The wire controls the options name, over what is stored (only the options given change anything). */
-export function controlsFromOptions(options: CommandInput["options"], stored: string | null, bankKey: Uint8Array | (() => Uint8Array)): { changed: boolean; column: string | null } {
+/**
+ * The wire controls the options name, over what is stored (`stored`, the column): only the options given
+ * change anything, and a limit flag changes only its interval. Null when no control option is given.
+ */
+export function wireFromOptions(options: CommandInput["options"], stored: string | null): WireControls | null {
   const o = options as Record<string, unknown>;
   const base = parseControls(stored);
   const wire: WireControls = {};
@@ -64,26 +63,22 @@ export function controlsFromOptions(options: CommandInput["options"], stored: st
   if (o.block !== undefined) wire.blocked_recipients = (o.block as string[]).filter((b) => b !== "none");
   if (o.rails !== undefined) wire.allowed_rails = o.rails === "any" ? null : (String(o.rails).split(",").map((r) => r.trim()) as WireControls["allowed_rails"]);
   if (o["approval-above-usd"] !== undefined) wire.approval_above_usd = usdOption(o["approval-above-usd"], "approval-above-usd");
-  if (Object.keys(wire).length === 0) return { changed: false, column: stored };
+  return Object.keys(wire).length === 0 ? null : wire;
+}
+
+/** The stored column the options make of `stored` (what `tokens update` writes). */
+export function controlsFromOptions(options: CommandInput["options"], stored: string | null, bankKey: BankKey): { changed: boolean; column: string | null } {
+  const wire = wireFromOptions(options, stored);
+  if (!wire) return { changed: false, column: stored };
   try {
-    return { changed: true, column: controlsColumn(parseControlsInput(wire, typeof bankKey === "function" ? bankKey() : bankKey, base)) };
+    return { changed: true, column: controlsColumn(parseControlsInput(wire, bankKey, parseControls(stored))) };
   } catch (err) {
     if (err instanceof ApiError) throw new CliError(err.detail);
     throw err;
   }
 }
 
-async function withLedger<T>(config: Config, fn: (l: Ledger) => Promise<T>): Promise<T> {
-  const { ledger, opened } = await openLedger(config);
-  try {
-    return await fn(ledger);
-  } finally {
-    await opened.close();
-  }
-}
-
-function describeControls(column: string | null): string {
-  const c = renderControls(parseControls(column));
+function describeControls(c: ReturnType<typeof renderControls>): string {
   if (!c) return "no spending controls";
   const parts = [
     ...c.spending_limits.map((l) => `${l.interval} ${l.amount_usd} USD`),
@@ -95,45 +90,41 @@ function describeControls(column: string | null): string {
   return parts.filter(Boolean).join("; ") || "no spending controls";
 }
 
-/** Sets the token's controls from the options; used after `tokens create` and by `tokens update`. */
-export async function applyTokenControls(config: Config, ledger: Ledger, tokenId: string, options: CommandInput["options"]): Promise<string | null> {
-  const token = await ledger.getToken(tokenId);
-  if (!token) throw new CliError(`no token with id ${tokenId}`);
-  const { changed, column } = controlsFromOptions(options, token.spending_controls, () => loadRecipientHashKey(config));
-  if (changed) await ledger.setSpendingControls("token", tokenId, column);
-  return column;
+/** `tokens update` and `projects limits`: the options over the stored controls, through the service. */
+async function changeControls({ config, args, options, io }: CommandInput, scope: "token" | "project"): Promise<number> {
+  const id = args[0];
+  if (!id) {
+    throw new CliError(scope === "token"
+      ? "usage: agentwallet tokens update TOKEN_ID [--daily-limit-usd N] [--max-payment-usd N] [--allow HOST|0x…|bank:ROUTING:ACCOUNT …] [--rails x402,usdc_transfer,fiat] [--approval-above-usd N]"
+      : "usage: agentwallet projects limits PROJECT_ID [the same options as tokens update]");
+  }
+  const controls = await withServices(config, async (c) => {
+    const stored = scope === "token" ? (await c.ledger.getToken(id))?.spending_controls : (await c.ledger.getProject(id))?.spending_controls;
+    if (stored === undefined) throw new CliError(`no ${scope} with id ${id}`);
+    const wire = wireFromOptions(options, stored);
+    return wire ? updateControls(c, scope, id, wire) : renderControls(parseControls(stored));
+  });
+  io.out(scope === "token" ? `Token ${id}: ${describeControls(controls)}.` : `Project ${id} (every token obeys these too): ${describeControls(controls)}.`, { id, spending_controls: controls });
+  return 0;
+}
+
+/** Who decides from the CLI: the account that runs it. */
+function cliActor(): string {
+  try {
+    return `cli:${userInfo().username}`;
+  } catch {
+    return "cli";
+  }
 }
 
 export const spendingCommands: Record<string, Command> = {
-  "tokens update": async ({ config, args, options, io }) => {
-    const id = args[0];
-    if (!id) throw new CliError("usage: agentwallet tokens update TOKEN_ID [--daily-limit-usd N] [--max-payment-usd N] [--allow HOST|0x…|bank:ROUTING:ACCOUNT …] [--rails x402,usdc_transfer,fiat] [--approval-above-usd N]");
-    const column = await withLedger(config, (l) => applyTokenControls(config, l, id, options));
-    io.out(`Token ${id}: ${describeControls(column)}.`, { id, spending_controls: renderControls(parseControls(column)) });
-    return 0;
-  },
-
-  "projects limits": async ({ config, args, options, io }) => {
-    const id = args[0];
-    if (!id) throw new CliError("usage: agentwallet projects limits PROJECT_ID [the same options as tokens update]");
-    const column = await withLedger(config, async (l) => {
-      const project = await l.getProject(id);
-      if (!project) throw new CliError(`no project with id ${id}`);
-      const { changed, column } = controlsFromOptions(options, project.spending_controls, () => loadRecipientHashKey(config));
-      if (changed) await l.setSpendingControls("project", id, column);
-      return column;
-    });
-    io.out(`Project ${id} (every token obeys these too): ${describeControls(column)}.`, { id, spending_controls: renderControls(parseControls(column)) });
-    return 0;
-  },
+  "tokens update": async (input) => changeControls(input, "token"),
+  "projects limits": async (input) => changeControls(input, "project"),
 
   "payments pending": async ({ config, options, io }) => {
     const projectId = typeof options.project === "string" ? options.project : undefined;
-    const rows = await withLedger(config, (l) => l.listAwaitingApprovals({ projectId, limit: 200 }));
-    io.out(
-      rows.map((p) => `${p.id}  ${p.project_id}  ${p.rail.padEnd(13)} ${formatUsdc(p.amount_micros)} USD to ${p.recipient}  until ${p.approval_until}`).join("\n") || "No payments wait for approval.",
-      rows.map((p) => ({ id: p.id, project_id: p.project_id, token_id: p.token_id, rail: p.rail, amount_usd: Number(formatUsdc(p.amount_micros)), recipient: p.recipient, created_at: p.created_at, approval_until: p.approval_until })),
-    );
+    const rows = await withServices(config, (c) => listPendingApprovals(c, { projectId }));
+    io.out(rows.map((p) => `${p.id}  ${p.project_id}  ${p.rail.padEnd(13)} ${p.amount_usd} USD to ${p.recipient}  until ${p.approval_until}`).join("\n") || "No payments wait for approval.", rows);
     return 0;
   },
 
@@ -142,8 +133,7 @@ export const spendingCommands: Record<string, Command> = {
 
   "refusals list": async ({ config, options, io }) => {
     const projectId = typeof options.project === "string" ? options.project : undefined;
-    const limit = Math.min(1_000, Math.max(1, Number(options.limit ?? 50) || 50));
-    const rows = await withLedger(config, (l) => l.listRefusals({ projectId, limit }));
+    const rows = await withServices(config, (c) => listRefusals(c, { projectId, limit: options.limit === undefined ? undefined : Number(options.limit) }));
     io.out(rows.map((r) => `${r.created_at}  ${r.token_id ?? "-"}  ${r.code}  ${r.rail} ${r.recipient}\n    ${r.detail}`).join("\n") || "No refusals.", rows);
     return 0;
   },
@@ -152,11 +142,11 @@ export const spendingCommands: Record<string, Command> = {
 async function decide({ config, args, io }: CommandInput, decision: "approved" | "denied"): Promise<number> {
   const id = args[0];
   if (!id) throw new CliError(`usage: agentwallet payments ${decision === "approved" ? "approve" : "deny"} PAYMENT_ID`);
-  const out = await withLedger(config, (l) => decidePayment({ ledger: l, clock: systemClock }, id, decision, "cli"));
+  const out = await withServices(config, (c) => decidePayment(c, id, decision, cliActor()));
   if (out.kind === "not_awaiting") throw new CliError(`payment ${id} is not waiting for approval (${out.detail})`);
   io.out(
     decision === "approved" ? `Approved ${id}: the running server's worker sends it now.` : `Denied ${id}: failed and credited back.`,
-    { id, decision, status: out.payment.status },
+    decisionJson(out.payment, decision),
   );
   return 0;
 }

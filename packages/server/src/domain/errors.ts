@@ -20,3 +20,4 @@ export const unauthorized = (detail: string) => new ApiError(401, "unauthorized"
 export const forbidden = (code: string, detail: string) => new ApiError(403, code, detail);
 export const conflict = (code: string, detail: string) => new ApiError(409, code, detail);
 export const upstream = (code: string, detail: string) => new ApiError(502, code, detail);
+export const notFound = (code: string, detail: string) => new ApiError(404, code, detail);

@@ -23,6 +23,7 @@ import type { Metrics } from "./metrics.ts";
 import { registerJsonBodyParser } from "./jsonBody.ts";
 import { registerPaymentRoutes } from "./paymentRoutes.ts";
 import { registerWebhookRoutes } from "./webhookRoutes.ts";
+import { registerAdminRoutes } from "./adminRoutes.ts";
 import { type ConsoleAppOptions, registerConsoleRoutes } from "./console.ts";
 
 export type CreateAppOptions = { metrics: Metrics; bodyLimitBytes?: number; console?: ConsoleAppOptions };
@@ -161,6 +162,7 @@ export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyIn
 
   registerPaymentRoutes(app as unknown as FastifyInstance, ctx, metrics);
   registerWebhookRoutes(app as unknown as FastifyInstance, ctx);
+  registerAdminRoutes(app as unknown as FastifyInstance, ctx);
   registerConsoleRoutes(app as unknown as FastifyInstance, ctx, options.console ?? {});
   return app as unknown as FastifyInstance;
 }

@@ -6,14 +6,18 @@
 import type { Permission } from "@agentwallet/api";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { AppContext } from "../context.ts";
-import { hashToken, isWellFormedToken } from "../tokens.ts";
-import { ApiError, unauthorized } from "../domain/errors.ts";
+import { hashToken, isWellFormedAdminCredential, isWellFormedToken } from "../tokens.ts";
+import { ApiError, forbidden, unauthorized } from "../domain/errors.ts";
+import { checkAdminCredential } from "../services/adminCredentials.ts";
+import type { AdminCredentialRow } from "../ledger/adminCredentials.ts";
 import type { Principal } from "../domain/principal.ts";
 import { parseControls } from "../domain/spending.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
     principal?: Principal;
+    /** The admin credential of an `/v1/admin/…` request. */
+    admin?: AdminCredentialRow;
   }
 }
 
@@ -25,6 +29,9 @@ export async function authenticate(ctx: AppContext, req: FastifyRequest): Promis
   const m = /^Bearer +(\S+)\s*$/i.exec(header);
   if (!m) throw unauthorized(`Authorization header must use the Bearer scheme. ${HOW}`);
   const token = m[1]!;
+  if (isWellFormedAdminCredential(token)) {
+    throw forbidden("project_token_required", "An admin credential manages the deployment at /v1/admin/…; it cannot pay or read as a project. Send a project's API token (`agentwallet tokens create`, or POST /v1/admin/projects/{id}/tokens).");
+  }
   if (!isWellFormedToken(token)) throw unauthorized("The API token is malformed (wrong prefix, length or checksum). Copy the whole token as it was printed.");
   const row = await ctx.ledger.findTokenByHash(hashToken(token));
   if (!row) throw unauthorized("The API token is not recognised. It may belong to another deployment or have been mistyped.");
@@ -52,12 +59,38 @@ export async function authenticate(ctx: AppContext, req: FastifyRequest): Promis
 /** Authenticates, applies the per-token rate limit, and returns the principal. */
 export async function guard(ctx: AppContext, req: FastifyRequest, reply: FastifyReply): Promise<Principal> {
   const principal = await authenticate(ctx, req);
-  const rate = await ctx.rateLimiter.hit(principal.tokenId);
+  await applyRateLimit(ctx, reply, principal.tokenId, "token");
+  return principal;
+}
+
+async function applyRateLimit(ctx: AppContext, reply: FastifyReply, key: string, per: string): Promise<void> {
+  const rate = await ctx.rateLimiter.hit(key);
   reply.headers({ "ratelimit-limit": rate.limit, "ratelimit-remaining": rate.remaining, "ratelimit-reset": rate.resetSeconds, "ratelimit-policy": `${rate.limit};w=60` });
   if (!rate.allowed) {
-    throw new ApiError(429, "rate_limited", `Rate limit exceeded: at most ${rate.limit} requests per minute per token. Retry after ${rate.resetSeconds} s.`, {
+    throw new ApiError(429, "rate_limited", `Rate limit exceeded: at most ${rate.limit} requests per minute per ${per}. Retry after ${rate.resetSeconds} s.`, {
       "retry-after": String(rate.resetSeconds),
     });
   }
-  return principal;
+}
+
+const HOW_ADMIN = "Send `Authorization: Bearer aw_admin_…` with an operator's admin credential (create one with `agentwallet admin credentials create` where the database is).";
+
+/**
+ * The admin API's authentication: an active admin credential, looked up by its SHA-256, then the rate
+ * limit of that credential. A project's API token is refused here whatever its permissions (403
+ * `admin_credential_required`), as an admin credential is refused everywhere else.
+ */
+export async function guardAdmin(ctx: AppContext, req: FastifyRequest, reply: FastifyReply): Promise<AdminCredentialRow> {
+  const header = req.headers.authorization;
+  if (!header) throw unauthorized(`Missing Authorization header. ${HOW_ADMIN}`);
+  const m = /^Bearer +(\S+)\s*$/i.exec(header);
+  if (!m) throw unauthorized(`Authorization header must use the Bearer scheme. ${HOW_ADMIN}`);
+  if (isWellFormedToken(m[1]!)) throw forbidden("admin_credential_required", `A project's API token cannot use the admin API, whatever its permissions. ${HOW_ADMIN}`);
+  const check = await checkAdminCredential(ctx, m[1]!);
+  if (check.kind === "malformed") throw unauthorized("The admin credential is malformed (wrong prefix, length or checksum). Copy the whole credential as it was printed.");
+  if (check.kind === "unknown") throw unauthorized("The admin credential is not recognised. It may belong to another deployment or have been mistyped.");
+  if (check.kind === "revoked") throw unauthorized(`The admin credential was revoked at ${check.credential.revoked_at}. Create a new one with \`agentwallet admin credentials create\`.`);
+  req.admin = check.credential;
+  await applyRateLimit(ctx, reply, `admin:${check.credential.id}`, "admin credential");
+  return check.credential;
 }

@@ -21,6 +21,7 @@ import { bankKeyOf, controlsColumn, getLimits, parseControlsInput, renderControl
 import { decidePayment } from "../services/approvals.ts";
 import { parseControls } from "../domain/spending.ts";
 import type { PaymentRow } from "../ledger/store.ts";
+import { checkAdminCredential } from "../services/adminCredentials.ts";
 
 /** A console session lasts 12 hours; a sign-in code printed by the sandbox banner, 24 hours and one use. */
 const SESSION_MS = 12 * 3_600_000;
@@ -105,8 +106,9 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
       if (!row || !tokenActive(row)) return null;
       return { tokenId: row.id, projectId: row.project_id };
     },
-    async verifyAdminCredential() {
-      return false;
+    async verifyAdminCredential(secret) {
+      // The admin API's own check (services/adminCredentials.ts): an active aw_admin_… credential.
+      return (await checkAdminCredential(ctx, secret)).kind === "valid";
     },
     async redeemSignInCode(code) {
       const token = await sessions.redeemCode(code, now());

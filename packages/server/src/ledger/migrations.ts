@@ -322,6 +322,21 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         for (const statement of webhookTriggers(dialect)) await sql.raw(statement).execute(db);
       },
     },
+    "0013_admin_credentials": {
+      // Operators' admin credentials (services/adminCredentials.ts): only their SHA-256 is stored, as for
+      // API tokens. Landed after 0014: it only adds a table, so the order it runs in changes nothing.
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable("admin_credentials")
+          .addColumn("id", "text", (c) => c.primaryKey())
+          .addColumn("name", "text", (c) => c.notNull())
+          .addColumn("credential_hash", "text", (c) => c.notNull().unique())
+          .addColumn("display_prefix", "text", (c) => c.notNull())
+          .addColumn("created_at", "text", (c) => c.notNull())
+          .addColumn("revoked_at", "text")
+          .execute();
+      },
+    },
   };
 }
 
@@ -373,6 +388,9 @@ export async function migrateToLatest(db: Kysely<any>, dialect: Dialect, target?
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations(dialect) },
+    // Migrations are numbered by the change that wrote them and may land out of order (0013 after 0014);
+    // each one only adds, so a database that ran a later one still takes an earlier newcomer.
+    allowUnorderedMigrations: true,
     ...(schema ? { migrationTableSchema: schema } : {}),
   });
   const { error, results } = target ? await migrator.migrateTo(target) : await migrator.migrateToLatest();

@@ -181,6 +181,16 @@ export interface SpendingRefusalsTable {
   created_at: string;
 }
 
+/** Operators' admin credentials (migration 0013): only the SHA-256 of the credential is stored. */
+export interface AdminCredentialsTable {
+  id: string;
+  name: string;
+  credential_hash: string;
+  display_prefix: string; // "aw_admin_AbCd"
+  created_at: string;
+  revoked_at: string | null;
+}
+
 export interface Database {
   projects: ProjectsTable;
   api_tokens: ApiTokensTable;
@@ -200,6 +210,7 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_outbox: WebhookOutboxTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  admin_credentials: AdminCredentialsTable;
 }
 
 /** Where a project's events are sent (migration 0012, webhookOutbox.ts). */

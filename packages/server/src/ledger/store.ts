@@ -13,6 +13,7 @@ import { type Db, type Dialect, type SqliteDirect, sqliteDirectOf } from "./db.t
 import { scheduleFlush } from "./batching.ts";
 import { ConsoleSessions } from "./consoleSessions.ts";
 import { WebhookOutbox } from "./webhookOutbox.ts";
+import { AdminCredentials } from "./adminCredentials.ts";
 import type { GroupCommit } from "./groupCommit.ts";
 import { type PgHolds, createPgHolds } from "./pgHolds.ts";
 import { type PgResolves, createPgResolves } from "./pgResolves.ts";
@@ -242,6 +243,8 @@ export class Ledger {
   readonly consoleSessions: ConsoleSessions;
   /** Webhooks to clients: endpoints, outbox, deliveries (webhookOutbox.ts). */
   readonly webhooks: WebhookOutbox;
+  /** Operators' admin credentials (adminCredentials.ts). */
+  readonly adminCredentials: AdminCredentials;
 
   constructor(
     readonly db: Db,
@@ -258,6 +261,7 @@ export class Ledger {
     this.pgResolves = dialect === "postgres" ? createPgResolves(db) : undefined;
     this.consoleSessions = new ConsoleSessions(db);
     this.webhooks = new WebhookOutbox(db, dialect);
+    this.adminCredentials = new AdminCredentials(db);
   }
 
   private now(): string {
@@ -547,8 +551,9 @@ export class Ledger {
   // approved payment, fails a denied or expired one with its code), also after a restart.
 
   /**
-   * Records a person's decision on an awaiting payment: approved (due at once), or denied. An approval
-   * after the payment's time ran out changes nothing. Returns the row, or undefined if it was not awaiting.
+   * Records a person's decision on an awaiting payment, with who decided (`by`) and when: approved (due at
+   * once), or denied. An approval after the payment's time ran out changes nothing. Returns the row, or
+   * undefined if it was not awaiting.
    */
   async decideApproval(id: string, decision: "approved" | "denied", by: string | null = null): Promise<PaymentRow | undefined> {
     const now = this.now();

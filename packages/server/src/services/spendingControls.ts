@@ -3,10 +3,11 @@
  * stored form (ledger/spending.ts), the controls a payment's hold is judged by, and the 403 a refusal
  * becomes. The judging itself happens in the ledger's hold.
  */
+import { limits } from "@agentwallet/api";
 import type { Clock } from "../ids.ts";
 import type { Ledger } from "../ledger/store.ts";
 import type { Principal } from "../domain/principal.ts";
-import { badRequest } from "../domain/errors.ts";
+import { badRequest, notFound } from "../domain/errors.ts";
 import { isAddress } from "viem";
 import {
   INTERVALS,
@@ -18,8 +19,8 @@ import {
   type WindowKind,
   displayRecipient,
   holdControlsOf,
-  isEmptyControls,
   parseControls,
+  isEmptyControls,
   recipientKey,
   usd,
   windowEnd,
@@ -27,12 +28,15 @@ import {
 } from "../domain/spending.ts";
 import { parseDecimalAmount } from "../money.ts";
 
-/** Bounds of one set of controls. */
-export const CONTROLS_RECIPIENTS_MAX = 100;
-export const CONTROLS_AMOUNT_USD_MAX = 1_000_000_000;
+/** Bounds of one set of controls (the wire contract's, packages/api/src/limits.ts). */
+export const CONTROLS_RECIPIENTS_MAX = limits.controlsRecipientsMax;
+export const CONTROLS_AMOUNT_USD_MAX = limits.controlsAmountUsdMax;
 
 /** What these functions use of the application's context (declared here, by its consumer). */
-export type SpendingContext = { ledger: Ledger; clock: Clock; config: { spending: { approvalTimeoutMs: number } }; recipientHashKey?: Uint8Array };
+export type SpendingContext = { ledger: Ledger; clock: Clock; config: { spending: { approvalTimeoutMs: number } }; recipientHashKey?: BankKey };
+
+/** The recipient hash key, or how to load it when a bank account first needs it (the CLI loads it lazily). */
+export type BankKey = Uint8Array | (() => Uint8Array);
 
 export type WireRecipient = string | { routing_number: string; account_number: string };
 export type WireControls = {
@@ -48,7 +52,8 @@ export type WireControls = {
  * built without one (some tests) uses a fixed key, which still never shows an account number back.
  */
 export function bankKeyOf(ctx: Pick<SpendingContext, "recipientHashKey">): Uint8Array {
-  return ctx.recipientHashKey ?? new TextEncoder().encode("agentwallet recipient hash (no key configured)");
+  const key = ctx.recipientHashKey;
+  return typeof key === "function" ? key() : (key ?? new TextEncoder().encode("agentwallet recipient hash (no key configured)"));
 }
 
 function amountMicros(value: unknown, field: string): number {
@@ -59,30 +64,31 @@ function amountMicros(value: unknown, field: string): number {
 }
 
 /** A recipient as written by an operator → its key: a host (`api.example.com`, `*.example.com`), an address, or a bank account. */
-export function parseRecipient(r: WireRecipient, bankKey: Uint8Array, field: string): string {
+export function parseRecipient(r: WireRecipient, bankKey: BankKey, field: string): string {
+  const key = () => (typeof bankKey === "function" ? bankKey() : bankKey);
   if (typeof r === "object" && r !== null) {
     const routing = String(r.routing_number ?? "");
     const account = String(r.account_number ?? "");
     if (!/^\d{9}$/.test(routing)) throw badRequest("invalid_request", `${field}: routing_number must be 9 digits.`);
     if (!/^\d{4,17}$/.test(account)) throw badRequest("invalid_request", `${field}: account_number must be 4 to 17 digits.`);
-    return recipientKey({ routingNumber: routing, accountNumber: account }, bankKey);
+    return recipientKey({ routingNumber: routing, accountNumber: account }, key());
   }
   if (typeof r !== "string" || r.length === 0 || r.length > 253) throw badRequest("invalid_request", `${field}: each recipient is a host, an EVM address or {routing_number, account_number}.`);
   const text = r.trim();
   if (/^0x/i.test(text)) {
     if (!isAddress(text, { strict: false })) throw badRequest("invalid_request", `${field}: "${text.slice(0, 50)}" is not an EVM address (0x and 40 hexadecimal characters).`);
-    return recipientKey({ address: text }, bankKey);
+    return recipientKey({ address: text }, new Uint8Array(0));
   }
   const bank = /^bank:(\d{9}):(\d{4,17})$/.exec(text);
-  if (bank) return recipientKey({ routingNumber: bank[1]!, accountNumber: bank[2]! }, bankKey);
+  if (bank) return recipientKey({ routingNumber: bank[1]!, accountNumber: bank[2]! }, key());
   const host = text.toLowerCase();
   if (!/^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(host) && !/^\d{1,3}(\.\d{1,3}){3}$/.test(host)) {
     throw badRequest("invalid_request", `${field}: "${text.slice(0, 80)}" is not a host name (api.example.com or *.example.com), an EVM address, or bank:ROUTING:ACCOUNT.`);
   }
-  return recipientKey({ host }, bankKey);
+  return recipientKey({ host }, new Uint8Array(0));
 }
 
-function recipients(list: unknown, bankKey: Uint8Array, field: string): string[] {
+function recipients(list: unknown, bankKey: BankKey, field: string): string[] {
   if (!Array.isArray(list)) throw badRequest("invalid_request", `${field} must be a list.`);
   if (list.length > CONTROLS_RECIPIENTS_MAX) throw badRequest("invalid_request", `${field} may hold at most ${CONTROLS_RECIPIENTS_MAX} recipients.`);
   return [...new Set(list.map((r, i) => parseRecipient(r as WireRecipient, bankKey, `${field}[${i}]`)))];
@@ -92,7 +98,7 @@ function recipients(list: unknown, bankKey: Uint8Array, field: string): string[]
  * Wire controls → stored controls, merged over `base` (fields not given keep their value: an update
  * changes only what it names). One limit per interval: the last given wins.
  */
-export function parseControlsInput(input: WireControls, bankKey: Uint8Array, base: SpendingControls | null = null): SpendingControls {
+export function parseControlsInput(input: WireControls, bankKey: BankKey, base: SpendingControls | null = null): SpendingControls {
   const known = new Set(["spending_limits", "allowed_recipients", "blocked_recipients", "allowed_rails", "approval_above_usd"]);
   const unknown = Object.keys(input).filter((k) => !known.has(k));
   if (unknown.length) throw badRequest("invalid_request", `Unknown control field(s): ${unknown.join(", ")}. Known: ${[...known].join(", ")}.`);
@@ -119,15 +125,13 @@ export function parseControlsInput(input: WireControls, bankKey: Uint8Array, bas
 }
 
 /**
- * Changes a token's controls: the fields given replace the stored ones (parseControlsInput's rule, as the
- * CLI's `tokens update` and the admin API apply it); the next request with the token is judged by them.
- * False if there is no such token.
+ * Changes a token's controls (updateControls' rule, as the CLI's `tokens update` and the admin API apply it);
+ * the next request with the token is judged by them. False if there is no such token.
  */
 export async function updateTokenControls(ctx: SpendingContext, tokenId: string, input: WireControls): Promise<boolean> {
-  const token = await ctx.ledger.getToken(tokenId);
-  if (!token) return false;
-  const merged = parseControlsInput(input, bankKeyOf(ctx), parseControls(token.spending_controls));
-  return ctx.ledger.setSpendingControls("token", tokenId, controlsColumn(merged));
+  if (!(await ctx.ledger.getToken(tokenId))) return false;
+  await updateControls(ctx, "token", tokenId, input);
+  return true;
 }
 
 /** "10.5" for 10_500_000 micro-USD: a JSON number for the wire (exact for up to 6 decimals). */
@@ -158,10 +162,22 @@ export function holdControls(ctx: SpendingContext, principal: Principal, recipie
 
 /** `GET /v1/limits`: the token's and the project's controls and, per window, what is spent and what remains now. */
 export async function getLimits(ctx: SpendingContext, principal: Pick<Principal, "tokenId" | "projectId" | "controls">) {
+  return limitsOf(ctx, { tokenId: principal.tokenId, projectId: principal.projectId, token: principal.controls?.token ?? null, project: principal.controls?.project ?? null });
+}
+
+/** The admin API's view of one token's limits: the same answer as that token's own `GET /v1/limits`. */
+export async function getTokenLimits(ctx: SpendingContext, tokenId: string) {
+  const token = await ctx.ledger.getToken(tokenId);
+  if (!token) throw notFound("token_not_found", `There is no token with id ${tokenId.slice(0, 80)}.`);
+  const project = await ctx.ledger.getProject(token.project_id);
+  return limitsOf(ctx, { tokenId, projectId: token.project_id, token: parseControls(token.spending_controls), project: parseControls(project?.spending_controls ?? null) });
+}
+
+async function limitsOf(ctx: SpendingContext, of: { tokenId: string; projectId: string; token: SpendingControls | null; project: SpendingControls | null }) {
   const now = ctx.clock();
   const scopes = [
-    { scope: "token" as const, id: principal.tokenId, controls: principal.controls?.token ?? null },
-    { scope: "project" as const, id: principal.projectId, controls: principal.controls?.project ?? null },
+    { scope: "token" as const, id: of.tokenId, controls: of.token },
+    { scope: "project" as const, id: of.projectId, controls: of.project },
   ];
   const windows = scopes.flatMap((s) =>
     (s.controls?.limits ?? [])
@@ -170,8 +186,8 @@ export async function getLimits(ctx: SpendingContext, principal: Pick<Principal,
   );
   const spent = await ctx.ledger.windowSpending(windows.map((w) => ({ scopeId: w.scopeId, kind: w.kind, start: w.start })));
   return {
-    token: renderControls(principal.controls?.token ?? null),
-    project: renderControls(principal.controls?.project ?? null),
+    token: renderControls(of.token),
+    project: renderControls(of.project),
     windows: windows.map((w, i) => {
       const s = spent[i]!;
       return {
@@ -185,4 +201,37 @@ export async function getLimits(ctx: SpendingContext, principal: Pick<Principal,
       };
     }),
   };
+}
+
+/**
+ * Changes the spending controls of a token or a project: the fields given replace theirs, the others keep
+ * their value (null clears a list or the threshold; `spending_limits: []` removes every limit). Returns
+ * the controls as they are now. The CLI's `tokens update` / `projects limits` and the admin API both call it.
+ */
+export async function updateControls(ctx: SpendingContext, scope: "token" | "project", id: string, input: WireControls) {
+  const stored = scope === "token" ? (await ctx.ledger.getToken(id))?.spending_controls : (await ctx.ledger.getProject(id))?.spending_controls;
+  if (stored === undefined) throw notFound(`${scope}_not_found`, `There is no ${scope} with id ${id.slice(0, 80)}.`);
+  const column = controlsColumn(parseControlsInput(input, ctx.recipientHashKey ?? bankKeyOf(ctx), parseControls(stored)));
+  await ctx.ledger.setSpendingControls(scope, id, column);
+  return renderControls(parseControls(column));
+}
+
+/** Bounds of the refusal list: the log itself keeps the newest REFUSALS_KEPT_MAX (ledger/store.ts). */
+export const REFUSALS_PAGE_DEFAULT = 50;
+export const REFUSALS_PAGE_MAX = 1_000;
+
+/** Payment attempts the controls refused, newest first, of one project or all. */
+export async function listRefusals(ctx: Pick<SpendingContext, "ledger">, opts: { projectId?: string; limit?: number }) {
+  const limit = Math.min(REFUSALS_PAGE_MAX, Math.max(1, Math.trunc(opts.limit ?? REFUSALS_PAGE_DEFAULT) || REFUSALS_PAGE_DEFAULT));
+  const rows = await ctx.ledger.listRefusals({ projectId: opts.projectId, limit });
+  return rows.map((r) => ({
+    project_id: r.project_id,
+    token_id: r.token_id,
+    code: r.code,
+    detail: r.detail,
+    rail: r.rail,
+    recipient: r.recipient,
+    amount_usd: r.amount_micros === null ? null : microsToUsd(Number(r.amount_micros)),
+    created_at: r.created_at,
+  }));
 }

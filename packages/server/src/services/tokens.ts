@@ -1,9 +1,15 @@
-/** Issuing, listing and revoking API tokens. The token text exists only in the return of `createToken`. */
+/**
+ * Issuing, listing and revoking API tokens, with their spending controls. The token text exists only in
+ * the return of `createToken` / `issueToken`. The CLI and the admin API both call these.
+ */
 import type { Permission } from "@agentwallet/api";
 import type { Ledger } from "../ledger/store.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 import { isEmptyControls, parseControls } from "../domain/spending.ts";
 import { displayPrefix, generateToken, hashToken, type TokenMode } from "../tokens.ts";
+import { badRequest, notFound } from "../domain/errors.ts";
+import { type SpendingContext, type WireControls, bankKeyOf, controlsColumn, parseControlsInput, renderControls } from "./spendingControls.ts";
+import { projectNotFound } from "./projects.ts";
 
 export const ALL_PERMISSIONS: Permission[] = ["read", "pay", "x402"];
 
@@ -26,10 +32,10 @@ export function parseDuration(text: string): number {
 
 export async function createToken(
   deps: { ledger: Ledger; clock: Clock; newId: IdGenerator },
-  input: { projectId: string; permissions: Permission[]; mode: TokenMode; expiresInMs?: number },
+  input: { projectId: string; permissions: Permission[]; mode: TokenMode; expiresInMs?: number; spendingControls?: string | null },
 ): Promise<{ id: string; token: string; permissions: Permission[]; expires_at: string | null }> {
   const project = await deps.ledger.getProject(input.projectId);
-  if (!project) throw new Error(`no project with id ${input.projectId}`);
+  if (!project) throw projectNotFound(input.projectId);
   const token = generateToken(input.mode);
   const now = deps.clock();
   const expiresAt = input.expiresInMs ? new Date(now.getTime() + input.expiresInMs).toISOString() : null;
@@ -43,6 +49,7 @@ export async function createToken(
     created_at: now.toISOString(),
     expires_at: expiresAt,
     revoked_at: null,
+    spending_controls: input.spendingControls ?? null,
   });
   return { id, token, permissions: input.permissions, expires_at: expiresAt };
 }
@@ -56,4 +63,46 @@ export async function createToken(
 export function mayManageProject(token: { permissions: string; spending_controls: string | null }): boolean {
   const perms = token.permissions.split(",");
   return ALL_PERMISSIONS.every((p) => perms.includes(p)) && isEmptyControls(parseControls(token.spending_controls));
+}
+
+type ListedToken = NonNullable<Awaited<ReturnType<Ledger["getToken"]>>>;
+
+/** The one JSON shape of a token (never its secret; creating one adds `token`, shown that once). */
+export function tokenJson(t: ListedToken, now = new Date().toISOString()) {
+  const state = t.revoked_at ? "revoked" : t.expires_at && t.expires_at <= now ? "expired" : "active";
+  return { id: t.id, project_id: t.project_id, display_prefix: t.display_prefix, permissions: t.permissions.split(","), spending_controls: renderControls(parseControls(t.spending_controls)), created_at: t.created_at, expires_at: t.expires_at, revoked_at: t.revoked_at, state };
+}
+
+/**
+ * A new token with its spending controls, written together (controls that do not parse create nothing).
+ * Returns the token's JSON shape and, this once, the token itself.
+ */
+export async function issueToken(
+  ctx: SpendingContext & { newId: IdGenerator },
+  input: { projectId: string; permissions: Permission[]; mode: TokenMode; expiresInMs?: number; controls?: WireControls },
+) {
+  const column = input.controls ? controlsColumn(parseControlsInput(input.controls, ctx.recipientHashKey ?? bankKeyOf(ctx))) : null;
+  const created = await createToken(ctx, { ...input, spendingControls: column });
+  return { ...tokenJson((await ctx.ledger.getToken(created.id))!, ctx.clock().toISOString()), token: created.token };
+}
+
+export async function listTokens(ctx: { ledger: Ledger; clock: Clock }, projectId: string) {
+  if (!(await ctx.ledger.getProject(projectId))) throw projectNotFound(projectId);
+  const now = ctx.clock().toISOString();
+  return (await ctx.ledger.listTokens(projectId)).map((t) => tokenJson(t, now));
+}
+
+export async function getToken(ctx: { ledger: Ledger; clock: Clock }, id: string) {
+  const t = await ctx.ledger.getToken(id);
+  if (!t) throw notFound("token_not_found", `There is no token with id ${id.slice(0, 80)}.`);
+  return tokenJson(t, ctx.clock().toISOString());
+}
+
+/** Revokes an active token: requests with it are refused from the next one on (and its console sessions end). */
+export async function revokeToken(ctx: { ledger: Ledger; clock: Clock }, id: string) {
+  if (!(await ctx.ledger.revokeToken(id))) {
+    const t = await ctx.ledger.getToken(id);
+    throw t ? badRequest("already_revoked", `There is no active token with id ${id}: it was revoked at ${t.revoked_at}.`) : notFound("token_not_found", `There is no active token with id ${id.slice(0, 80)}.`);
+  }
+  return getToken(ctx, id);
 }

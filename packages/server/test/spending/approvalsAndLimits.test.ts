@@ -46,12 +46,12 @@ describe.each(dialects)("approvals and GET /v1/limits (%s)", (dialect) => {
     const p = (h as { payment: { id: string; approval: string | null; lease_owner: string | null } }).payment;
     expect([p.approval, p.lease_owner]).toEqual(["awaiting", null]);
     expect(await ledger.listAwaitingApprovals({ projectId, limit: 10 })).toHaveLength(1);
-    const denied = await decidePayment({ ledger, clock: t.ctx.clock }, p.id, "denied");
+    const denied = await decidePayment({ ledger, clock: t.ctx.clock }, p.id, "denied", "adm_test");
     expect(denied.kind === "decided" && [denied.payment.status, denied.payment.failure_code]).toEqual(["failed", "approval_denied"]);
     expect((await ledger.getBalance(projectId))!.available_micros).toBe(1_000 * USD);
     expect(await ledger.windowSpending([{ scopeId: c.tokenId, kind: "daily", start: windowStart("daily", new Date()) }])).toEqual([0]);
     // Decided once: approving afterwards changes nothing.
-    expect((await decidePayment({ ledger, clock: t.ctx.clock }, p.id, "approved")).kind).toBe("not_awaiting");
+    expect((await decidePayment({ ledger, clock: t.ctx.clock }, p.id, "approved", "adm_test")).kind).toBe("not_awaiting");
     expect((await verifyLedger(ledger.db)).problems).toEqual([]);
   });
 
@@ -63,14 +63,14 @@ describe.each(dialects)("approvals and GET /v1/limits (%s)", (dialect) => {
     const a = await ledger.hold(usdcPayment(projectId, 60 * USD, USD, { controls: c }));
     const b = await ledger.hold(usdcPayment(projectId, 70 * USD, USD, { controls: c }));
     const [pa, pb] = [a, b].map((h) => (h as { payment: import("../../src/ledger/store.ts").PaymentRow }).payment);
-    const approved = await decidePayment({ ledger, clock: () => now }, pa!.id, "approved");
-    expect(approved.kind === "decided" && approved.payment.approval).toBe("approved");
+    const approved = await decidePayment({ ledger, clock: () => now }, pa!.id, "approved", "adm_test");
+    expect(approved.kind === "decided" && [approved.payment.approval, approved.payment.approval_decided_by, approved.payment.approval_decided_at]).toEqual(["approved", "adm_test", now.toISOString()]);
     expect(await ledger.settleApproval(approved.kind === "decided" ? approved.payment : pa!)).toEqual({ handled: false });
     // Before its time runs out the worker leaves the other one alone.
     expect((await ledger.settleApproval(pb!)).handled).toBe(true);
     expect((await ledger.getPayment(pb!.id))!.status).toBe("pending");
     now = new Date(now.getTime() + 61_000);
-    expect((await decidePayment({ ledger, clock: () => now }, pb!.id, "approved")).kind).toBe("not_awaiting");
+    expect((await decidePayment({ ledger, clock: () => now }, pb!.id, "approved", "adm_test")).kind).toBe("not_awaiting");
     const expired = await ledger.settleApproval((await ledger.getPayment(pb!.id))!);
     expect([expired.payment?.status, expired.payment?.failure_code]).toEqual(["failed", "approval_expired"]);
     // Only the approved one (60 + 1 fee) is still held.

@@ -1,0 +1,101 @@
+/**
+ * The admin API, `/v1/admin/…`: what an operator's tools do with the CLI's own service functions
+ * (services/projects.ts, tokens.ts, spendingControls.ts, approvals.ts), so both apply one set of rules.
+ * Authenticated by an admin credential only (auth.ts `guardAdmin`); a project token is refused here.
+ */
+import { AdminPendingQuery, AdminRefusalsQuery, CreateProjectRequest, CreateTokenRequest, SpendingControlsInput } from "@agentwallet/api";
+import type { FastifyInstance } from "fastify";
+import { guardAdmin } from "./auth.ts";
+import { parseOr400 } from "./validation.ts";
+import { conflict, notFound } from "../domain/errors.ts";
+import { createProject, getProject, listProjects, setProjectPaused } from "../services/projects.ts";
+import { getToken, issueToken, listTokens, revokeToken } from "../services/tokens.ts";
+import { getTokenLimits, listRefusals, updateControls } from "../services/spendingControls.ts";
+import { decidePayment, decisionJson, listPendingApprovals } from "../services/approvals.ts";
+
+type WithId = { Params: { id: string } };
+/** The application's context, as authentication takes it (declared through its consumer, not context.ts). */
+type AdminRoutesContext = Parameters<typeof guardAdmin>[0];
+
+export function registerAdminRoutes(app: FastifyInstance, ctx: AdminRoutesContext): void {
+  app.get("/v1/admin/projects", async (req, reply) => {
+    await guardAdmin(ctx, req, reply);
+    return { data: await listProjects(ctx) };
+  });
+  app.post("/v1/admin/projects", async (req, reply) => {
+    await guardAdmin(ctx, req, reply);
+    const body = parseOr400(CreateProjectRequest, req.body);
+    return reply.code(201).send(await createProject(ctx, body));
+  });
+  app.get<WithId>("/v1/admin/projects/:id", async (req, reply) => {
+    await guardAdmin(ctx, req, reply);
+    return getProject(ctx, req.params.id);
+  });
+  app.post<WithId>("/v1/admin/projects/:id/pause", async (req, reply) => {
+    await guardAdmin(ctx, req, reply);
+    return setProjectPaused(ctx, req.params.id, true);
+  });
+  app.post<WithId>("/v1/admin/projects/:id/resume", async (req, reply) => {
+    await guardAdmin(ctx, req, reply);
+    return setProjectPaused(ctx, req.params.id, false);
+  });
+  app.patch<WithId>("/v1/admin/projects/:id/controls", async (req, reply) => {
+    await guardAdmin(ctx, req, reply);
+    await updateControls(ctx, "project", req.params.id, parseOr400(SpendingControlsInput, req.body));
+    return getProject(ctx, req.params.id);
+  });
+
+  app.get<WithId>("/v1/admin/projects/:id/tokens", async (req, reply) => {
+    await guardAdmin(ctx, req, reply);
+    return { data: await listTokens(ctx, req.params.id) };
+  });
+  app.post<WithId>("/v1/admin/projects/:id/tokens", async (req, reply) => {
+    await guardAdmin(ctx, req, reply);
+    const body = parseOr400(CreateTokenRequest, req.body);
+    const created = await issueToken(ctx, {
+      projectId: req.params.id,
+      permissions: [...new Set(body.permissions)],
+      mode: ctx.config.mode === "live" ? "live" : "test",
+      expiresInMs: body.expires_in_seconds === undefined ? undefined : body.expires_in_seconds * 1000,
+      controls: body.spending_controls,
+    });
+    return reply.code(201).send(created);
+  });
+  app.patch<WithId>("/v1/admin/tokens/:id/controls", async (req, reply) => {
+    await guardAdmin(ctx, req, reply);
+    await updateControls(ctx, "token", req.params.id, parseOr400(SpendingControlsInput, req.body));
+    return getToken(ctx, req.params.id);
+  });
+  app.post<WithId>("/v1/admin/tokens/:id/revoke", async (req, reply) => {
+    await guardAdmin(ctx, req, reply);
+    return revokeToken(ctx, req.params.id);
+  });
+  app.get<WithId>("/v1/admin/tokens/:id/limits", async (req, reply) => {
+    await guardAdmin(ctx, req, reply);
+    return getTokenLimits(ctx, req.params.id);
+  });
+
+  app.get("/v1/admin/payments/pending", async (req, reply) => {
+    await guardAdmin(ctx, req, reply);
+    const q = parseOr400(AdminPendingQuery, req.query ?? {}, "query");
+    return { data: await listPendingApprovals(ctx, { projectId: q.project_id, limit: q.limit }) };
+  });
+  for (const [verb, decision] of [["approve", "approved"], ["deny", "denied"]] as const) {
+    app.post<WithId>(`/v1/admin/payments/:id/${verb}`, async (req, reply) => {
+      const admin = await guardAdmin(ctx, req, reply);
+      const out = await decidePayment(ctx, req.params.id, decision, admin.id);
+      if (out.kind === "not_awaiting") {
+        const id = req.params.id.slice(0, 80);
+        throw out.found
+          ? conflict("not_awaiting_approval", `Payment ${id} is not waiting for approval: ${out.detail}. Nothing changed.`)
+          : notFound("payment_not_found", `There is no payment ${id}. GET /v1/admin/payments/pending lists those waiting.`);
+      }
+      return decisionJson(out.payment, decision);
+    });
+  }
+  app.get("/v1/admin/refusals", async (req, reply) => {
+    await guardAdmin(ctx, req, reply);
+    const q = parseOr400(AdminRefusalsQuery, req.query ?? {}, "query");
+    return { data: await listRefusals(ctx, { projectId: q.project_id, limit: q.limit }) };
+  });
+}

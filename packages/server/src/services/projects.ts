@@ -1,0 +1,48 @@
+/**
+ * Projects as an operator manages them: create, list, read, pause and resume. The CLI (`projects …`) and
+ * the admin API (`/v1/admin/projects…`) call these, so both apply the same rules and show one JSON shape.
+ */
+import type { Ledger, ProjectRow } from "../ledger/store.ts";
+import type { Plan } from "../domain/project.ts";
+import { badRequest, notFound } from "../domain/errors.ts";
+import { parseControls } from "../domain/spending.ts";
+import { renderControls } from "./spendingControls.ts";
+
+export const PLANS: Plan[] = ["free", "pro", "business"];
+export const PROJECT_NAME_MAX_CHARS = 200;
+
+/**
+ * The one JSON shape of a project (`paused` a boolean on both databases). `wallet_address` is null until
+ * the first deposit address is derived; `spending_controls` are those every token of the project obeys too.
+ */
+export function projectJson(p: ProjectRow) {
+  return { id: p.id, name: p.name, plan: p.plan, paused: Boolean(Number(p.paused)), wallet_index: p.wallet_index, wallet_address: p.wallet_address, spending_controls: renderControls(parseControls(p.spending_controls)), created_at: p.created_at };
+}
+
+export function projectNotFound(id: string) {
+  return notFound("project_not_found", `There is no project with id ${id.slice(0, 80)}; list them with GET /v1/admin/projects or \`agentwallet projects list\`.`);
+}
+
+export async function createProject(ctx: { ledger: Ledger }, input: { name: string; plan?: string }) {
+  const name = input.name.trim();
+  const plan = (input.plan ?? "free") as Plan;
+  if (!PLANS.includes(plan)) throw badRequest("invalid_request", `The plan must be ${PLANS.join(", ")} (got "${String(input.plan).slice(0, 40)}").`);
+  if (name.length === 0 || name.length > PROJECT_NAME_MAX_CHARS) throw badRequest("invalid_request", `The name must be 1 to ${PROJECT_NAME_MAX_CHARS} characters.`);
+  return projectJson(await ctx.ledger.createProject({ name, plan }));
+}
+
+export async function listProjects(ctx: { ledger: Ledger }) {
+  return (await ctx.ledger.listProjects()).map(projectJson);
+}
+
+export async function getProject(ctx: { ledger: Ledger }, id: string) {
+  const p = await ctx.ledger.getProject(id);
+  if (!p) throw projectNotFound(id);
+  return projectJson(p);
+}
+
+/** Paused: new payments of the project are refused (403 `project_paused`); resumed, they are accepted again. */
+export async function setProjectPaused(ctx: { ledger: Ledger }, id: string, paused: boolean) {
+  if (!(await ctx.ledger.setPaused(id, paused))) throw projectNotFound(id);
+  return getProject(ctx, id);
+}
