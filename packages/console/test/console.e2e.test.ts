@@ -63,6 +63,30 @@ describe("console sign-in", () => {
     await context.close();
   });
 
+  it("the operator signs in with an admin credential and sees every project; a project token or a revoked credential is refused", async () => {
+    const { createAdminCredential, revokeAdminCredential } = await import("../../server/src/services/adminCredentials.ts");
+    const { consoleBackend } = await import("../../server/src/http/console.ts");
+    const admin = await createAdminCredential(server.server.ctx, { name: "console test" });
+    const other = await server.server.ctx.ledger.createProject({ name: "another project", plan: "free" });
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${server.baseUrl}/console/signin`);
+    await page.getByLabel("Admin key").fill(admin.credential);
+    await page.getByRole("button", { name: "Sign in as operator" }).click();
+    await page.waitForURL(/\/console\/projects$/);
+    await expect(page.locator(`a[href="/console/p/${other.id}"]`).textContent()).resolves.toBe("another project");
+    await page.locator(`a[href="/console/p/${server.projectId}"]`).click();
+    await page.waitForURL(/\/console\/p\/prj_/);
+    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("harness");
+    expect(page.url()).not.toContain(admin.credential);
+    await context.close();
+    // The sign-in form's check, without spending the page's sign-in attempts (bounded per address).
+    const backend = consoleBackend(server.server.ctx, {});
+    await expect(backend.verifyAdminCredential(server.token)).resolves.toBe(false);
+    await revokeAdminCredential(server.server.ctx, admin.id);
+    await expect(backend.verifyAdminCredential(admin.credential)).resolves.toBe(false);
+  });
+
   it("a one-time sign-in code works once", async () => {
     const { createSignInCode } = await import("../../server/src/http/console.ts");
     const tokens = await server.server.ctx.ledger.listTokens(server.projectId);
