@@ -21,6 +21,8 @@ export type StartMerchantOptions = {
   priceMicros: bigint;
   /** Loopback port; a free one when omitted. */
   port?: number;
+  /** How long a signed payment stays valid (x402 clients set validBefore = now + this); 60 when omitted. */
+  maxTimeoutSeconds?: number;
 };
 
 export type Merchant = {
@@ -35,7 +37,7 @@ export const USDC_EIP712_DOMAIN = { name: "USD Coin", version: "2" } as const;
 /** x402 v2 names networks by CAIP-2 id; v1 by name, and v1 "base" is chain id 8453. */
 const V2_NETWORK = "eip155:8453";
 const V1_NETWORK = "base";
-/** How long a signed payment stays valid; x402 clients set validBefore = now + this. */
+/** How long a signed payment stays valid by default; x402 clients set validBefore = now + this. */
 const MAX_TIMEOUT_SECONDS = 60;
 const FACILITATOR_TIMEOUT_MS = 30_000;
 const BODY_LIMIT = "1mb";
@@ -53,7 +55,7 @@ export async function startMerchantV2(options: StartMerchantOptions): Promise<Me
         network: V2_NETWORK,
         payTo: options.payTo,
         price: { amount: options.priceMicros.toString(), asset: options.usdcAddress, extra: { ...USDC_EIP712_DOMAIN } },
-        maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+        maxTimeoutSeconds: options.maxTimeoutSeconds ?? MAX_TIMEOUT_SECONDS,
       },
       description: DESCRIPTION,
       mimeType: "application/json",
@@ -77,7 +79,7 @@ export async function startMerchantV1(options: StartMerchantOptions): Promise<Me
           asset: { address: options.usdcAddress, decimals: 6, eip712: { ...USDC_EIP712_DOMAIN } },
         },
         network: V1_NETWORK,
-        config: { description: DESCRIPTION, mimeType: "application/json", maxTimeoutSeconds: MAX_TIMEOUT_SECONDS },
+        config: { description: DESCRIPTION, mimeType: "application/json", maxTimeoutSeconds: options.maxTimeoutSeconds ?? MAX_TIMEOUT_SECONDS },
       },
     },
     { url: options.facilitatorUrl as `${string}://${string}` },

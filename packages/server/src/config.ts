@@ -63,6 +63,12 @@ const EnvSchema = z.object({
    * transaction dropped from the pool) and fills them; until then every later transaction waits.
    */
   RELAYER_GAP_CHECK_MS: int(1_000, 50, 600_000),
+  /**
+   * How often recently completed x402 payments are checked for a settlement the chain lost (a rollback
+   * or reorg deeper than the confirmation depth): the merchant's facilitator sent it, so no relayer
+   * gap shows it. Each check reads one authorization state per payment completed in the last hour.
+   */
+  LOST_SETTLEMENT_CHECK_MS: int(15_000, 50, 3_600_000),
   /** RPC calls: every call has a deadline and a bounded number of retries. */
   RPC_TIMEOUT_MS: int(10_000, 100, 120_000),
   RPC_RETRIES: int(2, 0, 10),
@@ -136,6 +142,7 @@ export type Config = {
     depositScanMaxBlocks: number;
     relayerMaxPendingTxs: number;
     relayerGapCheckMs: number;
+    lostSettlementCheckMs: number;
   };
   custody: { mnemonic: string | undefined; mnemonicFile: string | undefined; relayerPrivateKey: string | undefined; treasuryAddress: string | undefined };
   webhooks: { depositSecret: string | undefined; fiatSecret: string | undefined };
@@ -214,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
       depositScanMaxBlocks: e.DEPOSIT_SCAN_MAX_BLOCKS,
       relayerMaxPendingTxs: e.RELAYER_MAX_PENDING_TXS,
       relayerGapCheckMs: e.RELAYER_GAP_CHECK_MS,
+      lostSettlementCheckMs: e.LOST_SETTLEMENT_CHECK_MS,
     },
     custody: {
       mnemonic: e.AGENTWALLET_MASTER_MNEMONIC,

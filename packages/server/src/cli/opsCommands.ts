@@ -7,7 +7,7 @@ import { connectChain } from "../chain/connectSandbox.ts";
 import { buildContext, createLogger } from "../deps.ts";
 import { buildRails } from "../rails/buildRails.ts";
 import { buildFiatProvider } from "../rails/fiat/buildFiatProvider.ts";
-import { findLostLegs, resendLostLegs } from "../rails/lostLegs.ts";
+import { findLostLegs, resendLostLegs, resendLostX402Settlements } from "../rails/lostLegs.ts";
 import { formatReconcile, reconcile } from "../services/reconcile.ts";
 import { createPaymentWorker } from "../workers/paymentWorker.ts";
 import type { Command } from "./command.ts";
@@ -22,13 +22,20 @@ export const workersRunOnce: Command = async ({ config, io }) => {
     // Nonces the chain lost first: every later relayer transaction waits behind them.
     const gaps = await rails.relayer.closeGaps();
     const resent = await resendLostLegs({ ctx: built.ctx, chain, relayer: rails.relayer });
+    const x402Resent = await resendLostX402Settlements({ ctx: built.ctx, chain, relayer: rails.relayer });
     const worker = createPaymentWorker(built.ctx, rails, { leaseMs: 30_000 });
     const touched = await worker.runOnce();
     const open = await built.ctx.ledger.db.selectFrom("payments").select("status").where("status", "in", ["pending", "processing"]).execute();
     const repaired = gaps.resent.length + gaps.replaced.length
       ? ` Relayer nonces the chain lost: ${gaps.resent.length} sent again, ${gaps.replaced.length} filled with a no-op; ${resent} completed payment(s) signed again.`
       : "";
-    io.out(`Advanced ${touched} open payment(s); ${open.length} still open.${repaired}`, { advanced: touched, still_open: open.length, relayer_gaps: { resent: gaps.resent, replaced: gaps.replaced, completed_resent: resent } });
+    const settlements = x402Resent ? ` ${x402Resent} x402 settlement(s) the chain lost paid again.` : "";
+    io.out(`Advanced ${touched} open payment(s); ${open.length} still open.${repaired}${settlements}`, {
+      advanced: touched,
+      still_open: open.length,
+      relayer_gaps: { resent: gaps.resent, replaced: gaps.replaced, completed_resent: resent },
+      x402_settlements_resent: x402Resent,
+    });
     return 0;
   } finally {
     await built.close();

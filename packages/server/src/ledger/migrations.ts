@@ -236,6 +236,19 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         }
       },
     },
+    "0016_x402_completed": {
+      // The completed x402 payments of the last hour, newest first (rails/lostLegs.ts looks for settlements
+      // the chain lost). Partial: only those rows are in it, so no other payment's write maintains it.
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createIndex("payments_x402_completed")
+          .on("payments")
+          .column("completed_at")
+          .where(sql.ref("rail"), "=", "x402")
+          .where(sql.ref("status"), "=", "completed")
+          .execute();
+      },
+    },
     "0007_spending_controls": {
       // Spending controls (ledger/spending.ts): controls on tokens and projects, window counters moved
       // in the hold's write, the windows each payment was counted in (given back when it fails or is

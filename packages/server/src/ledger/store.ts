@@ -463,6 +463,19 @@ export class Ledger {
     return this.db.selectFrom("payments").selectAll().where("id", "=", id).executeTakeFirst();
   }
 
+  /** Completed x402 payments completed at or after `since`, newest first (the partial index of migration 0016). */
+  recentCompletedX402(since: Date, limit: number): Promise<PaymentRow[]> {
+    return this.db
+      .selectFrom("payments")
+      .selectAll()
+      .where("rail", "=", "x402")
+      .where("status", "=", "completed")
+      .where("completed_at", ">=", since.toISOString())
+      .orderBy("completed_at", "desc")
+      .limit(limit)
+      .execute();
+  }
+
   /**
    * Phase one: debit amount + fee from available into held with a conditional update (never
    * read-then-write), create the rail and fee transactions as `pending`, and record the payment

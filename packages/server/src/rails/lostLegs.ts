@@ -7,6 +7,12 @@
  * transfers again, so the chain comes to hold what the ledger says was paid. `findLostLegs` is the
  * loud check behind `reconcile`: completed payments whose transfer is not on the chain at the
  * confirmation depth.
+ *
+ * An x402 payment's settlement is the merchant's facilitator's transaction, not the relayer's, so no
+ * nonce gap shows its loss: `resendLostX402Settlements` looks at the x402 payments completed in the
+ * last hour whose authorization the chain no longer shows used, and once that authorization has
+ * expired unused (it can never move money then) signs the same transfer to the merchant again and
+ * relays it. The merchant served the request on the strength of the settlement: it is owed the price.
  */
 import type { Hex } from "viem";
 import type { ChainClient } from "../chain/chainClient.ts";
@@ -14,6 +20,7 @@ import { LOST_TX_KEY_PREFIX } from "../chain/relayer.ts";
 import type { Ledger, PaymentRow } from "../ledger/store.ts";
 import type { Authorization } from "./eip3009.ts";
 import { type LegDeps, legState, relayTransfers } from "./onchainLeg.ts";
+import { type X402State, x402State } from "./x402/x402State.ts";
 
 /** Completed payments one `findLostLegs` looks at, most recently completed first: a rollback only takes recent blocks. */
 export const LOST_LEG_CHECK_MAX = 1_000;
@@ -23,16 +30,31 @@ const LOST_TXS_PER_PASS = 16;
 /** `missing`: not used at the latest block; `shallow`: used, but not yet as deep as a payment needs to complete. */
 export type LostLeg = { payment_id: string; project_id: string; rail: string; leg: "transfer" | "fee_sweep"; tx_hash: string; state: "missing" | "shallow" };
 
-type RelayedLeg = { leg: LostLeg["leg"]; hash: string; transfers: Authorization[] };
+/** What a leg is judged by: whether its first authorization was used on-chain. */
+type LegAuthorization = Pick<Authorization, "from" | "nonce">;
+type PaymentLeg = { leg: LostLeg["leg"]; hash: string; transfers: LegAuthorization[] };
 
-/** The relayed legs a payment records: its main transfer (usdc_transfer, fiat) and its fee sweep (fiat, x402). */
-function relayedLegs(p: PaymentRow): RelayedLeg[] {
+/**
+ * The legs a payment records: its main transfer (relayed for usdc_transfer and fiat; for x402 the
+ * merchant's settlement of our authorization, or our own transfer once it was sent again) and its fee
+ * sweep (fiat, x402).
+ */
+function paymentLegs(p: PaymentRow): PaymentLeg[] {
   if (!p.rail_state) return [];
   const s = JSON.parse(p.rail_state) as { transfers?: Authorization[]; feeSweep?: { hash: string; transfers?: Authorization[] } };
-  const legs: RelayedLeg[] = [];
-  if (p.rail !== "x402" && p.tx_hash && s.transfers?.length) legs.push({ leg: "transfer", hash: p.tx_hash, transfers: s.transfers });
+  const legs: PaymentLeg[] = [];
+  if (p.rail === "x402") {
+    const main = x402Transfers(s as X402State);
+    if (p.tx_hash && main.length) legs.push({ leg: "transfer", hash: p.tx_hash, transfers: main });
+  } else if (p.tx_hash && s.transfers?.length) legs.push({ leg: "transfer", hash: p.tx_hash, transfers: s.transfers });
   if (s.feeSweep?.transfers?.length) legs.push({ leg: "fee_sweep", hash: s.feeSweep.hash, transfers: s.feeSweep.transfers });
   return legs;
+}
+
+/** The authorization that pays an x402 merchant: ours once sent again, else the one the merchant settled. */
+function x402Transfers(s: X402State): LegAuthorization[] {
+  if (s.resent) return s.resent.transfers;
+  return s.authorization ? [s.authorization] : [];
 }
 
 /**
@@ -46,7 +68,7 @@ export async function findLostLegs(ledger: Ledger, client: ChainClient, confirma
   const payments = await ledger.db.selectFrom("payments").selectAll().where("status", "=", "completed").where("rail_state", "is not", null).orderBy("completed_at", "desc").limit(limit).execute();
   const lost: LostLeg[] = [];
   for (const p of payments) {
-    for (const leg of relayedLegs(p)) {
+    for (const leg of paymentLegs(p)) {
       const a = leg.transfers[0]!;
       if (await client.authorizationUsed(a.from, a.nonce, deep)) continue;
       const used = deep < head && (await client.authorizationUsed(a.from, a.nonce));
@@ -85,18 +107,67 @@ export async function resendLostLegs(d: LegDeps): Promise<number> {
   return resent;
 }
 
-async function resendLeg(d: LegDeps, p: PaymentRow, lostHash: Hex): Promise<"done" | "wait" | "resent"> {
+/** A payment's main relayed leg: its transfers, and its new state once they are signed again. */
+function relayedMainLeg(p: PaymentRow): { transfers: Authorization[]; patch: (t: { hash: Hex; nonce: number; auths: Authorization[] }) => Record<string, unknown> } | undefined {
+  if (p.rail === "x402") {
+    // Relayed only once sent again (its settlement was lost before).
+    const state = p.rail_state ? x402State(p) : undefined;
+    const resent = state?.resent;
+    if (!state || !resent) return undefined;
+    return { transfers: resent.transfers, patch: (t) => ({ tx_hash: t.hash, rail_state: JSON.stringify({ ...state, resent: { ...resent, transfers: t.auths, relayNonce: t.nonce } } satisfies X402State) }) };
+  }
   const state = legState(p);
-  const first = state?.transfers[0];
-  if (!state || !first) return "done";
+  if (!state) return undefined;
+  return { transfers: state.transfers, patch: (t) => ({ tx_hash: t.hash, rail_state: JSON.stringify({ ...state, transfers: t.auths, relayNonce: t.nonce }) }) };
+}
+
+async function resendLeg(d: LegDeps, p: PaymentRow, lostHash: Hex): Promise<"done" | "wait" | "resent"> {
+  const leg = relayedMainLeg(p);
+  const first = leg?.transfers[0];
+  if (!leg || !first) return "done";
   // Moved by another submission of ours.
   if (await d.chain.client.authorizationUsed(first.from, first.nonce)) return "done";
   const now = Math.floor(d.ctx.clock().getTime() / 1000);
-  if (state.transfers.some((t) => Number(t.validBefore) > now)) return "wait";
+  if (leg.transfers.some((t) => Number(t.validBefore) > now)) return "wait";
   d.ctx.logger.error({ payment_id: p.id, project_id: p.project_id, lost_tx: lostHash }, "a completed payment's transfer was lost by the chain and can no longer be mined; signing it again");
-  await relayTransfers(d, p, state.transfers.map((t) => ({ to: t.to, micros: Number(t.value) })), (t) => ({
-    tx_hash: t.hash,
-    rail_state: JSON.stringify({ ...state, transfers: t.auths, relayNonce: t.nonce }),
-  }));
+  await relayTransfers(d, p, leg.transfers.map((t) => ({ to: t.to, micros: Number(t.value) })), leg.patch);
   return "resent";
+}
+
+/** How far back completed x402 payments are looked at: a rollback or reorg takes recent blocks only. */
+export const X402_LOST_LOOKBACK_MS = 3_600_000;
+/** Completed x402 payments one pass looks at, newest first. */
+const X402_PER_PASS = 200;
+
+/**
+ * Sends again the settlement of completed x402 payments (the last hour's) that the chain lost: their
+ * authorization is not used at the latest block and has expired, so it can never move money and a new
+ * one cannot pay twice. Until it expires whoever holds it (the merchant, its facilitator) may still
+ * submit it, and we wait. Signed again for exactly the authorization's value to the same `payTo` and
+ * relayed; stored with the payment by compare-and-set (onchainLeg.ts), so two processes cannot both
+ * send it. From then on the relayer owns the transaction: its gaps are repaired like every other leg's.
+ * Returns how many payments were sent again.
+ */
+export async function resendLostX402Settlements(d: LegDeps): Promise<number> {
+  const now = d.ctx.clock();
+  const payments = await d.ctx.ledger.recentCompletedX402(new Date(now.getTime() - X402_LOST_LOOKBACK_MS), X402_PER_PASS);
+  let resent = 0;
+  for (const p of payments) {
+    const state = x402State(p);
+    const auth = state.authorization;
+    // Sent again already (the relayer repairs it now), or never signed (nothing to lose).
+    if (state.resent || !auth) continue;
+    if (await d.chain.client.authorizationUsed(auth.from, auth.nonce)) continue;
+    if (Number(auth.validBefore) > Math.floor(now.getTime() / 1000)) continue;
+    d.ctx.logger.error(
+      { payment_id: p.id, project_id: p.project_id, lost_tx: state.settlement?.txHash ?? null },
+      "a completed x402 payment's settlement was lost by the chain and its authorization expired unused; paying the merchant again from the wallet",
+    );
+    await relayTransfers(d, p, [{ to: auth.to, micros: Number(auth.value) }], (t) => ({
+      tx_hash: t.hash,
+      rail_state: JSON.stringify({ ...state, resent: { lostTxHash: state.settlement?.txHash ?? null, transfers: t.auths, relayNonce: t.nonce } } satisfies X402State),
+    }));
+    resent++;
+  }
+  return resent;
 }

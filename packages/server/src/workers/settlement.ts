@@ -18,7 +18,7 @@ import type { ChainRuntime } from "../chain/runtime.ts";
 import type { PaymentRow } from "../ledger/store.ts";
 import type { Rails } from "../rails/rails.ts";
 import { createDispatcher } from "../services/payments/dispatcher.ts";
-import { resendLostLegs } from "../rails/lostLegs.ts";
+import { resendLostLegs, resendLostX402Settlements } from "../rails/lostLegs.ts";
 import { startLoop } from "./loop.ts";
 import { createPaymentWorker, startPaymentWorkerLoop } from "./paymentWorker.ts";
 
@@ -47,11 +47,16 @@ export function startInlineSettlement(ctx: AppContext, rails: Rails): Settlement
     await rails.relayer.closeGaps();
     await resendLostLegs({ ctx, chain: rails.chain, relayer: rails.relayer });
   }, ctx.logger);
+  // x402 settlements are the facilitators' transactions: looked for on their own, less often.
+  const lostSettlements = startLoop("lost-x402-settlements", ctx.config.chain.lostSettlementCheckMs, async () => {
+    await resendLostX402Settlements({ ctx, chain: rails.chain, relayer: rails.relayer });
+  }, ctx.logger);
   return {
     dispatch: (p) => dispatcher.submit(p),
     kick: () => loop.kick(),
     async stop() {
       await gaps.stop();
+      await lostSettlements.stop();
       await loop.stop();
       await dispatcher.drain();
     },

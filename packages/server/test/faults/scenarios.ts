@@ -22,7 +22,8 @@ const SCENARIO_TIMEOUT_MS = 900_000;
  * Where the chain itself loses our transactions (kill -9 of anvil, rollbacks) the stream holds the rails
  * whose every transaction is the relayer's: usdc_transfer and bank payouts that complete. An x402
  * settlement is the merchant's facilitator's transaction, and a sandbox off-ramp refund is the
- * provider's: neither is sent again when the chain loses it (see the skipped x402 rollback below).
+ * provider's: an x402 settlement the chain lost is paid again only once its authorization expired (its
+ * own scenario below), and a sandbox refund is not sent again.
  */
 const RELAYED: Kind[] = ["usdc", "usdc", "fiat_ok"];
 
@@ -179,12 +180,9 @@ export function defineFaultSuite(dialect: TestDialect): void {
       await rollback(dialect, "rollback", RELAYED);
     }, SCENARIO_TIMEOUT_MS);
 
-    // Off: an x402 payment is completed on the facilitator's transaction; a rollback (or a chain restarted
-    // without its last second) takes that transaction away, and nothing sends the stored authorization
-    // again (rails/lostLegs.ts looks at relayed legs only), so the merchant is unpaid while the ledger
-    // counts it paid, and reconcile reports the wallet's drift. Seen: merchants hold 0 on-chain against
-    // the completed x402 amounts; reconcile exits 1 with those wallets' drift.
-    test.skip("a chain rollback after x402 payments completed", async () => {
+    // An x402 payment is completed on the facilitator's transaction: the rollback takes it away, and once
+    // the authorization expired unused the service pays the merchant again (rails/lostLegs.ts).
+    on(dialect, "sqlite")("a chain rollback after x402 payments completed: the merchants are paid again", async () => {
       await rollback(dialect, "rollback-x402", ["x402_v1", "x402_v2"]);
     }, SCENARIO_TIMEOUT_MS);
 

@@ -22,6 +22,12 @@ export type X402State = {
   fromBlock?: number;
   /** From `settled` on: the transaction that used the authorization, and who told us. */
   settlement?: { txHash: Hex; source: "receipt" | "chain" };
+  /**
+   * The chain lost the settlement after the payment completed (a rollback deeper than the confirmation
+   * depth) and the authorization expired unused: the same transfer to `payTo`, signed again and relayed
+   * by us (rails/lostLegs.ts). The payment's `tx_hash` is then this transaction's.
+   */
+  resent?: { lostTxHash: Hex | null; transfers: Authorization[]; relayNonce: number };
   /** The relayed fee transfer to the treasury, once signed (see onchainLeg.ts). */
   feeSweep?: { hash: Hex; transfers: Authorization[] };
 };

@@ -30,6 +30,8 @@ export const FIAT_RETURN_ACCOUNT = "2222000000";
 export const X402_PRICE_MICROS = 7_000n;
 /** A server start on two cores shared with the rest of the suite can take tens of seconds. */
 const SERVER_READY_MS = 240_000;
+/** Above the 6 s that x402's facilitator wants left on an authorization it settles, with room for faults. */
+const MERCHANT_VALIDITY_SECONDS = 20;
 
 export type Project = { id: string; token: string; wallet: Address };
 
@@ -138,8 +140,11 @@ export async function startFaultWorld(dialect: TestDialect, seed: number, scenar
   const accounts = chain.dev().accounts;
   const facilitator = await startFacilitator({ rpcUrl: proxy.url, privateKey: accounts.facilitator.privateKey });
   const payTo = (n: number) => getAddress(`0x${"fa".repeat(19)}${n.toString(16).padStart(2, "0")}`);
-  const v1 = await startMerchantV1({ facilitatorUrl: facilitator.url, payTo: payTo(1), usdcAddress: chain.usdc, priceMicros: X402_PRICE_MICROS });
-  const v2 = await startMerchantV2({ facilitatorUrl: facilitator.url, payTo: payTo(2), usdcAddress: chain.usdc, priceMicros: X402_PRICE_MICROS + 1n });
+  // Authorizations valid 20 s (60 by default): a settlement the chain lost is paid again once its
+  // authorization expired unused, within the scenario's wait.
+  const merchant = { facilitatorUrl: facilitator.url, usdcAddress: chain.usdc, maxTimeoutSeconds: MERCHANT_VALIDITY_SECONDS };
+  const v1 = await startMerchantV1({ ...merchant, payTo: payTo(1), priceMicros: X402_PRICE_MICROS });
+  const v2 = await startMerchantV2({ ...merchant, payTo: payTo(2), priceMicros: X402_PRICE_MICROS + 1n });
   const pg = dialect === "postgres" ? await createPgSchema() : undefined;
   const env: NodeJS.ProcessEnv = {
     SANDBOX_CHAIN_RPC_URL: proxy.url,
@@ -159,6 +164,7 @@ export async function startFaultWorld(dialect: TestDialect, seed: number, scenar
     // Steps that failed on a broken RPC are retried with a doubling delay; capped low so a scenario's
     // recovery after the faults stop takes seconds, not the production minute.
     SETTLEMENT_BACKOFF_MAX_MS: "4000",
+    LOST_SETTLEMENT_CHECK_MS: "1000",
     RPC_RETRIES: "1",
     X402_ALLOW_HTTP: "1",
     X402_ALLOW_PRIVATE_NETWORKS: "1",
