@@ -76,6 +76,36 @@ export type HistoryEntry = { at: string; status: string; text: string };
 
 export type RefusalItem = { at: string; token_prefix: string | null; code: string; detail: string; rail: string; recipient: string; amount_micros: number | null };
 
+export type WebhookEndpoint = {
+  id: string;
+  url: string;
+  /** null: every event type. */
+  events: string[] | null;
+  /** enabled | disabled */
+  state: string;
+  disabled_at: string | null;
+  disabled_reason: string | null;
+  failing_since: string | null;
+  created_at: string;
+};
+
+/** One event's delivery to one endpoint: its attempts so far and the last one's outcome. */
+export type WebhookDelivery = {
+  event_id: string;
+  endpoint_id: string;
+  url: string;
+  type: string;
+  object_id: string;
+  occurred_at: string;
+  state: "pending" | "delivered" | "failed";
+  attempts: number;
+  next_attempt_at: string;
+  last_attempt_at: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  delivered_at: string | null;
+};
+
 export type NewToken = { id: string; token: string; permissions: Permission[]; expires_at: string | null };
 
 /** A payment that waits for a person, or one a person decided. */
@@ -139,6 +169,20 @@ export interface ConsoleBackend {
   transactionHistory(projectId: string, transactionId: string): Promise<HistoryEntry[]>;
   /** Payments the controls refused lately (nothing was held), of one token or the whole project, newest first. */
   listRefusals(projectId: string, tokenId: string | null, limit: number): Promise<RefusalItem[]>;
+
+  /** The event types an endpoint may ask for (services/webhooks). */
+  webhookEventTypes: readonly string[];
+  listWebhooks(projectId: string): Promise<WebhookEndpoint[]>;
+  /** An endpoint of this project (deleted ones are gone) with its newest deliveries. */
+  getWebhook(projectId: string, endpointId: string): Promise<{ endpoint: WebhookEndpoint; deliveries: WebhookDelivery[] } | null>;
+  /** The deliveries of the events about one transaction (its payment's or deposit's), newest first. */
+  transactionDeliveries(projectId: string, transactionId: string): Promise<WebhookDelivery[]>;
+  /** A new endpoint; its signing secret is in this return only. */
+  createWebhook(viewer: Viewer, projectId: string, input: { url: string; events: string[] }): Promise<{ endpoint: WebhookEndpoint; secret: string }>;
+  deleteWebhook(viewer: Viewer, projectId: string, endpointId: string): Promise<boolean>;
+  enableWebhook(viewer: Viewer, projectId: string, endpointId: string): Promise<boolean>;
+  /** Sends an event of this project again to its enabled endpoints; how many deliveries were scheduled (null: no such event). */
+  redeliverWebhook(viewer: Viewer, projectId: string, eventId: string): Promise<number | null>;
 
   /** Sandbox only: deposit test USDC to the project's wallet on the local chain. */
   fundSandbox?(projectId: string, amountUsdc: number): Promise<void>;

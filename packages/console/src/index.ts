@@ -28,6 +28,9 @@ import {
   newTokenPage,
   tokenCreatedPage,
   tokenPage,
+  webhookCreatedPage,
+  webhookPage,
+  webhooksPage,
   overviewPage,
   projectsPage,
   signInPage,
@@ -35,7 +38,7 @@ import {
   transactionsPage,
 } from "./pages.ts";
 
-export type { ApprovalItem, ConsoleBackend, Controls, DailySpend, HistoryEntry, RefusalItem, LimitWindow, NewToken, Overview, ProjectSummary, Session, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
+export type { ApprovalItem, ConsoleBackend, Controls, DailySpend, HistoryEntry, RefusalItem, WebhookDelivery, WebhookEndpoint, LimitWindow, NewToken, Overview, ProjectSummary, Session, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
 
 export type ConsoleOptions = {
   backend: ConsoleBackend;
@@ -357,6 +360,60 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         return send(reply, transactionsPage(pageContext(s, { project, current: "transactions" }), q, list, opts.filters));
       });
 
+      c.get<{ Params: { pid: string } }>("/console/p/:pid/webhooks", async (req, reply) => {
+        const s = await requireSession(req, reply);
+        if (!s) return reply;
+        const project = await projectFor(s, req.params.pid);
+        const deleted = one((req.query as Record<string, unknown>).deleted) === "1";
+        return send(reply, webhooksPage(pageContext(s, { project, current: "webhooks" }), await backend.listWebhooks(project.id), backend.webhookEventTypes, deleted ? { notice: "Endpoint deleted: nothing more is sent to it." } : {}));
+      });
+
+      c.post<{ Params: { pid: string } }>("/console/p/:pid/webhooks", async (req, reply) => {
+        const m = await managedPost(req, reply, "webhooks");
+        if (!m) return reply;
+        const url = (m.body.url ?? "").trim();
+        const events = backend.webhookEventTypes.filter((t) => m.body[`event_${t}`] !== undefined);
+        try {
+          const { endpoint, secret } = await backend.createWebhook(m.s.viewer, m.project.id, { url, events });
+          return send(reply, webhookCreatedPage(m.pc, endpoint, secret));
+        } catch (err) {
+          const message = correctable(err);
+          if (message === null) throw err;
+          return send(reply, webhooksPage(m.pc, await backend.listWebhooks(m.project.id), backend.webhookEventTypes, { url, events, error: message }), 400);
+        }
+      });
+
+      c.get<{ Params: { pid: string; wid: string } }>("/console/p/:pid/webhooks/:wid", async (req, reply) => {
+        const s = await requireSession(req, reply);
+        if (!s) return reply;
+        const project = await projectFor(s, req.params.pid);
+        const w = await backend.getWebhook(project.id, req.params.wid);
+        if (!w) throw new ConsoleError(404, "No such webhook endpoint in this project.");
+        const q = req.query as Record<string, unknown>;
+        const notice = one(q.redelivered) ? `Sent again: ${one(q.redelivered)} delivery(ies) scheduled now.` : one(q.enabled) ? "Enabled: what is pending is sent now." : undefined;
+        return send(reply, webhookPage(pageContext(s, { project, current: "webhooks" }), w.endpoint, w.deliveries, notice));
+      });
+
+      c.post<{ Params: { pid: string; wid: string; action: string } }>("/console/p/:pid/webhooks/:wid/:action", async (req, reply) => {
+        const action = req.params.action;
+        if (action !== "delete" && action !== "enable") throw new ConsoleError(404, "No such action.");
+        const m = await managedPost(req, reply, "webhooks");
+        if (!m) return reply;
+        const done = action === "delete" ? await backend.deleteWebhook(m.s.viewer, m.project.id, req.params.wid) : await backend.enableWebhook(m.s.viewer, m.project.id, req.params.wid);
+        if (!done) throw new ConsoleError(404, "No such webhook endpoint in this project.");
+        return reply.redirect(action === "delete" ? `/console/p/${m.project.id}/webhooks?deleted=1` : `/console/p/${m.project.id}/webhooks/${encodeURIComponent(req.params.wid)}?enabled=1`, 303);
+      });
+
+      c.post<{ Params: { pid: string; eid: string } }>("/console/p/:pid/webhooks/events/:eid/redeliver", async (req, reply) => {
+        const m = await managedPost(req, reply, "webhooks");
+        if (!m) return reply;
+        const n = await backend.redeliverWebhook(m.s.viewer, m.project.id, req.params.eid);
+        if (n === null) throw new ConsoleError(404, "No such webhook event in this project.");
+        // Back to the page the button was on: an endpoint's or a transaction's (ids only, never a URL).
+        const back = /^(webhooks\/whe_|transactions\/txn_)[A-Za-z0-9_-]{1,80}$/.test(m.body.back ?? "") ? m.body.back! : "webhooks";
+        return reply.redirect(`/console/p/${m.project.id}/${back}${back === "webhooks" ? "" : `?redelivered=${n}`}`, 303);
+      });
+
       c.get<{ Params: { pid: string } }>("/console/p/:pid/approvals", async (req, reply) => {
         const s = await requireSession(req, reply);
         if (!s) return reply;
@@ -382,8 +439,9 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         const project = await projectFor(s, req.params.pid);
         const t = await backend.getTransaction(project.id, req.params.id);
         if (!t) throw new ConsoleError(404, "No such transaction in this project.");
-        const [history, approval] = await Promise.all([backend.transactionHistory(project.id, t.id), backend.getApproval(project.id, t.id)]);
-        return send(reply, transactionPage(pageContext(s, { project, current: "transactions" }), t as never, history, approval));
+        const [history, approval, deliveries] = await Promise.all([backend.transactionHistory(project.id, t.id), backend.getApproval(project.id, t.id), backend.transactionDeliveries(project.id, t.id)]);
+        const redelivered = one((req.query as Record<string, unknown>).redelivered);
+        return send(reply, transactionPage(pageContext(s, { project, current: "transactions" }), t as never, history, approval, deliveries, redelivered ? `Sent again: ${redelivered} delivery(ies) scheduled now.` : undefined));
       });
 
       c.get<{ Params: { pid: string } }>("/console/p/:pid/agents", async (req, reply) => {

@@ -1,6 +1,6 @@
 /** The console's pages as functions of data to HTML. No I/O here: routes (index.ts) read, pages render. */
 import type { DepositAddress, Transaction, TransactionList } from "@agentwallet/api";
-import type { ApprovalItem, Controls, DailySpend, HistoryEntry, RefusalItem, Interval, LimitWindow, NewToken, Overview, ProjectSummary, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
+import type { ApprovalItem, Controls, DailySpend, HistoryEntry, RefusalItem, WebhookDelivery, WebhookEndpoint, Interval, LimitWindow, NewToken, Overview, ProjectSummary, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
 import { formatAmount, formatMicros, formatTime } from "./format.ts";
 import { type Html, html, raw } from "./html.ts";
 
@@ -9,7 +9,7 @@ export type PageContext = {
   csrf: string;
   /** The project in view, for the navigation. */
   project?: ProjectSummary;
-  current?: "overview" | "transactions" | "approvals" | "agents" | "projects";
+  current?: "overview" | "transactions" | "approvals" | "agents" | "webhooks" | "projects";
   sandbox: boolean;
   /** Base of a block explorer's transaction links (live mode), or null (sandbox: no links). */
   explorerTxUrl: string | null;
@@ -33,7 +33,7 @@ export function layout(pc: PageContext, title: string, body: Html): Html {
   const nav = pc.viewer
     ? html`<nav aria-label="Main"><ul>
         ${pc.viewer.kind === "operator" ? link("/console/projects", "Projects", "projects") : ""}
-        ${p ? [link(`/console/p/${p.id}`, "Overview", "overview"), link(`/console/p/${p.id}/transactions`, "Transactions", "transactions"), link(`/console/p/${p.id}/approvals`, "Approvals", "approvals"), link(`/console/p/${p.id}/agents`, "Agents", "agents")] : ""}
+        ${p ? [link(`/console/p/${p.id}`, "Overview", "overview"), link(`/console/p/${p.id}/transactions`, "Transactions", "transactions"), link(`/console/p/${p.id}/approvals`, "Approvals", "approvals"), link(`/console/p/${p.id}/agents`, "Agents", "agents"), link(`/console/p/${p.id}/webhooks`, "Webhooks", "webhooks")] : ""}
       </ul></nav>
       <form class="inline" method="post" action="/console/signout"><input type="hidden" name="csrf" value="${pc.csrf}"><button class="secondary" type="submit">Sign out</button></form>`
     : "";
@@ -248,7 +248,7 @@ ${rows.length ? transactionTable(p.id, rows, "Transactions, newest first") : htm
   );
 }
 
-export function transactionPage(pc: PageContext, t: Transaction & Record<string, unknown>, history: HistoryEntry[] = [], approval: ApprovalItem | null = null): Html {
+export function transactionPage(pc: PageContext, t: Transaction & Record<string, unknown>, history: HistoryEntry[] = [], approval: ApprovalItem | null = null, deliveries: WebhookDelivery[] = [], notice?: string): Html {
   const p = pc.project!;
   const txHash = typeof t.tx_hash === "string" ? t.tx_hash : null;
   const fact = (label: string, value: Html | string | null | undefined) => (value ? html`<dt>${label}</dt><dd>${value}</dd>` : "");
@@ -257,6 +257,7 @@ export function transactionPage(pc: PageContext, t: Transaction & Record<string,
     pc,
     `${TYPE_LABEL[t.type] ?? t.type} ${t.id}`,
     html`<h1>${TYPE_LABEL[t.type] ?? t.type} of ${formatAmount(t.amount, t.currency)}</h1>
+${notice ? html`<p class="notice" role="status">${notice}</p>` : ""}
 <dl class="facts">
 ${fact("Id", html`<span class="address">${t.id}</span>`)}
 ${fact("Status", statusCell(t.status))}
@@ -275,6 +276,7 @@ ${approval ? html`<h2>Approval</h2><p>${approvalOutcome(approval)}.</p>${approva
 ${history.length
   ? html`<h2>Status history</h2><ol class="history">${history.map((h) => html`<li><span class="muted">${formatTime(h.at)}</span> ${statusCell(h.status)} ${h.text}</li>`)}</ol>`
   : ""}
+${deliveries.length ? html`<h2>Webhook deliveries</h2>${deliveryTable(pc, deliveries, true)}` : ""}
 ${meta.length ? html`<h2>Metadata</h2><dl class="facts">${meta.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>` : ""}
 <p><a href="/console/p/${p.id}/transactions">Back to transactions</a></p>`,
   );
@@ -515,6 +517,98 @@ ${list.awaiting.length ? approvalTable(pc, list.awaiting, "Payments waiting for 
 ${canManage(pc) ? "" : html`<p class="muted">This sign-in may see approvals but not decide them.</p>`}
 <h2>Decided</h2>
 ${list.decided.length ? approvalTable(pc, list.decided, "Payments decided lately, newest first", true) : html`<p>No decisions yet.</p>`}`,
+  );
+}
+
+function endpointState(e: WebhookEndpoint): string {
+  if (e.state === "disabled") return `disabled ${formatTime(e.disabled_at)}${e.disabled_reason ? `: ${e.disabled_reason}` : ""}`;
+  return e.failing_since ? `enabled, failing since ${formatTime(e.failing_since)}` : "enabled";
+}
+
+/** Deliveries with their attempts; a redeliver button each for a person who may manage. */
+function deliveryTable(pc: PageContext, rows: WebhookDelivery[], withUrl: boolean): Html {
+  const p = pc.project!;
+  const manage = canManage(pc);
+  return html`<div class="table-wrap"><table class="cards-narrow">
+<caption class="visually-hidden">Webhook deliveries, newest first</caption>
+<thead><tr><th scope="col">Event</th>${withUrl ? html`<th scope="col">Endpoint</th>` : html`<th scope="col">Transaction</th>`}<th scope="col">State</th><th scope="col">Attempts</th><th scope="col">Last attempt</th>${manage ? html`<th scope="col">Send again</th>` : ""}</tr></thead>
+<tbody>${rows.map(
+    (d) => html`<tr><td><strong>${d.type}</strong> <span class="muted">${formatTime(d.occurred_at)}</span><br><span class="address muted">${d.event_id}</span></td>
+${withUrl ? html`<td class="address" data-label="Endpoint">${d.url}</td>` : html`<td data-label="Transaction"><a class="address" href="/console/p/${p.id}/transactions/${d.object_id}">${d.object_id}</a></td>`}
+<td data-label="State"><span class="status status-${d.state === "delivered" ? "completed" : d.state === "failed" ? "failed" : "pending"}">${d.state}</span>${d.state === "pending" ? html` <span class="muted">next ${formatTime(d.next_attempt_at)}</span>` : ""}</td>
+<td class="num" data-label="Attempts">${d.attempts}</td>
+<td data-label="Last attempt">${d.last_attempt_at ? html`${formatTime(d.last_attempt_at)}: ${d.last_status !== null ? `HTTP ${d.last_status}` : ""}${d.last_error ? ` ${d.last_error}` : ""}` : html`<span class="muted">none yet</span>`}</td>
+${manage
+  ? html`<td><form method="post" action="/console/p/${p.id}/webhooks/events/${d.event_id}/redeliver"><input type="hidden" name="csrf" value="${pc.csrf}"><input type="hidden" name="back" value="${withUrl ? `transactions/${d.object_id}` : `webhooks/${d.endpoint_id}`}"><button type="submit" class="secondary" aria-label="Redeliver ${d.type} event ${d.event_id}">Redeliver</button></form></td>`
+  : ""}</tr>`,
+  )}</tbody></table></div>`;
+}
+
+export function webhooksPage(pc: PageContext, endpoints: WebhookEndpoint[], types: readonly string[], form: { url?: string; events?: string[]; error?: string; notice?: string } = {}): Html {
+  const p = pc.project!;
+  return layout(
+    pc,
+    `${p.name} — webhooks`,
+    html`<h1>Webhooks</h1>
+${form.notice ? html`<p class="notice" role="status">${form.notice}</p>` : ""}
+<p class="muted">Each endpoint receives this project's payment and deposit events, signed (Standard Webhooks), retried for about 2.6 days.</p>
+${endpoints.length
+  ? html`<div class="table-wrap"><table class="cards-narrow"><caption class="visually-hidden">Webhook endpoints of this project</caption>
+<thead><tr><th scope="col">URL</th><th scope="col">Events</th><th scope="col">State</th><th scope="col" class="hide-narrow">Created</th></tr></thead>
+<tbody>${endpoints.map((e) => html`<tr><td><a class="address" href="/console/p/${p.id}/webhooks/${e.id}">${e.url}</a></td><td data-label="Events">${e.events ? e.events.join(", ") : "every event"}</td><td data-label="State">${endpointState(e)}</td><td class="hide-narrow">${formatTime(e.created_at)}</td></tr>`)}</tbody></table></div>`
+  : html`<p>No endpoints yet.</p>`}
+${canManage(pc)
+  ? html`<h2>Add an endpoint</h2>
+${form.error ? html`<p class="notice error" role="alert">${form.error}</p>` : ""}
+<form method="post" action="/console/p/${p.id}/webhooks" class="stack">
+<input type="hidden" name="csrf" value="${pc.csrf}">
+<div class="field"><label for="wh-url">URL</label><input id="wh-url" name="url" type="url" required spellcheck="false" autocomplete="off" value="${form.url ?? ""}" placeholder="https://example.com/hooks/agentwallet"></div>
+<fieldset><legend>Events (none ticked: every event)</legend>
+${types.map((t) => html`<label class="check"><input type="checkbox" name="event_${t}"${form.events?.includes(t) ? raw(" checked") : ""}> ${t}</label>`)}
+</fieldset>
+<button type="submit">Add endpoint</button>
+</form>`
+  : ""}`,
+  );
+}
+
+export function webhookCreatedPage(pc: PageContext, e: WebhookEndpoint, secret: string): Html {
+  const p = pc.project!;
+  return layout(
+    pc,
+    `${p.name} — webhook endpoint added`,
+    html`<h1>Endpoint added</h1>
+<p class="notice warn" role="status">Copy the signing secret now: it is shown only this once (it is stored encrypted).</p>
+<p>Deliveries to <span class="address">${e.url}</span> (${e.events ? e.events.join(", ") : "every event"}) are signed with:</p>
+<h2 id="secret-h">Signing secret</h2>
+<pre class="snippet address" id="webhook-secret" aria-labelledby="secret-h" tabindex="0">${secret}</pre>
+<button type="button" class="secondary" data-copy="webhook-secret" hidden>Copy secret</button>
+<p><a href="/console/p/${p.id}/webhooks/${e.id}">This endpoint's deliveries</a> · <a href="/console/p/${p.id}/webhooks">All endpoints</a></p>`,
+  );
+}
+
+export function webhookPage(pc: PageContext, e: WebhookEndpoint, deliveries: WebhookDelivery[], notice?: string): Html {
+  const p = pc.project!;
+  return layout(
+    pc,
+    `${p.name} — webhook endpoint`,
+    html`<h1>Webhook endpoint</h1>
+${notice ? html`<p class="notice" role="status">${notice}</p>` : ""}
+<dl class="facts">
+<dt>URL</dt><dd class="address">${e.url}</dd>
+<dt>Id</dt><dd class="address">${e.id}</dd>
+<dt>Events</dt><dd>${e.events ? e.events.join(", ") : "every event"}</dd>
+<dt>State</dt><dd>${endpointState(e)}</dd>
+<dt>Created</dt><dd>${formatTime(e.created_at)}</dd>
+</dl>
+${canManage(pc)
+  ? html`<div class="actions">${e.state === "disabled"
+      ? html`<form method="post" action="/console/p/${p.id}/webhooks/${e.id}/enable"><input type="hidden" name="csrf" value="${pc.csrf}"><button type="submit">Enable again</button></form>`
+      : ""}<form method="post" action="/console/p/${p.id}/webhooks/${e.id}/delete"><input type="hidden" name="csrf" value="${pc.csrf}"><button type="submit" class="danger">Delete endpoint</button></form></div>`
+  : ""}
+<h2>Recent deliveries</h2>
+${deliveries.length ? deliveryTable(pc, deliveries, false) : html`<p>No deliveries yet.</p>`}
+<p><a href="/console/p/${p.id}/webhooks">All endpoints</a></p>`,
   );
 }
 

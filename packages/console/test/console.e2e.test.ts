@@ -19,12 +19,22 @@ afterAll(async () => {
   await server?.stop();
 });
 
+/** Session cookies by token: a token signs in through the form once, later contexts reuse its session (sign-ins are rate-limited). */
+const sessions = new Map<string, Awaited<ReturnType<BrowserContext["cookies"]>>>();
+
 async function signInWithToken(context: BrowserContext, token: string): Promise<Page> {
   const page = await context.newPage();
-  await page.goto(`${server.baseUrl}/console`);
+  const known = sessions.get(token);
+  if (known) {
+    await context.addCookies(known);
+    await page.goto(`${server.baseUrl}/console`);
+    if (/\/console\/p\/prj_/.test(page.url())) return page;
+  }
+  await page.goto(`${server.baseUrl}/console/signin`);
   await page.getByLabel("Project API token").fill(token);
   await page.getByRole("button", { name: "Sign in with token" }).click();
   await page.waitForURL(/\/console\/p\/prj_/);
+  sessions.set(token, await context.cookies());
   return page;
 }
 
@@ -430,5 +440,84 @@ describe("console approvals", () => {
     await page.goto(`${server.baseUrl}/console/p/${server.projectId}/transactions/${String(b.body.id)}`);
     await expect(page.locator("ol.history").textContent()).resolves.toContain("Failed (approval_denied)");
     await context.close();
+  });
+});
+
+describe("console webhooks", () => {
+  it("adds an endpoint (secret shown once), shows deliveries with their attempts on it and on the transaction, redelivers, deletes", async () => {
+    const { createServer } = await import("node:http");
+    const received: { id: string; type: string }[] = [];
+    const receiver = createServer((req, res) => {
+      let body = "";
+      req.on("data", (c: Buffer) => (body += c.toString()));
+      req.on("end", () => {
+        received.push({ id: String(req.headers["webhook-id"]), type: (JSON.parse(body) as { type: string }).type });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`;
+    const waitFor = async (what: string, ok: () => boolean) => {
+      for (let i = 0; i < 150 && !ok(); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(ok(), what).toBe(true);
+    };
+    try {
+      const context = await browser.newContext({ bypassCSP: true, viewport: { width: 375, height: 800 } });
+      const page = await signInWithToken(context, server.token);
+      await page.getByRole("link", { name: "Webhooks" }).click();
+      await page.getByLabel("URL").fill(url);
+      await page.getByLabel("payment.completed").check();
+      await page.getByRole("button", { name: "Add endpoint" }).click();
+      await expect(page.locator("#webhook-secret").textContent()).resolves.toMatch(/^whsec_/);
+      await expectAccessible(page, "webhook-created-375");
+
+      await server.fund(2_000_000n);
+      const paid = await api("/v1/pay", server.token, { recipient: RECIPIENT, amount_usd: 0.5 });
+      expect(paid.status).toBe(201);
+      await waitFor("payment.completed delivered", () => received.some((r) => r.type === "payment.completed"));
+      await page.getByRole("link", { name: "This endpoint's deliveries" }).click();
+      let table = "";
+      for (let i = 0; i < 50 && !/delivered/.test(table); i++) {
+        await page.reload();
+        table = (await page.locator("main").textContent())!;
+      }
+      expect(table).toMatch(/payment\.completed.*delivered\s*1\s*.*HTTP 204/s);
+      await expectAccessible(page, "webhook-375");
+
+      // The transaction's page lists its delivery; redeliver sends the same event (same webhook-id) again.
+      await page.goto(`${server.baseUrl}/console/p/${server.projectId}/transactions/${String(paid.body.id)}`);
+      await expect(page.locator("main").textContent()).resolves.toContain("Webhook deliveries");
+      const before = received.length;
+      const eventId = received.find((r) => r.type === "payment.completed")!.id;
+      await page.getByRole("button", { name: /^Redeliver payment\.completed/ }).click();
+      await page.getByText("Sent again: 1 delivery(ies) scheduled now.").waitFor();
+      await waitFor("redelivered", () => received.length > before);
+      expect(received[received.length - 1]!.id).toBe(eventId);
+      await expectAccessible(page, "transaction-webhooks-375");
+
+      // A read token sees endpoints but cannot add, delete or redeliver.
+      const readContext = await browser.newContext();
+      const reader = await signInWithToken(readContext, await server.createToken(["read"]));
+      await reader.goto(`${server.baseUrl}/console/p/${server.projectId}/webhooks`);
+      await expect(reader.getByRole("button", { name: "Add endpoint" }).count()).resolves.toBe(0);
+      const endpointId = (await server.server.ctx.ledger.webhooks.listEndpoints(server.projectId))[0]!.id;
+      const csrf = (await reader.locator('meta[name="csrf-token"]').getAttribute("content"))!;
+      const base = `${server.baseUrl}/console/p/${server.projectId}/webhooks`;
+      const forged = [
+        await reader.request.post(base, { form: { csrf, url: "http://127.0.0.1:9/x" }, maxRedirects: 0 }),
+        await reader.request.post(`${base}/${endpointId}/delete`, { form: { csrf }, maxRedirects: 0 }),
+        await reader.request.post(`${base}/events/${eventId}/redeliver`, { form: { csrf }, maxRedirects: 0 }),
+      ];
+      expect(forged.map((r) => r.status())).toEqual([403, 403, 403]);
+      await readContext.close();
+
+      await page.goto(`${base}/${endpointId}`);
+      await page.getByRole("button", { name: "Delete endpoint" }).click();
+      await page.getByText("Endpoint deleted").waitFor();
+      expect(await server.server.ctx.ledger.webhooks.listEndpoints(server.projectId)).toEqual([]);
+      await context.close();
+    } finally {
+      receiver.close();
+    }
   });
 });

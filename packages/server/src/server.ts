@@ -180,7 +180,10 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
   const sandboxChain = chain?.sandbox;
   const app = createApp(ctx, {
     metrics,
-    console: sandboxChain ? { fundSandbox: async (projectId, amountMicros) => void (await sandboxChain.mint((await ctx.ledger.getProject(projectId))!.wallet_address as Hex, amountMicros)) } : {},
+    console: {
+      webhookSecretKey: () => loadWebhookSecretKey(config),
+      ...(sandboxChain ? { fundSandbox: async (projectId: string, amountMicros: bigint) => void (await sandboxChain.mint((await ctx.ledger.getProject(projectId))!.wallet_address as Hex, amountMicros)) } : {}),
+    },
   });
   const address = await app.listen({ port: config.port, host: config.host });
   const baseUrl = config.publicBaseUrl ?? address;

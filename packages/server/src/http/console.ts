@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import type { Permission } from "@agentwallet/api";
-import { type ApprovalItem, type ConsoleBackend, type DailySpend, type HistoryEntry, type TokenSummary, type Viewer, registerConsole } from "@agentwallet/console";
+import { type ApprovalItem, type ConsoleBackend, type DailySpend, type HistoryEntry, type WebhookDelivery, type TokenSummary, type Viewer, registerConsole } from "@agentwallet/console";
 import type { FastifyInstance } from "fastify";
 import type { AppContext } from "../context.ts";
 import { getDepositAddress } from "../services/getDepositAddress.ts";
@@ -22,12 +22,16 @@ import { decidePayment } from "../services/approvals.ts";
 import { parseControls } from "../domain/spending.ts";
 import type { PaymentRow } from "../ledger/store.ts";
 import { checkAdminCredential } from "../services/adminCredentials.ts";
+import { WEBHOOK_EVENT_TYPES } from "../ledger/webhookOutbox.ts";
+import { createWebhookEndpoint, endpointJson, listWebhookDeliveries, redeliverWebhookEvent } from "../services/webhooks/endpoints.ts";
 
 /** A console session lasts 12 hours; a sign-in code printed by the sandbox banner, 24 hours and one use. */
 const SESSION_MS = 12 * 3_600_000;
 export const SIGNIN_CODE_MS = 24 * 3_600_000;
 
 export type ConsoleAppOptions = {
+  /** The key webhook signing secrets are sealed with (deps.ts loadWebhookSecretKey); without it the console creates no endpoints. */
+  webhookSecretKey?: () => Uint8Array;
   /** Sandbox: mint test USDC to a project's deposit wallet (the watcher credits it as any deposit). */
   fundSandbox?: (projectId: string, amountMicros: bigint) => Promise<void>;
 };
@@ -255,6 +259,44 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
       if (!p || p.project_id !== projectId) return { ok: false, detail: "There is no such payment in this project." };
       const out = await decidePayment(ctx, paymentId, decision, who);
       return out.kind === "decided" ? { ok: true } : { ok: false, detail: `This payment no longer waits for approval: ${out.detail}.` };
+    },
+    webhookEventTypes: WEBHOOK_EVENT_TYPES,
+    async listWebhooks(projectId) {
+      return (await ctx.ledger.webhooks.listEndpoints(projectId)).map(endpointJson);
+    },
+    async getWebhook(projectId, endpointId) {
+      const e = await ctx.ledger.webhooks.getEndpoint(endpointId);
+      if (!e || e.project_id !== projectId) return null;
+      const deliveries = await listWebhookDeliveries(ctx.ledger, endpointId, 50);
+      return { endpoint: endpointJson(e), deliveries: deliveries.map((d) => ({ ...d, endpoint_id: e.id, url: e.url }) as WebhookDelivery) };
+    },
+    async transactionDeliveries(projectId, transactionId) {
+      return (await ctx.ledger.webhooks.listDeliveriesOf(projectId, transactionId, 50)) as WebhookDelivery[];
+    },
+    async createWebhook(viewer, projectId, input) {
+      await requireManage(viewer, projectId);
+      if (!options.webhookSecretKey) throw new ApiError(400, "webhook_url_invalid", "This server was started without the key webhook secrets are sealed with; create endpoints with `agentwallet webhooks create`.");
+      const { endpoint, secret } = await createWebhookEndpoint(
+        { ledger: ctx.ledger, clock: ctx.clock, newId: ctx.newId, mode: ctx.config.mode, secretKey: options.webhookSecretKey },
+        { projectId, url: input.url, events: input.events },
+      );
+      return { endpoint: endpointJson(endpoint), secret };
+    },
+    async deleteWebhook(viewer, projectId, endpointId) {
+      await requireManage(viewer, projectId);
+      const e = await ctx.ledger.webhooks.getEndpoint(endpointId);
+      return !!e && e.project_id === projectId && (await ctx.ledger.webhooks.deleteEndpoint(endpointId, now()));
+    },
+    async enableWebhook(viewer, projectId, endpointId) {
+      await requireManage(viewer, projectId);
+      const e = await ctx.ledger.webhooks.getEndpoint(endpointId);
+      return !!e && e.project_id === projectId && (await ctx.ledger.webhooks.enableEndpoint(endpointId, now()));
+    },
+    async redeliverWebhook(viewer, projectId, eventId) {
+      await requireManage(viewer, projectId);
+      const event = await ctx.ledger.webhooks.getEvent(eventId);
+      if (!event || event.project_id !== projectId) return null;
+      return redeliverWebhookEvent(ctx, eventId);
     },
     ...(options.fundSandbox
       ? {

@@ -249,6 +249,13 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    "0017_webhook_event_objects": {
+      // A transaction's webhook deliveries (the console's transaction page): the outbox by object. Numbered
+      // after 0016 so a database that ran 0016 takes it in order.
+      async up(db: Kysely<any>) {
+        await db.schema.createIndex("webhook_outbox_object").on("webhook_outbox").columns(["project_id", "object_id"]).execute();
+      },
+    },
     "0007_spending_controls": {
       // Spending controls (ledger/spending.ts): controls on tokens and projects, window counters moved
       // in the hold's write, the windows each payment was counted in (given back when it fails or is

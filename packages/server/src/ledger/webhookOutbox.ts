@@ -175,6 +175,20 @@ export class WebhookOutbox {
       .execute();
   }
 
+  /** The deliveries of a project's events about one object (a payment's or a deposit's transaction id), newest first. */
+  listDeliveriesOf(projectId: string, objectId: string, limit: number) {
+    return this.db
+      .selectFrom("webhook_outbox as o")
+      .innerJoin("webhook_deliveries as d", "d.event_id", "o.id")
+      .innerJoin("webhook_endpoints as e", "e.id", "d.endpoint_id")
+      .select(["d.event_id", "d.endpoint_id", "e.url", "o.type", "o.object_id", "o.occurred_at", "d.state", "d.attempts", "d.next_attempt_at", "d.last_attempt_at", "d.last_status", "d.last_error", "d.delivered_at"])
+      .where("o.project_id", "=", projectId)
+      .where("o.object_id", "=", objectId)
+      .orderBy("o.seq", "desc")
+      .limit(limit)
+      .execute();
+  }
+
   getEvent(id: string) {
     return this.db.selectFrom("webhook_outbox").selectAll().where("id", "=", id).executeTakeFirst();
   }
