@@ -16,8 +16,8 @@ import { cursorOf } from "../ledger/transactionReads.ts";
 import { ApiError, badRequest } from "../domain/errors.ts";
 import { parseListQuery } from "./listQuery.ts";
 import { hashToken, isWellFormedToken } from "../tokens.ts";
-import { createToken, mayManageProject } from "../services/tokens.ts";
-import { bankKeyOf, controlsColumn, getLimits, parseControlsInput, renderControls, updateTokenControls } from "../services/spendingControls.ts";
+import { issueToken, mayManageProject, revokeToken } from "../services/tokens.ts";
+import { getLimits, renderControls, updateTokenControls } from "../services/spendingControls.ts";
 import { decidePayment } from "../services/approvals.ts";
 import { parseControls } from "../domain/spending.ts";
 import type { PaymentRow } from "../ledger/store.ts";
@@ -204,16 +204,15 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
     },
     async createToken(viewer, projectId, input) {
       await requireManage(viewer, projectId);
-      // Controls first: a token is never issued without the controls it was asked with.
-      const column = controlsColumn(parseControlsInput(input.controls, bankKeyOf(ctx)));
-      const created = await createToken(ctx, {
+      // The service the CLI and the admin API issue tokens with: the token and its controls written together.
+      const issued = await issueToken(ctx, {
         projectId,
         permissions: input.permissions,
         mode: ctx.config.mode === "live" ? "live" : "test",
         ...(input.expiresInDays ? { expiresInMs: input.expiresInDays * 86_400_000 } : {}),
+        controls: input.controls,
       });
-      if (column) await ctx.ledger.setSpendingControls("token", created.id, column);
-      return created;
+      return { id: issued.id, token: issued.token, permissions: issued.permissions as Permission[], expires_at: issued.expires_at };
     },
     async updateTokenControls(viewer, projectId, tokenId, controls) {
       await requireManage(viewer, projectId);
@@ -224,8 +223,9 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
     async revokeToken(viewer, projectId, tokenId) {
       await requireManage(viewer, projectId);
       const t = await ctx.ledger.getToken(tokenId);
-      if (!t || t.project_id !== projectId) return false;
-      return ctx.ledger.revokeToken(tokenId);
+      if (!t || t.project_id !== projectId || t.revoked_at) return false;
+      await revokeToken(ctx, tokenId);
+      return true;
     },
     async listApprovals(projectId) {
       const [awaiting, decided, tokens] = await Promise.all([
