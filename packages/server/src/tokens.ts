@@ -68,10 +68,6 @@ export function isWellFormedToken(token: string): boolean {
   return checksum(`aw_${m[1]}_${m[2]}`) === m[3];
 }
 
-export function tokenMode(token: string): TokenMode | undefined {
-  return TOKEN_PATTERN.exec(token)?.[1] as TokenMode | undefined;
-}
-
 export function hashToken(token: string): string {
   return createHash("sha256").update(token, "utf8").digest("hex");
 }
