@@ -82,6 +82,8 @@ export function createWalletClient(options: WalletClientOptions) {
   return {
     getBalance: () => call("GET", "/v1/balance", s.Balance),
     getDepositAddress: () => call("GET", "/v1/stablecoin/address", s.DepositAddress),
+    /** The token's spending controls (and its project's), with spent and remaining per window. */
+    getLimits: () => call("GET", "/v1/limits", s.Limits),
     listTransactions: (query: ListTransactionsParams = {}) => {
       const params = new URLSearchParams();
       if (query.limit !== undefined) params.set("limit", String(query.limit));

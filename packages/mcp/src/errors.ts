@@ -85,6 +85,13 @@ function nextStep(error: WalletApiError, ctx: ToolContext, failure: FailureConte
       "token in this MCP server's configuration; retrying will not help."
     );
   }
+  if (status === 403 && ["spending_limit_exceeded", "recipient_not_allowed", "rail_not_allowed", "approval_required"].includes(code)) {
+    return (
+      "a spending control of this token refused the payment, as the message says; nothing was paid. Pay within it " +
+      "(get_spending_limits shows what remains), wait for the next window, or ask the user to change the limits; " +
+      "retrying the same payment will not help."
+    );
+  }
   if (status === 403) {
     return (
       "this token does not allow the operation (payments need the `pay` permission, URL recipients `x402` as well) or " +

@@ -13,7 +13,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { mcpLimits } from "./config.ts";
 import { AutoIdempotencyKeys } from "./idempotency.ts";
-import { createWalletMcpServer, type WalletMcpDeps } from "./server.ts";
+import { startWalletMcpServer, type WalletMcpDeps } from "./server.ts";
 
 export type HttpServerOptions = {
   port: number;
@@ -75,7 +75,7 @@ export async function startHttpServer(deps: WalletMcpDeps, options: HttpServerOp
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);
     };
-    await createWalletMcpServer(shared).connect(transport);
+    await (await startWalletMcpServer(shared)).connect(transport);
     await transport.handleRequest(req, res, body);
   }
 

@@ -6,7 +6,7 @@
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { ConfigError, loadConfig, type McpConfig } from "./config.ts";
 import { isLoopback, startHttpServer } from "./http.ts";
-import { createWalletMcpServer, enabledTools, serverVersion } from "./server.ts";
+import { enabledTools, serverVersion, startWalletMcpServer } from "./server.ts";
 
 const usage = `Usage: agentwallet-mcp [--http PORT [--host HOST]]
 
@@ -16,7 +16,7 @@ http://HOST:PORT/mcp with --http (HOST defaults to 127.0.0.1).
 Environment:
   AGENTWALLET_API_TOKEN          API token (required); the tools have its permissions
   AGENTWALLET_BASE_URL           API base address (default: the built-in public address)
-  AGENTWALLET_READ_ONLY=1        register only get_balance, list_transactions, get_usdc_deposit_address
+  AGENTWALLET_READ_ONLY=1        register only get_balance, list_transactions, get_usdc_deposit_address, get_spending_limits
   AGENTWALLET_MAX_PAYMENT_USD    refuse any single payment above this many US dollars
   AGENTWALLET_CONFIRM_ABOVE_USD  ask the user to confirm payments above this (default 10), if the client can
   AGENTWALLET_TIMEOUT_MS         deadline of every API call (default 45000)
@@ -69,7 +69,7 @@ async function main(): Promise<void> {
   const tools = enabledTools(config).map((tool) => tool.name);
   const mode = config.readOnly ? "read-only, " : "";
   if (args.httpPort === undefined) {
-    await createWalletMcpServer({ config }).connect(new StdioServerTransport());
+    await (await startWalletMcpServer({ config })).connect(new StdioServerTransport());
     process.stderr.write(`agentwallet-mcp: ${mode}${tools.length} tools over stdio for ${config.baseUrl}\n`);
     return;
   }

@@ -200,6 +200,34 @@ describe("against the real Agent Wallet server", () => {
       await http.stop();
     }
   });
+
+  test("behavior: the pay description names the token's limits, get_spending_limits shows what remains, and a refused pay is a tool error with the API's detail", async () => {
+    const { issueToken } = await import("../../server/src/services/tokens.ts");
+    const controls = { spending_limits: [{ amount_usd: 2, interval: "per_payment" as const }, { amount_usd: 5, interval: "daily" as const }], allowed_rails: ["usdc_transfer" as const] };
+    const limited = await issueToken(server.server.ctx, { projectId: server.projectId, permissions: ["read", "pay"], mode: "test", controls });
+    const limitedSession = await connectStdio({ AGENTWALLET_API_TOKEN: limited.token, AGENTWALLET_BASE_URL: server.baseUrl });
+    try {
+      const payTool = (await limitedSession.client.listTools()).tools.find((tool) => tool.name === "pay")!;
+      expect(payTool.description).toContain("this token pays at most $2.00 per payment; at most $5.00 per UTC day; only by usdc_transfer");
+      const paid = await limitedSession.client.callTool({ name: "pay", arguments: { recipient: randomAddress(), amount_usd: 1.5 } });
+      expect(paid.isError, textOf(paid)).toBeFalsy();
+
+      const limits = await limitedSession.client.callTool({ name: "get_spending_limits", arguments: {} });
+      expect(limits.isError, textOf(limits)).toBeFalsy();
+      expect(limits.structuredContent).toEqual((await createWalletClient({ baseUrl: server.baseUrl, token: limited.token }).getLimits()).data);
+      expect(limits.structuredContent).toMatchObject({ project: null, windows: [{ scope: "token", interval: "daily", limit_usd: 5, spent_usd: 1.5, remaining_usd: 3.5 }] });
+
+      const refused = await limitedSession.client.callTool({ name: "pay", arguments: { recipient: randomAddress(), amount_usd: 3 } });
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toContain("HTTP 403: Spending limit exceeded: this token's per_payment limit is 2.000000 USD and this payment is 3.000000 USD.");
+      expect(textOf(refused)).toContain("get_spending_limits shows what remains");
+    } finally {
+      await limitedSession.close();
+    }
+    // The harness token has no controls, and its project none: the description says so.
+    const unlimited = (await session.client.listTools()).tools.find((tool) => tool.name === "pay")!;
+    expect(unlimited.description).toContain("Spending limits: none on this token or its project");
+  });
 });
 
 /** A payment without the fields that move on after creation (status, on-chain hash, proxied reply headers). */

@@ -4,7 +4,7 @@
  * against the real server are in e2e.test.ts.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
-import { connectStdio, fakeToken, recordingApi, textOf, type CannedReply, type RecordedRequest } from "./helpers.ts";
+import { connectStdio as connectBin, fakeToken, recordingApi, textOf, type CannedReply, type RecordedRequest } from "./helpers.ts";
 
 const address = `0x${"ab".repeat(20)}`;
 const bank = { name: "Jane Doe", account_number: "000123456789", routing_number: "021000021" };
@@ -25,6 +25,17 @@ afterEach(() => {
 reply = notCalled;
 
 const baseEnv = () => ({ AGENTWALLET_API_TOKEN: fakeToken, AGENTWALLET_BASE_URL: api.baseUrl });
+
+/**
+ * Starts the bin and sets aside its one start-up request, the read of GET /v1/limits for the `pay` tool's
+ * description (src/limits.ts): what the tests below count is what tool calls send.
+ */
+async function connectStdio(...args: Parameters<typeof connectBin>): ReturnType<typeof connectBin> {
+  const session = await connectBin(...args);
+  expect(api.requests.map((request) => [request.method, request.path])).toEqual([["GET", "/v1/limits"]]);
+  api.requests.length = 0;
+  return session;
+}
 
 describe("cap: AGENTWALLET_MAX_PAYMENT_USD", () => {
   let session: Awaited<ReturnType<typeof connectStdio>>;

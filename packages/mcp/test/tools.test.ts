@@ -11,11 +11,12 @@ const specTools = [
   "list_transactions",
   "pay",
   "get_usdc_deposit_address",
+  "get_spending_limits",
   "send_payment",
   "x402_pay",
   "send_usdc",
 ];
-const readTools = ["get_balance", "list_transactions", "get_usdc_deposit_address"];
+const readTools = ["get_balance", "list_transactions", "get_usdc_deposit_address", "get_spending_limits"];
 const deprecatedTools = ["send_payment", "x402_pay", "send_usdc"];
 
 // No API is reached by listing; a closed port makes sure nothing else would answer.
@@ -31,7 +32,7 @@ describe("tools/list", () => {
   });
   afterAll(() => session.close());
 
-  test("default: the seven tools of the spec's table, in its order", () => {
+  test("default: the seven tools of the spec's table, in its order, and get_spending_limits before the deprecated ones", () => {
     expect(tools.map((tool) => tool.name)).toEqual(specTools);
   });
 

@@ -1,6 +1,7 @@
-/** Every tool, in the order of the spec's tool table (the deprecated ones last). */
+/** Every tool, in the order of the spec's tool table, then get_spending_limits (the deprecated ones last). */
 import { getBalance } from "./getBalance.ts";
 import { getUsdcDepositAddress } from "./getUsdcDepositAddress.ts";
+import { getSpendingLimits } from "./getSpendingLimits.ts";
 import { listTransactions } from "./listTransactions.ts";
 import { pay } from "./pay.ts";
 import { sendPayment } from "./sendPayment.ts";
@@ -13,6 +14,7 @@ export const walletTools: readonly WalletTool[] = [
   listTransactions,
   pay,
   getUsdcDepositAddress,
+  getSpendingLimits,
   sendPayment,
   x402Pay,
   sendUsdc,
