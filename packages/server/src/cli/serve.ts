@@ -55,6 +55,8 @@ Agent Wallet sandbox is running.
   Console          ${consoleUrl}
                    (a one-time sign-in link to the demo project, valid 24 h)
   Database         ${database}
+  Webhooks         npm run -s agentwallet -- webhooks create --project ${demo.projectId} --url http://127.0.0.1:4000/
+                   (sends the project's events to a local receiver: README, "Webhooks")
 
 Try:
   curl -s ${baseUrl}/v1/balance -H "Authorization: Bearer ${demo.token}"

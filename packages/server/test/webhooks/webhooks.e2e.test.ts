@@ -2,6 +2,9 @@
 // gets every event of a deposit, a USDC payment and a bank payment that is returned, each signed per
 // Standard Webhooks (verified with the `standardwebhooks` package), retried after growing delays of the
 // injected clock, each carrying the transaction as GET /v1/transactions/{id} shows it.
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { loadWebhookSecretKey } from "../../src/deps.ts";
@@ -10,9 +13,11 @@ import { SANDBOX_RETURN_ACCOUNT } from "../../src/rails/fiat/sandboxProvider.ts"
 import { createWebhookEndpoint } from "../../src/services/webhooks/endpoints.ts";
 import { type TestServer, startTestServer } from "../../src/testing/harness.ts";
 import { RETRY_SCHEDULE_MS } from "../../src/workers/webhookDelivery.ts";
+import { freePort } from "../support/net.ts";
 import { poll } from "../support/poll.ts";
 import { startReceiver } from "../support/webhookReceiver.ts";
 
+const root = resolve(import.meta.dirname, "../../../..");
 const recipient: Address = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
 describe("webhooks to a client's receiver (sandbox server, real chain)", () => {
@@ -80,5 +85,29 @@ describe("webhooks to a client's receiver (sandbox server, real chain)", () => {
     expect(last("deposit.credited", deposit)).toEqual((await call("GET", `/v1/transactions/${deposit}`)).json);
     expect(last("deposit.pending", deposit)).toMatchObject({ id: deposit, type: "usdc_fund", status: "pending", amount: 20_000_000 });
     expect(last("payment.created", bank.json.id)).toMatchObject({ id: bank.json.id, status: "pending", rail: "fiat", recipient: "Returns Co (account ending " + SANDBOX_RETURN_ACCOUNT.slice(-4) + ")" });
+  });
+
+  test("behavior: the README's receiver, run as written, verifies and prints an event", async () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("## Webhooks"), readme.indexOf("\n## ", readme.indexOf("## Webhooks") + 1));
+    const code = /```js\n([\s\S]*?)```/.exec(section)![1]!;
+    const port = await freePort();
+    const ctx = s.server.ctx;
+    offsetMs = 0; // the receiver checks the signature's time against its own clock
+    const { secret } = await createWebhookEndpoint({ ledger: ctx.ledger, clock, newId, mode: "sandbox", secretKey: () => loadWebhookSecretKey(ctx.config) }, { projectId: s.projectId, url: `http://127.0.0.1:${port}/`, events: ["deposit.credited"] });
+    // Run from the repository, where `standardwebhooks` resolves as it would after `npm install standardwebhooks`.
+    const child = spawn(process.execPath, ["--input-type=module", "-e", code.replace("listen(4000)", `listen(${port})`)], { cwd: root, env: { ...process.env, WEBHOOK_SECRET: secret }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    try {
+      // Unsigned: refused.
+      await poll("the receiver listening", async () => (await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: "{}" }).catch(() => undefined))?.status === 400 ? true : undefined);
+      await s.fund(1_000_000n);
+      const line = await poll("the receiver's line", async () => /deposit\.credited (txn_\S+) completed/.exec(out) ?? undefined);
+      expect((await call("GET", `/v1/transactions/${line[1]}`)).json).toMatchObject({ type: "usdc_fund", amount: 1_000_000, status: "completed" });
+    } finally {
+      child.kill();
+    }
   });
 });
