@@ -43,6 +43,14 @@ export type ClaimedDelivery = WebhookDeliveryRow & {
   secret_box: string;
 };
 
+/** What one attempt came to (workers/webhookDelivery.ts). */
+export type AttemptOutcome = {
+  eventId: string;
+  endpointId: string;
+  at: string;
+  status: number | null;
+} & ({ delivered: true } | { delivered: false; error: string; nextAttemptAt: string | null; disableIfFailingSince?: string });
+
 /** The endpoint wants the event: it names no events (all), or names this one. `events` is stored as ",a,b,". */
 const wants = (endpoint: string, type: string) => `(${endpoint}.events is null or instr(${endpoint}.events, ',' || ${type} || ',') > 0)`;
 const wantsPg = (endpoint: string, type: string) => `(${endpoint}.events is null or position(',' || ${type} || ',' in ${endpoint}.events) > 0)`;
@@ -235,58 +243,59 @@ export class WebhookOutbox {
       .execute()) as ClaimedDelivery[];
   }
 
-  /** Keeps the first rendering of an event's payload, so every endpoint and every attempt gets the same bytes. */
-  async storePayload(eventId: string, payload: string): Promise<string> {
-    await this.db.updateTable("webhook_outbox").set({ payload }).where("id", "=", eventId).where("payload", "is", null).execute();
-    const row = await this.db.selectFrom("webhook_outbox").select("payload").where("id", "=", eventId).executeTakeFirstOrThrow();
-    return row.payload!;
-  }
-
-  /** A 2xx answer: delivered, and the endpoint is healthy again. Only the lease holder records it. */
-  async recordSuccess(d: { event_id: string; endpoint_id: string }, owner: string, status: number, at: string): Promise<boolean> {
+  /**
+   * Keeps the first rendering of each event's payload, so every endpoint and every attempt gets the
+   * same bytes; answers the payload stored for each (another process's, if it rendered first).
+   */
+  async storePayloads(rendered: { eventId: string; payload: string }[]): Promise<Map<string, string>> {
+    if (rendered.length === 0) return new Map();
     return this.db.transaction().execute(async (trx) => {
-      const r = await trx
-        .updateTable("webhook_deliveries")
-        .set({ state: "delivered", delivered_at: at, last_status: status, last_error: null, lease_owner: null, lease_until: null })
-        .where("event_id", "=", d.event_id)
-        .where("endpoint_id", "=", d.endpoint_id)
-        .where("lease_owner", "=", owner)
-        .executeTakeFirst();
-      if (r.numUpdatedRows === 0n) return false;
-      await trx.updateTable("webhook_endpoints").set({ failing_since: null }).where("id", "=", d.endpoint_id).where("failing_since", "is not", null).execute();
-      return true;
+      for (const r of rendered) await trx.updateTable("webhook_outbox").set({ payload: r.payload }).where("id", "=", r.eventId).where("payload", "is", null).execute();
+      const rows = await trx.selectFrom("webhook_outbox").select(["id", "payload"]).where("id", "in", rendered.map((r) => r.eventId)).execute();
+      return new Map(rows.map((r) => [r.id, r.payload!]));
     });
   }
 
   /**
-   * A failed attempt: the next is due at `nextAttemptAt`, or with none the delivery has failed. The
-   * endpoint's failing streak starts now if it was healthy. With `disableIfFailingSince`, an endpoint
-   * failing since that time or earlier is disabled (returned true).
+   * Records the outcomes of several attempts in one write, each only if `owner` still holds its lease.
+   * A 2xx (`nextAttemptAt` unused) delivers and makes the endpoint healthy again. A failure schedules
+   * the next attempt at `nextAttemptAt`, or with none fails the delivery; the endpoint's failing streak
+   * starts then if it was healthy, and with `disableIfFailingSince` an endpoint failing since that time
+   * or earlier is disabled. Answers, per outcome, whether it disabled its endpoint.
    */
-  async recordFailure(
-    d: { event_id: string; endpoint_id: string },
-    owner: string,
-    r: { status: number | null; error: string; at: string; nextAttemptAt: string | null; disableIfFailingSince?: string },
-  ): Promise<{ disabled: boolean }> {
+  async recordOutcomes(owner: string, outcomes: AttemptOutcome[]): Promise<{ disabled: boolean }[]> {
+    if (outcomes.length === 0) return [];
     return this.db.transaction().execute(async (trx) => {
-      const updated = await trx
-        .updateTable("webhook_deliveries")
-        .set({ state: r.nextAttemptAt ? "pending" : "failed", next_attempt_at: r.nextAttemptAt ?? r.at, last_status: r.status, last_error: r.error.slice(0, 300), lease_owner: null, lease_until: null })
-        .where("event_id", "=", d.event_id)
-        .where("endpoint_id", "=", d.endpoint_id)
-        .where("lease_owner", "=", owner)
-        .executeTakeFirst();
-      if (updated.numUpdatedRows === 0n) return { disabled: false };
-      await trx.updateTable("webhook_endpoints").set({ failing_since: r.at }).where("id", "=", d.endpoint_id).where("failing_since", "is", null).execute();
-      if (!r.disableIfFailingSince) return { disabled: false };
-      const off = await trx
-        .updateTable("webhook_endpoints")
-        .set({ disabled_at: r.at, disabled_reason: `every delivery failed since ${r.disableIfFailingSince} or earlier; last: ${r.error.slice(0, 200)}` })
-        .where("id", "=", d.endpoint_id)
-        .where("disabled_at", "is", null)
-        .where("failing_since", "<=", r.disableIfFailingSince)
-        .executeTakeFirst();
-      return { disabled: off.numUpdatedRows > 0n };
+      const answers: { disabled: boolean }[] = [];
+      for (const o of outcomes) {
+        const key = (q: any) => q.where("event_id", "=", o.eventId).where("endpoint_id", "=", o.endpointId).where("lease_owner", "=", owner);
+        const lease = { lease_owner: null, lease_until: null, last_status: o.status };
+        if (o.delivered) {
+          const r = await key(trx.updateTable("webhook_deliveries").set({ ...lease, state: "delivered", delivered_at: o.at, last_error: null })).executeTakeFirst();
+          if (r.numUpdatedRows > 0n) await trx.updateTable("webhook_endpoints").set({ failing_since: null }).where("id", "=", o.endpointId).where("failing_since", "is not", null).execute();
+          answers.push({ disabled: false });
+          continue;
+        }
+        const r = await key(trx.updateTable("webhook_deliveries").set({ ...lease, state: o.nextAttemptAt ? "pending" : "failed", next_attempt_at: o.nextAttemptAt ?? o.at, last_error: o.error.slice(0, 300) })).executeTakeFirst();
+        if (r.numUpdatedRows === 0n) {
+          answers.push({ disabled: false });
+          continue;
+        }
+        await trx.updateTable("webhook_endpoints").set({ failing_since: o.at }).where("id", "=", o.endpointId).where("failing_since", "is", null).execute();
+        if (!o.disableIfFailingSince) {
+          answers.push({ disabled: false });
+          continue;
+        }
+        const off = await trx
+          .updateTable("webhook_endpoints")
+          .set({ disabled_at: o.at, disabled_reason: `every delivery failed since ${o.disableIfFailingSince} or earlier; last: ${o.error.slice(0, 200)}` })
+          .where("id", "=", o.endpointId)
+          .where("disabled_at", "is", null)
+          .where("failing_since", "<=", o.disableIfFailingSince)
+          .executeTakeFirst();
+        answers.push({ disabled: off.numUpdatedRows > 0n });
+      }
+      return answers;
     });
   }
 

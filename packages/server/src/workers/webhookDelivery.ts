@@ -16,7 +16,8 @@
 import type { Logger } from "pino";
 import type { Clock } from "../ids.ts";
 import type { Ledger } from "../ledger/store.ts";
-import type { ClaimedDelivery } from "../ledger/webhookOutbox.ts";
+import { createCallBatcher } from "../ledger/batching.ts";
+import type { AttemptOutcome, ClaimedDelivery } from "../ledger/webhookOutbox.ts";
 import { checkAddress, ipLiteralFromHostname } from "../rails/ipPolicy.ts";
 import { type SafeFetch, createSafeFetcher } from "../rails/safeFetch.ts";
 import { isSafeFetchError } from "../rails/safeFetchErrors.ts";
@@ -50,7 +51,7 @@ export type WebhookDelivererOptions = {
   leaseMs: number;
   /** An endpoint failing this long when one of its deliveries gives up is disabled. */
   disableAfterFailingMs: number;
-  /** Called when a request finishes, so the loop can fill the freed slot at once. */
+  /** Called when half the slots are free again, so the loop can fill them at once. */
   onSlotFree?: () => void;
 };
 
@@ -62,56 +63,68 @@ export type WebhookDeliverer = {
   inFlight(): number;
 };
 
+/** Outcomes recorded in one write at most (the rest wait for the next). */
+const OUTCOMES_PER_WRITE_MAX = 64;
+/** Fetchers kept for reuse of their connections, one per set of allowed targets (sandbox: per loopback port). */
+const FETCHERS_MAX = 64;
+
 export function createWebhookDeliverer(ledger: Ledger, o: WebhookDelivererOptions): WebhookDeliverer {
   const running = new Set<Promise<void>>();
   const iso = (ms: number) => new Date(ms).toISOString();
+  // Outcomes finished together share one write (on SQLite, one commit): the delivery's cost is its request.
+  const record = createCallBatcher<"outcomes", AttemptOutcome, { disabled: boolean }>((_, outcomes) => ledger.webhooks.recordOutcomes(o.owner, outcomes), OUTCOMES_PER_WRITE_MAX);
+  const fetchers = new Map<string, SafeFetch>();
 
   async function tick(): Promise<number> {
     const free = o.maxInFlight - running.size;
     if (free <= 0) return 0;
     const now = o.clock().getTime();
     const claimed = await ledger.webhooks.claimDue(o.owner, iso(now), iso(now + o.leaseMs), free);
+    const bodies = await payloadsOf(claimed);
     for (const d of claimed) {
-      const p: Promise<void> = send(d)
+      const p: Promise<void> = attempt(d, bodies.get(d.event_id))
         .catch((err) => o.logger.error({ err, event_id: d.event_id, endpoint_id: d.endpoint_id }, "webhook delivery could not be recorded; its lease expires and it is sent again"))
         .finally(() => {
           running.delete(p);
-          o.onSlotFree?.();
+          // Refill once half the slots are free: a claim per finished request would cost a write each.
+          if (running.size <= o.maxInFlight / 2) o.onSlotFree?.();
         });
       running.add(p);
     }
     return claimed.length;
   }
 
-  async function send(d: ClaimedDelivery): Promise<void> {
-    let outcome: { status: number | null; error: string | null };
-    try {
-      const body = d.payload ?? (await ledger.webhooks.storePayload(d.event_id, await renderWebhookEvent(ledger.db, d)));
-      const secret = openSecret(o.secretKey, d.endpoint_id, d.secret_box);
-      const headers = { "content-type": "application/json", ...signWebhook(secret, d.event_id, Math.floor(o.clock().getTime() / 1000), body) };
-      const res = await fetcherFor(d.url)({ url: d.url, method: "POST", headers, body });
-      outcome = res.status >= 200 && res.status < 300 ? { status: res.status, error: null } : { status: res.status, error: `answered ${res.status}` };
-    } catch (err) {
-      if (isSafeFetchError(err)) {
-        // A 2xx whose body was too large still delivered.
-        const ok = err.status !== undefined && err.status >= 200 && err.status < 300;
-        outcome = { status: err.status ?? null, error: ok ? null : `${err.code}: ${err.message}` };
-      } else {
-        // Not the receiver's fault (a secret this key cannot open, a bug): logged, and retried like a failure.
-        o.logger.error({ err, event_id: d.event_id, endpoint_id: d.endpoint_id }, "webhook delivery failed before sending");
-        outcome = { status: null, error: `not sent: ${(err as Error).message}` };
+  /** Each claimed event's body: stored, or rendered now and stored (all in one write). */
+  async function payloadsOf(claimed: ClaimedDelivery[]): Promise<Map<string, string | Error>> {
+    const bodies = new Map<string, string | Error>();
+    const rendered: { eventId: string; payload: string }[] = [];
+    for (const d of claimed) {
+      if (bodies.has(d.event_id)) continue;
+      if (d.payload !== null) bodies.set(d.event_id, d.payload);
+      else {
+        try {
+          const payload = await renderWebhookEvent(ledger.db, d);
+          bodies.set(d.event_id, payload);
+          rendered.push({ eventId: d.event_id, payload });
+        } catch (err) {
+          bodies.set(d.event_id, err as Error);
+        }
       }
     }
+    for (const [id, payload] of await ledger.webhooks.storePayloads(rendered)) bodies.set(id, payload);
+    return bodies;
+  }
+
+  async function attempt(d: ClaimedDelivery, body: string | Error | undefined): Promise<void> {
+    const outcome = await send(d, body);
     const at = o.clock().getTime();
-    if (outcome.error === null) {
-      await ledger.webhooks.recordSuccess(d, o.owner, outcome.status!, iso(at));
-      return;
-    }
+    const base = { eventId: d.event_id, endpointId: d.endpoint_id, at: iso(at), status: outcome.status };
+    if (outcome.error === null) return void (await record("outcomes", { ...base, delivered: true }));
     const wait = RETRY_SCHEDULE_MS[d.attempts - 1];
-    const r = await ledger.webhooks.recordFailure(d, o.owner, {
-      status: outcome.status,
+    const r = await record("outcomes", {
+      ...base,
+      delivered: false,
       error: outcome.error,
-      at: iso(at),
       nextAttemptAt: wait === undefined ? null : iso(at + wait),
       disableIfFailingSince: wait === undefined ? iso(at - o.disableAfterFailingMs) : undefined,
     });
@@ -126,18 +139,41 @@ export function createWebhookDeliverer(ledger: Ledger, o: WebhookDelivererOption
     }
   }
 
+  /** One signed POST; its status, and an error unless it delivered. */
+  async function send(d: ClaimedDelivery, body: string | Error | undefined): Promise<{ status: number | null; error: string | null }> {
+    try {
+      // Impossible states (an event naming no transaction, a secret this key cannot open) are logged, and retried like a failure.
+      if (body === undefined || body instanceof Error) throw body ?? new Error(`no payload for ${d.event_id}`);
+      const secret = openSecret(o.secretKey, d.endpoint_id, d.secret_box);
+      const headers = { "content-type": "application/json", ...signWebhook(secret, d.event_id, Math.floor(o.clock().getTime() / 1000), body) };
+      const res = await fetcherFor(d.url)({ url: d.url, method: "POST", headers, body }, { reuseConnection: true });
+      return res.status >= 200 && res.status < 300 ? { status: res.status, error: null } : { status: res.status, error: `answered ${res.status}` };
+    } catch (err) {
+      if (isSafeFetchError(err)) {
+        // A 2xx whose body was too large still delivered.
+        const ok = err.status !== undefined && err.status >= 200 && err.status < 300;
+        return { status: err.status ?? null, error: ok ? null : `${err.code}: ${err.message}` };
+      }
+      o.logger.error({ err, event_id: d.event_id, endpoint_id: d.endpoint_id }, "webhook delivery failed before sending");
+      return { status: null, error: `not sent: ${(err as Error).message}` };
+    }
+  }
+
   /**
    * The fetcher for one URL: https and public addresses; in the sandbox also http, and a loopback
-   * receiver (allowed by its address and port, as the sandbox allows its own demo merchant).
+   * receiver (allowed by its address and port, as the sandbox allows its own demo merchant). Kept, so
+   * deliveries to one receiver reuse their connections.
    */
   function fetcherFor(url: string): SafeFetch {
-    return createSafeFetcher({
-      allowHttp: o.mode === "sandbox",
-      allowedTargets: o.mode === "sandbox" ? loopbackTargets(url) : [],
-      timeoutMs: o.timeoutMs,
-      maxResponseBytes: RESPONSE_BYTES_MAX,
-      userAgent: "agentwallet-webhooks/0.1",
-    });
+    const allowedTargets = o.mode === "sandbox" ? loopbackTargets(url) : [];
+    const key = allowedTargets.join(",");
+    let f = fetchers.get(key);
+    if (!f) {
+      if (fetchers.size >= FETCHERS_MAX) fetchers.clear();
+      f = createSafeFetcher({ allowHttp: o.mode === "sandbox", allowedTargets, timeoutMs: o.timeoutMs, maxResponseBytes: RESPONSE_BYTES_MAX, userAgent: "agentwallet-webhooks/0.1" });
+      fetchers.set(key, f);
+    }
+    return f;
   }
 
   return {
