@@ -4,16 +4,22 @@
  * on the same database, in one run. Reports payments accepted per second (201 answers under load),
  * settled per second (completed on-chain, from the first request to the last completion), and the
  * ratio of accepted to the ceiling (the mean of one measured before and one after). Target: accepted ≥ 0.5 × ceiling.
+ * Then the same load with a token under spending controls (a daily limit it never reaches and an
+ * allow-list that names the recipient), which the hold judges in its own write: target within 10 % of
+ * the run without controls.
  */
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import Fastify from "fastify";
 import { sql } from "kysely";
 import { openDb, type OpenedDb } from "../packages/server/src/ledger/db.ts";
+import { issueToken } from "../packages/server/src/services/tokens.ts";
 import { startTestServer } from "../packages/server/src/testing/harness.ts";
 import { type Cell, UsageError, log, machine, printTable, verdict, writeResult, benchDatabase } from "./lib.ts";
 
 const TARGET_ACCEPT_RATIO_MIN = 0.5;
+/** Accepted with controls over accepted without, at least. */
+const TARGET_CONTROLS_RATIO_MIN = 0.9;
 const RECIPIENT = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 /** 0.01 USDC per payment + 0.0002 fee. */
 const AMOUNT_USD = 0.01;
@@ -77,19 +83,34 @@ export async function run(args: string[]): Promise<void> {
     log(`ceiling: bare Fastify + the debit SQL, ${connections} connections, ${duration} s…`);
     const ceiling = await post(`${bareUrl}/debit`, {}, "{}", connections, duration, 200);
 
-    log(`POST /v1/pay (usdc_transfer), ${connections} connections, ${duration} s…`);
-    const startedAt = Date.now();
-    const pay = await post(`${server.baseUrl}/v1/pay`, { authorization: `Bearer ${server.token}` }, JSON.stringify({ recipient: RECIPIENT, amount_usd: AMOUNT_USD }), connections, duration, 201);
-    const acceptedAt = Date.now();
+    /** The load on POST /v1/pay with `token`, then the wait until every accepted payment completed. */
+    const payAndSettle = async (token: string) => {
+      const startedAt = Date.now();
+      const pay = await post(`${server.baseUrl}/v1/pay`, { authorization: `Bearer ${token}` }, JSON.stringify({ recipient: RECIPIENT, amount_usd: AMOUNT_USD }), connections, duration, 201);
+      const acceptedAt = Date.now();
+      log(`waiting for ${pay.ok} accepted payments to complete on-chain…`);
+      let open = Number.POSITIVE_INFINITY;
+      while (open > 0 && Date.now() - acceptedAt < settleTimeoutS * 1000) {
+        const r = await ctx.ledger.db.selectFrom("payments").select((eb) => eb.fn.countAll<number>().as("n")).where("status", "in", ["pending", "processing"]).executeTakeFirstOrThrow();
+        open = Number(r.n);
+        if (open > 0) await new Promise((r) => setTimeout(r, 250));
+      }
+      return { pay, startedAt, acceptedAt, settledAt: Date.now(), open };
+    };
 
-    log(`waiting for ${pay.ok} accepted payments to complete on-chain…`);
-    let open = Number.POSITIVE_INFINITY;
-    while (open > 0 && Date.now() - acceptedAt < settleTimeoutS * 1000) {
-      const r = await ctx.ledger.db.selectFrom("payments").select((eb) => eb.fn.countAll<number>().as("n")).where("status", "in", ["pending", "processing"]).executeTakeFirstOrThrow();
-      open = Number(r.n);
-      if (open > 0) await new Promise((r) => setTimeout(r, 250));
-    }
-    const settledAt = Date.now();
+    log(`POST /v1/pay (usdc_transfer), ${connections} connections, ${duration} s…`);
+    const { pay, startedAt, acceptedAt, settledAt, open } = await payAndSettle(server.token);
+    const completedBefore = Number((await ctx.ledger.db.selectFrom("payments").select((eb) => eb.fn.countAll<number>().as("n")).where("status", "=", "completed").executeTakeFirstOrThrow()).n);
+
+    // The same with an agent's token under controls: a daily limit far above the run and an allow-list.
+    const controlled = await issueToken(ctx, {
+      projectId: server.projectId,
+      permissions: ["read", "pay", "x402"],
+      mode: "test",
+      controls: { spending_limits: [{ amount_usd: 1_000_000, interval: "daily" }, { amount_usd: 100, interval: "per_payment" }], allowed_recipients: [RECIPIENT, "api.example.com"] },
+    });
+    log(`POST /v1/pay with a token under spending controls, ${connections} connections, ${duration} s…`);
+    const withControls = await payAndSettle(controlled.token);
 
     // The ceiling again, now that nothing settles: the machine's disk and cores drift over a run, so
     // the ratio is taken against the mean of the ceilings measured before and after. The payments
@@ -108,23 +129,28 @@ export async function run(args: string[]): Promise<void> {
     const acceptOnly = await post(`${server.baseUrl}/v1/pay`, { authorization: `Bearer ${server.token}` }, JSON.stringify({ recipient: RECIPIENT, amount_usd: AMOUNT_USD }), connections, Math.min(duration, 5), 201);
     ctx.dispatch = dispatch;
     const counts = await ctx.ledger.db.selectFrom("payments").select(["status", (eb) => eb.fn.countAll<number>().as("n")]).groupBy("status").execute();
-    const completed = Number(counts.find((c) => c.status === "completed")?.n ?? 0);
+    const completed = completedBefore;
     const acceptedPerSec = pay.ok / ((acceptedAt - startedAt) / 1000);
     const settledPerSec = completed / ((settledAt - startedAt) / 1000);
     const ratio = acceptedPerSec / ceilingMean;
+    const controlledPerSec = withControls.pay.ok / ((withControls.acceptedAt - withControls.startedAt) / 1000);
+    const controlledRatio = controlledPerSec / ceilingMean;
+    const controlsVsNone = controlledPerSec / acceptedPerSec;
 
     const rows: Cell[][] = [
       ["ceiling: bare Fastify + debit SQL, before", Math.round(ceiling.reqPerSec), ceiling.p50Ms, ceiling.p99Ms, "-"],
       ["ceiling: the same, after settling", Math.round(ceilingAfter.reqPerSec), ceilingAfter.p50Ms, ceilingAfter.p99Ms, `mean ${Math.round(ceilingMean)}`],
       ["POST /v1/pay accepted (201)", Math.round(acceptedPerSec), pay.p50Ms, pay.p99Ms, `${ratio.toFixed(2)} × ceiling`],
       ["settled on-chain (completed)", Math.round(settledPerSec), "-", "-", `${completed} of ${pay.ok} in ${((settledAt - startedAt) / 1000).toFixed(1)} s`],
+      ["POST /v1/pay accepted, token under controls", Math.round(controlledPerSec), withControls.pay.p50Ms, withControls.pay.p99Ms, `${controlledRatio.toFixed(2)} × ceiling, ${controlsVsNone.toFixed(2)} × without`],
       ["(diagnostic) accepted, submission paused", Math.round(acceptOnly.ok / Math.min(duration, 5)), acceptOnly.p50Ms, acceptOnly.p99Ms, `${(acceptOnly.ok / Math.min(duration, 5) / ceilingMean).toFixed(2)} × ceiling`],
     ];
     console.log(`\nmachine: ${JSON.stringify(machine())}`);
     printTable(["target", "per second", "p50 ms", "p99 ms", "note"], rows);
     console.log(`\naccepted ≥ ${TARGET_ACCEPT_RATIO_MIN} × ceiling: ${verdict(ratio >= TARGET_ACCEPT_RATIO_MIN)} (${ratio.toFixed(2)})`);
-    if (open > 0) console.log(`WARNING: ${open} payments still open after ${settleTimeoutS} s`);
-    const file = writeResult(`pay-${values.db}`, { machine: machine(), db: values.db, settlement: values.settlement, connections, duration, ceiling, ceilingAfter, ceilingMean, pay, acceptOnly, acceptedPerSec, settledPerSec, completed, statuses: counts, ratio });
+    console.log(`accepted with controls ≥ ${TARGET_CONTROLS_RATIO_MIN} × without: ${verdict(controlsVsNone >= TARGET_CONTROLS_RATIO_MIN)} (${controlsVsNone.toFixed(2)})`);
+    if (open > 0 || withControls.open > 0) console.log(`WARNING: ${open + withControls.open} payments still open after ${settleTimeoutS} s`);
+    const file = writeResult(`pay-${values.db}`, { machine: machine(), db: values.db, settlement: values.settlement, connections, duration, ceiling, ceilingAfter, ceilingMean, pay, acceptOnly, acceptedPerSec, settledPerSec, completed, statuses: counts, ratio, withControls: { pay: withControls.pay, acceptedPerSec: controlledPerSec, ratio: controlledRatio, vsWithout: controlsVsNone } });
     console.log(`result: ${file}`);
   } finally {
     await bare.close();
