@@ -154,8 +154,8 @@ export interface ConsoleBackend {
   // Changes: the viewer is passed so the server applies its own rule (the console also hides what it refuses).
   /** A new token of this project with these permissions and controls; its text is in this return only. */
   createToken(viewer: Viewer, projectId: string, input: { permissions: Permission[]; expiresInDays: number | null; controls: Controls }): Promise<NewToken>;
-  /** Replaces the token's controls; false if the project has no such token. */
-  updateTokenControls(viewer: Viewer, projectId: string, tokenId: string, controls: Controls): Promise<boolean>;
+  /** Replaces the fields given of the token's controls (the others keep theirs); false if the project has no such token. */
+  updateTokenControls(viewer: Viewer, projectId: string, tokenId: string, controls: Partial<Controls>): Promise<boolean>;
   /** False if the project has no such active token. */
   revokeToken(viewer: Viewer, projectId: string, tokenId: string): Promise<boolean>;
 

@@ -106,13 +106,29 @@ function controlsFromForm(body: Record<string, string>): Controls {
   const rails = RAILS.filter((r) => body[`rail_${r}`] !== undefined);
   if (rails.length === 0) throw new ConsoleError(400, "Tick at least one rail the token may pay on (to stop it paying, revoke it).");
   const allowed = lines("allowed_recipients");
-  return {
+  const controls: Controls = {
     spending_limits,
     allowed_recipients: allowed.length ? allowed : null,
     blocked_recipients: lines("blocked_recipients"),
     allowed_rails: rails.length === RAILS.length ? null : rails,
     approval_above_usd: usd("approval_above_usd", "Approval above"),
   };
+  return controls;
+}
+
+/**
+ * An edit's controls: a recipient list the person left as it was shown is not sent, so it keeps what is
+ * stored (a bank account is shown masked and could not be read back from the page).
+ */
+function changedControlsFromForm(body: Record<string, string>): Partial<Controls> {
+  const c: Partial<Controls> = controlsFromForm(body);
+  const same = (name: string) => {
+    const norm = (text: string | undefined) => (text ?? "").split(/[\r\n,]+/).map((l) => l.trim()).filter(Boolean).join("\n");
+    return body[`shown_${name}`] !== undefined && norm(body[name]) === norm(body[`shown_${name}`]);
+  };
+  if (same("allowed_recipients")) delete c.allowed_recipients;
+  if (same("blocked_recipients")) delete c.blocked_recipients;
+  return c;
 }
 
 /** A refusal the person can correct (400 from the console or the service), as opposed to a fault or a denial. */
@@ -518,7 +534,7 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         if (!m) return reply;
         const { s, project, pc, body } = m;
         try {
-          if (!(await backend.updateTokenControls(s.viewer, project.id, req.params.tid, controlsFromForm(body)))) throw new ConsoleError(404, "No such token in this project.");
+          if (!(await backend.updateTokenControls(s.viewer, project.id, req.params.tid, changedControlsFromForm(body)))) throw new ConsoleError(404, "No such token in this project.");
         } catch (err) {
           const message = correctable(err);
           if (message === null) throw err;

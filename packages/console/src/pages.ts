@@ -367,7 +367,7 @@ export function controlsFormValues(c: Controls | null): ControlsFormValues {
   return v;
 }
 
-function controlsFields(v: ControlsFormValues): Html {
+function controlsFields(v: ControlsFormValues, edit = false): Html {
   const usdInput = (name: string, label: string, hint?: string) =>
     html`<div class="field"><label for="${name}">${label}</label><input id="${name}" name="${name}" type="text" inputmode="decimal" autocomplete="off" placeholder="no limit" value="${v[name] ?? ""}"${hint ? raw(` aria-describedby="${name}-hint"`) : ""}>${hint ? html`<p class="muted hint" id="${name}-hint">${hint}</p>` : ""}</div>`;
   return html`<fieldset><legend>Spending limits (US dollars; empty: no limit)</legend>
@@ -379,7 +379,8 @@ function controlsFields(v: ControlsFormValues): Html {
 <textarea id="allowed_recipients" name="allowed_recipients" rows="3" spellcheck="false" aria-describedby="recipients-hint">${v.allowed_recipients ?? ""}</textarea></div>
 <div class="field"><label for="blocked_recipients">Never these recipients (one per line)</label>
 <textarea id="blocked_recipients" name="blocked_recipients" rows="3" spellcheck="false" aria-describedby="recipients-hint">${v.blocked_recipients ?? ""}</textarea></div>
-<p class="muted hint" id="recipients-hint">A host (api.example.com or *.example.com), an address (0x…), or bank:ROUTING:ACCOUNT.</p>
+<p class="muted hint" id="recipients-hint">A host (api.example.com or *.example.com), an address (0x…), or bank:ROUTING:ACCOUNT.${edit ? " Bank accounts are shown masked: leave a list as it is to keep it, or write its accounts again in full." : ""}</p>
+${edit ? html`<input type="hidden" name="shown_allowed_recipients" value="${v.shown_allowed_recipients ?? v.allowed_recipients ?? ""}"><input type="hidden" name="shown_blocked_recipients" value="${v.shown_blocked_recipients ?? v.blocked_recipients ?? ""}">` : ""}
 </fieldset>
 <fieldset><legend>Rails it may pay on</legend>
 ${RAILS.map((r) => html`<label class="check"><input type="checkbox" name="rail_${r}"${v[`rail_${r}`] ? raw(" checked") : ""}> ${RAIL_LABEL[r]}</label>`)}
@@ -466,7 +467,7 @@ ${canManage(pc) && active
   ? html`<h2>Change controls</h2>
 <form method="post" action="/console/p/${p.id}/agents/${t.id}/controls" class="stack">
 <input type="hidden" name="csrf" value="${pc.csrf}">
-${controlsFields(values)}
+${controlsFields(values, true)}
 <button type="submit">Save controls</button>
 </form>
 <h2>Revoke</h2>

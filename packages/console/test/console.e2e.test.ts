@@ -314,12 +314,18 @@ describe("console agents (tokens)", () => {
       approval_above_usd: null,
     });
 
-    // Change controls: a daily limit of 6.
+    // Change controls: a daily limit of 6. A bank account the CLI blocked is shown masked, and kept.
+    const { updateControls } = await import("../../server/src/services/spendingControls.ts");
+    const created = (await server.server.ctx.ledger.listTokens(server.projectId)).find((t) => token.startsWith(t.display_prefix))!;
+    await updateControls(server.server.ctx, "token", created.id, { blocked_recipients: ["blocked.example.com", "bank:021000021:123456789"] });
     await page.getByRole("link", { name: "This token's controls" }).click();
     await page.getByLabel("Daily limit").fill("6");
     await page.getByRole("button", { name: "Save controls" }).click();
     await page.getByText("Controls saved").waitFor();
-    expect(((await api("/v1/limits", token)).body.token as { spending_limits: unknown[] }).spending_limits).toEqual([{ amount_usd: 4, interval: "per_payment" }, { amount_usd: 6, interval: "daily" }]);
+    expect((await api("/v1/limits", token)).body.token).toMatchObject({
+      spending_limits: [{ amount_usd: 4, interval: "per_payment" }, { amount_usd: 6, interval: "daily" }],
+      blocked_recipients: ["blocked.example.com", "bank account ••••6789 (routing 021000021)"],
+    });
     // A wrong amount is shown on the form, not a crash.
     await page.getByLabel("Weekly limit").fill("ten");
     await page.getByRole("button", { name: "Save controls" }).click();
