@@ -45,6 +45,7 @@ const ADMIN = "admin credential (aw_admin_…, `agentwallet admin credentials cr
 const projectId = { id: "The project's id." };
 const tokenId = { id: "The token's id." };
 const paymentId = { id: "The payment's id." };
+const webhookId = { id: "The webhook endpoint's id." };
 const decisionResponses = {
   "200": { description: "The decision, recorded with who made it and when.", schema: s.ApprovalDecision },
   ...adminErrors,
@@ -114,6 +115,30 @@ const adminOperations: Record<string, Record<string, Op>> = {
   },
   "/v1/admin/payments/{id}/deny": {
     post: { operationId: "adminDenyPayment", summary: "Deny a waiting payment: failed and credited back", permission: ADMIN, auth: "admin", params: paymentId, responses: decisionResponses },
+  },
+  "/v1/admin/projects/{id}/webhooks": {
+    get: { operationId: "adminListWebhookEndpoints", summary: "A project's webhook endpoints", permission: ADMIN, auth: "admin", params: projectId, responses: { "200": { description: "Oldest first.", schema: s.AdminWebhookEndpointList }, ...adminErrors } },
+    post: {
+      operationId: "adminCreateWebhookEndpoint",
+      summary: "Send a project's events to a URL (Standard Webhooks); the signing secret is answered once",
+      permission: ADMIN,
+      auth: "admin",
+      params: projectId,
+      request: s.CreateWebhookEndpointRequest,
+      responses: { "201": { description: "The endpoint, with its secret.", schema: s.CreatedAdminWebhookEndpoint }, ...adminErrors },
+    },
+  },
+  "/v1/admin/webhooks/{id}": {
+    delete: { operationId: "adminDeleteWebhookEndpoint", summary: "Delete an endpoint: nothing more is sent to it", permission: ADMIN, auth: "admin", params: webhookId, responses: { "200": { description: "Deleted.", schema: s.AdminWebhookDeleted }, ...adminErrors } },
+  },
+  "/v1/admin/webhooks/{id}/enable": {
+    post: { operationId: "adminEnableWebhookEndpoint", summary: "Enable an endpoint disabled for failing: what is pending is sent", permission: ADMIN, auth: "admin", params: webhookId, responses: { "200": { description: "The endpoint, enabled.", schema: s.AdminWebhookEndpoint }, ...adminErrors } },
+  },
+  "/v1/admin/webhooks/{id}/deliveries": {
+    get: { operationId: "adminListWebhookDeliveries", summary: "An endpoint's newest deliveries and their attempts", permission: ADMIN, auth: "admin", params: webhookId, query: s.AdminWebhookDeliveriesQuery, responses: { "200": { description: "Newest first.", schema: s.AdminWebhookDeliveryList }, ...adminErrors } },
+  },
+  "/v1/admin/webhook-events/{id}/redeliver": {
+    post: { operationId: "adminRedeliverWebhookEvent", summary: "Send an event again to its enabled endpoints", permission: ADMIN, auth: "admin", params: { id: "The event's id (the `webhook-id` header)." }, responses: { "200": { description: "How many deliveries were scheduled.", schema: s.AdminWebhookRedelivery }, ...adminErrors } },
   },
   "/v1/admin/refusals": {
     get: { operationId: "adminListRefusals", summary: "Payment attempts the spending controls refused", permission: ADMIN, auth: "admin", query: s.AdminRefusalsQuery, responses: { "200": { description: "Newest first.", schema: s.RefusalList }, ...adminErrors } },

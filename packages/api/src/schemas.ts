@@ -588,3 +588,66 @@ export const AdminRefusalsQuery = z.object({
   project_id: z.string().max(100).optional().describe("Only this project's; all projects without it."),
   limit: z.coerce.number().int().min(1).max(limits.adminRefusalsMax).optional().describe(`At most this many, newest first; default ${limits.adminRefusalsDefault}, up to ${limits.adminRefusalsMax}.`),
 });
+
+// ---------------------------------------------------------------------------------------------
+// Webhooks to clients, managed through the admin API (and the `agentwallet webhooks` CLI)
+
+export const WebhookEventType = z
+  .enum(["payment.created", "payment.processing", "payment.completed", "payment.failed", "payment.reversed", "payment.approval_required", "deposit.pending", "deposit.credited"])
+  .meta({ id: "WebhookEventType" });
+
+export const AdminWebhookEndpoint = z
+  .object({
+    id: z.string(),
+    project_id: z.string(),
+    url: z.string(),
+    events: z.array(WebhookEventType).nullable().describe("The event types sent there; null: every type."),
+    state: z.enum(["enabled", "disabled"]),
+    disabled_at: isoTimestamp.nullable(),
+    disabled_reason: z.string().nullable().describe("Why: `deleted`, or every delivery failing for days (then `enable` sends what is pending)."),
+    failing_since: isoTimestamp.nullable().describe("The first failed attempt since the last delivered one; null while healthy."),
+    created_at: isoTimestamp,
+  })
+  .meta({ id: "AdminWebhookEndpoint" });
+
+export const CreatedAdminWebhookEndpoint = AdminWebhookEndpoint.extend({
+  secret: z.string().describe("The Standard Webhooks signing secret (whsec_…), shown this once; stored encrypted."),
+}).meta({ id: "CreatedAdminWebhookEndpoint" });
+
+export const AdminWebhookEndpointList = z.object({ data: z.array(AdminWebhookEndpoint) }).meta({ id: "AdminWebhookEndpointList" });
+
+export const CreateWebhookEndpointRequest = z
+  .object({
+    url: z.string().min(1).max(2048).describe("https in live mode (public hosts only); the sandbox also takes http://127.0.0.1:PORT/…"),
+    events: z.array(WebhookEventType).min(1).max(8).optional().describe("Only these event types; every type without it."),
+  })
+  .strict()
+  .meta({ id: "CreateWebhookEndpointRequest" });
+
+export const AdminWebhookDeleted = z.object({ id: z.string(), deleted: z.literal(true) }).meta({ id: "AdminWebhookDeleted" });
+
+export const AdminWebhookDelivery = z
+  .object({
+    event_id: z.string().describe("The `webhook-id` the receiver sees."),
+    type: WebhookEventType,
+    object_id: z.string().describe("The transaction the event is about."),
+    occurred_at: isoTimestamp,
+    state: z.enum(["pending", "delivered", "failed"]).describe("failed: every attempt failed; `redeliver` starts again."),
+    attempts: z.number().int().nonnegative(),
+    next_attempt_at: isoTimestamp,
+    last_attempt_at: isoTimestamp.nullable(),
+    last_status: z.number().int().nullable().describe("The receiver's last HTTP status; null when it never answered."),
+    last_error: z.string().nullable(),
+    delivered_at: isoTimestamp.nullable(),
+  })
+  .meta({ id: "AdminWebhookDelivery" });
+
+export const AdminWebhookDeliveryList = z.object({ data: z.array(AdminWebhookDelivery) }).meta({ id: "AdminWebhookDeliveryList" });
+
+export const AdminWebhookDeliveriesQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1_000).optional().describe("At most this many, newest first; default 50, up to 1,000."),
+});
+
+export const AdminWebhookRedelivery = z
+  .object({ event_id: z.string(), scheduled: z.number().int().nonnegative().describe("Deliveries to enabled endpoints scheduled now.") })
+  .meta({ id: "AdminWebhookRedelivery" });

@@ -33,4 +33,6 @@ export type AppContext = {
   instanceId: string;
   /** The key bank accounts in spending controls are hashed with (deps.ts derives it from the master key source). */
   recipientHashKey?: Uint8Array;
+  /** The key webhook endpoints' signing secrets are encrypted with (deps.ts `loadWebhookSecretKey`). */
+  webhookSecretKey?: Uint8Array;
 };

@@ -113,6 +113,7 @@ export async function buildContext(config: Config, logger: Logger, opts: { check
     hooks: {},
     instanceId: `${process.pid}-${randomBytes(4).toString("hex")}`,
     recipientHashKey: loadRecipientHashKey(config),
+    webhookSecretKey: loadWebhookSecretKey(config),
   };
   return {
     ctx,

@@ -79,7 +79,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     clock: opts.webhookClock ?? ctx.clock,
     logger,
     mode: config.mode,
-    secretKey: loadWebhookSecretKey(config),
+    secretKey: ctx.webhookSecretKey ?? loadWebhookSecretKey(config),
     maxInFlight: d.maxInFlight,
     timeoutMs: d.timeoutMs,
     leaseMs: d.leaseMs,

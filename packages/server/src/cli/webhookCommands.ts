@@ -7,7 +7,7 @@ import { loadWebhookSecretKey, openLedger } from "../deps.ts";
 import { ApiError } from "../domain/errors.ts";
 import { newId, systemClock } from "../ids.ts";
 import type { Ledger } from "../ledger/store.ts";
-import { createWebhookEndpoint, endpointJson, getWebhookEndpoint, listWebhookDeliveries, redeliverWebhookEvent } from "../services/webhooks/endpoints.ts";
+import { createWebhookEndpoint, deleteWebhookEndpoint, enableWebhookEndpoint, endpointJson, listWebhookDeliveries, listWebhookEndpoints, redeliverWebhookEvent } from "../services/webhooks/endpoints.ts";
 import { type Command, CliError, need } from "./command.ts";
 
 /** The options of these commands (`--project` and `--limit` are shared with others). */
@@ -52,7 +52,7 @@ export const webhookCommands: Record<string, Command> = {
 
   "webhooks list": async ({ config, options, io }) => {
     const projectId = need(options, "project");
-    const rows = (await withLedger(config, (l) => l.webhooks.listEndpoints(projectId))).map(endpointJson);
+    const rows = (await withLedger(config, (l) => listWebhookEndpoints(l, projectId))).map(endpointJson);
     io.out(
       rows
         .map((e) => `${e.id}  ${e.state.padEnd(8)} ${e.url}  ${e.events ? e.events.join(",") : "every event"}${e.disabled_reason ? `\n    disabled ${e.disabled_at}: ${e.disabled_reason}` : e.failing_since ? `\n    failing since ${e.failing_since}` : ""}`)
@@ -64,16 +64,13 @@ export const webhookCommands: Record<string, Command> = {
 
   "webhooks delete": async ({ config, args, io }) => {
     const id = idArg(args, "webhooks delete ENDPOINT_ID");
-    const deleted = await withLedger(config, (l) => l.webhooks.deleteEndpoint(id, systemClock().toISOString()));
-    if (!deleted) throw new CliError(`no webhook endpoint with id ${id}`);
-    io.out(`Deleted ${id}: nothing more is sent to it.`, { id, deleted: true });
+    io.out(`Deleted ${id}: nothing more is sent to it.`, await withLedger(config, (ledger) => deleteWebhookEndpoint({ ledger, clock: systemClock }, id)));
     return 0;
   },
 
   "webhooks enable": async ({ config, args, io }) => {
     const id = idArg(args, "webhooks enable ENDPOINT_ID");
-    const endpoint = await withLedger(config, async (l) => ((await l.webhooks.enableEndpoint(id, systemClock().toISOString())) ? getWebhookEndpoint(l, id) : undefined));
-    if (!endpoint) throw new CliError(`no webhook endpoint with id ${id}`);
+    const endpoint = await withLedger(config, (ledger) => enableWebhookEndpoint({ ledger, clock: systemClock }, id));
     io.out(`Enabled ${id}: what is pending is sent now.`, endpointJson(endpoint));
     return 0;
   },

@@ -24,6 +24,7 @@ import { registerJsonBodyParser } from "./jsonBody.ts";
 import { registerPaymentRoutes } from "./paymentRoutes.ts";
 import { registerWebhookRoutes } from "./webhookRoutes.ts";
 import { registerAdminRoutes } from "./adminRoutes.ts";
+import { registerAdminWebhookRoutes } from "./adminWebhookRoutes.ts";
 import { type ConsoleAppOptions, registerConsoleRoutes } from "./console.ts";
 
 export type CreateAppOptions = { metrics: Metrics; bodyLimitBytes?: number; console?: ConsoleAppOptions };
@@ -163,6 +164,7 @@ export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyIn
   registerPaymentRoutes(app as unknown as FastifyInstance, ctx, metrics);
   registerWebhookRoutes(app as unknown as FastifyInstance, ctx);
   registerAdminRoutes(app as unknown as FastifyInstance, ctx);
+  registerAdminWebhookRoutes(app as unknown as FastifyInstance, ctx);
   registerConsoleRoutes(app as unknown as FastifyInstance, ctx, options.console ?? {});
   return app as unknown as FastifyInstance;
 }

@@ -59,7 +59,7 @@ describe("agentwallet webhooks", () => {
 
     expect(await inProcess("webhooks delete", [endpoint.id])).toEqual({ id: endpoint.id, deleted: true });
     expect(await inProcess("webhooks list", [], { project: project.id })).toEqual([]);
-    await expect(inProcess("webhooks delete", [endpoint.id])).rejects.toThrow(/no webhook endpoint/);
+    await expect(inProcess("webhooks delete", [endpoint.id])).rejects.toThrow(/No webhook endpoint/);
   });
 
   test("live mode delivers only over https to public hosts; the sandbox also takes a loopback receiver", () => {

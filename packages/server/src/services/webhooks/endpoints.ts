@@ -36,7 +36,7 @@ export function endpointJson(e: WebhookEndpointRow) {
 export async function createWebhookEndpoint(deps: WebhookDeps, input: { projectId: string; url: string; events?: string[] }) {
   const url = checkWebhookUrl(input.url, deps.mode);
   const events = checkEvents(input.events);
-  if (!(await deps.ledger.getProject(input.projectId))) throw new ApiError(404, "project_not_found", `No project ${input.projectId.slice(0, 80)}.`);
+  if (!(await deps.ledger.getProject(input.projectId))) throw projectNotFound(input.projectId);
   const existing = await deps.ledger.webhooks.listEndpoints(input.projectId);
   if (existing.length >= ENDPOINTS_PER_PROJECT_MAX) throw badRequest("webhook_endpoints_limit", `A project has at most ${ENDPOINTS_PER_PROJECT_MAX} webhook endpoints; delete one first.`);
   const id = deps.newId("whe");
@@ -92,6 +92,26 @@ export async function getWebhookEndpoint(ledger: Ledger, id: string): Promise<We
   if (!e) throw new ApiError(404, "webhook_endpoint_not_found", `No webhook endpoint ${id.slice(0, 80)}; list them with \`agentwallet webhooks list --project ID\`.`);
   return e;
 }
+
+/** Deletes an endpoint: nothing more is written or sent to it. */
+export async function deleteWebhookEndpoint(deps: Pick<WebhookDeps, "ledger" | "clock">, id: string): Promise<{ id: string; deleted: true }> {
+  if (!(await deps.ledger.webhooks.deleteEndpoint(id, deps.clock().toISOString()))) await getWebhookEndpoint(deps.ledger, id);
+  return { id, deleted: true };
+}
+
+/** Enables an endpoint again (after it was disabled for failing): what is pending is sent at once. */
+export async function enableWebhookEndpoint(deps: Pick<WebhookDeps, "ledger" | "clock">, id: string): Promise<WebhookEndpointRow> {
+  await deps.ledger.webhooks.enableEndpoint(id, deps.clock().toISOString());
+  return getWebhookEndpoint(deps.ledger, id);
+}
+
+/** The project's endpoints; 404 for an unknown project. */
+export async function listWebhookEndpoints(ledger: Ledger, projectId: string): Promise<WebhookEndpointRow[]> {
+  if (!(await ledger.getProject(projectId))) throw projectNotFound(projectId);
+  return ledger.webhooks.listEndpoints(projectId);
+}
+
+const projectNotFound = (id: string) => new ApiError(404, "project_not_found", `No project ${id.slice(0, 80)}.`);
 
 /** The newest deliveries of an endpoint (at most `limit`), newest first. */
 export async function listWebhookDeliveries(ledger: Ledger, endpointId: string, limit = 50) {
