@@ -79,7 +79,7 @@ export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyIn
     const ms = reply.elapsedTime;
     child.observe(ms / 1000);
     // One line per request; the Authorization header is never part of it.
-    if (ctx.logger.isLevelEnabled("info")) req.log.info({ method: req.method, route, status: reply.statusCode, ms: Math.round(ms * 10) / 10, token_id: req.principal?.tokenId }, "request");
+    if (ctx.logger.isLevelEnabled("info")) req.log.info({ method: req.method, route, status: reply.statusCode, ms: Math.round(ms * 10) / 10, token_id: req.principal?.tokenId, admin_id: req.admin?.id }, "request");
     done();
   });
 

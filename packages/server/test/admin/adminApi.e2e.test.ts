@@ -138,7 +138,8 @@ describe.each(dialects)("admin API (%s)", (dialect) => {
     const revoked = await call("GET", "/v1/admin/projects", other.credential);
     expect([revoked.status, revoked.body.code]).toEqual([401, "unauthorized"]);
     expect(revoked.body.detail).toMatch(/revoked/);
-    // No credential text in the request log.
+    // The request log names the credential by its id, never its text.
+    expect(t.logs.join("")).toContain(`"admin_id":"${admin.id}"`);
     expect(t.logs.join("")).not.toContain(admin.credential);
   });
 });
