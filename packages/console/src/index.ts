@@ -49,6 +49,8 @@ export type ConsoleOptions = {
   filters: boolean;
   /** How an MCP client starts the MCP server, for the snippet shown with a new token (packages/mcp/README.md). */
   mcpCommand: { command: string; args: string[] };
+  /** Sandbox: the demo x402 merchant, for the overview's example payment (null: not running). */
+  x402Example: { paidUrl: string; priceMicros: number } | null;
 };
 
 const COOKIE = "aw_console";
@@ -336,7 +338,7 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         ]);
         const qrSvg = await QRCode.toString(deposit.address, { type: "svg", margin: 1, errorCorrectionLevel: "M" });
         const funded = one((req.query as Record<string, unknown>).funded) === "1";
-        return send(reply, overviewPage(pageContext(s, { project, current: "overview" }), { overview, deposit, qrSvg, spend, days: days30(new Date()), recent: recent.transactions, awaiting: approvals.awaiting, refusals, funded }));
+        return send(reply, overviewPage(pageContext(s, { project, current: "overview" }), { overview, deposit, qrSvg, spend, days: days30(new Date()), recent: recent.transactions, awaiting: approvals.awaiting, refusals, funded, x402: opts.x402Example ? { ...opts.x402Example, baseUrl: `${req.protocol}://${req.headers.host ?? "127.0.0.1"}` } : null }));
       });
 
       c.get<{ Params: { pid: string } }>("/console/p/:pid/live", async (req, reply) => {

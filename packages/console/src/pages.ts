@@ -160,6 +160,16 @@ export function spendChart(spend: DailySpend[], days: string[]): Html {
 </figure>`;
 }
 
+/** Sandbox: paying the demo x402 merchant through the API, ready to paste (the token stays in the shell). */
+function x402Example(x: { paidUrl: string; priceMicros: number; baseUrl: string }): Html {
+  const body = JSON.stringify({ recipient: x.paidUrl, max_amount_usdc: x.priceMicros });
+  return html`<section aria-labelledby="x402-h"><h2 id="x402-h">Try x402</h2>
+<p>The sandbox runs a demo x402 merchant: <span class="address">${x.paidUrl}</span> answers for $${formatMicros(x.priceMicros)} in test USDC. With a token that has the x402 permission in <code>AGENTWALLET_API_TOKEN</code>:</p>
+<pre class="snippet" id="x402-example" tabindex="0" aria-labelledby="x402-h">curl -s ${x.baseUrl}/v1/pay -H "Authorization: Bearer $AGENTWALLET_API_TOKEN" -H "Content-Type: application/json" -d '${body}'</pre>
+<button type="button" class="secondary" data-copy="x402-example" hidden>Copy command</button>
+</section>`;
+}
+
 /** Sandbox funding changes a balance: the operator, or a token that may pay. */
 export function canFund(pc: PageContext): boolean {
   const v = pc.viewer;
@@ -168,7 +178,7 @@ export function canFund(pc: PageContext): boolean {
 
 export function overviewPage(
   pc: PageContext,
-  o: { overview: Overview; deposit: DepositAddress; qrSvg: string; spend: DailySpend[]; days: string[]; recent: Transaction[]; awaiting: ApprovalItem[]; refusals: RefusalItem[]; funded?: boolean },
+  o: { overview: Overview; deposit: DepositAddress; qrSvg: string; spend: DailySpend[]; days: string[]; recent: Transaction[]; awaiting: ApprovalItem[]; refusals: RefusalItem[]; funded?: boolean; x402?: { paidUrl: string; priceMicros: number; baseUrl: string } | null },
 ): Html {
   const p = pc.project!;
   const b = o.overview;
@@ -206,6 +216,7 @@ ${o.awaiting.length ? approvalTable(pc, o.awaiting, "Payments waiting for approv
 <p><a href="/console/p/${p.id}/approvals">Approvals</a></p>
 </section>
 <section aria-labelledby="refused"><h2 id="refused">Refused by spending controls</h2>${refusalList(o.refusals, true)}</section>
+${o.x402 ? x402Example(o.x402) : ""}
 <section aria-labelledby="spend"><h2 id="spend">Spend</h2>${spendChart(o.spend, o.days)}</section>
 <section aria-labelledby="recent"><h2 id="recent">Last transactions</h2>
 ${o.recent.length ? transactionTable(p.id, o.recent, "The latest transactions") : html`<p>No transactions yet. Fund the deposit address to begin.</p>`}

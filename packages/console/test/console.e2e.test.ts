@@ -11,7 +11,7 @@ let server: TestServer;
 let browser: Browser;
 
 beforeAll(async () => {
-  [server, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+  [server, browser] = await Promise.all([startTestServer({ x402Demo: true }), launchBrowser()]);
 });
 
 afterAll(async () => {
@@ -140,6 +140,23 @@ describe("console overview", () => {
     await expect(page.locator(".address").first().textContent()).resolves.toMatch(/^0x[0-9a-fA-F]{40}$/);
     await expect(page.getByText("Send only USDC on Base").count()).resolves.toBe(1);
     await screenshot(page, "overview");
+    await context.close();
+  });
+
+  it("in the sandbox, shows how to pay the demo x402 merchant, and the example works", async () => {
+    const context = await browser.newContext();
+    const page = await signInWithToken(context, server.token);
+    const example = (await page.locator("#x402-example").textContent())!;
+    expect(example).toContain(`${server.baseUrl}/v1/pay`);
+    expect(example).toContain("$AGENTWALLET_API_TOKEN");
+    expect(example).not.toContain("aw_test_");
+    const body = JSON.parse(/-d '([^']+)'/.exec(example)![1]!) as Record<string, unknown>;
+    const paid = await fetch(`${server.baseUrl}/v1/pay`, { method: "POST", headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    const answer = (await paid.json()) as { status?: string; response?: { status_code: number } };
+    // The merchant answered (its settlement on-chain follows).
+    expect([paid.status, answer.response?.status_code], JSON.stringify(answer)).toEqual([200, 200]);
+    await page.goto(`${server.baseUrl}/console/p/${server.projectId}/transactions`);
+    await expect(page.getByRole("link", { name: "x402 payment" }).count()).resolves.toBeGreaterThan(0);
     await context.close();
   });
 

@@ -182,6 +182,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     metrics,
     console: {
       webhookSecretKey: () => loadWebhookSecretKey(config),
+      ...(x402Demo ? { x402Demo: { paidUrl: x402Demo.paidUrl, priceMicros: x402Demo.priceMicros } } : {}),
       ...(sandboxChain ? { fundSandbox: async (projectId: string, amountMicros: bigint) => void (await sandboxChain.mint((await ctx.ledger.getProject(projectId))!.wallet_address as Hex, amountMicros)) } : {}),
     },
   });

@@ -32,6 +32,8 @@ export const SIGNIN_CODE_MS = 24 * 3_600_000;
 export type ConsoleAppOptions = {
   /** The key webhook signing secrets are sealed with (deps.ts loadWebhookSecretKey); without it the console creates no endpoints. */
   webhookSecretKey?: () => Uint8Array;
+  /** Sandbox: the demo x402 merchant's paid URL and price, for the overview's example. */
+  x402Demo?: { paidUrl: string; priceMicros: number };
   /** Sandbox: mint test USDC to a project's deposit wallet (the watcher credits it as any deposit). */
   fundSandbox?: (projectId: string, amountMicros: bigint) => Promise<void>;
 };
@@ -316,6 +318,7 @@ export function registerConsoleRoutes(app: FastifyInstance, ctx: AppContext, opt
     explorerTxUrl: ctx.config.mode === "live" ? (EXPLORER_TX_URL[ctx.config.chain.chainId] ?? null) : null,
     filters: true,
     mcpCommand: { command: "node", args: [MCP_BIN] },
+    x402Example: options.x402Demo ?? null,
   });
 }
 

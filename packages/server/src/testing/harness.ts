@@ -36,6 +36,8 @@ export type StartTestServerOptions = {
   env?: NodeJS.ProcessEnv;
   /** The clock webhook deliveries are timed by (server.ts). */
   webhookClock?: Clock;
+  /** Start the sandbox's demo x402 merchant and facilitator, as `npm start` does. */
+  x402Demo?: boolean;
 };
 
 export async function startTestServer(options: StartTestServerOptions = {}): Promise<TestServer> {
@@ -56,7 +58,7 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
     { port: 0, host: "127.0.0.1" },
   );
   // The data directory is removed at stop, so the chain keeps no state file either.
-  const server = await startServer(config, createLogger(process.env.AW_TEST_LOG_LEVEL ?? "silent"), { defaultMetrics: false, chainState: "memory", webhookClock: options.webhookClock });
+  const server = await startServer(config, createLogger(process.env.AW_TEST_LOG_LEVEL ?? "silent"), { defaultMetrics: false, chainState: "memory", webhookClock: options.webhookClock, x402Demo: options.x402Demo ?? false });
   // Tests and benches start measuring with settlement running (a served request does not wait for it).
   await server.settlement.ready();
   const ctx = server.ctx;
