@@ -23,7 +23,7 @@ import { parseControls } from "../domain/spending.ts";
 import type { PaymentRow } from "../ledger/store.ts";
 import { checkAdminCredential } from "../services/adminCredentials.ts";
 import { WEBHOOK_EVENT_TYPES } from "../ledger/webhookOutbox.ts";
-import { createWebhookEndpoint, endpointJson, listWebhookDeliveries, redeliverWebhookEvent } from "../services/webhooks/endpoints.ts";
+import { createWebhookEndpoint, deleteWebhookEndpoint, enableWebhookEndpoint, endpointJson, listWebhookDeliveries, redeliverWebhookEvent } from "../services/webhooks/endpoints.ts";
 
 /** A console session lasts 12 hours; a sign-in code printed by the sandbox banner, 24 hours and one use. */
 const SESSION_MS = 12 * 3_600_000;
@@ -287,12 +287,16 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
     async deleteWebhook(viewer, projectId, endpointId) {
       await requireManage(viewer, projectId);
       const e = await ctx.ledger.webhooks.getEndpoint(endpointId);
-      return !!e && e.project_id === projectId && (await ctx.ledger.webhooks.deleteEndpoint(endpointId, now()));
+      if (!e || e.project_id !== projectId) return false;
+      await deleteWebhookEndpoint(ctx, endpointId);
+      return true;
     },
     async enableWebhook(viewer, projectId, endpointId) {
       await requireManage(viewer, projectId);
       const e = await ctx.ledger.webhooks.getEndpoint(endpointId);
-      return !!e && e.project_id === projectId && (await ctx.ledger.webhooks.enableEndpoint(endpointId, now()));
+      if (!e || e.project_id !== projectId) return false;
+      await enableWebhookEndpoint(ctx, endpointId);
+      return true;
     },
     async redeliverWebhook(viewer, projectId, eventId) {
       await requireManage(viewer, projectId);
