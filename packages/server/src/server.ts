@@ -40,6 +40,13 @@ export type RunningServer = {
   stop(): Promise<void>;
 };
 
+/**
+ * Webhook events sent to clients are kept 30 days after they happened (for `webhooks deliveries` and
+ * `redeliver`), then forgotten at most OUTBOX_PRUNE_MAX a minute, once none of their deliveries is pending.
+ */
+const OUTBOX_KEEP_MS = 30 * 86_400_000;
+const OUTBOX_PRUNE_MAX = 5_000;
+
 /** Webhook ids are remembered a day: far past the 5-minute signature tolerance. */
 const WEBHOOK_ID_KEEP_MS = 24 * 3_600_000;
 
@@ -151,12 +158,13 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     ctx.dispatch = (p) => settlement!.dispatch(p);
     ctx.hooks.settlementRunning = () => settlement!.running();
     if (fiatRail) ctx.hooks.fiatHint = (payoutId) => fiatRail.onProviderHint(payoutId, () => settlement?.kick());
-    // Housekeeping, bounded per pass: expired x402 pass-through replies, and webhook ids past any replay window.
+    // Housekeeping, bounded per pass: expired x402 pass-through replies, webhook ids past any replay window, old webhook events sent.
     let pruneFrom: string | undefined;
     loops.push(
       startLoop("housekeeping", 60_000, async () => {
         pruneFrom = await pruneExpiredPassThrough(ctx, pruneFrom);
         await ctx.ledger.pruneWebhookEvents(new Date(ctx.clock().getTime() - WEBHOOK_ID_KEEP_MS).toISOString());
+        await ctx.ledger.webhooks.prune(new Date(ctx.clock().getTime() - OUTBOX_KEEP_MS).toISOString(), OUTBOX_PRUNE_MAX);
       }, logger),
     );
     if (opts.x402Demo && chain.sandbox) {

@@ -299,6 +299,29 @@ export class WebhookOutbox {
     });
   }
 
+  /**
+   * Forgets events that happened before `before` and have no delivery still pending (all delivered or
+   * given up), with their deliveries, at most `max` a call, oldest first. Returns how many went.
+   */
+  async prune(before: string, max: number): Promise<number> {
+    return this.db.transaction().execute(async (trx) => {
+      const ids = (
+        await trx
+          .selectFrom("webhook_outbox as o")
+          .select("o.id")
+          .where("o.occurred_at", "<", before)
+          .where((eb) => eb.not(eb.exists(eb.selectFrom("webhook_deliveries as d").select("d.event_id").whereRef("d.event_id", "=", "o.id").where("d.state", "=", "pending"))))
+          .orderBy("o.seq")
+          .limit(max)
+          .execute()
+      ).map((r) => r.id);
+      if (ids.length === 0) return 0;
+      await trx.deleteFrom("webhook_deliveries").where("event_id", "in", ids).execute();
+      await trx.deleteFrom("webhook_outbox").where("id", "in", ids).execute();
+      return ids.length;
+    });
+  }
+
   /** The earliest time a pending delivery to an enabled endpoint is due (tests step their clock to it). */
   async nextDueAt(): Promise<string | undefined> {
     const row = await this.db

@@ -121,6 +121,11 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
       expect((await eventsOf(projectId)).map((e) => e[0])).toEqual(["deposit.pending"]);
       const [event] = await ledger.db.selectFrom("webhook_outbox").select("id").where("project_id", "=", projectId).execute();
       expect(await redeliverWebhookEvent(deps(), event!.id)).toBe(0);
+      // Given up on and old: forgotten with its deliveries (bounded per call); a pending one is kept.
+      const pendingBefore = await ledger.db.selectFrom("webhook_deliveries").select("event_id").where("state", "=", "pending").execute();
+      expect(await ledger.webhooks.prune(new Date(now + DAY).toISOString(), 1_000)).toBeGreaterThanOrEqual(1);
+      expect(await ledger.webhooks.getEvent(event!.id)).toBeUndefined();
+      expect(await ledger.db.selectFrom("webhook_deliveries").select("event_id").where("state", "=", "pending").execute()).toEqual(pendingBefore);
     } finally {
       await receiver.close();
     }
