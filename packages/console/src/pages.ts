@@ -165,7 +165,7 @@ function x402Example(x: { paidUrl: string; priceMicros: number; baseUrl: string 
   const body = JSON.stringify({ recipient: x.paidUrl, max_amount_usdc: x.priceMicros });
   return html`<section aria-labelledby="x402-h"><h2 id="x402-h">Try x402</h2>
 <p>The sandbox runs a demo x402 merchant: <span class="address">${x.paidUrl}</span> answers for $${formatMicros(x.priceMicros)} in test USDC. With a token that has the x402 permission in <code>AGENTWALLET_API_TOKEN</code>:</p>
-<pre class="snippet" id="x402-example" tabindex="0" aria-labelledby="x402-h">curl -s ${x.baseUrl}/v1/pay -H "Authorization: Bearer $AGENTWALLET_API_TOKEN" -H "Content-Type: application/json" -d '${body}'</pre>
+<pre class="snippet address" id="x402-example" tabindex="0" aria-labelledby="x402-h">curl -s ${x.baseUrl}/v1/pay -H "Authorization: Bearer $AGENTWALLET_API_TOKEN" -H "Content-Type: application/json" -d '${body}'</pre>
 <button type="button" class="secondary" data-copy="x402-example" hidden>Copy command</button>
 </section>`;
 }

@@ -89,6 +89,9 @@ describe("console sign-in", () => {
     await page.waitForURL(/\/console\/p\/prj_/);
     await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("harness");
     expect(page.url()).not.toContain(admin.credential);
+    // The operator may manage every project's tokens.
+    await page.getByRole("link", { name: "Agents" }).click();
+    await expect(page.getByRole("link", { name: "Create a token" }).count()).resolves.toBe(1);
     await context.close();
     // The sign-in form's check, without spending the page's sign-in attempts (bounded per address).
     const backend = consoleBackend(server.server.ctx, {});
@@ -206,7 +209,7 @@ describe("console pages", () => {
     for (const viewport of [{ width: 1280, height: 900 }, { width: 390, height: 844 }]) {
       const context = await browser.newContext({ bypassCSP: true, viewport });
       const page = await signInWithToken(context, server.token);
-      const pages = [`/console/p/${server.projectId}`, `/console/p/${server.projectId}/transactions`, `/console/p/${server.projectId}/approvals`, `/console/p/${server.projectId}/agents`, `/console/p/${server.projectId}/agents/new`];
+      const pages = [`/console/p/${server.projectId}`, `/console/p/${server.projectId}/transactions`, `/console/p/${server.projectId}/approvals`, `/console/p/${server.projectId}/agents`, `/console/p/${server.projectId}/agents/new`, `/console/p/${server.projectId}/webhooks`];
       for (const path of pages) {
         await page.goto(`${server.baseUrl}${path}`);
         const violations = await seriousViolations(page);
