@@ -52,6 +52,9 @@ describe.each(dialects)("approvals and GET /v1/limits (%s)", (dialect) => {
     expect(await ledger.windowSpending([{ scopeId: c.tokenId, kind: "daily", start: windowStart("daily", new Date()) }])).toEqual([0]);
     // Decided once: approving afterwards changes nothing.
     expect((await decidePayment({ ledger, clock: t.ctx.clock }, p.id, "approved", "adm_test")).kind).toBe("not_awaiting");
+    // The console's list of decisions: who and when, the project's only.
+    const decided = await ledger.listDecidedApprovals(projectId, 5);
+    expect(decided.map((d) => [d.id, d.approval, d.approval_decided_by, typeof d.approval_decided_at])).toEqual([[p.id, "denied", "adm_test", "string"]]);
     expect((await verifyLedger(ledger.db)).problems).toEqual([]);
   });
 

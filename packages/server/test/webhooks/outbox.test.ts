@@ -85,6 +85,9 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
       const deliveries = await ledger.db.selectFrom("webhook_deliveries").select(["state", "attempts"]).where("event_id", "in", ledger.db.selectFrom("webhook_outbox").select("id").where("project_id", "=", projectId)).execute();
       expect(deliveries).toHaveLength(11);
       expect(deliveries.every((d) => d.state === "pending" && d.attempts === 0)).toBe(true);
+      // One transaction's deliveries (the console's transaction page), newest first, of this project only.
+      expect((await ledger.webhooks.listDeliveriesOf(projectId, a.payment.id, 10)).map((d) => d.type)).toEqual(["payment.reversed", "payment.completed", "payment.processing", "payment.created"]);
+      expect(await ledger.webhooks.listDeliveriesOf(without, a.payment.id, 10)).toEqual([]);
     }
   });
 
