@@ -302,7 +302,7 @@ async function expectAccessible(page: Page, name: string): Promise<void> {
 
 describe("console agents (tokens)", () => {
   it("creates a token with controls, shown once with its MCP configuration; changes its controls; shows its spend against them; revokes it", async () => {
-    const context = await browser.newContext({ bypassCSP: true, viewport: { width: 375, height: 800 } });
+    const context = await browser.newContext({ bypassCSP: true, viewport: { width: 375, height: 800 }, permissions: ["clipboard-read", "clipboard-write"] });
     const page = await signInWithToken(context, server.token);
     await page.getByRole("link", { name: "Agents" }).click();
     await page.getByRole("link", { name: "Create a token" }).click();
@@ -322,7 +322,14 @@ describe("console agents (tokens)", () => {
     const config = JSON.parse((await page.locator("#mcp-config").textContent())!) as { mcpServers: { agentwallet: { command: string; args: string[]; env: Record<string, string> } } };
     expect(config.mcpServers.agentwallet.env).toEqual({ AGENTWALLET_API_TOKEN: token, AGENTWALLET_BASE_URL: server.baseUrl, AGENTWALLET_MAX_PAYMENT_USD: "4" });
     expect(config.mcpServers.agentwallet.args[0]).toMatch(/packages\/mcp\/bin\/agentwallet-mcp\.js$/);
-    await expect(page.getByRole("button", { name: "Copy token" }).isVisible()).resolves.toBe(true);
+    // The copy button works from the keyboard: Tab to it, Enter, and the clipboard holds the token.
+    const copy = page.getByRole("button", { name: "Copy token" });
+    await page.locator("#new-token").focus();
+    await page.keyboard.press("Tab");
+    await expect(copy.evaluate((b) => b === document.activeElement)).resolves.toBe(true);
+    await page.keyboard.press("Enter");
+    await page.getByRole("button", { name: "Copied" }).waitFor();
+    await expect(page.evaluate(() => navigator.clipboard.readText())).resolves.toBe(token);
     await expectAccessible(page, "token-created-375");
 
     // The API applies what the form set, through the same controls GET /v1/limits shows.
