@@ -129,13 +129,13 @@ export type ApprovalItem = {
 export interface ConsoleBackend {
   /** A project token's identity if it is well formed, known, unrevoked and unexpired; else null. */
   verifyToken(token: string): Promise<{ tokenId: string; projectId: string } | null>;
-  /** Whether the text is the operator's admin credential. */
-  verifyAdminCredential(secret: string): Promise<boolean>;
+  /** The admin credential's id if the text is an active admin credential of this deployment; else null. */
+  verifyAdminCredential(secret: string): Promise<string | null>;
   /** Exchanges a one-time sign-in code (printed by the sandbox banner) for the token it names, once. */
   redeemSignInCode(code: string): Promise<{ tokenId: string; projectId: string } | null>;
 
-  createSession(viewer: { kind: "operator" } | { kind: "token"; tokenId: string }): Promise<{ id: string; csrf: string; expiresAt: string }>;
-  /** The session's viewer as of now (a revoked or expired token ends its sessions), or null. */
+  createSession(viewer: { kind: "operator"; credentialId: string } | { kind: "token"; tokenId: string }): Promise<{ id: string; csrf: string; expiresAt: string }>;
+  /** The session's viewer as of now (a revoked or expired token, or a revoked admin credential, ends its sessions), or null. */
   getSession(id: string): Promise<Session | null>;
   deleteSession(id: string): Promise<void>;
 

@@ -254,7 +254,7 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         return project;
       };
 
-      const startSession = async (reply: FastifyReply, req: FastifyRequest, viewer: { kind: "operator" } | { kind: "token"; tokenId: string }) => {
+      const startSession = async (reply: FastifyReply, req: FastifyRequest, viewer: { kind: "operator"; credentialId: string } | { kind: "token"; tokenId: string }) => {
         const s = await backend.createSession(viewer);
         // Secure over HTTPS, also behind a TLS-terminating proxy (a forged header can only make the cookie stricter).
         const forwarded = String(req.headers["x-forwarded-proto"] ?? "").split(",")[0]!.trim();
@@ -283,7 +283,8 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         const body = (req.body ?? {}) as Record<string, string>;
         const secret = (body.secret ?? "").trim();
         if (body.kind === "operator") {
-          if (secret && (await backend.verifyAdminCredential(secret))) return startSession(reply, req, { kind: "operator" });
+          const credentialId = secret ? await backend.verifyAdminCredential(secret) : null;
+          if (credentialId) return startSession(reply, req, { kind: "operator", credentialId });
           return send(reply, signInPage(pageContext(null), "That admin key is not this deployment's."), 401);
         }
         const who = secret ? await backend.verifyToken(secret) : null;

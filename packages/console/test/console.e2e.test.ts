@@ -73,7 +73,7 @@ describe("console sign-in", () => {
     await context.close();
   });
 
-  it("the operator signs in with an admin credential and sees every project; a project token or a revoked credential is refused", async () => {
+  it("the operator signs in with an admin credential and sees every project; revoking the credential ends the session; a project token is refused", async () => {
     const { createAdminCredential, revokeAdminCredential } = await import("../../server/src/services/adminCredentials.ts");
     const { consoleBackend } = await import("../../server/src/http/console.ts");
     const admin = await createAdminCredential(server.server.ctx, { name: "console test" });
@@ -92,12 +92,15 @@ describe("console sign-in", () => {
     // The operator may manage every project's tokens.
     await page.getByRole("link", { name: "Agents" }).click();
     await expect(page.getByRole("link", { name: "Create a token" }).count()).resolves.toBe(1);
+    // Revoked: the open session ends on its next page.
+    await revokeAdminCredential(server.server.ctx, admin.id);
+    await page.goto(`${server.baseUrl}/console/projects`);
+    expect(page.url()).toContain("/console/signin");
     await context.close();
     // The sign-in form's check, without spending the page's sign-in attempts (bounded per address).
     const backend = consoleBackend(server.server.ctx, {});
-    await expect(backend.verifyAdminCredential(server.token)).resolves.toBe(false);
-    await revokeAdminCredential(server.server.ctx, admin.id);
-    await expect(backend.verifyAdminCredential(admin.credential)).resolves.toBe(false);
+    await expect(backend.verifyAdminCredential(server.token)).resolves.toBeNull();
+    await expect(backend.verifyAdminCredential(admin.credential)).resolves.toBeNull();
   });
 
   it("a one-time sign-in code works once", async () => {

@@ -114,7 +114,8 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
     },
     async verifyAdminCredential(secret) {
       // The admin API's own check (services/adminCredentials.ts): an active aw_admin_… credential.
-      return (await checkAdminCredential(ctx, secret)).kind === "valid";
+      const check = await checkAdminCredential(ctx, secret);
+      return check.kind === "valid" ? check.credential.id : null;
     },
     async redeemSignInCode(code) {
       const token = await sessions.redeemCode(code, now());
@@ -123,14 +124,15 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
     async createSession(viewer) {
       const id = randomBytes(32).toString("base64url");
       const expiresAt = new Date(ctx.clock().getTime() + SESSION_MS).toISOString();
-      await sessions.create(id, viewer.kind, viewer.kind === "token" ? viewer.tokenId : null, now(), expiresAt);
+      await sessions.create(id, viewer.kind, viewer.kind === "token" ? viewer.tokenId : null, now(), expiresAt, viewer.kind === "operator" ? viewer.credentialId : null);
       return { id, csrf: csrfOf(id), expiresAt };
     },
     async getSession(id) {
       const row = await sessions.get(id, now());
       if (!row) return null;
       const base = { id, csrf: csrfOf(id), expiresAt: row.expires_at };
-      if (row.kind === "operator") return { ...base, viewer: { kind: "operator" } };
+      // An operator's session lasts while its admin credential is active: revoking it ends the session.
+      if (row.kind === "operator") return row.admin && !row.admin.revoked_at ? { ...base, viewer: { kind: "operator" } } : null;
       if (!row.token || !row.token_id || !tokenActive(row.token)) return null;
       const t = row.token;
       return { ...base, viewer: { kind: "token", projectId: t.project_id, tokenId: row.token_id, permissions: t.permissions.split(",") as Permission[], manage: mayManageProject(t) } };

@@ -1,7 +1,7 @@
 /**
  * Console sessions and one-time sign-in codes. Only SHA-256 hashes of session ids and codes are stored, so a
- * copy of the database opens no session. A session names the operator or one API token; the token row is read
- * on every use, so revoking or expiring the token ends its sessions at once.
+ * copy of the database opens no session. A session names the operator's admin credential or one API token; that
+ * row is read on every use, so revoking (or expiring) it ends its sessions at once.
  */
 import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
@@ -13,6 +13,8 @@ export type ConsoleSessionRow = {
   kind: "operator" | "token";
   token_id: string | null;
   expires_at: string;
+  /** For operator sessions: the admin credential as it is now. */
+  admin?: { id: string; revoked_at: string | null } | undefined;
   /** For token sessions: the token as it is now. */
   token?: { project_id: string; permissions: string; expires_at: string | null; revoked_at: string | null; spending_controls: string | null } | undefined;
 };
@@ -20,15 +22,16 @@ export type ConsoleSessionRow = {
 export class ConsoleSessions {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async create(id: string, kind: "operator" | "token", tokenId: string | null, createdAt: string, expiresAt: string): Promise<void> {
-    await this.db.insertInto("console_sessions").values({ id_hash: sha256(id), kind, token_id: tokenId, created_at: createdAt, expires_at: expiresAt }).execute();
+  async create(id: string, kind: "operator" | "token", tokenId: string | null, createdAt: string, expiresAt: string, adminCredentialId: string | null = null): Promise<void> {
+    await this.db.insertInto("console_sessions").values({ id_hash: sha256(id), kind, token_id: tokenId, admin_credential_id: adminCredentialId, created_at: createdAt, expires_at: expiresAt }).execute();
   }
 
   async get(id: string, now: string): Promise<ConsoleSessionRow | undefined> {
     const row = await this.db
       .selectFrom("console_sessions as s")
       .leftJoin("api_tokens as t", "t.id", "s.token_id")
-      .select(["s.kind", "s.token_id", "s.expires_at", "t.project_id", "t.permissions", "t.expires_at as token_expires_at", "t.revoked_at", "t.spending_controls"])
+      .leftJoin("admin_credentials as a", "a.id", "s.admin_credential_id")
+      .select(["s.kind", "s.token_id", "s.expires_at", "t.project_id", "t.permissions", "t.expires_at as token_expires_at", "t.revoked_at", "t.spending_controls", "a.id as admin_id", "a.revoked_at as admin_revoked_at"])
       .where("s.id_hash", "=", sha256(id))
       .where("s.expires_at", ">", now)
       .executeTakeFirst();
@@ -37,6 +40,7 @@ export class ConsoleSessions {
       kind: row.kind as "operator" | "token",
       token_id: row.token_id,
       expires_at: row.expires_at,
+      admin: row.admin_id ? { id: row.admin_id, revoked_at: row.admin_revoked_at ?? null } : undefined,
       token: row.project_id ? { project_id: row.project_id, permissions: row.permissions!, expires_at: row.token_expires_at ?? null, revoked_at: row.revoked_at ?? null, spending_controls: row.spending_controls ?? null } : undefined,
     };
   }

@@ -357,6 +357,13 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    "0013_admin_sessions": {
+      // An operator's console session names the admin credential it signed in with, so revoking the
+      // credential ends the session (ledger/consoleSessions.ts).
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable("console_sessions").addColumn("admin_credential_id", "text", (c) => c.references("admin_credentials.id")).execute();
+      },
+    },
   };
 }
 

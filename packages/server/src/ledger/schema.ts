@@ -265,6 +265,8 @@ export interface ConsoleSessionsTable {
   id_hash: string; // sha256 hex of the session id; the id itself lives only in the browser's cookie
   kind: string; // operator | token
   token_id: string | null;
+  /** Operator sessions: the admin credential signed in with (migration 0013_admin_sessions); revoking it ends them. */
+  admin_credential_id?: string | null;
   created_at: string;
   expires_at: string;
 }

@@ -7,6 +7,7 @@ import { AdminProject, AdminProjectList, AdminTokenList, ApprovalDecision, Creat
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { parseControls } from "../../src/domain/spending.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
+import { consoleBackend } from "../../src/http/console.ts";
 import { createAdminCredential, revokeAdminCredential } from "../../src/services/adminCredentials.ts";
 import { buildApp, createTestContext, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
@@ -134,7 +135,12 @@ describe.each(dialects)("admin API (%s)", (dialect) => {
       expect([r.status, r.body.code], url).toEqual([403, "project_token_required"]);
     }
     const other = await createAdminCredential(t.ctx, {});
+    // The console's operator session names the credential: revoking it ends the session.
+    const backend = consoleBackend(t.ctx, {});
+    const session = await backend.createSession({ kind: "operator", credentialId: (await backend.verifyAdminCredential(other.credential))! });
+    expect((await backend.getSession(session.id))?.viewer).toEqual({ kind: "operator" });
     await revokeAdminCredential(t.ctx, other.id);
+    expect(await backend.getSession(session.id)).toBeNull();
     const revoked = await call("GET", "/v1/admin/projects", other.credential);
     expect([revoked.status, revoked.body.code]).toEqual([401, "unauthorized"]);
     expect(revoked.body.detail).toMatch(/revoked/);
