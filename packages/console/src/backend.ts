@@ -8,11 +8,12 @@ import type { Balance, DepositAddress, Permission, Transaction, TransactionList 
 /**
  * Who is signed in: the operator (every project), or one project's API token with its permissions. `manage`:
  * whether the token may create, change and revoke tokens and decide approvals (the server's rule,
- * services/tokens.ts `mayManageProject`); the operator always may.
+ * services/tokens.ts `mayManageProject`); `decide`: whether it may approve or deny waiting payments
+ * (`mayDecideApprovals`: not when the project has its own approval threshold). The operator always may.
  */
 export type Viewer =
   | { kind: "operator" }
-  | { kind: "token"; projectId: string; tokenId: string; permissions: Permission[]; manage: boolean };
+  | { kind: "token"; projectId: string; tokenId: string; permissions: Permission[]; manage: boolean; decide: boolean };
 
 export type Session = { id: string; csrf: string; viewer: Viewer; expiresAt: string };
 

@@ -21,6 +21,7 @@ import {
   agentsPage,
   approvalsPage,
   canFund,
+  canDecide,
   canManage,
   controlsFormValues,
   errorPage,
@@ -447,6 +448,7 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         if (!decision) throw new ConsoleError(404, "No such action.");
         const m = await managedPost(req, reply, "approvals");
         if (!m) return reply;
+        if (!canDecide(m.pc)) throw new ConsoleError(403, "This project's own approval threshold is the operator's: only the operator approves or denies its payments.");
         const out = await backend.decideApproval(m.s.viewer, m.project.id, req.params.id, decision);
         if (!out.ok) return send(reply, approvalsPage(m.pc, await backend.listApprovals(m.project.id), { text: out.detail, error: true }), 409);
         return reply.redirect(`/console/p/${m.project.id}/approvals?decided=${decision}`, 303);

@@ -283,7 +283,7 @@ ${fact("Failure", t.failure_code ? `${String(t.failure_code)}: ${String(t.failur
 ${fact("On-chain transaction", txHash ? (pc.explorerTxUrl ? html`<a class="address" href="${pc.explorerTxUrl}${txHash}" rel="noreferrer noopener" target="_blank">${txHash}</a>` : html`<span class="address">${txHash}</span>`) : null)}
 ${fact(t.type === "platform_fee" ? "Payment" : "Fee", typeof t.payment_id === "string" ? html`<a href="/console/p/${p.id}/transactions/${t.payment_id}">${t.payment_id}</a>` : null)}
 </dl>
-${approval ? html`<h2>Approval</h2><p>${approvalOutcome(approval)}.</p>${approval.approval === "awaiting" && canManage(pc) ? html`<p><a href="/console/p/${p.id}/approvals">Decide on the approvals page</a></p>` : ""}` : ""}
+${approval ? html`<h2>Approval</h2><p>${approvalOutcome(approval)}.</p>${approval.approval === "awaiting" && canDecide(pc) ? html`<p><a href="/console/p/${p.id}/approvals">Decide on the approvals page</a></p>` : ""}` : ""}
 ${history.length
   ? html`<h2>Status history</h2><ol class="history">${history.map((h) => html`<li><span class="muted">${formatTime(h.at)}</span> ${statusCell(h.status)} ${h.text}</li>`)}</ol>`
   : ""}
@@ -305,6 +305,12 @@ function refusalList(refusals: RefusalItem[], withToken: boolean): Html {
 export function canManage(pc: PageContext): boolean {
   const v = pc.viewer;
   return !!v && (v.kind === "operator" || v.manage);
+}
+
+/** Whether the viewer may approve or deny waiting payments (the server refuses the rest). */
+export function canDecide(pc: PageContext): boolean {
+  const v = pc.viewer;
+  return !!v && (v.kind === "operator" || v.decide);
 }
 
 const INTERVAL_LABEL: Record<Interval, string> = { per_payment: "Per payment", daily: "Daily", weekly: "Weekly", monthly: "Monthly", all_time: "All time" };
@@ -501,7 +507,7 @@ export function approvalOutcome(a: ApprovalItem): string {
 
 function approvalTable(pc: PageContext, rows: ApprovalItem[], caption: string, decided = false): Html {
   const p = pc.project!;
-  const decide = canManage(pc) && !decided;
+  const decide = canDecide(pc) && !decided;
   return html`<div class="table-wrap"><table class="cards-narrow">
 <caption class="visually-hidden">${caption}</caption>
 <thead><tr><th scope="col">Payment</th><th scope="col" class="num">Amount</th><th scope="col">Recipient</th><th scope="col">Token</th><th scope="col">${decided ? "Decision" : "Waits until"}</th>${decided ? html`<th scope="col">Status</th>` : ""}${decide ? html`<th scope="col">Decide</th>` : ""}</tr></thead>
@@ -526,7 +532,7 @@ ${notice ? html`<p class="notice${notice.error ? " error" : ""}" role="${notice.
 <p class="muted">USDC and bank payments above a token's approval threshold wait here; approved, they are sent at once; denied or not decided in time, they fail and are credited back.</p>
 <h2>Waiting</h2>
 ${list.awaiting.length ? approvalTable(pc, list.awaiting, "Payments waiting for approval") : html`<p>No payment waits for approval.</p>`}
-${canManage(pc) ? "" : html`<p class="muted">This sign-in may see approvals but not decide them.</p>`}
+${canDecide(pc) ? "" : html`<p class="muted">This sign-in may see approvals but not decide them${canManage(pc) ? ": this project's own approval threshold is the operator's to apply" : ""}.</p>`}
 <h2>Decided</h2>
 ${list.decided.length ? approvalTable(pc, list.decided, "Payments decided lately, newest first", true) : html`<p>No decisions yet.</p>`}`,
   );

@@ -475,6 +475,26 @@ describe("console approvals", () => {
 
     await page.goto(`${server.baseUrl}/console/p/${server.projectId}/transactions/${String(b.body.id)}`);
     await expect(page.locator("ol.history").textContent()).resolves.toContain("Failed (approval_denied)");
+
+    // With an approval threshold on the project itself, only the operator decides: a token approving what
+    // it paid would undo the operator's control.
+    const { updateControls } = await import("../../server/src/services/spendingControls.ts");
+    const { decidePayment } = await import("../../server/src/services/approvals.ts");
+    await updateControls(server.server.ctx, "project", server.projectId, { approval_above_usd: 100 });
+    try {
+      const c = await api("/v1/pay", agent, { recipient: RECIPIENT, amount_usd: 1.25, description: "the operator's" });
+      await page.goto(`${server.baseUrl}/console/p/${server.projectId}/approvals`);
+      await expect(page.getByRole("link", { name: "USDC transfer: the operator's" }).count()).resolves.toBe(1);
+      await expect(page.getByRole("button", { name: /^Approve/ }).count()).resolves.toBe(0);
+      await expect(page.locator("main").textContent()).resolves.toContain("approval threshold is the operator's");
+      const csrfFull = (await page.locator('meta[name="csrf-token"]').getAttribute("content"))!;
+      const refused = await page.request.post(`${server.baseUrl}/console/p/${server.projectId}/approvals/${String(c.body.id)}/approve`, { form: { csrf: csrfFull }, maxRedirects: 0 });
+      expect(refused.status()).toBe(403);
+      expect((await server.server.ctx.ledger.getPayment(String(c.body.id)))!.approval).toBe("awaiting");
+      await decidePayment(server.server.ctx, String(c.body.id), "denied", "test cleanup");
+    } finally {
+      await updateControls(server.server.ctx, "project", server.projectId, { approval_above_usd: null });
+    }
     await context.close();
   });
 });

@@ -16,7 +16,7 @@ import { cursorOf } from "../ledger/transactionReads.ts";
 import { ApiError, badRequest } from "../domain/errors.ts";
 import { parseListQuery } from "./listQuery.ts";
 import { hashToken, isWellFormedToken } from "../tokens.ts";
-import { issueToken, mayManageProject, revokeToken } from "../services/tokens.ts";
+import { issueToken, mayDecideApprovals, mayManageProject, revokeToken } from "../services/tokens.ts";
 import { getLimits, renderControls, updateTokenControls } from "../services/spendingControls.ts";
 import { decidePayment } from "../services/approvals.ts";
 import { parseControls } from "../domain/spending.ts";
@@ -61,11 +61,14 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
    * The server's rule for changes (tokens, approvals), whatever the console shows: the operator, or an active
    * token of this project that may manage it (mayManageProject), read again now. Returns who acts, as recorded.
    */
-  const requireManage = async (viewer: Viewer, projectId: string): Promise<string> => {
+  const requireManage = async (viewer: Viewer, projectId: string, what: "manage" | "decide" = "manage"): Promise<string> => {
     if (viewer.kind === "operator") return "operator";
     const t = await ctx.ledger.getToken(viewer.tokenId);
     if (!t || !tokenActive(t) || t.project_id !== projectId || !mayManageProject(t)) {
       throw new ApiError(403, "permission_denied", "This token may not manage tokens or approvals: that needs the operator, or a token with read, pay and x402 and no spending controls of its own.");
+    }
+    if (what === "decide" && !mayDecideApprovals(t, (await ctx.ledger.getProject(projectId))?.spending_controls ?? null)) {
+      throw new ApiError(403, "permission_denied", "This project's own approval threshold is the operator's: only the operator approves or denies its payments.");
     }
     return `token ${t.id} (${t.display_prefix}…)`;
   };
@@ -135,7 +138,9 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
       if (row.kind === "operator") return row.admin && !row.admin.revoked_at ? { ...base, viewer: { kind: "operator" } } : null;
       if (!row.token || !row.token_id || !tokenActive(row.token)) return null;
       const t = row.token;
-      return { ...base, viewer: { kind: "token", projectId: t.project_id, tokenId: row.token_id, permissions: t.permissions.split(",") as Permission[], manage: mayManageProject(t) } };
+      const manage = mayManageProject(t);
+      const decide = manage && mayDecideApprovals(t, (await ctx.ledger.getProject(t.project_id))?.spending_controls ?? null);
+      return { ...base, viewer: { kind: "token", projectId: t.project_id, tokenId: row.token_id, permissions: t.permissions.split(",") as Permission[], manage, decide } };
     },
     async deleteSession(id) {
       await sessions.delete(id);
@@ -258,7 +263,7 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
       return historyOf(t, p);
     },
     async decideApproval(viewer, projectId, paymentId, decision) {
-      const who = await requireManage(viewer, projectId);
+      const who = await requireManage(viewer, projectId, "decide");
       const p = await ctx.ledger.getPayment(paymentId);
       if (!p || p.project_id !== projectId) return { ok: false, detail: "There is no such payment in this project." };
       const out = await decidePayment(ctx, paymentId, decision, who);

@@ -65,6 +65,15 @@ export function mayManageProject(token: { permissions: string; spending_controls
   return ALL_PERMISSIONS.every((p) => perms.includes(p)) && isEmptyControls(parseControls(token.spending_controls));
 }
 
+/**
+ * Whether a token may approve or deny its project's waiting payments: it may manage the project, and the
+ * project sets no approval threshold of its own. The operator set that threshold for every token; a token
+ * approving what it (or a token it created) paid would undo it, so those decisions are the operator's.
+ */
+export function mayDecideApprovals(token: { permissions: string; spending_controls: string | null }, projectControls: string | null): boolean {
+  return mayManageProject(token) && (parseControls(projectControls)?.approvalAboveMicros ?? null) === null;
+}
+
 type ListedToken = NonNullable<Awaited<ReturnType<Ledger["getToken"]>>>;
 
 /** The one JSON shape of a token (never its secret; creating one adds `token`, shown that once). */
