@@ -420,7 +420,16 @@ export async function migrateToLatest(db: Kysely<any>, dialect: Dialect, target?
     allowUnorderedMigrations: true,
     ...(schema ? { migrationTableSchema: schema } : {}),
   });
-  const { error, results } = target ? await migrator.migrateTo(target) : await migrator.migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
-  return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = target ? await migrator.migrateTo(target) : await migrator.migrateToLatest();
+    // Kysely's check for its tables lists the tables of every schema; a schema dropped by someone else
+    // meanwhile fails that listing (3F000, invalid_schema_name) though nothing of ours moved. On
+    // PostgreSQL a run is one transaction with its bookkeeping, so asking again is safe. Bounded.
+    if (error && (error as { code?: string }).code === "3F000" && attempt < SCHEMA_RACE_ATTEMPTS) continue;
+    if (error) throw error instanceof Error ? error : new Error(String(error));
+    return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+  }
 }
+
+/** Tries of a migration run that lost the race with another schema's drop (see migrateToLatest). */
+const SCHEMA_RACE_ATTEMPTS = 5;
