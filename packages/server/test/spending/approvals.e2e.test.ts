@@ -1,0 +1,125 @@
+// Approvals end to end on a real chain, across a kill -9: a sandbox server (a child process) accepts two
+// USDC payments above the token's approval threshold as `pending`; it is killed and a new one started,
+// and both still wait; the operator approves one through the admin API (it completes on-chain) and denies
+// the other (failed, credited back); a third, accepted by a server whose approval timeout is short, fails
+// undecided once that passes and is credited back. The ledger then equals the wallet to the unit.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startDevChain, type DevChain } from "@agentwallet/devchain";
+import type { Address } from "viem";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createChainClient } from "../../src/chain/chainClient.ts";
+import { createHdCustody } from "../../src/chain/custody.ts";
+import { newId, systemClock } from "../../src/ids.ts";
+import { type OpenedDb, openDb } from "../../src/ledger/db.ts";
+import { migrateToLatest } from "../../src/ledger/migrations.ts";
+import { Ledger } from "../../src/ledger/store.ts";
+import { verifyLedger } from "../../src/ledger/verify.ts";
+import { createAdminCredential } from "../../src/services/adminCredentials.ts";
+import { issueToken } from "../../src/services/tokens.ts";
+import { TEST_MNEMONIC } from "../support/context.ts";
+import { poll } from "../support/poll.ts";
+import { type ServerProcess, spawnServer } from "../support/spawnServer.ts";
+
+const USD = 1_000_000;
+const TO_APPROVED = "0x00000000000000000000000000000000000a9901" as Address;
+const TO_DENIED = "0x00000000000000000000000000000000000a9902" as Address;
+const TO_EXPIRED = "0x00000000000000000000000000000000000a9903" as Address;
+
+describe("approvals on the real chain across a restart", () => {
+  let dev: DevChain;
+  let dir: string;
+  let opened: OpenedDb;
+  let server: ServerProcess | undefined;
+  beforeAll(async () => {
+    dev = await startDevChain();
+    dir = mkdtempSync(join(tmpdir(), "aw-approvals-"));
+    opened = openDb({ kind: "sqlite", path: join(dir, "agentwallet.db") });
+    await migrateToLatest(opened.db, "sqlite");
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await dev?.stop();
+    await opened?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("behavior: pending above the threshold; a restart changes nothing; approve → completed on-chain; deny and timeout → failed and credited", async () => {
+    const env = (approvalTimeoutMs: number): NodeJS.ProcessEnv => ({
+      SANDBOX_CHAIN_RPC_URL: dev.rpcUrl,
+      BASE_RPC_URL: "",
+      DATABASE_URL: "",
+      AGENTWALLET_DATA_DIR: dir,
+      AGENTWALLET_MASTER_MNEMONIC: TEST_MNEMONIC,
+      DEPOSIT_CONFIRMATIONS: "1",
+      WATCHER_INTERVAL_MS: "100",
+      WORKER_INTERVAL_MS: "100",
+      APPROVAL_TIMEOUT_MS: String(approvalTimeoutMs),
+      RATE_LIMIT_PER_MINUTE: "1000000",
+      LOG_LEVEL: "warn",
+    });
+    const ledger = new Ledger(opened.db, "sqlite", systemClock, newId);
+    const deps = { ledger, clock: systemClock, newId, config: { spending: { approvalTimeoutMs: 3_600_000 } } };
+    const project = await ledger.createProject({ name: "approvals", plan: "free" });
+    const wallet = createHdCustody(TEST_MNEMONIC).addressOf(project.wallet_index) as Address;
+    await ledger.setWalletAddress(project.id, wallet);
+    const agent = await issueToken(deps, { projectId: project.id, permissions: ["read", "pay"], mode: "test", controls: { approval_above_usd: 1 } });
+    const admin = await createAdminCredential(deps, { name: "approver" });
+
+    const pay = async (to: Address, amountUsd: number) => {
+      const res = await fetch(`${server!.baseUrl}/v1/pay`, { method: "POST", headers: { authorization: `Bearer ${agent.token}`, "content-type": "application/json" }, body: JSON.stringify({ recipient: to, amount_usd: amountUsd }) });
+      return { status: res.status, body: (await res.json()) as { id: string; status: string } };
+    };
+    const decide = async (id: string, verb: "approve" | "deny") => {
+      const res = await fetch(`${server!.baseUrl}/v1/admin/payments/${id}/${verb}`, { method: "POST", headers: { authorization: `Bearer ${admin.credential}` } });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    const settled = (id: string) => poll(`payment ${id} final`, async () => {
+      const p = await ledger.getPayment(id);
+      return p && (p.status === "completed" || p.status === "failed") ? p : undefined;
+    });
+
+    server = await spawnServer(env(3_600_000));
+    await dev.mint(wallet, 20n * BigInt(USD));
+    await poll("deposit credited", async () => ((await ledger.getBalance(project.id))!.available_micros > 0 ? true : undefined));
+
+    const approved = await pay(TO_APPROVED, 2);
+    const denied = await pay(TO_DENIED, 3);
+    expect([approved.status, approved.body.status, denied.status, denied.body.status]).toEqual([201, "pending", 201, "pending"]);
+    const held = (await ledger.getBalance(project.id))!;
+    expect(held.available_micros + held.held_micros).toBe(20 * USD);
+
+    // A kill -9 and a new process: both still wait, nothing was sent.
+    await server.kill9();
+    server = await spawnServer(env(1_500));
+    for (const id of [approved.body.id, denied.body.id]) expect(await ledger.getPayment(id)).toMatchObject({ status: "pending", approval: "awaiting", tx_hash: null });
+
+    // Accepted now, with the short timeout: nobody decides it.
+    const expired = await pay(TO_EXPIRED, 4);
+    expect([expired.status, expired.body.status]).toEqual([201, "pending"]);
+
+    expect((await decide(approved.body.id, "approve")).status).toBe(200);
+    expect((await decide(denied.body.id, "deny")).status).toBe(200);
+    // Decided once: a second decision is refused.
+    expect((await decide(denied.body.id, "approve")).status).toBe(409);
+
+    const [a, d, e] = [await settled(approved.body.id), await settled(denied.body.id), await settled(expired.body.id)];
+    expect(a).toMatchObject({ status: "completed", approval: "approved", approval_decided_by: admin.id });
+    expect(d).toMatchObject({ status: "failed", approval: "denied", failure_code: "approval_denied" });
+    expect(e).toMatchObject({ status: "failed", approval: "expired", failure_code: "approval_expired" });
+    for (const p of [d, e]) expect(p.tx_hash).toBeNull();
+
+    // On-chain: only the approved payment moved; the ledger equals the wallet.
+    const chain = createChainClient({ rpcUrl: dev.rpcUrl, chainId: dev.chainId, usdcAddress: dev.usdcAddress, timeoutMs: 5_000, retries: 1 });
+    expect(await chain.usdcBalance(TO_APPROVED)).toBe(2n * BigInt(USD));
+    expect(await chain.usdcBalance(TO_DENIED)).toBe(0n);
+    expect(await chain.usdcBalance(TO_EXPIRED)).toBe(0n);
+    const b = (await ledger.getBalance(project.id))!;
+    expect(b.held_micros).toBe(0);
+    // The fee is swept to the treasury by the worker: wait until the wallet shows it.
+    await poll("wallet equals the ledger", async () => (Number(await chain.usdcBalance(wallet)) === b.available_micros ? true : undefined));
+    expect(b.available_micros).toBe(20 * USD - 2 * USD - a.fee_micros);
+    expect((await verifyLedger(ledger.db)).problems).toEqual([]);
+  });
+});
