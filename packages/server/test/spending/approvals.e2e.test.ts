@@ -3,23 +3,17 @@
 // and both still wait; the operator approves one through the admin API (it completes on-chain) and denies
 // the other (failed, credited back); a third, accepted by a server whose approval timeout is short, fails
 // undecided once that passes and is credited back. The ledger then equals the wallet to the unit.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { startDevChain, type DevChain } from "@agentwallet/devchain";
 import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createChainClient } from "../../src/chain/chainClient.ts";
 import { createHdCustody } from "../../src/chain/custody.ts";
 import { newId, systemClock } from "../../src/ids.ts";
-import { type OpenedDb, openDb } from "../../src/ledger/db.ts";
-import { migrateToLatest } from "../../src/ledger/migrations.ts";
-import { Ledger } from "../../src/ledger/store.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { createAdminCredential } from "../../src/services/adminCredentials.ts";
 import { issueToken } from "../../src/services/tokens.ts";
 import { TEST_MNEMONIC } from "../support/context.ts";
 import { poll } from "../support/poll.ts";
+import { type SandboxProcessFixture, startSandboxProcessFixture } from "../support/sandboxProcess.ts";
 import { type ServerProcess, spawnServer } from "../support/spawnServer.ts";
 
 const USD = 1_000_000;
@@ -28,38 +22,19 @@ const TO_DENIED = "0x00000000000000000000000000000000000a9902" as Address;
 const TO_EXPIRED = "0x00000000000000000000000000000000000a9903" as Address;
 
 describe("approvals on the real chain across a restart", () => {
-  let dev: DevChain;
-  let dir: string;
-  let opened: OpenedDb;
+  let f: SandboxProcessFixture;
   let server: ServerProcess | undefined;
   beforeAll(async () => {
-    dev = await startDevChain();
-    dir = mkdtempSync(join(tmpdir(), "aw-approvals-"));
-    opened = openDb({ kind: "sqlite", path: join(dir, "agentwallet.db") });
-    await migrateToLatest(opened.db, "sqlite");
+    f = await startSandboxProcessFixture("approvals");
   });
   afterAll(async () => {
     await server?.stop();
-    await dev?.stop();
-    await opened?.close();
-    rmSync(dir, { recursive: true, force: true });
+    await f?.close();
   });
 
   test("behavior: pending above the threshold; a restart changes nothing; approve → completed on-chain; deny and timeout → failed and credited", async () => {
-    const env = (approvalTimeoutMs: number): NodeJS.ProcessEnv => ({
-      SANDBOX_CHAIN_RPC_URL: dev.rpcUrl,
-      BASE_RPC_URL: "",
-      DATABASE_URL: "",
-      AGENTWALLET_DATA_DIR: dir,
-      AGENTWALLET_MASTER_MNEMONIC: TEST_MNEMONIC,
-      DEPOSIT_CONFIRMATIONS: "1",
-      WATCHER_INTERVAL_MS: "100",
-      WORKER_INTERVAL_MS: "100",
-      APPROVAL_TIMEOUT_MS: String(approvalTimeoutMs),
-      RATE_LIMIT_PER_MINUTE: "1000000",
-      LOG_LEVEL: "warn",
-    });
-    const ledger = new Ledger(opened.db, "sqlite", systemClock, newId);
+    const { dev, ledger } = f;
+    const env = (approvalTimeoutMs: number) => f.env({ APPROVAL_TIMEOUT_MS: String(approvalTimeoutMs) });
     const deps = { ledger, clock: systemClock, newId, config: { spending: { approvalTimeoutMs: 3_600_000 } } };
     const project = await ledger.createProject({ name: "approvals", plan: "free" });
     const wallet = createHdCustody(TEST_MNEMONIC).addressOf(project.wallet_index) as Address;

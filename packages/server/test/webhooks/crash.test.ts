@@ -2,59 +2,33 @@
 // child process on a real chain) records a deposit and a USDC payment while the receiver holds every
 // delivery open; the server is killed; a new one sends every event again once the dead one's leases run
 // out, with the same ids.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { startDevChain, type DevChain } from "@agentwallet/devchain";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createHdCustody } from "../../src/chain/custody.ts";
 import { loadConfig } from "../../src/config.ts";
 import { loadWebhookSecretKey } from "../../src/deps.ts";
 import { newId, systemClock } from "../../src/ids.ts";
-import { type OpenedDb, openDb } from "../../src/ledger/db.ts";
-import { migrateToLatest } from "../../src/ledger/migrations.ts";
-import { Ledger } from "../../src/ledger/store.ts";
 import { createToken } from "../../src/services/tokens.ts";
 import { createWebhookEndpoint } from "../../src/services/webhooks/endpoints.ts";
 import { TEST_MNEMONIC } from "../support/context.ts";
 import { poll } from "../support/poll.ts";
+import { type SandboxProcessFixture, startSandboxProcessFixture } from "../support/sandboxProcess.ts";
 import { type ServerProcess, spawnServer } from "../support/spawnServer.ts";
 import { startReceiver } from "../support/webhookReceiver.ts";
 
 describe("webhooks across a kill -9", () => {
-  let dev: DevChain;
-  let dir: string;
-  let opened: OpenedDb;
+  let f: SandboxProcessFixture;
   let server: ServerProcess | undefined;
   beforeAll(async () => {
-    dev = await startDevChain();
-    dir = mkdtempSync(join(tmpdir(), "aw-whcrash-"));
-    opened = openDb({ kind: "sqlite", path: join(dir, "agentwallet.db") });
-    await migrateToLatest(opened.db, "sqlite");
+    f = await startSandboxProcessFixture("whcrash");
   });
   afterAll(async () => {
     await server?.stop();
-    await dev?.stop();
-    await opened?.close();
-    rmSync(dir, { recursive: true, force: true });
+    await f?.close();
   });
 
   test("behavior: events whose delivery was under way or not yet begun when the server died are all delivered by the next one", async () => {
-    const env: NodeJS.ProcessEnv = {
-      SANDBOX_CHAIN_RPC_URL: dev.rpcUrl,
-      BASE_RPC_URL: "",
-      DATABASE_URL: "",
-      AGENTWALLET_DATA_DIR: dir,
-      AGENTWALLET_MASTER_MNEMONIC: TEST_MNEMONIC,
-      DEPOSIT_CONFIRMATIONS: "1",
-      WATCHER_INTERVAL_MS: "100",
-      WORKER_INTERVAL_MS: "100",
-      WEBHOOK_INTERVAL_MS: "50",
-      WEBHOOK_TIMEOUT_MS: "1000",
-      RATE_LIMIT_PER_MINUTE: "1000000",
-      LOG_LEVEL: "warn",
-    };
-    const ledger = new Ledger(opened.db, "sqlite", systemClock, newId);
+    const { dev, ledger } = f;
+    const env = f.env({ WEBHOOK_INTERVAL_MS: "50", WEBHOOK_TIMEOUT_MS: "1000" });
     const project = await ledger.createProject({ name: "hooked", plan: "free" });
     const wallet = createHdCustody(TEST_MNEMONIC).addressOf(project.wallet_index);
     await ledger.setWalletAddress(project.id, wallet);
