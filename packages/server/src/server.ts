@@ -23,7 +23,6 @@ import type { BridgeFiatProvider } from "./rails/fiat/bridgeProvider.ts";
 import { buildFiatProvider } from "./rails/fiat/buildFiatProvider.ts";
 import type { SandboxFiatProvider } from "./rails/fiat/sandboxProvider.ts";
 import { buildRails } from "./rails/buildRails.ts";
-import { pruneExpiredPassThrough } from "./rails/x402/claimIdempotencyKey.ts";
 import { type X402Demo, startX402Demo } from "./sandbox/x402Demo.ts";
 
 export type RunningServer = {
@@ -158,11 +157,10 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     ctx.dispatch = (p) => settlement!.dispatch(p);
     ctx.hooks.settlementRunning = () => settlement!.running();
     if (fiatRail) ctx.hooks.fiatHint = (payoutId) => fiatRail.onProviderHint(payoutId, () => settlement?.kick());
-    // Housekeeping, bounded per pass: expired x402 pass-through replies, webhook ids past any replay window, old webhook events sent.
-    let pruneFrom: string | undefined;
+    // Housekeeping, bounded per pass: expired idempotency claims and kept replies, webhook ids past any replay window, old webhook events sent.
     loops.push(
       startLoop("housekeeping", 60_000, async () => {
-        pruneFrom = await pruneExpiredPassThrough(ctx, pruneFrom);
+        await ctx.ledger.idempotencyKeys.pruneExpired(ctx.clock().toISOString());
         await ctx.ledger.pruneWebhookEvents(new Date(ctx.clock().getTime() - WEBHOOK_ID_KEEP_MS).toISOString());
         await ctx.ledger.webhooks.prune(new Date(ctx.clock().getTime() - OUTBOX_KEEP_MS).toISOString(), OUTBOX_PRUNE_MAX);
       }, logger),

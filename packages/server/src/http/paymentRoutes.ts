@@ -3,25 +3,31 @@
  * Success is 201 for a new USDC or fiat payment, 200 for x402 and for an idempotent replay (with
  * `Idempotent-Replayed: true`).
  */
-import { IdempotencyKey, LegacyPaymentRequest, PayRequest, UsdcTransferRequest, X402PayRequest, limits } from "@agentwallet/api";
+import { IdempotencyKey, LegacyPaymentRequest, PayRequest, type PayResponse, UsdcTransferRequest, X402PayRequest, limits } from "@agentwallet/api";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AppContext } from "../context.ts";
 import { guard } from "./auth.ts";
 import { requireActive, requirePermission } from "../domain/principal.ts";
-import { ApiError, badRequest } from "../domain/errors.ts";
+import { badRequest } from "../domain/errors.ts";
 import type { Metrics } from "./metrics.ts";
 import { parseOr400 } from "./validation.ts";
 import { parseDecimalAmount } from "../money.ts";
 import { carriesServiceToken } from "../tokens.ts";
-import { type CreatedPayment, createPayment } from "../services/payments/createPayment.ts";
-import { checkAddress, classifyRecipient, fiatIntent, payIntent, usdcIntent } from "../services/payments/parsePay.ts";
-import { renderLegacyPayment, renderPay, renderUsdcTransfer } from "../services/payments/render.ts";
+import { type Created, createPayment } from "../services/payments/createPayment.ts";
+import type { PaymentRow } from "../ledger/store.ts";
+import { checkAddress, classifyRecipient, fiatIntent, payIntent, usdcIntent, x402Request } from "../services/payments/parsePay.ts";
+import { renderLegacyPayment, renderPay, renderUsdcTransfer, renderX402, renderX402FreeReply } from "../services/payments/render.ts";
 
-/** 201 for a new payment, 200 with `Idempotent-Replayed: true` for a repeat of its key. */
-function answer<T>(reply: FastifyReply, metrics: Metrics, created: CreatedPayment, render: (p: CreatedPayment["payment"]) => T) {
+/**
+ * The core's answer on the wire: 201 for a new USDC or bank payment, 200 for x402 (a payment or the
+ * target's free reply) and for a repeat of a key, with `Idempotent-Replayed: true`.
+ */
+function answer<T>(reply: FastifyReply, metrics: Metrics, created: Created, render: (p: PaymentRow) => T, renderReply?: (body: PayResponse) => unknown) {
   if (created.replayed) reply.header("idempotent-replayed", "true");
-  else metrics.payments.labels(created.payment.rail, "accepted").inc();
-  return reply.code(created.replayed ? 200 : 201).send(render(created.payment));
+  if (created.kind === "reply") return reply.code(200).send(renderReply ? renderReply(created.body) : created.body);
+  const x402 = created.payment.rail === "x402";
+  if (!created.replayed && !x402) metrics.payments.labels(created.payment.rail, "accepted").inc();
+  return reply.code(created.replayed || x402 ? 200 : 201).send(render(created.payment));
 }
 
 /**
@@ -60,26 +66,14 @@ function markDeprecated(reply: FastifyReply, ctx: AppContext): void {
 }
 
 export function registerPaymentRoutes(app: FastifyInstance, ctx: AppContext, metrics: Metrics): void {
-  const x402 = () => {
-    const rail = ctx.rails?.x402;
-    if (!rail) throw new ApiError(503, "rail_unavailable", "The x402 rail is not configured on this deployment.");
-    return rail;
-  };
-
   app.post("/v1/pay", async (req, reply) => {
     const p = await guard(ctx, req, reply);
     requirePermission(p, "pay");
     const body = parseOr400(PayRequest, withHeaderKey(req));
     const kind = classifyRecipient(body.recipient);
-    if (kind.rail === "x402") {
-      requirePermission(p, "pay", "x402");
-      // A paused project is refused there, after a replay of its key was answered.
-      const out = await x402().pay(p, { ...body, recipient: kind.url });
-      if (out.replayed) reply.header("idempotent-replayed", "true");
-      return reply.code(out.httpStatus).send(out.body);
-    }
-    // createPayment answers a replay, then refuses a paused project.
-    return answer(reply, metrics, await createPayment(ctx, p, payIntent(body, kind, p)), renderPay);
+    if (kind.rail === "x402") requirePermission(p, "pay", "x402");
+    // The core answers a replay, then refuses a paused project.
+    return answer(reply, metrics, await createPayment(ctx, p, kind.rail === "x402" ? x402Request(body, kind.url) : payIntent(body, kind, p)), renderPay);
   });
 
   app.post("/v1/payments", async (req, reply) => {
@@ -111,9 +105,8 @@ export function registerPaymentRoutes(app: FastifyInstance, ctx: AppContext, met
     requirePermission(p, "x402");
     requireActive(p);
     const body = parseOr400(X402PayRequest, req.body);
-    // This body has no idempotency_key; the header alone can give one.
-    const out = await x402().payLegacy(p, body, headerIdempotencyKey(req, undefined) ?? null);
-    if (out.replayed) reply.header("idempotent-replayed", "true");
-    return reply.code(out.httpStatus).send(out.body);
+    // This body has no idempotency_key and no description; the header alone can give a key.
+    const request = x402Request({ ...body, idempotency_key: headerIdempotencyKey(req, undefined), description: undefined }, body.url);
+    return answer(reply, metrics, await createPayment(ctx, p, request), renderX402, renderX402FreeReply);
   });
 }

@@ -256,6 +256,25 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex("webhook_outbox_object").on("webhook_outbox").columns(["project_id", "object_id"]).execute();
       },
     },
+    "0018_idempotency_keys": {
+      // Keys claimed before a payment row owns them get a table of their own (ledger/idempotencyKeys.ts),
+      // and the x402 rail's claims and kept replies move there from `kv` (decisions.md, "One payment core").
+      // Numbered after 0017 so a database that ran 0017 takes it in order.
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable("idempotency_keys")
+          .addColumn("project_id", "text", (c) => c.notNull())
+          .addColumn("key", "text", (c) => c.notNull())
+          .addColumn("state", "text", (c) => c.notNull().check(sql`state in ('running','reply')`))
+          .addColumn("token", "text")
+          .addColumn("until", "text", (c) => c.notNull())
+          .addColumn("reply_json", "text")
+          .addPrimaryKeyConstraint("idempotency_keys_pk", ["project_id", "key"])
+          .execute();
+        await db.schema.createIndex("idempotency_keys_until").on("idempotency_keys").column("until").execute();
+        await moveKvIdempotencyKeys(db);
+      },
+    },
     "0007_spending_controls": {
       // Spending controls (ledger/spending.ts): controls on tokens and projects, window counters moved
       // in the hold's write, the windows each payment was counted in (given back when it fails or is
@@ -397,6 +416,37 @@ const SQLITE_TRANSACTION_COUNTS = [
        where project_id = old.project_id and day = substr(old.created_at, 1, 10) and type = old.type and status = old.status;
    end`,
 ];
+
+/**
+ * Moves the x402 rail's idempotency rows out of `kv` (written as `x402_idempotency:{project}:{key}` by
+ * releases before 0018): a kept reply answers repeats of its key as before, until the same expiry
+ * (none written means 24 hours from now); a running claim keeps its lease, so a request still running
+ * at the upgrade holds its key until then.
+ */
+export async function moveKvIdempotencyKeys(db: Kysely<any>, nowMs = Date.now()): Promise<number> {
+  const prefix = "x402_idempotency:";
+  const rows: { key: string; value: string }[] = await db.selectFrom("kv").select(["key", "value"]).where("key", "like", `${prefix}%`).execute();
+  for (const row of rows) {
+    const rest = row.key.slice(prefix.length);
+    const colon = rest.indexOf(":");
+    let stored: { state?: string; until?: string; token?: string; body?: unknown; expires?: string };
+    try {
+      stored = JSON.parse(row.value);
+    } catch {
+      continue;
+    }
+    if (colon > 0) {
+      const id = { project_id: rest.slice(0, colon), key: rest.slice(colon + 1) };
+      const moved =
+        stored.state === "passthrough" ? { state: "reply", token: null, until: stored.expires ?? new Date(nowMs + 24 * 3_600_000).toISOString(), reply_json: JSON.stringify(stored.body) }
+        : stored.state === "running" && stored.until && stored.token ? { state: "running", token: stored.token, until: stored.until, reply_json: null }
+        : undefined;
+      if (moved) await db.insertInto("idempotency_keys").values({ ...id, ...moved }).onConflict((oc: any) => oc.columns(["project_id", "key"]).doNothing()).execute();
+    }
+    await db.deleteFrom("kv").where("key", "=", row.key).execute();
+  }
+  return rows.length;
+}
 
 /** Numbers rows without a position by creation time, then insertion sequence, per project. */
 export async function backfillTransactionPositions(db: Kysely<any>): Promise<void> {

@@ -136,6 +136,18 @@ export interface KvTable {
   value: string;
 }
 
+/** Idempotency keys claimed before a payment row owns them (migration 0018, ledger/idempotencyKeys.ts). */
+export interface IdempotencyKeysTable {
+  project_id: string;
+  key: string;
+  state: "running" | "reply";
+  /** The claiming request (`running`); null for a kept reply. */
+  token: string | null;
+  /** `running`: the claim's lease; `reply`: when the kept reply expires. */
+  until: string;
+  reply_json: string | null;
+}
+
 export interface RelayerTxsTable {
   nonce: number;
   relayer: string;
@@ -200,6 +212,7 @@ export interface Database {
   payments: PaymentsTable;
   deposits: DepositsTable;
   kv: KvTable;
+  idempotency_keys: IdempotencyKeysTable;
   relayer_txs: RelayerTxsTable;
   webhook_events: WebhookEventsTable;
   transaction_counts: TransactionCountsTable;

@@ -14,6 +14,7 @@ import { scheduleFlush } from "./batching.ts";
 import { ConsoleSessions } from "./consoleSessions.ts";
 import { WebhookOutbox } from "./webhookOutbox.ts";
 import { AdminCredentials } from "./adminCredentials.ts";
+import { IdempotencyKeys } from "./idempotencyKeys.ts";
 import type { GroupCommit } from "./groupCommit.ts";
 import { type PgHolds, createPgHolds } from "./pgHolds.ts";
 import { type PgResolves, createPgResolves } from "./pgResolves.ts";
@@ -245,6 +246,8 @@ export class Ledger {
   readonly webhooks: WebhookOutbox;
   /** Operators' admin credentials (adminCredentials.ts). */
   readonly adminCredentials: AdminCredentials;
+  /** Idempotency keys claimed before a payment row owns them (idempotencyKeys.ts). */
+  readonly idempotencyKeys: IdempotencyKeys;
 
   constructor(
     readonly db: Db,
@@ -262,6 +265,7 @@ export class Ledger {
     this.consoleSessions = new ConsoleSessions(db);
     this.webhooks = new WebhookOutbox(db, dialect);
     this.adminCredentials = new AdminCredentials(db);
+    this.idempotencyKeys = new IdempotencyKeys(db);
   }
 
   private now(): string {
@@ -335,6 +339,11 @@ export class Ledger {
     await this.db.updateTable("projects").set({ wallet_address: address }).where("id", "=", id).where("wallet_address", "is", null).execute();
     const row = await this.db.selectFrom("projects").select("wallet_address").where("id", "=", id).executeTakeFirstOrThrow();
     return row.wallet_address!;
+  }
+
+  /** Whether `address` (checksummed) is the wallet of a project. */
+  async isProjectWallet(address: string): Promise<boolean> {
+    return (await this.db.selectFrom("projects").select("id").where("wallet_address", "=", address).executeTakeFirst()) !== undefined;
   }
 
   async projectsWithWallets(): Promise<{ id: string; wallet_address: string }[]> {

@@ -5,8 +5,7 @@
  */
 import type { Relayer } from "../chain/relayer.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
-import type { PayRequest, PayResponse, X402PayRequest, X402PayResponse } from "@agentwallet/api";
-import type { Principal } from "../domain/principal.ts";
+import type { ProxiedResponse } from "@agentwallet/api";
 import type { PaymentRow } from "../ledger/store.ts";
 import type { FiatProvider } from "./fiat/provider.ts";
 
@@ -17,13 +16,49 @@ export interface Rail {
   advance(payment: PaymentRow): Promise<AdvanceResult>;
 }
 
-/** The x402 rail: pays a URL that answers 402 (its own flow: the price is known only after a request). */
+/** A request to pay an HTTP API by x402: what is sent to the target, and the caller's cap on the price. */
+export type X402Call = {
+  url: string;
+  method: "GET" | "POST" | "PUT" | "DELETE";
+  headers: Record<string, string> | undefined;
+  body: string | undefined;
+  maxAmountMicros: number;
+};
+
+/** The target's reply to the unpaid request. */
+export type TargetReply = { paymentRequired: boolean; raw: unknown; proxied: () => ProxiedResponse };
+
+/** The requirement `judge` chose: its price and the rail state of a payment held for it (`held`). */
+export type X402Quote = { amountMicros: number; state: unknown; fromBlock: Promise<number> };
+
+/** A signed payment: the header to send, and the rail state that records it (`signed`). */
+export type X402Signature = { header: { name: string; value: string }; state: unknown };
+
+/** The paid retry's outcome: never sent (nothing can pay), or sent, with the reply and a proven settlement. */
+export type X402PaidOutcome =
+  | { kind: "not_sent"; error: Error; reason: string }
+  | { kind: "sent"; reply: ProxiedResponse | undefined; settlement: { txHash: `0x${string}`; state: unknown } | undefined };
+
+/** A connection dialled for the paid retry, used once. */
+export type PaidRetry = { close(): void };
+
+/**
+ * The x402 rail as the payment core drives it (services/payments/payByRequest.ts): the steps that
+ * talk to the target and sign. It records nothing: the core persists every stage before the next call.
+ */
 export interface X402Rail extends Rail {
-  /** `POST /v1/pay` with a URL recipient; permissions already checked. */
-  pay(principal: Principal, body: PayRequest & { recipient: string }): Promise<{ httpStatus: number; body: PayResponse; replayed: boolean }>;
-  /** Deprecated `POST /v1/x402/pay`; permissions already checked. */
-  /** `idempotencyKey`: from the `Idempotency-Key` header (the deprecated body has no such field). */
-  payLegacy(principal: Principal, body: X402PayRequest, idempotencyKey?: string | null): Promise<{ httpStatus: number; body: X402PayResponse; replayed: boolean }>;
+  /** Lease the request must have left to send a signature safely (two fetches and a margin). */
+  leaseNeededMs: number;
+  /** The unpaid request. Throws a fetch failure (nothing was charged). */
+  request(call: X402Call): Promise<TargetReply>;
+  /** Reads and judges the 402: the requirement to pay, or a refusal thrown (nothing signed). */
+  judge(reply: TargetReply, walletIndex: number, maxAmountMicros: number): Promise<X402Quote>;
+  /** Dials the paid retry's fresh connection now, while the payment is signed and held. */
+  prepareRetry(url: string): PaidRetry;
+  /** Signs the quote from the project wallet. */
+  sign(walletIndex: number, quote: X402Quote): Promise<X402Signature>;
+  /** Sends the paid retry over `retry` and proves a settlement the target reports. */
+  sendPaid(retry: PaidRetry, call: X402Call, signature: X402Signature, paymentId: string): Promise<X402PaidOutcome>;
 }
 
 export type Rails = {
@@ -35,3 +70,8 @@ export type Rails = {
   /** Told of every payment that reached a final state outside a rail (settlementRetry.ts): metrics. */
   onFinal?: (p: PaymentRow, outcome: "failed") => void;
 };
+
+/** The rail that advances payments of `name` (the dispatcher, the worker and the core look it up here). */
+export function railFor(rails: Rails | undefined, name: PaymentRow["rail"]): Rail | undefined {
+  return name === "x402" ? rails?.x402 : rails?.byName[name];
+}

@@ -5,7 +5,7 @@
  */
 import type { AppContext } from "../context.ts";
 import type { LeaseRelease } from "../ledger/store.ts";
-import type { Rails } from "../rails/rails.ts";
+import { type Rails, railFor } from "../rails/rails.ts";
 import { handleStepError } from "../rails/settlementRetry.ts";
 import type { Logger } from "pino";
 import { type Loop, startLoop } from "./loop.ts";
@@ -28,7 +28,7 @@ export function createPaymentWorker(ctx: AppContext, rails: Rails, o: PaymentWor
     const releases: LeaseRelease[] = [];
     await Promise.all(
       claimed.map(async (p) => {
-        const rail = p.rail === "x402" ? rails.x402 : rails.byName[p.rail];
+        const rail = railFor(rails, p.rail);
         let retryInMs = Math.min(backoffMaxMs, 500 * 2 ** Math.min(p.attempts, 6));
         let stepErrors: number | undefined;
         try {

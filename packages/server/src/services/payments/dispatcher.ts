@@ -15,6 +15,7 @@
 import { MAX_BATCH_PAYMENTS } from "../../chain/relayer.ts";
 import type { AppContext } from "../../context.ts";
 import type { LeaseRelease, PaymentRow } from "../../ledger/store.ts";
+import { railFor } from "../../rails/rails.ts";
 import { handleStepError } from "../../rails/settlementRetry.ts";
 
 export type Dispatcher = { submit(p: PaymentRow): void; drain(): Promise<void> };
@@ -83,7 +84,7 @@ export function createDispatcher(ctx: AppContext, opts: DispatcherOptions = {}):
     try {
       p = await current(item);
       if (!p) return;
-      const rail = p.rail === "x402" ? ctx.rails?.x402 : ctx.rails?.byName[p.rail];
+      const rail = railFor(ctx.rails, p.rail);
       if (!rail) throw new Error(`no ${p.rail} rail`);
       const r = await rail.advance(p);
       if (r.done) return; // final: resolving it cleared its lease

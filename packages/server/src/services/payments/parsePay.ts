@@ -9,6 +9,7 @@ import type { Principal } from "../../domain/principal.ts";
 import { badRequest } from "../../domain/errors.ts";
 import { centsToMicros, feeFor, parseDecimalAmount } from "../../money.ts";
 import type { PaymentIntent } from "./createPayment.ts";
+import type { X402Request } from "./payByRequest.ts";
 
 export type RecipientKind = { rail: "x402"; url: string } | { rail: "usdc_transfer"; address: `0x${string}` } | { rail: "fiat"; bank: BankRecipient };
 
@@ -100,4 +101,26 @@ export function payIntent(body: PayRequest, kind: Exclude<RecipientKind, { rail:
   if (body.amount_usd > max) throw badRequest("invalid_amount", `amount_usd must be at most ${max.toLocaleString("en-US")} for ${kind.rail === "fiat" ? "bank payments" : "USDC transfers"}.`);
   const common = { principal, description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null, metadata: body.metadata ?? null };
   return kind.rail === "fiat" ? fiatIntent({ ...common, bank: kind.bank, amountCents: parsed.units }) : usdcIntent({ ...common, address: kind.address, amountMicros: parsed.units });
+}
+
+/**
+ * Request for the x402 rail (`POST /v1/pay` with a URL recipient, or the deprecated `POST /v1/x402/pay`):
+ * the target sets the price, so `amount_usd` is refused; `max_amount_usdc` caps it.
+ */
+export function x402Request(
+  b: Pick<PayRequest, "method" | "headers" | "body" | "max_amount_usdc" | "amount_usd" | "description" | "idempotency_key" | "metadata">,
+  url: string,
+): X402Request {
+  if (b.amount_usd !== undefined) throw badRequest("invalid_request", "amount_usd is not used for URL recipients: the target sets the price. Cap it with max_amount_usdc (micro-USDC).");
+  return {
+    rail: "x402",
+    url,
+    method: b.method ?? "GET",
+    headers: b.headers,
+    body: b.body,
+    maxAmountMicros: b.max_amount_usdc ?? limits.x402MaxAmountMicrosMax,
+    description: b.description ?? null,
+    idempotencyKey: b.idempotency_key ?? null,
+    metadata: b.metadata ?? null,
+  };
 }

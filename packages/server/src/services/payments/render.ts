@@ -1,5 +1,5 @@
 /** Wire shapes of a payment, one per endpoint that can return it. */
-import type { LegacyPaymentResponse, PayResponse, PaymentStatus, UsdcTransferResponse, X402PayResponse } from "@agentwallet/api";
+import type { LegacyPaymentResponse, PayResponse, PaymentStatus, ProxiedResponse, UsdcTransferResponse, X402PayResponse } from "@agentwallet/api";
 import type { PaymentRow } from "../../ledger/store.ts";
 import { microsToUsdcNumber } from "../../money.ts";
 
@@ -73,4 +73,29 @@ export function renderX402(p: PaymentRow): X402PayResponse {
   // `settled` is the merchant's settlement, proven on-chain (x402 sets tx_hash only then); the
   // payment itself completes a little later, once the fee reached the treasury.
   return { ...r, payment_amount: p.amount_units, fee_amount: p.fee_units, tx_hash: p.tx_hash, settled: p.tx_hash !== null && p.status !== "failed", ...legacyMetadataOf(p) };
+}
+
+/**
+ * A target that did not answer 402 was not paid: its reply comes back completed, for 0, under an id of
+ * its own (`req_…`, not a transaction id: nothing is recorded in the ledger).
+ */
+export function renderFreeReply(r: { id: string; createdAt: string; recipient: string; response: ProxiedResponse }): PayResponse {
+  return {
+    id: r.id,
+    status: "completed",
+    rail: "x402",
+    amount_charged: 0,
+    fee: 0,
+    currency: "usdc",
+    recipient: r.recipient,
+    tx_hash: null,
+    created_at: r.createdAt,
+    estimated_arrival: null,
+    response: r.response,
+  };
+}
+
+/** The free reply as the deprecated `POST /v1/x402/pay` answers it. */
+export function renderX402FreeReply(body: PayResponse): X402PayResponse {
+  return { ...body.response!, payment_amount: 0, fee_amount: 0, tx_hash: null, settled: false };
 }

@@ -1,9 +1,11 @@
-// The claim of an x402 idempotency key, on real SQLite and PostgreSQL: exactly one of many concurrent
-// requests wins it, a free reply is kept for repeats, a refusal gives it up, and a dead claim is taken
-// over only once its lease has passed.
+// The claim of an idempotency key before a payment row owns it (x402: the price comes after a request),
+// on real SQLite and PostgreSQL: exactly one of many concurrent requests wins it, a free reply is kept for
+// repeats, a refusal gives it up, and a dead claim is taken over only once its lease has passed. Rows the
+// x402 rail kept in `kv` before migration 0018 move to the one store and answer as before.
 import type { PayResponse } from "@agentwallet/api";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { PASS_THROUGH_KEEP_MS, claimIdempotencyKey, pruneExpiredPassThrough } from "../../src/rails/x402/claimIdempotencyKey.ts";
+import { KEPT_REPLY_MS as PASS_THROUGH_KEEP_MS, claimKey as claimIdempotencyKey, keptReply } from "../../src/services/payments/idempotency.ts";
+import { migrateToLatest } from "../../src/ledger/migrations.ts";
 import { createTestContext, projectWithToken, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 
@@ -32,8 +34,8 @@ describe.each(dialects)("%s", (dialect) => {
   test("behavior: a remembered free reply is returned to repeats", async () => {
     const c = await claimIdempotencyKey(t.ctx, "prj_a", "k3");
     if (c.kind !== "claimed") throw new Error("expected a claim");
-    await c.claim.rememberPassThrough(reply);
-    expect(await claimIdempotencyKey(t.ctx, "prj_a", "k3")).toEqual({ kind: "passthrough", body: reply });
+    await c.claim.keepReply(reply);
+    expect(await claimIdempotencyKey(t.ctx, "prj_a", "k3")).toEqual({ kind: "reply", body: reply });
   });
 
   test("behavior: a released key can be claimed again", async () => {
@@ -51,7 +53,7 @@ describe.each(dialects)("%s", (dialect) => {
     const taken = await claimIdempotencyKey(later, "prj_a", "k5");
     expect(taken.kind).toBe("claimed");
     await dead.claim.release();
-    await dead.claim.rememberPassThrough(reply);
+    await dead.claim.keepReply(reply);
     await expect(claimIdempotencyKey(t.ctx, "prj_a", "k5")).rejects.toMatchObject({ status: 409 });
   });
 });
@@ -65,18 +67,50 @@ describe.each(dialects)("kept pass-through replies expire (%s)", (dialect) => {
       const remember = async (key: string) => {
         const c = await claimIdempotencyKey(t.ctx, project.id, key);
         if (c.kind !== "claimed") throw new Error(`${key} not claimed`);
-        await c.claim.rememberPassThrough(body);
+        await c.claim.keepReply(body);
       };
       await remember("old");
-      expect((await claimIdempotencyKey(t.ctx, project.id, "old")).kind).toBe("passthrough");
+      expect((await claimIdempotencyKey(t.ctx, project.id, "old")).kind).toBe("reply");
       const start = Date.now();
       t.ctx.clock = () => new Date(start + PASS_THROUGH_KEEP_MS + 1_000); // a day later
       await remember("fresh");
-      expect(await pruneExpiredPassThrough(t.ctx, undefined)).toBeUndefined();
-      const left = await t.ctx.ledger.db.selectFrom("kv").select("key").where("key", "like", "x402_idempotency:%").execute();
-      expect(left.map((r) => r.key)).toEqual([`x402_idempotency:${project.id}:fresh`]);
-      expect((await claimIdempotencyKey(t.ctx, project.id, "fresh")).kind).toBe("passthrough");
+      expect(await t.ctx.ledger.idempotencyKeys.pruneExpired(t.ctx.clock().toISOString())).toBe(1);
+      const left = await t.ctx.ledger.db.selectFrom("idempotency_keys").select(["project_id", "key"]).execute();
+      expect(left).toEqual([{ project_id: project.id, key: "fresh" }]);
+      expect((await claimIdempotencyKey(t.ctx, project.id, "fresh")).kind).toBe("reply");
       expect((await claimIdempotencyKey(t.ctx, project.id, "old")).kind).toBe("claimed");
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe.each(dialects)("x402 idempotency rows written to kv by an earlier release (%s)", (dialect) => {
+  test("migration 0018 moves them: a kept reply answers its key as before, a live claim still holds it, kv keeps none", async () => {
+    const t = await createTestContext(dialect);
+    try {
+      const { project } = await projectWithToken(t.ctx);
+      const db = t.ctx.ledger.db;
+      const now = Date.now();
+      const later = new Date(now + 3_600_000).toISOString();
+      // Exactly as claimIdempotencyKey.ts of the previous release wrote them (its key may hold ':').
+      await db.insertInto("kv").values([
+        { key: `x402_idempotency:${project.id}:kept:1`, value: JSON.stringify({ state: "passthrough", body: reply, expires: later }) },
+        { key: `x402_idempotency:${project.id}:kept-no-expiry`, value: JSON.stringify({ state: "passthrough", body: reply }) },
+        { key: `x402_idempotency:${project.id}:gone`, value: JSON.stringify({ state: "passthrough", body: reply, expires: new Date(now - 1_000).toISOString() }) },
+        { key: `x402_idempotency:${project.id}:running`, value: JSON.stringify({ state: "running", until: later, token: "abc" }) },
+      ]).execute();
+      await db.deleteFrom("idempotency_keys").execute();
+      // Re-run 0018 over them, as an upgrade from the previous release does.
+      await db.deleteFrom("kysely_migration" as never).where("name" as never, "=", "0018_idempotency_keys" as never).execute();
+      await db.schema.dropTable("idempotency_keys").execute();
+      expect(await migrateToLatest(db, t.ctx.ledger.dialect)).toEqual(["0018_idempotency_keys"]);
+
+      expect(await claimIdempotencyKey(t.ctx, project.id, "kept:1")).toEqual({ kind: "reply", body: reply });
+      expect(await keptReply(t.ctx, project.id, "kept-no-expiry")).toEqual(reply);
+      expect((await claimIdempotencyKey(t.ctx, project.id, "gone")).kind).toBe("claimed");
+      await expect(claimIdempotencyKey(t.ctx, project.id, "running")).rejects.toMatchObject({ status: 409, code: "idempotency_in_flight" });
+      expect(await db.selectFrom("kv").select("key").where("key", "like", "x402_idempotency:%").execute()).toEqual([]);
     } finally {
       await t.close();
     }

@@ -1,0 +1,191 @@
+/**
+ * The payment core's path for a rail whose price is known only after a request to the recipient
+ * (x402). Same idempotency, same hold, same resolution as every payment (createPayment.ts); what
+ * differs is the order, each step persisted before the next external call:
+ *   (createPayment: replay, paused project) → claim the key (idempotency.ts) → the rules that do not depend on the price (a rail or a
+ *   host the controls refuse: refused before any connection) → the rail asks the target →
+ *   no 402: its free reply is kept under the key, nothing charged →
+ *   402: the rail judges it (nothing is signed for a refused requirement) → the one hold, with the
+ *   authorization already signed when the balance read at authentication covers it (never for a
+ *   token with spending controls: the hold judges the price before anything is signed) → the rail
+ *   sends the paid retry → one write: the reply and a proven settlement; the dispatcher then sweeps
+ *   the fee and completes. Any other outcome leaves the payment `processing`: the worker lets the chain
+ *   decide (the rail's `advance`).
+ */
+import type { PaymentContext } from "./paymentContext.ts";
+import type { Principal } from "../../domain/principal.ts";
+import { judgeStatic, refusalError } from "../../domain/spending.ts";
+import type { FailureCode } from "../../ledger/failureCodes.ts";
+import type { PaymentRow } from "../../ledger/store.ts";
+import type { PaidRetry, X402Call, X402Quote, X402Rail, X402Signature } from "../../rails/rails.ts";
+import { feeFor } from "../../money.ts";
+import { holdControls } from "../spendingControls.ts";
+import { type Created, type CreatedPayment, holdPayment, railUnavailable } from "./hold.ts";
+import { type KeyClaim, claimKey, findReplay } from "./idempotency.ts";
+import { renderFreeReply } from "./render.ts";
+
+/** An x402 payment request: the call to make, and what every payment may carry. */
+export type X402Request = X402Call & { rail: "x402"; description: string | null; idempotencyKey: string | null; metadata: Record<string, string> | null };
+
+/** A payment held for a judged requirement: signed and recorded already (`signature`), or to be signed. */
+type Held = { payment: PaymentRow; walletIndex: number; quote: X402Quote; signature: X402Signature | undefined; retry: PaidRetry };
+
+/** After createPayment answered a replay and refused a paused project. */
+export async function payByRequest(ctx: PaymentContext, principal: Principal, req: X402Request): Promise<Created> {
+  const key = req.idempotencyKey;
+  const rail = ctx.rails?.x402;
+  if (!rail) throw railUnavailable("x402");
+  await refuseBeforeConnecting(ctx, principal, req);
+  let claim: KeyClaim | undefined;
+  if (key !== null) {
+    const claimed = await claimKey(ctx, principal.projectId, key);
+    if (claimed.kind === "reply") return { kind: "reply", body: claimed.body, replayed: true };
+    claim = claimed.claim;
+  }
+  let held: Held;
+  let retry: PaidRetry | undefined;
+  try {
+    // A request that held between our first look and our claim owns the key now.
+    const replay = await findReplay(ctx, principal.projectId, key);
+    if (replay) {
+      await claim?.release();
+      return { kind: "payment", payment: replay, replayed: true };
+    }
+    // Read while the target answers: needed only if it asks to be paid.
+    const projectRead = ctx.ledger.getProject(principal.projectId);
+    projectRead.catch(() => undefined);
+    const first = await rail.request(req);
+    if (!first.paymentRequired) {
+      const body = renderFreeReply({ id: ctx.newId("txn").replace(/^txn_/, "req_"), createdAt: ctx.clock().toISOString(), recipient: req.url, response: first.proxied() });
+      await claim?.keepReply(body);
+      return { kind: "reply", body, replayed: false };
+    }
+    const project = await projectRead;
+    if (!project) throw new Error(`project ${principal.projectId} missing`);
+    const quote = await rail.judge(first, project.wallet_index, req.maxAmountMicros);
+    let signature: X402Signature | undefined;
+    let payment: CreatedPayment;
+    if (coveredBySnapshot(ctx, principal, req, quote)) {
+      // The paid retry's connection is dialled (fresh, pinned, checked) while the payment is signed and held.
+      retry = rail.prepareRetry(req.url);
+      // Sign first, then one commit holds the money and records the authorization (stage `signed`):
+      // the signature leaves this process only after that commit. Should the hold be refused after
+      // all (a concurrent spend, a racing key), the signature is dropped unsent.
+      signature = await rail.sign(project.wallet_index, quote);
+      payment = await hold(ctx, principal, req, quote, signature.state, "processing");
+    } else {
+      // Most likely refused for the balance; if a deposit landed meanwhile, sign after the hold.
+      payment = await hold(ctx, principal, req, quote, quote.state, "pending");
+    }
+    if (payment.replayed) {
+      retry?.close();
+      return { kind: "payment", ...payment };
+    }
+    retry ??= rail.prepareRetry(req.url);
+    held = { payment: payment.payment, walletIndex: project.wallet_index, quote, signature, retry };
+  } catch (err) {
+    retry?.close();
+    await claim?.release();
+    throw err;
+  }
+  // From here the payment row owns the idempotency key.
+  await claim?.release();
+  return { kind: "payment", payment: await payHeld(ctx, rail, req, held), replayed: false };
+}
+
+/**
+ * Whether the balance read at authentication covers price and fee: then signing may come first.
+ * Never for a token with spending controls: its price is judged by the hold before anything is signed.
+ */
+function coveredBySnapshot(ctx: PaymentContext, principal: Principal, req: X402Request, quote: X402Quote): boolean {
+  if (holdControls(ctx, principal, { rail: "x402", url: req.url })) return false;
+  return principal.balance.availableMicros >= quote.amountMicros + feeFor(quote.amountMicros, principal.plan);
+}
+
+/**
+ * A rail or a host the controls refuse is refused before any connection: the rules that do not
+ * depend on the price are judged here as the hold would judge them (it judges them again).
+ */
+async function refuseBeforeConnecting(ctx: PaymentContext, principal: Principal, req: X402Request): Promise<void> {
+  const controls = holdControls(ctx, principal, { rail: "x402", url: req.url });
+  if (!controls) return;
+  const judged = judgeStatic(controls, principal.projectId, "x402", 0, ctx.clock());
+  if (judged.kind !== "refused") return;
+  await ctx.ledger.recordRefusal({ projectId: principal.projectId, tokenId: principal.tokenId, rail: "x402", recipient: req.url, amountMicros: null, refusal: judged.refusal });
+  throw refusalError(judged.refusal);
+}
+
+function hold(ctx: PaymentContext, principal: Principal, req: X402Request, quote: X402Quote, railState: unknown, status: "pending" | "processing"): Promise<CreatedPayment> {
+  const feeMicros = feeFor(quote.amountMicros, principal.plan);
+  // The request holds the key and leads the payment until it answers.
+  const leaseUntil = new Date(ctx.clock().getTime() + ctx.config.workers.paymentRequestLeaseMs).toISOString();
+  return holdPayment(ctx, principal, {
+    status,
+    rail: "x402",
+    railTxnType: "x402_payment",
+    amountUnits: quote.amountMicros,
+    feeUnits: feeMicros,
+    amountMicros: quote.amountMicros,
+    feeMicros,
+    currency: "usdc",
+    recipient: req.url,
+    recipientJson: null,
+    merchantName: new URL(req.url).host,
+    description: req.description,
+    idempotencyKey: req.idempotencyKey,
+    metadata: req.metadata,
+    railState,
+    estimatedArrival: null,
+    inFlightUntil: leaseUntil,
+  });
+}
+
+/** Sign (unless signed already), send the paid retry once, and record what the answer settles. */
+async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h: Held): Promise<PaymentRow> {
+  let payment = h.payment;
+  let signature: X402Signature;
+  try {
+    const leaseLeftMs = Date.parse(payment.lease_until ?? "") - ctx.clock().getTime();
+    if (!(leaseLeftMs > rail.leaseNeededMs)) throw new Error("the request's lease is too short to send a signature safely");
+    if (h.signature) signature = h.signature;
+    else {
+      signature = await rail.sign(h.walletIndex, h.quote);
+      payment = await ctx.ledger.updatePayment(payment.id, { status: "processing", rail_state: JSON.stringify(signature.state) });
+    }
+  } catch (err) {
+    // Nothing left the process: the payment fails and the hold is credited back at once.
+    h.retry.close();
+    await fail(ctx, payment, "x402_not_sent", "The payment could not be signed or sent safely; nothing was sent, the amount and fee were credited back.");
+    throw err;
+  }
+
+  const sent = await rail.sendPaid(h.retry, req, signature, payment.id);
+  if (sent.kind === "not_sent") {
+    await fail(ctx, payment, "x402_not_sent", sent.reason);
+    throw sent.error;
+  }
+  // One write: the reply, the settlement, and the end of the request's hold on the key. A proven
+  // settlement stays leased to this process for the dispatcher, which sweeps the fee right after
+  // the answer; anything else goes to the worker.
+  const dispatch = sent.settlement !== undefined ? ctx.dispatch : undefined;
+  try {
+    payment = await ctx.ledger.updatePayment(payment.id, {
+      ...(sent.reply ? { response_json: JSON.stringify(sent.reply) } : {}),
+      ...(sent.settlement ? { tx_hash: sent.settlement.txHash, rail_state: JSON.stringify(sent.settlement.state) } : {}),
+      in_flight_until: null,
+      ...(dispatch ? {} : { lease_owner: null, lease_until: null, next_attempt_at: ctx.clock().toISOString() }),
+    });
+  } catch (err) {
+    // The lease expires and a worker resumes from the signed stage: the chain still decides.
+    ctx.logger.error({ err, payment_id: payment.id }, "x402 payment could not be stored after the paid retry; a worker will resume it");
+    return (await ctx.ledger.getPayment(payment.id)) ?? payment;
+  }
+  dispatch?.(payment);
+  return payment;
+}
+
+/** Resolves a payment that nothing can pay any more: failed, amount and fee credited back. */
+async function fail(ctx: PaymentContext, payment: PaymentRow, code: FailureCode, reason: string): Promise<void> {
+  const r = await ctx.ledger.resolve(payment.id, "failed", { failureCode: code, failureReason: reason });
+  if (r.changed) ctx.rails?.onFinal?.(r.payment, "failed");
+}

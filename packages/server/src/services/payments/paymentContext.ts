@@ -1,0 +1,21 @@
+/**
+ * What the payment core uses of the application's context (declared here, by its consumer; deps.ts
+ * builds the whole of it).
+ */
+import type { Logger } from "pino";
+import type { IdGenerator } from "../../ids.ts";
+import type { PaymentRow } from "../../ledger/store.ts";
+import type { Rails } from "../../rails/rails.ts";
+import type { SpendingContext } from "../spendingControls.ts";
+
+export type PaymentContext = SpendingContext & {
+  config: { workers: { paymentRequestLeaseMs: number } };
+  newId: IdGenerator;
+  logger: Logger;
+  /** The rails of the deployment; absent until the chain is configured. */
+  rails: Rails | undefined;
+  /** Hands a just-accepted payment (leased to this process) to the dispatcher. */
+  dispatch?: (payment: PaymentRow) => void;
+  /** Identifies this process in payment leases. */
+  instanceId: string;
+};
