@@ -21,3 +21,21 @@ export const forbidden = (code: string, detail: string) => new ApiError(403, cod
 export const conflict = (code: string, detail: string) => new ApiError(409, code, detail);
 export const upstream = (code: string, detail: string) => new ApiError(502, code, detail);
 export const notFound = (code: string, detail: string) => new ApiError(404, code, detail);
+
+/** The kind of an expected failure raised below the HTTP layer; http/errorStatus.ts gives each its status. */
+export type ErrorKind = "invalid" | "forbidden" | "conflict" | "upstream" | "unavailable";
+
+/**
+ * An expected failure of a rail, by kind and stable code: the rails know no HTTP status codes; the
+ * HTTP layer maps the kind to one.
+ */
+export class DomainError extends Error {
+  override name = "DomainError";
+  constructor(
+    readonly kind: ErrorKind,
+    readonly code: string,
+    readonly detail: string,
+  ) {
+    super(detail);
+  }
+}

@@ -16,7 +16,8 @@ import { getTransaction } from "../services/getTransaction.ts";
 import { listTransactions } from "../services/listTransactions.ts";
 import { guard } from "./auth.ts";
 import { type Principal, requirePermission } from "../domain/principal.ts";
-import { ApiError, badRequest } from "../domain/errors.ts";
+import { ApiError, DomainError, badRequest } from "../domain/errors.ts";
+import { statusOf } from "./errorStatus.ts";
 import { cursorOf } from "../ledger/transactionReads.ts";
 import { parseListQuery } from "./listQuery.ts";
 import type { Metrics } from "./metrics.ts";
@@ -88,6 +89,7 @@ export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyIn
       for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
       return reply.code(err.status).send({ detail: err.detail, code: err.code });
     }
+    if (err instanceof DomainError) return reply.code(statusOf(err)).send({ detail: err.detail, code: err.code });
     const fe = err as { statusCode?: number; code?: string; message?: string };
     if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
       // Fastify's own client errors: bad JSON, wrong content type, body too large.

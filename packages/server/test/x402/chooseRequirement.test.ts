@@ -5,6 +5,8 @@ import type { PaymentRequired } from "@x402/core/types";
 import { expect, test } from "vitest";
 import { type RequirementPolicy, chooseRequirement, judgeRequirement } from "../../src/rails/x402/chooseRequirement.ts";
 import { randomAddress } from "./support/x402World.ts";
+import type { DomainError } from "../../src/domain/errors.ts";
+import { statusOf } from "../../src/http/errorStatus.ts";
 
 const usdc = randomAddress();
 const own = randomAddress();
@@ -67,21 +69,29 @@ test("behavior: the cheapest payable offer wins; refused and unsupported ones ar
   expect(chosen.raw).toBe(accepts[4]);
 });
 
+/** The HTTP status the refusal gets: the rail names a kind, the HTTP layer its status. */
+const statusOfRefusal = (err: unknown) => statusOf(err as DomainError);
+
 test("error: when nothing is payable, the first judged reason is reported", async () => {
-  await expect(chooseRequirement(required([v2({ network: "eip155:1" }), v2({ maxTimeoutSeconds: 601 }), v2({ asset: randomAddress() })]), policy, 1_000_000)).rejects.toMatchObject({ status: 400, code: "x402_max_timeout_invalid" });
+  const first = await chooseRequirement(required([v2({ network: "eip155:1" }), v2({ maxTimeoutSeconds: 601 }), v2({ asset: randomAddress() })]), policy, 1_000_000).catch((e: unknown) => e);
+  expect(first).toMatchObject({ code: "x402_max_timeout_invalid" });
+  expect(statusOfRefusal(first)).toBe(400);
   await expect(chooseRequirement(required([v2({ payTo: projectWallet })]), policy, 1_000_000)).rejects.toMatchObject({ code: "x402_pay_to_own_wallet" });
 });
 
 test("error: with no exact offer on our network, the refusal lists what was offered", async () => {
   const err = await chooseRequirement(required([v2({ scheme: "upto" }), v2({ network: "solana:mainnet" })]), policy, 1_000_000).catch((e: unknown) => e);
-  expect(err).toMatchObject({ status: 400, code: "x402_no_supported_requirement" });
+  expect(err).toMatchObject({ code: "x402_no_supported_requirement" });
+  expect(statusOfRefusal(err)).toBe(400);
   expect((err as Error).message).toContain('"upto" on "eip155:8453"');
   expect((err as Error).message).toContain('"exact" on "solana:mainnet"');
 });
 
 test("error: the price cap applies to the cheapest payable offer", async () => {
   const accepts = [v2({ amount: "20000" }), v2({ amount: "15000" })];
-  await expect(chooseRequirement(required(accepts), policy, 14_999)).rejects.toMatchObject({ status: 400, code: "x402_price_above_max" });
+  const capped = await chooseRequirement(required(accepts), policy, 14_999).catch((e: unknown) => e);
+  expect(capped).toMatchObject({ code: "x402_price_above_max" });
+  expect(statusOfRefusal(capped)).toBe(400);
   expect((await chooseRequirement(required(accepts), policy, 15_000)).amountMicros).toBe(15_000);
 });
 

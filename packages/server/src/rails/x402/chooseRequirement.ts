@@ -95,7 +95,7 @@ export function judgeRequirement(raw: unknown, x402Version: 1 | 2, policy: Requi
 }
 
 /**
- * The requirement to pay, or a 400 that names why none can be paid. `maxAmountMicros` is the caller's
+ * The requirement to pay, or a refusal (`invalid`) that names why none can be paid. `maxAmountMicros` is the caller's
  * `max_amount_usdc` (or the 100 USDC cap when none was given).
  */
 export async function chooseRequirement(paymentRequired: PaymentRequired, policy: RequirementPolicy, maxAmountMicros: number): Promise<ChosenRequirement> {

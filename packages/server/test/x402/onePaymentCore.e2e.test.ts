@@ -1,0 +1,89 @@
+// One payment core: x402, USDC and bank payments, from every endpoint (the deprecated ones included),
+// are accepted by the same createPayment and held by the one hold (Ledger.hold, called only from
+// services/payments/hold.ts), and their idempotency keys live in one store: a payment row owns its key,
+// a free reply is kept in idempotency_keys, and nothing is left in kv.
+import type { Address } from "viem";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { NewPayment } from "../../src/ledger/store.ts";
+import { type X402World, startX402World } from "./support/x402World.ts";
+
+const PRICE = 10_000n;
+const recipient: Address = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+const bank = { name: "Payee", account_number: "12345678", routing_number: "021000021" };
+
+describe.each(["sqlite", "postgres"] as const)("on %s", (database) => {
+  let w: X402World;
+  let merchantUrl: string;
+  const holds: { rail: string; stack: string }[] = [];
+  beforeAll(async () => {
+    w = await startX402World({ database, fundMicros: 50_000_000n });
+    merchantUrl = (await w.startMerchant(2, PRICE)).url;
+    // Counts every hold, with where it was called from; the hold itself runs as it is.
+    const ledger = w.ctx.ledger;
+    const real = ledger.hold.bind(ledger);
+    ledger.hold = (input: NewPayment) => {
+      const limit = Error.stackTraceLimit;
+      Error.stackTraceLimit = 50;
+      holds.push({ rail: input.rail, stack: new Error().stack ?? "" });
+      Error.stackTraceLimit = limit;
+      return real(input);
+    };
+  });
+  afterAll(async () => w?.stop());
+
+  const send = async (path: string, body: unknown, key: string) => {
+    const res = await fetch(`${w.server.baseUrl}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${w.server.token}`, "content-type": "application/json", "idempotency-key": key },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, replayed: res.headers.get("idempotent-replayed") === "true", body: (await res.json()) as Record<string, unknown> };
+  };
+
+  test("behavior: every rail and endpoint goes through createPayment and the one hold; one idempotency store", async () => {
+    const requests = [
+      { path: "/v1/pay", body: { recipient: `${merchantUrl}/paid`, max_amount_usdc: Number(PRICE) }, key: "x402-pay", rail: "x402", status: 200 },
+      { path: "/v1/x402/pay", body: { url: `${merchantUrl}/paid`, max_amount_usdc: Number(PRICE) }, key: "x402-legacy", rail: "x402", status: 200 },
+      { path: "/v1/pay", body: { recipient, amount_usd: 1.5 }, key: "usdc-pay", rail: "usdc_transfer", status: 201 },
+      { path: "/v1/usdc/transfer", body: { to_address: recipient, amount_usdc: 1.25 }, key: "usdc-legacy", rail: "usdc_transfer", status: 201 },
+      { path: "/v1/pay", body: { recipient: bank, amount_usd: 2 }, key: "fiat-pay", rail: "fiat", status: 201 },
+      { path: "/v1/payments", body: { recipient: bank, amount: 300 }, key: "fiat-legacy", rail: "fiat", status: 201 },
+    ];
+    const free = { path: "/v1/pay", body: { recipient: `${merchantUrl}/free` }, key: "x402-free" };
+
+    const first = [];
+    for (const r of requests) {
+      const answer = await send(r.path, r.body, r.key);
+      expect(answer, r.key).toMatchObject({ status: r.status, replayed: false });
+      first.push(answer);
+    }
+    const freeAnswer = await send(free.path, free.body, free.key);
+    expect(freeAnswer).toMatchObject({ status: 200, replayed: false, body: { status: "completed", amount_charged: 0 } });
+
+    // One hold per payment, each called by the one hold function on behalf of createPayment.
+    expect(holds.map((h) => h.rail)).toEqual(requests.map((r) => r.rail));
+    for (const h of holds) {
+      expect(h.stack).toMatch(/holdPayment \(.*services\/payments\/hold\.ts/);
+      expect(h.stack).toMatch(/createPayment \(.*services\/payments\/createPayment\.ts/);
+    }
+
+    // Each payment row owns its key; the free reply is the only key kept beside them; kv keeps none.
+    for (const r of requests) {
+      const rows = await w.ctx.ledger.db.selectFrom("payments").select(["rail", "idempotency_key"]).where("idempotency_key", "=", r.key).execute();
+      expect(rows, r.key).toEqual([{ rail: r.rail, idempotency_key: r.key }]);
+    }
+    const kept = await w.ctx.ledger.db.selectFrom("idempotency_keys").select(["key", "state"]).execute();
+    expect(kept).toEqual([{ key: "x402-free", state: "reply" }]);
+    expect(await w.ctx.ledger.db.selectFrom("kv").select("key").where("key", "like", "%idempotency%").execute()).toEqual([]);
+
+    // Every repeat is answered from that store: the same payment (or reply), nothing held again.
+    for (const [i, r] of requests.entries()) {
+      const again = await send(r.path, r.body, r.key);
+      expect(again, r.key).toMatchObject({ status: 200, replayed: true });
+      if (r.path === "/v1/x402/pay") expect(again.body.payment_amount).toBe(first[i]!.body.payment_amount);
+      else expect(again.body.id).toBe(first[i]!.body.id);
+    }
+    expect(await send(free.path, free.body, free.key)).toEqual({ ...freeAnswer, replayed: true });
+    expect(holds).toHaveLength(requests.length);
+  });
+});
