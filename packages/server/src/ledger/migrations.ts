@@ -423,7 +423,7 @@ const SQLITE_TRANSACTION_COUNTS = [
  * (none written means 24 hours from now); a running claim keeps its lease, so a request still running
  * at the upgrade holds its key until then.
  */
-export async function moveKvIdempotencyKeys(db: Kysely<any>, nowMs = Date.now()): Promise<number> {
+async function moveKvIdempotencyKeys(db: Kysely<any>, nowMs = Date.now()): Promise<number> {
   const prefix = "x402_idempotency:";
   const rows: { key: string; value: string }[] = await db.selectFrom("kv").select(["key", "value"]).where("key", "like", `${prefix}%`).execute();
   for (const row of rows) {

@@ -23,6 +23,9 @@ export function randomNonce(): Hex {
   return `0x${randomBytes(32).toString("hex")}`;
 }
 
+/** USDC's EIP-712 domain name and version, the same for Base USDC and the dev chain's TestUSDC. */
+export const USDC_EIP712 = { name: "USD Coin", version: "2" } as const;
+
 export async function signAuthorization(
   custody: Custody,
   walletIndex: number,
@@ -31,7 +34,7 @@ export async function signAuthorization(
   const signer = custody.signerFor(walletIndex);
   const message = { from: signer.address, to: p.to, value: BigInt(p.valueMicros), validAfter: BigInt(p.validAfter), validBefore: BigInt(p.validBefore), nonce: p.nonce };
   const signature = await signer.signTypedData({
-    domain: { name: "USD Coin", version: "2", chainId: p.chainId, verifyingContract: p.usdc },
+    domain: { ...USDC_EIP712, chainId: p.chainId, verifyingContract: p.usdc },
     types: transferWithAuthorizationTypes,
     primaryType: "TransferWithAuthorization",
     message,

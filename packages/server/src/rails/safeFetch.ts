@@ -291,7 +291,8 @@ function parseTarget(request: SafeFetchRequest, limits: Limits): URL {
 
 // --- headers ---------------------------------------------------------------------------------------------
 
-const HOP_BY_HOP: ReadonlySet<string> = new Set([
+/** Hop-by-hop headers (RFC 9110 §7.6.1): they describe one connection, never the request or the reply. */
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   "connection",
   "keep-alive",
   "proxy-authenticate",

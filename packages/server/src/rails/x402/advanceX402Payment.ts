@@ -70,7 +70,7 @@ function markSettled(ctx: AppContext, payment: PaymentRow, state: X402State, txH
   return ctx.ledger.updatePayment(payment.id, { tx_hash: txHash, rail_state: JSON.stringify(settledState(state, txHash, source)) });
 }
 
-export async function sweepFeeAndComplete(d: X402Deps, payment: PaymentRow, state: X402State): Promise<AdvanceResult> {
+async function sweepFeeAndComplete(d: X402Deps, payment: PaymentRow, state: X402State): Promise<AdvanceResult> {
   if (payment.fee_micros > 0) {
     const sweep = state.feeSweep;
     if (!sweep) {
@@ -97,7 +97,7 @@ export async function sweepFeeAndComplete(d: X402Deps, payment: PaymentRow, stat
   return { done: true };
 }
 
-export async function fail(d: X402Deps, payment: PaymentRow, code: FailureCode, reason: string): Promise<PaymentRow> {
+async function fail(d: X402Deps, payment: PaymentRow, code: FailureCode, reason: string): Promise<PaymentRow> {
   const r = await d.ctx.ledger.resolve(payment.id, "failed", { failureCode: code, failureReason: reason });
   if (r.changed) d.onFinal?.(r.payment, "failed");
   return r.payment;

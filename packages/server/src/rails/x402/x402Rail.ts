@@ -13,8 +13,9 @@
 import { type ProxiedResponse, limits } from "@agentwallet/api";
 import { type Address, type Hex, getAddress } from "viem";
 import type { X402Rail, X402Call, X402Quote, X402Signature, X402PaidOutcome } from "../rails.ts";
-import { type LookupFunction, type PreparedRequest, type SafeFetch, type SafeFetchResponse, createSafeFetcher } from "../safeFetch.ts";
+import { HOP_BY_HOP, type LookupFunction, type PreparedRequest, type SafeFetch, type SafeFetchResponse, createSafeFetcher } from "../safeFetch.ts";
 import { SafeFetchError } from "../safeFetchErrors.ts";
+import { USDC_EIP712 } from "../eip3009.ts";
 import { type X402Deps, advanceX402Payment, settledState } from "./advanceX402Payment.ts";
 import { type ChosenRequirement, type RequirementPolicy, chooseRequirement } from "./chooseRequirement.ts";
 import { readPaymentRequired } from "./readPaymentRequired.ts";
@@ -31,11 +32,8 @@ export type X402RailDeps = X402Deps & {
   otherOwnAddresses?: Address[];
 };
 
-/** USDC's EIP-712 domain, the same for Base USDC and the dev chain's TestUSDC. */
-export const USDC_EIP712 = { name: "USD Coin", version: "2" } as const;
-
 /** The API accepts bodies of this many UTF-16 code units; UTF-8 needs at most 3 bytes for each. */
-export const PROXIED_BODY_BYTES_MAX = limits.proxiedBodyMaxChars * 3;
+const PROXIED_BODY_BYTES_MAX = limits.proxiedBodyMaxChars * 3;
 
 /** The request never signs with less of its lease left than this beyond its two fetches. */
 const LEASE_MARGIN_MS = 5_000;
@@ -150,10 +148,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
   };
 }
 
-/** Hop-by-hop headers describe our connection to the target, not its reply (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"]);
-
-/** The target's reply as the API returns it: status, end-to-end headers (lowercased), body. */
+/** The target's reply as the API returns it: status, end-to-end headers (lowercased; hop-by-hop ones describe our connection), body. */
 function proxied(reply: SafeFetchResponse): ProxiedResponse {
   const listed = new Set((reply.headers.connection ?? "").split(",").map((t) => t.trim().toLowerCase()));
   const headers = Object.fromEntries(Object.entries(reply.headers).filter(([name]) => !HOP_BY_HOP.has(name) && !listed.has(name)));

@@ -18,7 +18,6 @@ import { railFor } from "../../rails/rails.ts";
 import { findReplay, keptReply } from "./idempotency.ts";
 import { type X402Request, payByRequest } from "./payByRequest.ts";
 
-export { findReplay } from "./idempotency.ts";
 export type { Created, CreatedPayment } from "./hold.ts";
 
 /** A payment whose price the request states (USDC, bank). */

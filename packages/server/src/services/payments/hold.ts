@@ -19,7 +19,7 @@ export type CreatedPayment = { payment: PaymentRow; replayed: boolean };
 /** The core's answer: a payment (new or replayed), or the free reply of a target that asked for nothing. */
 export type Created = ({ kind: "payment" } & CreatedPayment) | { kind: "reply"; body: PayResponse; replayed: boolean };
 
-export function insufficient(availableMicros: number, amountMicros: number, feeMicros: number): ApiError {
+function insufficient(availableMicros: number, amountMicros: number, feeMicros: number): ApiError {
   return badRequest(
     "insufficient_balance",
     `Insufficient balance: available ${formatUsdc(availableMicros)} USDC, required ${formatUsdc(amountMicros + feeMicros)} USDC (amount ${formatUsdc(amountMicros)} + fee ${formatUsdc(feeMicros)}). Fund the wallet by sending USDC on Base to GET /v1/stablecoin/address.`,
@@ -43,7 +43,7 @@ export async function holdPayment(ctx: PaymentContext, principal: Principal, p: 
   return { payment: held.payment, replayed: false };
 }
 
-export function recipientOf(p: Pick<NewPayment, "rail" | "recipient" | "recipientJson">): RecipientOf {
+function recipientOf(p: Pick<NewPayment, "rail" | "recipient" | "recipientJson">): RecipientOf {
   if (p.rail === "fiat") {
     const bank = JSON.parse(p.recipientJson ?? "{}") as { routing_number: string; account_number: string };
     return { rail: "fiat", routingNumber: bank.routing_number, accountNumber: bank.account_number };
