@@ -13,7 +13,7 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { Webhook } from "standardwebhooks";
-import { type Address, type Hex, createWalletClient, http } from "viem";
+import { type Address, type Hex, createWalletClient, encodeFunctionData, http, keccak256, parseTransaction } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { ChainClient } from "../../chain/chainClient.ts";
 import { usdcAbi } from "../../chain/chainClient.ts";
@@ -25,7 +25,18 @@ export const SANDBOX_RETURN_ACCOUNT = "2222000000";
 /** The sandbox off-ramp refuses payouts to this account itself (refunding the USDC), as a provider refuses bank details. */
 export const SANDBOX_REFUSE_ACCOUNT = "3333000000";
 
-type Stored = Payout & { amountCents: number; accountNumber: string; refundAddress: Address; dueAt: number; returnAt: number | null; refundTx: string | null; delivered: PayoutStatus | null };
+type Stored = Payout & {
+  amountCents: number;
+  accountNumber: string;
+  refundAddress: Address;
+  dueAt: number;
+  returnAt: number | null;
+  /** The refund's signed transaction and its hash, stored before it is sent (see refund). */
+  refundTx: string | null;
+  refundRaw?: Hex | null;
+  refunded?: boolean;
+  delivered: PayoutStatus | null;
+};
 
 export type SandboxFiatProvider = FiatProvider & { depositAddress: Address; tick(): Promise<void>; setWebhookUrl(url: string): void };
 
@@ -43,11 +54,40 @@ export function createSandboxFiatProvider(deps: { ledger: Ledger; chain: ChainCl
   const save = (p: Stored) => deps.ledger.setKv(key(p.payoutId), JSON.stringify(p));
   const view = (p: Stored): Payout => ({ payoutId: p.payoutId, reference: p.reference, status: p.status, reason: p.reason, ...(p.refused ? { refused: true } : {}) });
 
+  /**
+   * Sends the payout's USDC back, once. The transaction is signed and stored before it is sent, so a
+   * retry after a lost answer (an RPC error, a timeout, a crash) sends that same transaction again and
+   * never a second refund; only a stored transaction whose nonce went to another one is signed anew.
+   * Written before the refunds were idempotent: a refund whose receipt was lost was sent again, failed
+   * for the balance, and the payout never reached `returned`.
+   */
   async function refund(p: Stored): Promise<void> {
-    if (p.refundTx) return;
-    const hash = await wallet.writeContract({ address: deps.chain.usdcAddress, abi: usdcAbi, functionName: "transfer", args: [p.refundAddress, BigInt(p.amountCents) * 10_000n] });
-    await deps.chain.client.waitForTransactionReceipt({ hash, timeout: 15_000 });
-    p.refundTx = hash;
+    if (p.refunded || (p.refundTx && p.refundRaw === undefined)) return;
+    if (!p.refundRaw) {
+      const request = await wallet.prepareTransactionRequest({
+        to: deps.chain.usdcAddress,
+        data: encodeFunctionData({ abi: usdcAbi, functionName: "transfer", args: [p.refundAddress, BigInt(p.amountCents) * 10_000n] }),
+      });
+      p.refundRaw = await wallet.signTransaction(request);
+      p.refundTx = keccak256(p.refundRaw);
+      await save(p);
+    }
+    const hash = p.refundTx as Hex;
+    let receipt = await deps.chain.receipt(hash);
+    if (!receipt) {
+      const nonce = Number(parseTransaction(p.refundRaw).nonce);
+      if ((await deps.chain.nonceOf(account.address, "latest")) > nonce) {
+        // The nonce went to another transaction of this account: the stored one can never be mined.
+        p.refundRaw = null;
+        p.refundTx = null;
+        await save(p);
+        throw new Error(`refund ${hash} was replaced at nonce ${nonce}; signing it again`);
+      }
+      await deps.chain.sendRaw(p.refundRaw).catch(() => undefined); // "already known": judged by the receipt
+      receipt = await deps.chain.client.waitForTransactionReceipt({ hash, timeout: 15_000 });
+    }
+    if (receipt.status !== "success") throw new Error(`refund ${hash} reverted`);
+    p.refunded = true;
     await save(p);
   }
 
