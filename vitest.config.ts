@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { LongestFirstSequencer } from "./vitest.sequencer.ts";
 
 export default defineConfig({
   test: {
@@ -8,7 +9,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: "forks",
-    maxWorkers: 2,
+    maxWorkers: 3,
+    sequence: { sequencer: LongestFirstSequencer },
     reporters: ["default", "./vitest.summary.ts"],
   },
 });

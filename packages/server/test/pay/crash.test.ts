@@ -16,8 +16,8 @@ import { TEST_MNEMONIC } from "../support/context.ts";
 import { freePort, liveEnv, spawnServer, type ServerProcess } from "../support/spawnServer.ts";
 
 const recipient: Address = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65";
-const PAYMENTS = 60;
-const KILLS = 4;
+const PAYMENTS = 40;
+const KILLS = 3;
 
 describe("crash: kill -9 at random moments during a stream of payments", () => {
   let dev: DevChain;
