@@ -12,7 +12,7 @@ import type { Balance, DepositAddress, Permission, Transaction, TransactionList 
  * (`mayDecideApprovals`: not when the project has its own approval threshold). The operator always may.
  */
 export type Viewer =
-  | { kind: "operator" }
+  | { kind: "operator"; credentialId: string }
   | { kind: "token"; projectId: string; tokenId: string; permissions: Permission[]; manage: boolean; decide: boolean };
 
 export type Session = { id: string; csrf: string; viewer: Viewer; expiresAt: string };

@@ -62,7 +62,8 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
    * token of this project that may manage it (mayManageProject), read again now. Returns who acts, as recorded.
    */
   const requireManage = async (viewer: Viewer, projectId: string, what: "manage" | "decide" = "manage"): Promise<string> => {
-    if (viewer.kind === "operator") return "operator";
+    // The admin API records the credential's id; the console names the credential its operator signed in with.
+    if (viewer.kind === "operator") return `operator ${viewer.credentialId}`;
     const t = await ctx.ledger.getToken(viewer.tokenId);
     if (!t || !tokenActive(t) || t.project_id !== projectId || !mayManageProject(t)) {
       throw new ApiError(403, "permission_denied", "This token may not manage tokens or approvals: that needs the operator, or a token with read, pay and x402 and no spending controls of its own.");
@@ -135,7 +136,7 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
       if (!row) return null;
       const base = { id, csrf: csrfOf(id), expiresAt: row.expires_at };
       // An operator's session lasts while its admin credential is active: revoking it ends the session.
-      if (row.kind === "operator") return row.admin && !row.admin.revoked_at ? { ...base, viewer: { kind: "operator" } } : null;
+      if (row.kind === "operator") return row.admin && !row.admin.revoked_at ? { ...base, viewer: { kind: "operator", credentialId: row.admin.id } } : null;
       if (!row.token || !row.token_id || !tokenActive(row.token)) return null;
       const t = row.token;
       const manage = mayManageProject(t);

@@ -110,7 +110,7 @@ export interface PaymentsTable {
   approval: string | null;
   /** Until when an awaiting payment may be approved; afterwards it fails and is credited back. */
   approval_until: string | null;
-  /** Who approved or denied it (migration 0014): "operator", "token tok_… (aw_test_abcd…)", "cli"; null if nobody did. */
+  /** Who approved or denied it (migration 0014): "operator adm_…" (console), the admin credential's id (admin API), "token tok_… (aw_test_abcd…)", "cli:<user>"; null if nobody did. */
   approval_decided_by: string | null;
   approval_decided_at: string | null;
 }
