@@ -138,7 +138,7 @@ describe.each(dialects)("admin API (%s)", (dialect) => {
     // The console's operator session names the credential: revoking it ends the session.
     const backend = consoleBackend(t.ctx, {});
     const session = await backend.createSession({ kind: "operator", credentialId: (await backend.verifyAdminCredential(other.credential))! });
-    expect((await backend.getSession(session.id))?.viewer).toEqual({ kind: "operator" });
+    expect((await backend.getSession(session.id))?.viewer).toEqual({ kind: "operator", credentialId: other.id });
     await revokeAdminCredential(t.ctx, other.id);
     expect(await backend.getSession(session.id)).toBeNull();
     const revoked = await call("GET", "/v1/admin/projects", other.credential);
