@@ -73,20 +73,23 @@ export function createSandboxFiatProvider(deps: { ledger: Ledger; chain: ChainCl
       await save(p);
     }
     const hash = p.refundTx as Hex;
+    /** The stored refund can never move money: dropped, so the next try signs a new one (it cannot pay twice). */
+    const forget = async (why: string): Promise<never> => {
+      p.refundRaw = null;
+      p.refundTx = null;
+      await save(p);
+      throw new Error(`${why}; signing it again on the next try`);
+    };
     let receipt = await deps.chain.receipt(hash);
     if (!receipt) {
       const nonce = Number(parseTransaction(p.refundRaw).nonce);
-      if ((await deps.chain.nonceOf(account.address, "latest")) > nonce) {
-        // The nonce went to another transaction of this account: the stored one can never be mined.
-        p.refundRaw = null;
-        p.refundTx = null;
-        await save(p);
-        throw new Error(`refund ${hash} was replaced at nonce ${nonce}; signing it again`);
-      }
+      // The nonce went to another transaction of this account: the stored one can never be mined.
+      if ((await deps.chain.nonceOf(account.address, "latest")) > nonce) return forget(`refund ${hash} was replaced at nonce ${nonce}`);
       await deps.chain.sendRaw(p.refundRaw).catch(() => undefined); // "already known": judged by the receipt
       receipt = await deps.chain.client.waitForTransactionReceipt({ hash, timeout: 15_000 });
     }
-    if (receipt.status !== "success") throw new Error(`refund ${hash} reverted`);
+    // Mined and reverted: it moved nothing and its nonce is spent (every later try would read the same receipt).
+    if (receipt.status !== "success") return forget(`refund ${hash} reverted`);
     p.refunded = true;
     await save(p);
   }
