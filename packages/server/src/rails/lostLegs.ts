@@ -163,11 +163,17 @@ export async function resendLostX402Settlements(d: LegDeps): Promise<number> {
       { payment_id: p.id, project_id: p.project_id, lost_tx: state.settlement?.txHash ?? null },
       "a completed x402 payment's settlement was lost by the chain and its authorization expired unused; paying the merchant again from the wallet",
     );
-    await relayTransfers(d, p, [{ to: auth.to, micros: Number(auth.value) }], (t) => ({
-      tx_hash: t.hash,
-      rail_state: JSON.stringify({ ...state, resent: { lostTxHash: state.settlement?.txHash ?? null, transfers: t.auths, relayNonce: t.nonce } } satisfies X402State),
-    }));
-    resent++;
+    try {
+      await relayTransfers(d, p, [{ to: auth.to, micros: Number(auth.value) }], (t) => ({
+        tx_hash: t.hash,
+        rail_state: JSON.stringify({ ...state, resent: { lostTxHash: state.settlement?.txHash ?? null, transfers: t.auths, relayNonce: t.nonce } } satisfies X402State),
+      }));
+      resent++;
+    } catch (err) {
+      // One payment that cannot be sent now (the relayer busy, another process first) does not hold back
+      // the others of the pass; it is looked at again on the next.
+      d.ctx.logger.warn({ payment_id: p.id, err }, "sending a lost x402 settlement again failed; retried on the next pass");
+    }
   }
   return resent;
 }
