@@ -8,7 +8,7 @@ import type { Duplex } from "node:stream";
 import { buildOpenApiDocument, limits } from "@agentwallet/api";
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { sql } from "kysely";
-import type { AppContext } from "../context.ts";
+import type { HttpDeps } from "./httpDeps.ts";
 import { getLimits } from "../services/spendingControls.ts";
 import { getBalance } from "../services/getBalance.ts";
 import { getDepositAddress } from "../services/getDepositAddress.ts";
@@ -30,7 +30,7 @@ import { type ConsoleAppOptions, registerConsoleRoutes } from "./console.ts";
 
 export type CreateAppOptions = { metrics: Metrics; bodyLimitBytes?: number; console?: ConsoleAppOptions };
 
-export function createApp(ctx: AppContext, options: CreateAppOptions): FastifyInstance {
+export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: ctx.logger,
     bodyLimit: options.bodyLimitBytes ?? 2 * 1024 * 1024,

@@ -5,7 +5,7 @@
  */
 import type { Permission } from "@agentwallet/api";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { AppContext } from "../context.ts";
+import type { HttpDeps } from "./httpDeps.ts";
 import { hashToken, isWellFormedAdminCredential, isWellFormedToken } from "../tokens.ts";
 import { ApiError, forbidden, unauthorized } from "../domain/errors.ts";
 import { checkAdminCredential } from "../services/adminCredentials.ts";
@@ -23,7 +23,7 @@ declare module "fastify" {
 
 const HOW = "Send `Authorization: Bearer <token>` with an API token (create one with `agentwallet tokens create`).";
 
-export async function authenticate(ctx: AppContext, req: FastifyRequest): Promise<Principal> {
+export async function authenticate(ctx: HttpDeps, req: FastifyRequest): Promise<Principal> {
   const header = req.headers.authorization;
   if (!header) throw unauthorized(`Missing Authorization header. ${HOW}`);
   const m = /^Bearer +(\S+)\s*$/i.exec(header);
@@ -57,13 +57,13 @@ export async function authenticate(ctx: AppContext, req: FastifyRequest): Promis
 }
 
 /** Authenticates, applies the per-token rate limit, and returns the principal. */
-export async function guard(ctx: AppContext, req: FastifyRequest, reply: FastifyReply): Promise<Principal> {
+export async function guard(ctx: HttpDeps, req: FastifyRequest, reply: FastifyReply): Promise<Principal> {
   const principal = await authenticate(ctx, req);
   await applyRateLimit(ctx, reply, principal.tokenId, "token");
   return principal;
 }
 
-async function applyRateLimit(ctx: AppContext, reply: FastifyReply, key: string, per: string): Promise<void> {
+async function applyRateLimit(ctx: HttpDeps, reply: FastifyReply, key: string, per: string): Promise<void> {
   const rate = await ctx.rateLimiter.hit(key);
   reply.headers({ "ratelimit-limit": rate.limit, "ratelimit-remaining": rate.remaining, "ratelimit-reset": rate.resetSeconds, "ratelimit-policy": `${rate.limit};w=60` });
   if (!rate.allowed) {
@@ -80,7 +80,7 @@ const HOW_ADMIN = "Send `Authorization: Bearer aw_admin_…` with an operator's 
  * limit of that credential. A project's API token is refused here whatever its permissions (403
  * `admin_credential_required`), as an admin credential is refused everywhere else.
  */
-export async function guardAdmin(ctx: AppContext, req: FastifyRequest, reply: FastifyReply): Promise<AdminCredentialRow> {
+export async function guardAdmin(ctx: HttpDeps, req: FastifyRequest, reply: FastifyReply): Promise<AdminCredentialRow> {
   const header = req.headers.authorization;
   if (!header) throw unauthorized(`Missing Authorization header. ${HOW_ADMIN}`);
   const m = /^Bearer +(\S+)\s*$/i.exec(header);

@@ -8,7 +8,7 @@ import { resolve } from "node:path";
 import type { Permission } from "@agentwallet/api";
 import { type ApprovalItem, type ConsoleBackend, type DailySpend, type HistoryEntry, type WebhookDelivery, type TokenSummary, type Viewer, registerConsole } from "@agentwallet/console";
 import type { FastifyInstance } from "fastify";
-import type { AppContext } from "../context.ts";
+import type { HttpDeps } from "./httpDeps.ts";
 import { getDepositAddress } from "../services/getDepositAddress.ts";
 import { listTransactions } from "../services/listTransactions.ts";
 import { getTransaction } from "../services/getTransaction.ts";
@@ -43,7 +43,7 @@ const MCP_BIN = resolve(import.meta.dirname, "../../../mcp/bin/agentwallet-mcp.j
 
 const EXPLORER_TX_URL: Record<number, string> = { 8453: "https://basescan.org/tx/", 84532: "https://sepolia.basescan.org/tx/" };
 
-export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): ConsoleBackend {
+export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): ConsoleBackend {
   const sessions = ctx.ledger.consoleSessions;
   const now = () => ctx.clock().toISOString();
   const tokenActive = (t: { expires_at: string | null; revoked_at: string | null } | undefined) => !!t && !t.revoked_at && !(t.expires_at && t.expires_at <= now());
@@ -323,7 +323,7 @@ export function consoleBackend(ctx: AppContext, options: ConsoleAppOptions): Con
   };
 }
 
-export function registerConsoleRoutes(app: FastifyInstance, ctx: AppContext, options: ConsoleAppOptions): void {
+export function registerConsoleRoutes(app: FastifyInstance, ctx: HttpDeps, options: ConsoleAppOptions): void {
   registerConsole(app, {
     backend: consoleBackend(ctx, options),
     sandbox: ctx.config.mode === "sandbox",
@@ -363,7 +363,7 @@ const utc = (iso: string | null) => (iso ? `${iso.slice(0, 10)} ${iso.slice(11, 
 const usdOf = (micros: number) => `$${(Number(micros) / 1_000_000).toFixed(2)}`;
 
 /** A one-time sign-in link's code for this token (the sandbox banner prints it). */
-export async function createSignInCode(ctx: AppContext, tokenId: string): Promise<string> {
+export async function createSignInCode(ctx: HttpDeps, tokenId: string): Promise<string> {
   const code = randomBytes(24).toString("base64url");
   await ctx.ledger.consoleSessions.createCode(code, tokenId, new Date(ctx.clock().getTime() + SIGNIN_CODE_MS).toISOString());
   return code;

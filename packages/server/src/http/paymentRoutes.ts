@@ -5,7 +5,7 @@
  */
 import { IdempotencyKey, LegacyPaymentRequest, PayRequest, type PayResponse, UsdcTransferRequest, X402PayRequest, limits } from "@agentwallet/api";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { AppContext } from "../context.ts";
+import type { HttpDeps } from "./httpDeps.ts";
 import { guard } from "./auth.ts";
 import { requireActive, requirePermission } from "../domain/principal.ts";
 import { badRequest } from "../domain/errors.ts";
@@ -59,13 +59,13 @@ function withHeaderKey(req: FastifyRequest): unknown {
 
 /** RFC 9745 `Deprecation` (the date the endpoints were deprecated) and RFC 8288 `Link` to their successor. */
 const DEPRECATED_SINCE = "@1735689600"; // 2025-01-01T00:00:00Z
-function markDeprecated(reply: FastifyReply, ctx: AppContext): void {
+function markDeprecated(reply: FastifyReply, ctx: HttpDeps): void {
   const base = (ctx.config.publicBaseUrl ?? "").replace(/\/+$/, "");
   reply.header("deprecation", DEPRECATED_SINCE);
   reply.header("link", `<${base}/v1/pay>; rel="successor-version"`);
 }
 
-export function registerPaymentRoutes(app: FastifyInstance, ctx: AppContext, metrics: Metrics): void {
+export function registerPaymentRoutes(app: FastifyInstance, ctx: HttpDeps, metrics: Metrics): void {
   app.post("/v1/pay", async (req, reply) => {
     const p = await guard(ctx, req, reply);
     requirePermission(p, "pay");

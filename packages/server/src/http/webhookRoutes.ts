@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Webhook } from "standardwebhooks";
 import { z } from "zod";
-import type { AppContext } from "../context.ts";
+import type { HttpDeps } from "./httpDeps.ts";
 import { verifyBridgeWebhook } from "../rails/fiat/verifyBridgeWebhook.ts";
 import { ApiError, badRequest, conflict, unauthorized } from "../domain/errors.ts";
 
@@ -43,7 +43,7 @@ function verify(secret: string | undefined, req: FastifyRequest, what: string): 
 /** One webhook route: verify, parse, de-duplicate by id, then hand the hint to its hook (202). */
 function hintRoute<T>(
   scope: FastifyInstance,
-  ctx: AppContext,
+  ctx: HttpDeps,
   r: {
     path: string;
     secret: () => string | undefined;
@@ -80,7 +80,7 @@ const BridgeEvent = z.object({
  * raw body, 10-minute tolerance (verifyBridgeWebhook.ts), de-duplicated by `event_id`. A transfer event
  * only makes the fiat rail read that transfer from Bridge.
  */
-function bridgeRoute(scope: FastifyInstance, ctx: AppContext): void {
+function bridgeRoute(scope: FastifyInstance, ctx: HttpDeps): void {
   scope.post("/v1/webhooks/bridge", async (req, reply) => {
     const key = ctx.config.fiat.bridge?.webhookPublicKey;
     if (!key) throw new ApiError(503, "webhook_not_configured", "The Bridge webhook is not configured on this deployment (BRIDGE_WEBHOOK_PUBLIC_KEY).");
@@ -109,7 +109,7 @@ function bridgeRoute(scope: FastifyInstance, ctx: AppContext): void {
   });
 }
 
-export function registerWebhookRoutes(app: FastifyInstance, ctx: AppContext): void {
+export function registerWebhookRoutes(app: FastifyInstance, ctx: HttpDeps): void {
   app.register(async (scope) => {
     // Signatures cover the exact bytes: keep the body as text for these routes.
     scope.removeContentTypeParser("application/json");

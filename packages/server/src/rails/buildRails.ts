@@ -3,7 +3,7 @@
  * x402 rails, and the fiat rail when an off-ramp is available (the sandbox one in sandbox mode). The
  * server and the CLI's `workers run-once` build them the same way.
  */
-import type { AppContext } from "../context.ts";
+import type { RailDeps } from "./railDeps.ts";
 import { createRelayer } from "../chain/relayer.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
 import { createFiatRail } from "./fiatRail.ts";
@@ -14,7 +14,7 @@ import { createX402Rail } from "./x402/x402Rail.ts";
 
 export type BuiltRails = { rails: Rails; fiatRail: ReturnType<typeof createFiatRail> | undefined };
 
-export async function buildRails(ctx: AppContext, chain: ChainRuntime, opts: { fiatProvider?: FiatProvider; onFinal?: (p: { rail: string }, outcome: string) => void } = {}): Promise<BuiltRails> {
+export async function buildRails(ctx: RailDeps, chain: ChainRuntime, opts: { fiatProvider?: FiatProvider; onFinal?: (p: { rail: string }, outcome: string) => void } = {}): Promise<BuiltRails> {
   const relayer = createRelayer(ctx.ledger, chain, ctx.logger, ctx.custody, { maxPendingTxs: ctx.config.chain.relayerMaxPendingTxs });
   await relayer.syncNonce();
   const legDeps = { ctx, chain, relayer, onFinal: opts.onFinal };

@@ -5,7 +5,7 @@
  * `check` drives the leg to a final answer after any crash: confirmed, reverted, or expired.
  */
 import type { Address, Hex } from "viem";
-import type { AppContext } from "../context.ts";
+import type { RailDeps } from "./railDeps.ts";
 import type { FailureCode } from "../ledger/failureCodes.ts";
 import type { PaymentRow } from "../ledger/store.ts";
 import type { Relayer } from "../chain/relayer.ts";
@@ -22,7 +22,7 @@ export type Transfer = { to: Address; micros: number };
 export type LegState = { transfers: Authorization[]; relayNonce: number; stage?: string; [k: string]: unknown };
 export type LegStatus = "confirmed" | "reverted" | "expired" | "pending";
 
-export type LegDeps = { ctx: AppContext; chain: ChainRuntime; relayer: Relayer };
+export type LegDeps = { ctx: RailDeps; chain: ChainRuntime; relayer: Relayer };
 
 export function legState(p: PaymentRow): LegState | undefined {
   if (!p.rail_state) return undefined;

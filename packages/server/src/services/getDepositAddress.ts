@@ -3,9 +3,9 @@
  * first call and stored, so it is stable forever after (and shows in the balance's wallet_address).
  */
 import type { DepositAddress } from "@agentwallet/api";
-import type { AppContext } from "../context.ts";
+import type { RailDeps } from "../rails/railDeps.ts";
 
-export async function getDepositAddress(ctx: AppContext, projectId: string): Promise<DepositAddress> {
+export async function getDepositAddress(ctx: Pick<RailDeps, "ledger" | "custody">, projectId: string): Promise<DepositAddress> {
   const project = await ctx.ledger.getProject(projectId);
   if (!project) throw new Error(`project ${projectId} missing`);
   const address = project.wallet_address ?? (await ctx.ledger.setWalletAddress(projectId, ctx.custody.addressOf(project.wallet_index)));

@@ -4,7 +4,7 @@
  * newest first by creation time, and total_count counts the matching rows.
  */
 import type { Transaction, TransactionList } from "@agentwallet/api";
-import type { AppContext } from "../context.ts";
+import type { Ledger } from "../ledger/store.ts";
 import { failureFields } from "./payments/render.ts";
 import { type Cursor, type ListedRow, type TransactionFilter, countFilteredTransactions, listBeforePosition, listFilteredTransactions } from "../ledger/transactionReads.ts";
 
@@ -16,7 +16,7 @@ export type ListQuery = {
   cursor?: Cursor;
 };
 
-export async function listTransactions(ctx: AppContext, projectId: string, q: ListQuery): Promise<TransactionList> {
+export async function listTransactions(ctx: { ledger: Ledger }, projectId: string, q: ListQuery): Promise<TransactionList> {
   if (!q.filter && !q.cursor) {
     const { rows, total } = await ctx.ledger.listTransactions(projectId, q.limit, q.offset);
     return { transactions: rows.map(renderTransaction), total_count: total, has_more: q.offset + rows.length < total };

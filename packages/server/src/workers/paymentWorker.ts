@@ -3,7 +3,7 @@
  * payment at once), calls its rail's `advance`, and schedules the next look. After a crash, expired
  * leases make every `pending`/`processing` payment claimable again, so each reaches a final state.
  */
-import type { AppContext } from "../context.ts";
+import type { RailDeps } from "../rails/railDeps.ts";
 import type { LeaseRelease } from "../ledger/store.ts";
 import { type Rails, railFor } from "../rails/rails.ts";
 import { handleStepError } from "../rails/settlementRetry.ts";
@@ -12,7 +12,7 @@ import { type Loop, startLoop } from "./loop.ts";
 
 export type PaymentWorkerOptions = { leaseMs?: number; batchMax?: number; backoffMaxMs?: number };
 
-export function createPaymentWorker(ctx: AppContext, rails: Rails, o: PaymentWorkerOptions = {}) {
+export function createPaymentWorker(ctx: RailDeps, rails: Rails, o: PaymentWorkerOptions = {}) {
   const leaseMs = o.leaseMs ?? 30_000;
   const batchMax = o.batchMax ?? 50;
   const backoffMaxMs = o.backoffMaxMs ?? 30_000;

@@ -12,7 +12,7 @@ import { Worker } from "node:worker_threads";
 import type { Logger } from "pino";
 import type { Address, Hex } from "viem";
 import type { Config } from "../config.ts";
-import type { AppContext } from "../context.ts";
+import type { ServiceDeps } from "../services/serviceDeps.ts";
 import type { ChainSettings } from "../chain/chainClient.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
 import type { PaymentRow } from "../ledger/store.ts";
@@ -38,7 +38,7 @@ export type Settlement = {
 };
 
 /** The dispatcher and the worker loop on the calling thread. */
-export function startInlineSettlement(ctx: AppContext, rails: Rails): Settlement {
+export function startInlineSettlement(ctx: ServiceDeps, rails: Rails): Settlement {
   const dispatcher = createDispatcher(ctx);
   const loop = startPaymentWorkerLoop(createPaymentWorker(ctx, rails), ctx.config.workers.workerIntervalMs, ctx.logger);
   // Nonces the chain lost would hold back every later relayer transaction: filled here (relayer.ts, "Gaps").

@@ -6,14 +6,13 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { sql } from "kysely";
-import type { AppContext } from "../context.ts";
 import { createChainClient } from "../chain/chainClient.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
 import { createLogger, loadCustody, openLedger } from "../deps.ts";
-import { createMemoryRateLimiter } from "../http/rateLimit.ts";
 import { newId, systemClock } from "../ids.ts";
 import { buildRails } from "../rails/buildRails.ts";
 import { buildFiatProvider } from "../rails/fiat/buildFiatProvider.ts";
+import type { ServiceDeps } from "../services/serviceDeps.ts";
 import { type SettlementChain, type SettlementCommand, type SettlementMessage, type SettlementThreadData, startInlineSettlement } from "./settlement.ts";
 
 const data = workerData as SettlementThreadData;
@@ -35,17 +34,14 @@ async function start(chainData: SettlementChain) {
       ? setInterval(() => void sql`pragma wal_checkpoint(PASSIVE)`.execute(ledger.db).catch((err) => logger.warn({ err }, "WAL checkpoint failed; the next one retries")), CHECKPOINT_EVERY_MS)
       : undefined;
   const custody = loadCustody(config);
-  const ctx: AppContext = {
+  const ctx: ServiceDeps = {
     config,
     ledger,
     custody,
     clock: systemClock,
     newId,
     logger,
-    // Requests are never served here.
-    rateLimiter: createMemoryRateLimiter(1),
     rails: undefined,
-    hooks: {},
     instanceId: data.instanceId,
   };
   const client = createChainClient(chainData.settings);

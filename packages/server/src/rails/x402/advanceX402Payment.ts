@@ -11,7 +11,7 @@
  * when the merchant was paid, as on the fiat rail.
  */
 import type { Hex } from "viem";
-import type { AppContext } from "../../context.ts";
+import type { RailDeps } from "../railDeps.ts";
 import type { FailureCode } from "../../ledger/failureCodes.ts";
 import type { PaymentRow } from "../../ledger/store.ts";
 import { type LegDeps, checkRelayed, relayTransfers } from "../onchainLeg.ts";
@@ -66,7 +66,7 @@ export function settledState(state: X402State, txHash: Hex, source: "receipt" | 
 }
 
 /** Records the settlement transaction: `tx_hash` is the merchant's settlement, never our fee sweep. */
-function markSettled(ctx: AppContext, payment: PaymentRow, state: X402State, txHash: Hex, source: "receipt" | "chain"): Promise<PaymentRow> {
+function markSettled(ctx: RailDeps, payment: PaymentRow, state: X402State, txHash: Hex, source: "receipt" | "chain"): Promise<PaymentRow> {
   return ctx.ledger.updatePayment(payment.id, { tx_hash: txHash, rail_state: JSON.stringify(settledState(state, txHash, source)) });
 }
 

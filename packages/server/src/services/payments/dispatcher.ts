@@ -13,7 +13,7 @@
  * in ten of settlement's writes); a payment taken from the queue without its row is read again.
  */
 import { MAX_BATCH_PAYMENTS } from "../../chain/relayer.ts";
-import type { AppContext } from "../../context.ts";
+import type { ServiceDeps } from "../serviceDeps.ts";
 import type { LeaseRelease, PaymentRow } from "../../ledger/store.ts";
 import { railFor } from "../../rails/rails.ts";
 import { handleStepError } from "../../rails/settlementRetry.ts";
@@ -35,7 +35,7 @@ const QUEUE_ROWS_MAX = 256;
 /** Lease releases of one turn go in one write, at most this many rows each. */
 const RELEASES_PER_WRITE_MAX = 256;
 
-export function createDispatcher(ctx: AppContext, opts: DispatcherOptions = {}): Dispatcher {
+export function createDispatcher(ctx: ServiceDeps, opts: DispatcherOptions = {}): Dispatcher {
   const concurrency = opts.concurrency ?? DISPATCH_CONCURRENCY;
   const queueMax = opts.queueMax ?? DISPATCH_QUEUE_MAX;
   const rowsMax = opts.rowsMax ?? QUEUE_ROWS_MAX;

@@ -1,0 +1,19 @@
+/**
+ * What the services use beyond the rails' dependencies (rails/railDeps.ts), declared here by their
+ * users: the rails themselves, the hand-over of accepted payments, and the keys derived from the master
+ * key source. deps.ts builds it.
+ */
+import type { PaymentRow } from "../ledger/store.ts";
+import type { RailDeps } from "../rails/railDeps.ts";
+import type { Rails } from "../rails/rails.ts";
+
+export type ServiceDeps = RailDeps & {
+  /** Payment rails; absent until the chain is configured (read-only deployments, some tests). */
+  rails: Rails | undefined;
+  /** Hands a just-accepted payment (leased to this process) to settlement. */
+  dispatch?: (payment: PaymentRow) => void;
+  /** The key bank accounts in spending controls are hashed with (deps.ts derives it from the master key source). */
+  recipientHashKey?: Uint8Array;
+  /** The key webhook endpoints' signing secrets are encrypted with (deps.ts `loadWebhookSecretKey`). */
+  webhookSecretKey?: Uint8Array;
+};
