@@ -52,6 +52,8 @@ export type ConsoleOptions = {
   mcpCommand: { command: string; args: string[] };
   /** Sandbox: the demo x402 merchant, for the overview's example payment (null: not running). */
   x402Example: { paidUrl: string; priceMicros: number } | null;
+  /** The HTTP status of a refusal the backend threw (a bad filter, an unknown id); undefined for a fault. */
+  refusalStatus: (err: unknown) => number | undefined;
 };
 
 const COOKIE = "aw_console";
@@ -134,12 +136,6 @@ function changedControlsFromForm(body: Record<string, string>): Partial<Controls
   return c;
 }
 
-/** A refusal the person can correct (400 from the console or the service), as opposed to a fault or a denial. */
-function correctable(err: unknown): string | null {
-  const status = (err as { status?: unknown }).status;
-  return status === 400 ? (err as Error).message : null;
-}
-
 /** A small sliding count per client address: sign-in guesses are bounded. */
 function attemptLimiter(perMinute: number) {
   const seen = new Map<string, number[]>();
@@ -159,6 +155,9 @@ function attemptLimiter(perMinute: number) {
 export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): void {
   const { backend } = opts;
   const allowAttempt = attemptLimiter(SIGNIN_ATTEMPTS_PER_MINUTE);
+  /** A refusal the person can correct (400 from the console or the service), as opposed to a fault or a denial. */
+  const correctable = (err: unknown): string | null =>
+    (err instanceof ConsoleError ? err.status : opts.refusalStatus(err)) === 400 ? (err as Error).message : null;
 
   void app.register(
     async (c) => {
@@ -197,8 +196,8 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
       const send = (reply: FastifyReply, page: Html, status = 200) => reply.code(status).type("text/html; charset=utf-8").send(page.text);
 
       c.setErrorHandler(async (err, req, reply) => {
-        // Refusals of the service (a bad filter, an unknown id) carry their status; anything else is a fault.
-        const given = (err as { status?: unknown; statusCode?: unknown }).status ?? (err as { statusCode?: unknown }).statusCode;
+        // Refusals of the service (a bad filter, an unknown id) and Fastify's client errors carry their status; anything else is a fault.
+        const given = opts.refusalStatus(err) ?? (err as { statusCode?: unknown }).statusCode;
         const status = err instanceof ConsoleError ? err.status : typeof given === "number" && given >= 400 && given < 500 ? given : 500;
         if (status >= 500) req.log.error({ err }, "console request failed");
         const message = status >= 500 ? `Internal error. Request id: ${req.id}.` : (err as Error).message;

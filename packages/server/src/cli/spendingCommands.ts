@@ -7,7 +7,7 @@
 import { userInfo } from "node:os";
 import { type Command, type CommandInput, CliError, withServices } from "./command.ts";
 import { parseControls } from "../domain/spending.ts";
-import { ApiError } from "../domain/errors.ts";
+import { DomainError } from "../domain/errors.ts";
 import { type BankKey, type WireControls, controlsColumn, listRefusals, parseControlsInput, renderControls, updateControls } from "../services/spendingControls.ts";
 import { decidePayment, decisionJson, listPendingApprovals } from "../services/approvals.ts";
 
@@ -73,7 +73,7 @@ export function controlsFromOptions(options: CommandInput["options"], stored: st
   try {
     return { changed: true, column: controlsColumn(parseControlsInput(wire, bankKey, parseControls(stored))) };
   } catch (err) {
-    if (err instanceof ApiError) throw new CliError(err.detail);
+    if (err instanceof DomainError) throw new CliError(err.detail);
     throw err;
   }
 }

@@ -4,7 +4,7 @@
  */
 import type { Config } from "../config.ts";
 import { loadWebhookSecretKey, openLedger } from "../deps.ts";
-import { ApiError } from "../domain/errors.ts";
+import { DomainError } from "../domain/errors.ts";
 import { newId, systemClock } from "../ids.ts";
 import type { Ledger } from "../ledger/store.ts";
 import { createWebhookEndpoint, deleteWebhookEndpoint, enableWebhookEndpoint, endpointJson, listWebhookDeliveries, listWebhookEndpoints, redeliverWebhookEvent } from "../services/webhooks/endpoints.ts";
@@ -21,7 +21,7 @@ async function withLedger<T>(config: Config, fn: (l: Ledger) => Promise<T>): Pro
   try {
     return await fn(ledger);
   } catch (err) {
-    if (err instanceof ApiError) throw new CliError(err.detail);
+    if (err instanceof DomainError) throw new CliError(err.detail);
     throw err;
   } finally {
     await opened.close();

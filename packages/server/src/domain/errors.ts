@@ -1,34 +1,12 @@
 /**
- * Expected failures are values with a status and a stable code; the `detail` is API text that says
- * what happened and what to do. Anything else reaching the error handler is a server fault: 500 with
- * a generic detail, the cause logged and never echoed.
+ * Expected failures below the HTTP layer are values with a kind and a stable code; the `detail` is API
+ * text that says what happened and what to do. Only http/errorStatus.ts knows which HTTP status each
+ * kind becomes, so services, rails and the CLI raise and catch the same error without naming one.
+ * Anything else reaching the error handler is a server fault: 500 with a generic detail, the cause
+ * logged and never echoed.
  */
-export class ApiError extends Error {
-  override name = "ApiError";
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    readonly detail: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(detail);
-  }
-}
+export type ErrorKind = "invalid" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "upstream" | "unavailable";
 
-export const badRequest = (code: string, detail: string) => new ApiError(400, code, detail);
-export const unauthorized = (detail: string) => new ApiError(401, "unauthorized", detail);
-export const forbidden = (code: string, detail: string) => new ApiError(403, code, detail);
-export const conflict = (code: string, detail: string) => new ApiError(409, code, detail);
-export const upstream = (code: string, detail: string) => new ApiError(502, code, detail);
-export const notFound = (code: string, detail: string) => new ApiError(404, code, detail);
-
-/** The kind of an expected failure raised below the HTTP layer; http/errorStatus.ts gives each its status. */
-export type ErrorKind = "invalid" | "forbidden" | "conflict" | "upstream" | "unavailable";
-
-/**
- * An expected failure of a rail, by kind and stable code: the rails know no HTTP status codes; the
- * HTTP layer maps the kind to one.
- */
 export class DomainError extends Error {
   override name = "DomainError";
   constructor(
@@ -39,3 +17,11 @@ export class DomainError extends Error {
     super(detail);
   }
 }
+
+export const badRequest = (code: string, detail: string) => new DomainError("invalid", code, detail);
+export const unauthorized = (detail: string) => new DomainError("unauthorized", "unauthorized", detail);
+export const forbidden = (code: string, detail: string) => new DomainError("forbidden", code, detail);
+export const notFound = (code: string, detail: string) => new DomainError("not_found", code, detail);
+export const conflict = (code: string, detail: string) => new DomainError("conflict", code, detail);
+export const upstream = (code: string, detail: string) => new DomainError("upstream", code, detail);
+export const unavailable = (code: string, detail: string) => new DomainError("unavailable", code, detail);

@@ -9,7 +9,7 @@
  * Amounts are payment amounts in micro-USDC (what reaches the payee), never the fee.
  */
 import { createHmac } from "node:crypto";
-import { ApiError } from "./errors.ts";
+import { type DomainError, forbidden } from "./errors.ts";
 
 export const INTERVALS = ["per_payment", "daily", "weekly", "monthly", "all_time"] as const;
 export type Interval = (typeof INTERVALS)[number];
@@ -195,6 +195,6 @@ export function holdControlsOf(
 }
 
 /** A refusal as the API answers it: 403 with its code and detail. */
-export function refusalError(r: Refusal): ApiError {
-  return new ApiError(403, r.code, r.detail);
+export function refusalError(r: Refusal): DomainError {
+  return forbidden(r.code, r.detail);
 }

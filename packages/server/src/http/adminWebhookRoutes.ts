@@ -6,7 +6,7 @@ import { AdminWebhookDeliveriesQuery, CreateWebhookEndpointRequest } from "@agen
 import type { FastifyInstance } from "fastify";
 import { guardAdmin } from "./auth.ts";
 import { parseOr400 } from "./validation.ts";
-import { ApiError } from "../domain/errors.ts";
+import { unavailable } from "../domain/errors.ts";
 import {
   type WebhookDeps,
   createWebhookEndpoint,
@@ -28,7 +28,7 @@ export function registerAdminWebhookRoutes(app: FastifyInstance, ctx: AdminRoute
     newId: ctx.newId,
     mode: ctx.config.mode,
     secretKey: () => {
-      if (!ctx.webhookSecretKey) throw new ApiError(503, "webhook_key_unavailable", "This server has no key to encrypt webhook secrets with (no master key source); create the endpoint with `agentwallet webhooks create` where the master key is.");
+      if (!ctx.webhookSecretKey) throw unavailable("webhook_key_unavailable", "This server has no key to encrypt webhook secrets with (no master key source); create the endpoint with `agentwallet webhooks create` where the master key is.");
       return ctx.webhookSecretKey;
     },
   };

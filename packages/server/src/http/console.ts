@@ -13,8 +13,9 @@ import { getDepositAddress } from "../services/getDepositAddress.ts";
 import { listTransactions } from "../services/listTransactions.ts";
 import { getTransaction } from "../services/getTransaction.ts";
 import { cursorOf } from "../ledger/transactionReads.ts";
-import { ApiError, badRequest } from "../domain/errors.ts";
+import { DomainError, badRequest, forbidden } from "../domain/errors.ts";
 import { parseListQuery } from "./listQuery.ts";
+import { statusOf } from "./errorStatus.ts";
 import { hashToken, isWellFormedToken } from "../tokens.ts";
 import { issueToken, mayDecideApprovals, mayManageProject, revokeToken } from "../services/tokens.ts";
 import { getLimits, renderControls, updateTokenControls } from "../services/spendingControls.ts";
@@ -66,10 +67,10 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
     if (viewer.kind === "operator") return `operator ${viewer.credentialId}`;
     const t = await ctx.ledger.getToken(viewer.tokenId);
     if (!t || !tokenActive(t) || t.project_id !== projectId || !mayManageProject(t)) {
-      throw new ApiError(403, "permission_denied", "This token may not manage tokens or approvals: that needs the operator, or a token with read, pay and x402 and no spending controls of its own.");
+      throw forbidden("permission_denied", "This token may not manage tokens or approvals: that needs the operator, or a token with read, pay and x402 and no spending controls of its own.");
     }
     if (what === "decide" && !mayDecideApprovals(t, (await ctx.ledger.getProject(projectId))?.spending_controls ?? null)) {
-      throw new ApiError(403, "permission_denied", "This project's own approval threshold is the operator's: only the operator approves or denies its payments.");
+      throw forbidden("permission_denied", "This project's own approval threshold is the operator's: only the operator approves or denies its payments.");
     }
     return `token ${t.id} (${t.display_prefix}…)`;
   };
@@ -195,7 +196,7 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
       try {
         return await getTransaction(ctx.ledger.db, projectId, id);
       } catch (err) {
-        if (err instanceof ApiError && err.status === 404) return null;
+        if (err instanceof DomainError && err.kind === "not_found") return null;
         throw err;
       }
     },
@@ -285,7 +286,7 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
     },
     async createWebhook(viewer, projectId, input) {
       await requireManage(viewer, projectId);
-      if (!options.webhookSecretKey) throw new ApiError(400, "webhook_url_invalid", "This server was started without the key webhook secrets are sealed with; create endpoints with `agentwallet webhooks create`.");
+      if (!options.webhookSecretKey) throw badRequest("webhook_url_invalid", "This server was started without the key webhook secrets are sealed with; create endpoints with `agentwallet webhooks create`.");
       const { endpoint, secret } = await createWebhookEndpoint(
         { ledger: ctx.ledger, clock: ctx.clock, newId: ctx.newId, mode: ctx.config.mode, secretKey: options.webhookSecretKey },
         { projectId, url: input.url, events: input.events },
@@ -331,6 +332,7 @@ export function registerConsoleRoutes(app: FastifyInstance, ctx: HttpDeps, optio
     filters: true,
     mcpCommand: { command: "node", args: [MCP_BIN] },
     x402Example: options.x402Demo ?? null,
+    refusalStatus: (err) => (err instanceof DomainError ? statusOf(err) : undefined),
   });
 }
 

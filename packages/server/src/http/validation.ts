@@ -1,6 +1,6 @@
 /** Turns zod issues into one `detail` sentence naming each field and what it must be. */
 import type { z } from "zod";
-import { badRequest, type ApiError } from "../domain/errors.ts";
+import { badRequest, type DomainError } from "../domain/errors.ts";
 
 function describeIssue(issue: z.core.$ZodIssue): string {
   const path = issue.path.length ? issue.path.map(String).join(".") : "body";
@@ -43,10 +43,10 @@ export function parseOr400<T extends z.ZodType>(schema: T, input: unknown, what 
   if (input === undefined || input === null) throw badRequest("invalid_request", `The ${what} must be a JSON object.`);
   const r = schema.safeParse(input, { reportInput: true });
   if (r.success) return r.data;
-  throw zodToApiError(r.error);
+  throw fromZodError(r.error);
 }
 
-export function zodToApiError(error: z.ZodError): ApiError {
+export function fromZodError(error: z.ZodError): DomainError {
   const parts = error.issues.slice(0, 5).map(describeIssue);
   return badRequest("invalid_request", `Invalid request: ${parts.join("; ")}.`);
 }

@@ -9,7 +9,7 @@ import { Webhook } from "standardwebhooks";
 import { z } from "zod";
 import type { HttpDeps } from "./httpDeps.ts";
 import { verifyBridgeWebhook } from "../rails/fiat/verifyBridgeWebhook.ts";
-import { ApiError, badRequest, conflict, unauthorized } from "../domain/errors.ts";
+import { type DomainError, badRequest, conflict, unauthorized, unavailable } from "../domain/errors.ts";
 
 const DepositHint = z.object({
   type: z.string().max(100),
@@ -21,7 +21,7 @@ const FiatHint = z.object({
 });
 
 function verify(secret: string | undefined, req: FastifyRequest, what: string): unknown {
-  if (!secret) throw new ApiError(503, "webhook_not_configured", `The ${what} webhook is not configured on this deployment.`);
+  if (!secret) throw unavailable("webhook_not_configured", `The ${what} webhook is not configured on this deployment.`);
   const h = req.headers;
   const headers = {
     "webhook-id": String(h["webhook-id"] ?? ""),
@@ -53,7 +53,7 @@ function hintRoute<T>(
     source: "deposits" | "fiat";
     /** Read per request: the server sets its hooks after the routes exist. */
     hook: () => ((data: T) => Promise<void>) | undefined;
-    unavailable: ApiError;
+    unavailable: DomainError;
   },
 ): void {
   scope.post(r.path, async (req, reply) => {
@@ -83,7 +83,7 @@ const BridgeEvent = z.object({
 function bridgeRoute(scope: FastifyInstance, ctx: HttpDeps): void {
   scope.post("/v1/webhooks/bridge", async (req, reply) => {
     const key = ctx.config.fiat.bridge?.webhookPublicKey;
-    if (!key) throw new ApiError(503, "webhook_not_configured", "The Bridge webhook is not configured on this deployment (BRIDGE_WEBHOOK_PUBLIC_KEY).");
+    if (!key) throw unavailable("webhook_not_configured", "The Bridge webhook is not configured on this deployment (BRIDGE_WEBHOOK_PUBLIC_KEY).");
     const header = req.headers["x-webhook-signature"];
     const check = verifyBridgeWebhook({ publicKeyPem: key, header: typeof header === "string" ? header : undefined, rawBody: req.body as string, nowMs: ctx.clock().getTime() });
     if (!check.ok) {
@@ -102,7 +102,7 @@ function bridgeRoute(scope: FastifyInstance, ctx: HttpDeps): void {
     if (!(await ctx.ledger.rememberWebhook(`bridge:${parsed.data.event_id}`, "fiat"))) throw conflict("webhook_replayed", "This webhook id was already processed.");
     if (parsed.data.event_category === "transfer" && parsed.data.event_object_id) {
       const hint = ctx.hooks.fiatHint;
-      if (!hint) throw new ApiError(503, "fiat_unavailable", "The fiat rail is not configured on this deployment.");
+      if (!hint) throw unavailable("fiat_unavailable", "The fiat rail is not configured on this deployment.");
       await hint(parsed.data.event_object_id);
     }
     return reply.code(202).send({ received: true });
@@ -126,7 +126,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: HttpDeps): void
         const depositHint = ctx.hooks.depositHint;
         return depositHint && ((d) => depositHint(d.tx_hash));
       },
-      unavailable: new ApiError(503, "chain_unavailable", "Deposits are not watched on this deployment."),
+      unavailable: unavailable("chain_unavailable", "Deposits are not watched on this deployment."),
     });
     hintRoute<z.infer<typeof FiatHint>["data"]>(scope, ctx, {
       path: "/v1/webhooks/fiat",
@@ -139,7 +139,7 @@ export function registerWebhookRoutes(app: FastifyInstance, ctx: HttpDeps): void
         const fiatHint = ctx.hooks.fiatHint;
         return fiatHint && ((d) => fiatHint(d.payout_id));
       },
-      unavailable: new ApiError(503, "fiat_unavailable", "The fiat rail is not configured on this deployment."),
+      unavailable: unavailable("fiat_unavailable", "The fiat rail is not configured on this deployment."),
     });
   });
 }

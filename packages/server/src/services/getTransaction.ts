@@ -4,13 +4,13 @@
  */
 import type { TransactionDetail } from "@agentwallet/api";
 import type { Db } from "../ledger/db.ts";
-import { ApiError } from "../domain/errors.ts";
+import { notFound } from "../domain/errors.ts";
 import { type DetailRow, getTransactionDetail } from "../ledger/transactionReads.ts";
 import { renderTransaction } from "./listTransactions.ts";
 
 export async function getTransaction(db: Db, projectId: string, id: string): Promise<TransactionDetail> {
   const row = await getTransactionDetail(db, projectId, id);
-  if (!row) throw new ApiError(404, "transaction_not_found", `No transaction ${id.slice(0, 80)} in this project. List them with GET /v1/transactions.`);
+  if (!row) throw notFound("transaction_not_found", `No transaction ${id.slice(0, 80)} in this project. List them with GET /v1/transactions.`);
   return renderDetail(row);
 }
 

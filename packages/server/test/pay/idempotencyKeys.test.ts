@@ -23,7 +23,7 @@ describe.each(dialects)("%s", (dialect) => {
   test("behavior: of 50 concurrent claims of one key exactly one wins; the others get 409", async () => {
     const results = await Promise.allSettled(Array.from({ length: 50 }, () => claimIdempotencyKey(t.ctx, "prj_a", "k1")));
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
-    for (const r of results.filter((x) => x.status === "rejected")) expect((r as PromiseRejectedResult).reason).toMatchObject({ status: 409, code: "idempotency_in_flight" });
+    for (const r of results.filter((x) => x.status === "rejected")) expect((r as PromiseRejectedResult).reason).toMatchObject({ kind: "conflict", code: "idempotency_in_flight" });
   });
 
   test("behavior: keys are per project", async () => {
@@ -48,13 +48,13 @@ describe.each(dialects)("%s", (dialect) => {
   test("behavior: a claim whose request died is taken over after its lease, and the dead one can no longer release or bind it", async () => {
     const dead = await claimIdempotencyKey(t.ctx, "prj_a", "k5");
     if (dead.kind !== "claimed") throw new Error("expected a claim");
-    await expect(claimIdempotencyKey(t.ctx, "prj_a", "k5")).rejects.toMatchObject({ status: 409 });
+    await expect(claimIdempotencyKey(t.ctx, "prj_a", "k5")).rejects.toMatchObject({ kind: "conflict" });
     const later = { ...t.ctx, clock: () => new Date(Date.now() + t.ctx.config.workers.paymentRequestLeaseMs + 1_000) };
     const taken = await claimIdempotencyKey(later, "prj_a", "k5");
     expect(taken.kind).toBe("claimed");
     await dead.claim.release();
     await dead.claim.keepReply(reply);
-    await expect(claimIdempotencyKey(t.ctx, "prj_a", "k5")).rejects.toMatchObject({ status: 409 });
+    await expect(claimIdempotencyKey(t.ctx, "prj_a", "k5")).rejects.toMatchObject({ kind: "conflict" });
   });
 });
 
@@ -109,7 +109,7 @@ describe.each(dialects)("x402 idempotency rows written to kv by an earlier relea
       expect(await claimIdempotencyKey(t.ctx, project.id, "kept:1")).toEqual({ kind: "reply", body: reply });
       expect(await keptReply(t.ctx, project.id, "kept-no-expiry")).toEqual(reply);
       expect((await claimIdempotencyKey(t.ctx, project.id, "gone")).kind).toBe("claimed");
-      await expect(claimIdempotencyKey(t.ctx, project.id, "running")).rejects.toMatchObject({ status: 409, code: "idempotency_in_flight" });
+      await expect(claimIdempotencyKey(t.ctx, project.id, "running")).rejects.toMatchObject({ kind: "conflict", code: "idempotency_in_flight" });
       expect(await db.selectFrom("kv").select("key").where("key", "like", "x402_idempotency:%").execute()).toEqual([]);
     } finally {
       await t.close();

@@ -5,7 +5,7 @@
  * first come back as what the caller sees.
  */
 import type { PayResponse } from "@agentwallet/api";
-import { ApiError, badRequest } from "../../domain/errors.ts";
+import { type DomainError, badRequest, unavailable } from "../../domain/errors.ts";
 import type { Principal } from "../../domain/principal.ts";
 import { type RecipientOf, refusalError } from "../../domain/spending.ts";
 import type { NewPayment, PaymentRow } from "../../ledger/store.ts";
@@ -19,15 +19,15 @@ export type CreatedPayment = { payment: PaymentRow; replayed: boolean };
 /** The core's answer: a payment (new or replayed), or the free reply of a target that asked for nothing. */
 export type Created = ({ kind: "payment" } & CreatedPayment) | { kind: "reply"; body: PayResponse; replayed: boolean };
 
-function insufficient(availableMicros: number, amountMicros: number, feeMicros: number): ApiError {
+function insufficient(availableMicros: number, amountMicros: number, feeMicros: number): DomainError {
   return badRequest(
     "insufficient_balance",
     `Insufficient balance: available ${formatUsdc(availableMicros)} USDC, required ${formatUsdc(amountMicros + feeMicros)} USDC (amount ${formatUsdc(amountMicros)} + fee ${formatUsdc(feeMicros)}). Fund the wallet by sending USDC on Base to GET /v1/stablecoin/address.`,
   );
 }
 
-export function railUnavailable(name: string): ApiError {
-  return new ApiError(503, "rail_unavailable", `The ${name} rail is not configured on this deployment.`);
+export function railUnavailable(name: string): DomainError {
+  return unavailable("rail_unavailable", `The ${name} rail is not configured on this deployment.`);
 }
 
 export async function holdPayment(ctx: PaymentContext, principal: Principal, p: Omit<NewPayment, "projectId" | "leaseOwner" | "controls">): Promise<CreatedPayment> {

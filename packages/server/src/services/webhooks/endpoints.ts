@@ -4,7 +4,7 @@
  * event again. The URL is checked as the delivery fetcher will check it: https in live mode, and no
  * loopback or private address there; the sandbox also takes http and loopback (a local receiver).
  */
-import { ApiError, badRequest } from "../../domain/errors.ts";
+import { badRequest, notFound } from "../../domain/errors.ts";
 import type { Clock, IdGenerator } from "../../ids.ts";
 import { checkAddress, ipLiteralFromHostname } from "../../rails/ipPolicy.ts";
 import type { Ledger } from "../../ledger/store.ts";
@@ -89,7 +89,7 @@ function checkEvents(events: string[] | undefined): string[] | null {
 
 export async function getWebhookEndpoint(ledger: Ledger, id: string): Promise<WebhookEndpointRow> {
   const e = await ledger.webhooks.getEndpoint(id);
-  if (!e) throw new ApiError(404, "webhook_endpoint_not_found", `No webhook endpoint ${id.slice(0, 80)}; list them with \`agentwallet webhooks list --project ID\`.`);
+  if (!e) throw notFound("webhook_endpoint_not_found", `No webhook endpoint ${id.slice(0, 80)}; list them with \`agentwallet webhooks list --project ID\`.`);
   return e;
 }
 
@@ -111,7 +111,7 @@ export async function listWebhookEndpoints(ledger: Ledger, projectId: string): P
   return ledger.webhooks.listEndpoints(projectId);
 }
 
-const projectNotFound = (id: string) => new ApiError(404, "project_not_found", `No project ${id.slice(0, 80)}.`);
+const projectNotFound = (id: string) => notFound("project_not_found", `No project ${id.slice(0, 80)}.`);
 
 /** The newest deliveries of an endpoint (at most `limit`), newest first. */
 export async function listWebhookDeliveries(ledger: Ledger, endpointId: string, limit = 50) {
@@ -122,6 +122,6 @@ export async function listWebhookDeliveries(ledger: Ledger, endpointId: string, 
 /** Sends an event again to every enabled endpoint it was written for; the number of deliveries scheduled. */
 export async function redeliverWebhookEvent(deps: Pick<WebhookDeps, "ledger" | "clock">, eventId: string): Promise<number> {
   const event = await deps.ledger.webhooks.getEvent(eventId);
-  if (!event) throw new ApiError(404, "webhook_event_not_found", `No webhook event ${eventId.slice(0, 80)}; \`agentwallet webhooks deliveries ENDPOINT_ID\` lists them.`);
+  if (!event) throw notFound("webhook_event_not_found", `No webhook event ${eventId.slice(0, 80)}; \`agentwallet webhooks deliveries ENDPOINT_ID\` lists them.`);
   return deps.ledger.webhooks.redeliver(eventId, deps.clock().toISOString());
 }

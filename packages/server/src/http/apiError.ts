@@ -1,0 +1,15 @@
+/**
+ * A failure that only exists on the wire: an HTTP status plus headers the client acts on (429
+ * rate_limited with Retry-After). Everything a service or rail can refuse is a DomainError instead.
+ */
+export class ApiError extends Error {
+  override name = "ApiError";
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly detail: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail);
+  }
+}
