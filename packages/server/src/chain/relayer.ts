@@ -33,6 +33,7 @@ import type { Logger } from "pino";
 import type { Ledger } from "../ledger/store.ts";
 import { MULTICALL3_ADDRESS, multicall3Abi, usdcAbi } from "./chainClient.ts";
 import type { ChainRuntime } from "./runtime.ts";
+import { type Clock, systemClock } from "../ids.ts";
 
 /** Gas allowed per transfer (a transferWithAuthorization uses ~50k), per payment and per transaction; the margin is deliberate. */
 const GAS_PER_TRANSFER = 100_000n;
@@ -70,6 +71,11 @@ export type RelayerOptions = {
   maxPendingTxs?: number;
   /** How long steps may wait for room before they are handed back (RelayerBusyError). */
   roomWaitMaxMs?: number;
+  /**
+   * The time authorizations and stored transactions are judged by (the deployment's clock). Waits and
+   * the fee cache measure real elapsed time and keep Date.now.
+   */
+  clock?: Clock;
 };
 
 export type Call = { target: Address; data: Hex };
@@ -143,6 +149,7 @@ function encodeRelayBatch(payments: Call[][]): Hex {
 export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logger, custody: Custody, o: RelayerOptions = {}) {
   const maxPendingTxs = o.maxPendingTxs ?? RELAYER_MAX_PENDING_TXS;
   const roomWaitMaxMs = o.roomWaitMaxMs ?? ROOM_WAIT_MAX_MS;
+  const clock = o.clock ?? systemClock;
   // Signs on this thread (see Custody.transactionSigner): the store waits for it, never queued.
   const account = custody.transactionSigner(chain.relayerKey);
   const counterKey = `relayer_nonce:${account.address.toLowerCase()}`;
@@ -210,7 +217,7 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
         relayer: account.address,
         tx,
         members: members.map((m) => ({ paymentId: m.paymentId, patch: m.paymentPatch(tx), expected: m.expected })),
-        at: new Date().toISOString(),
+        at: clock().toISOString(),
       });
       if (r.kind === "stored") return { tx };
       // Compare-and-set: another process stored a step for this payment since we read it; these
@@ -318,7 +325,7 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
   async function mayStillMove(raw: Hex): Promise<boolean> {
     const auths = carriedAuthorizations(raw);
     if (!auths) return true;
-    const soonest = BigInt(Math.floor(Date.now() / 1000) + RESEND_MIN_VALIDITY_S);
+    const soonest = BigInt(Math.floor(clock().getTime() / 1000) + RESEND_MIN_VALIDITY_S);
     for (const a of auths) if (a.validBefore > soonest && !(await chain.client.authorizationUsed(a.from, a.nonce))) return true;
     return false;
   }
@@ -345,7 +352,7 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
     const pending = await chain.client.nonceOf(account.address, "pending");
     for (let nonce = pending; nonce < Math.min(next, pending + maxPendingTxs); nonce++) {
       const row = await ledger.db.selectFrom("relayer_txs").select(["tx_hash", "raw_tx", "created_at"]).where("relayer", "=", account.address).where("nonce", "=", nonce).executeTakeFirst();
-      if (row && Date.now() - Date.parse(row.created_at) < GAP_GRACE_MS) break;
+      if (row && clock().getTime() - Date.parse(row.created_at) < GAP_GRACE_MS) break;
       // Below `pending` nothing is missing; above it a transaction may wait in the pool for the gap.
       if (row && nonce > pending && (await chain.client.transactionKnown(row.tx_hash as Hex))) continue;
       // Recorded first, sent again or replaced: once the nonce is taken, the completed payments it carried

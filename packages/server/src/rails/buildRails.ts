@@ -15,7 +15,7 @@ import { createX402Rail } from "./x402/x402Rail.ts";
 export type BuiltRails = { rails: Rails; fiatRail: ReturnType<typeof createFiatRail> | undefined };
 
 export async function buildRails(ctx: RailDeps, chain: ChainRuntime, opts: { fiatProvider?: FiatProvider; onFinal?: (p: { rail: string }, outcome: string) => void } = {}): Promise<BuiltRails> {
-  const relayer = createRelayer(ctx.ledger, chain, ctx.logger, ctx.custody, { maxPendingTxs: ctx.config.chain.relayerMaxPendingTxs });
+  const relayer = createRelayer(ctx.ledger, chain, ctx.logger, ctx.custody, { maxPendingTxs: ctx.config.chain.relayerMaxPendingTxs, clock: ctx.clock });
   await relayer.syncNonce();
   const legDeps = { ctx, chain, relayer, onFinal: opts.onFinal };
   const rails: Rails = { chain, relayer, fiatProvider: opts.fiatProvider, byName: { usdc_transfer: createUsdcRail(legDeps) }, onFinal: opts.onFinal };

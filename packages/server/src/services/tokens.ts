@@ -77,7 +77,7 @@ export function mayDecideApprovals(token: { permissions: string; spending_contro
 type ListedToken = NonNullable<Awaited<ReturnType<Ledger["getToken"]>>>;
 
 /** The one JSON shape of a token (never its secret; creating one adds `token`, shown that once). */
-export function tokenJson(t: ListedToken, now = new Date().toISOString()) {
+export function tokenJson(t: ListedToken, now: string) {
   const state = t.revoked_at ? "revoked" : t.expires_at && t.expires_at <= now ? "expired" : "active";
   return { id: t.id, project_id: t.project_id, display_prefix: t.display_prefix, permissions: t.permissions.split(","), spending_controls: renderControls(parseControls(t.spending_controls)), created_at: t.created_at, expires_at: t.expires_at, revoked_at: t.revoked_at, state };
 }
