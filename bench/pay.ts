@@ -123,11 +123,13 @@ export async function run(args: string[]): Promise<void> {
 
     // Diagnostic, not the target: the accept path alone, with submission paused (payments stay
     // pending under their leases), to show what accepting costs when nothing else runs on the cores.
+    // The context is frozen; its `dispatch` hands over to the server's settlement, paused here instead.
     log("diagnostic: POST /v1/pay with submission paused…");
-    const dispatch = ctx.dispatch;
-    ctx.dispatch = () => {};
+    const settlement = server.server.settlement;
+    const dispatch = settlement.dispatch;
+    settlement.dispatch = () => {};
     const acceptOnly = await post(`${server.baseUrl}/v1/pay`, { authorization: `Bearer ${server.token}` }, JSON.stringify({ recipient: RECIPIENT, amount_usd: AMOUNT_USD }), connections, Math.min(duration, 5), 201);
-    ctx.dispatch = dispatch;
+    settlement.dispatch = dispatch;
     const counts = await ctx.ledger.db.selectFrom("payments").select(["status", (eb) => eb.fn.countAll<number>().as("n")]).groupBy("status").execute();
     const completed = completedBefore;
     const acceptedPerSec = pay.ok / ((acceptedAt - startedAt) / 1000);

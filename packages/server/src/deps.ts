@@ -1,6 +1,7 @@
 /**
- * The one place adapters are built from configuration: database, ledger, custody, rate limiter.
- * Chain and rails are added by the sandbox/live start-up (server.ts).
+ * The one place adapters are built from configuration: database, ledger, custody, keys, rate limiter,
+ * rails. Every process builds its dependencies here in the same steps (`openDeps`, `connectRails`,
+ * `assembleContext`), with its own options.
  */
 import { createHmac, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
@@ -9,13 +10,22 @@ import { sql } from "kysely";
 import { Redis } from "ioredis";
 import pino, { type Logger } from "pino";
 import type { Config } from "./config.ts";
+import type { Hex } from "viem";
 import type { AppContext } from "./context.ts";
+import type { ChainRuntime } from "./chain/runtime.ts";
 import { createHdCustody, loadMasterMnemonic } from "./chain/custody.ts";
 import { createSigningPool } from "./chain/signingPool.ts";
 import { type OpenedDb, openDb } from "./ledger/db.ts";
 import { migrateToLatest } from "./ledger/migrations.ts";
 import { Ledger } from "./ledger/store.ts";
+import type { HttpHooks } from "./http/httpDeps.ts";
 import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from "./http/rateLimit.ts";
+import { type BuiltRails, buildRails } from "./rails/buildRails.ts";
+import type { BridgeSettings } from "./rails/fiat/bridgeProvider.ts";
+import { type BuiltFiatProvider, buildFiatProvider } from "./rails/fiat/buildFiatProvider.ts";
+import type { RailDeps } from "./rails/railDeps.ts";
+import type { Rails } from "./rails/rails.ts";
+import type { ServiceDeps } from "./services/serviceDeps.ts";
 import { newId, systemClock } from "./ids.ts";
 
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
@@ -98,29 +108,79 @@ export function loadCustody(config: Config) {
   return createHdCustody(mnemonic, { pool: createSigningPool(mnemonic, 1) });
 }
 
-export async function buildContext(config: Config, logger: Logger, opts: { checkpointPages?: number } = {}): Promise<{ ctx: AppContext; close(): Promise<void> }> {
-  const { ledger, opened } = await openLedger(config, opts);
-  const rateLimiter = createRateLimiter(config);
-  const ctx: AppContext = {
+export type DepsOptions = {
+  /** Whether this process answers requests: only then is a rate limiter built (the settlement thread and the CLI need none). */
+  serveRequests: boolean;
+  /** The lease owner of this process's payments: the settlement thread continues its request process's; new otherwise. */
+  instanceId?: string;
+  /** SQLite: how far the write-ahead log may grow before this connection checkpoints it itself. */
+  checkpointPages?: number;
+};
+
+/** What every process of the service opens first: the rails' dependencies and the keys derived from the master key source. */
+export type BaseDeps = RailDeps & Required<Pick<ServiceDeps, "recipientHashKey" | "webhookSecretKey">>;
+
+export type OpenedDeps = {
+  base: Readonly<BaseDeps>;
+  /** Built only with `serveRequests`. */
+  rateLimiter: RateLimiter | undefined;
+  /** Closes what `openDeps` opened, in reverse. */
+  close(): Promise<void>;
+};
+
+/**
+ * Step one of every process (the request process, the settlement thread, the CLI's ops commands): the
+ * ledger, custody, clock, ids and keys, and a rate limiter where requests are served. The rails come
+ * next (`connectRails`), then the request process's context is assembled whole (`assembleContext`).
+ */
+export async function openDeps(config: Config, logger: Logger, opts: DepsOptions): Promise<OpenedDeps> {
+  const { ledger, opened } = await openLedger(config, { checkpointPages: opts.checkpointPages });
+  const rateLimiter = opts.serveRequests ? createRateLimiter(config) : undefined;
+  const custody = loadCustody(config);
+  const base: BaseDeps = {
     config,
     ledger,
-    custody: loadCustody(config),
+    custody,
     clock: systemClock,
     newId,
     logger,
-    rateLimiter,
-    rails: undefined,
-    hooks: {},
-    instanceId: `${process.pid}-${randomBytes(4).toString("hex")}`,
+    instanceId: opts.instanceId ?? `${process.pid}-${randomBytes(4).toString("hex")}`,
     recipientHashKey: loadRecipientHashKey(config),
     webhookSecretKey: loadWebhookSecretKey(config),
   };
   return {
-    ctx,
+    base: Object.freeze(base),
+    rateLimiter,
     async close() {
-      await rateLimiter.close();
-      await ctx.custody.close();
+      await rateLimiter?.close();
+      await custody.close();
       await opened.close();
     },
   };
+}
+
+export type ConnectRailsOptions = {
+  /** The sandbox off-ramp's key (the chain runtime's), when there is one. */
+  offrampKey: Hex | undefined;
+  /** Bridge settings other than the configuration's (the sandbox's stand-in, handed to the settlement thread). */
+  bridge?: BridgeSettings;
+  /** The sandbox off-ramp's webhook secret, where it differs from the configuration's. */
+  webhookSecret?: string;
+  onFinal?: (p: { rail: string }, outcome: string) => void;
+};
+
+/** Step two: the off-ramp of the deployment and the rails over the chain, the same in every process. */
+export async function connectRails(base: RailDeps, chain: ChainRuntime, o: ConnectRailsOptions): Promise<BuiltRails & { fiat: BuiltFiatProvider }> {
+  const fiat = buildFiatProvider({ config: base.config, ledger: base.ledger, chain: chain.client, logger: base.logger, offrampKey: o.offrampKey, bridge: o.bridge, webhookSecret: o.webhookSecret });
+  const built = await buildRails(base, chain, { fiatProvider: fiat?.provider, onFinal: o.onFinal });
+  return { ...built, fiat };
+}
+
+/**
+ * Step three, in the request process: its whole context, given everything at once and frozen, so no
+ * part of it is filled in or replaced later (an assignment throws).
+ */
+export function assembleContext(deps: OpenedDeps, parts: { rails: Rails | undefined; dispatch?: ServiceDeps["dispatch"]; hooks: HttpHooks }): Readonly<AppContext> {
+  if (!deps.rateLimiter) throw new Error("a context that serves requests needs deps opened with serveRequests");
+  return Object.freeze({ ...deps.base, rateLimiter: deps.rateLimiter, rails: parts.rails, dispatch: parts.dispatch, hooks: Object.freeze({ ...parts.hooks }) });
 }

@@ -1,6 +1,6 @@
 /**
- * Starts the service: context, chain, rails, background loops, and the HTTP app. The only module
- * that listens on a port. `stop()` ends the loops, closes the app, then the chain and the database.
+ * Starts the service: its dependencies (deps.ts), chain, rails, background loops, and the HTTP app, in
+ * that order, so the context the app is given is whole and frozen. The only module that listens on a port. `stop()` ends the loops, closes the app, then the chain and the database.
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -11,7 +11,7 @@ import type { Hex } from "viem";
 import type { Config } from "./config.ts";
 import type { AppContext } from "./context.ts";
 import { type ChainRuntime, startChainRuntime } from "./chain/runtime.ts";
-import { REQUEST_THREAD_CHECKPOINT_PAGES, buildContext, loadWebhookSecretKey } from "./deps.ts";
+import { REQUEST_THREAD_CHECKPOINT_PAGES, assembleContext, connectRails, openDeps } from "./deps.ts";
 import { createDepositWatcher } from "./deposits/watcher.ts";
 import { createApp } from "./http/app.ts";
 import { createMetrics } from "./http/metrics.ts";
@@ -19,15 +19,13 @@ import type { Clock } from "./ids.ts";
 import { type Loop, startLoop } from "./workers/loop.ts";
 import { type WebhookDeliverer, createWebhookDeliverer } from "./workers/webhookDelivery.ts";
 import { type Settlement, startInlineSettlement, startSettlementThread } from "./workers/settlement.ts";
-import type { BridgeFiatProvider } from "./rails/fiat/bridgeProvider.ts";
-import { buildFiatProvider } from "./rails/fiat/buildFiatProvider.ts";
 import type { SandboxFiatProvider } from "./rails/fiat/sandboxProvider.ts";
-import { buildRails } from "./rails/buildRails.ts";
 import { type X402Demo, startX402Demo } from "./sandbox/x402Demo.ts";
 
 export type RunningServer = {
   app: FastifyInstance;
-  ctx: AppContext;
+  /** Frozen: given everything at construction (deps.ts `assembleContext`). */
+  ctx: Readonly<AppContext>;
   chain: ChainRuntime | undefined;
   baseUrl: string;
   /** Sandbox with `x402Demo`: the demo x402 merchant and its facilitator. */
@@ -48,6 +46,9 @@ const OUTBOX_PRUNE_MAX = 5_000;
 
 /** Webhook ids are remembered a day: far past the 5-minute signature tolerance. */
 const WEBHOOK_ID_KEEP_MS = 24 * 3_600_000;
+
+/** What the settlement thread runs: its body (settlementMain.ts) builds its dependencies through deps.ts. */
+const SETTLEMENT_THREAD_ENTRY = new URL("./settlementThread.mjs", import.meta.url);
 
 export type StartServerOptions = {
   defaultMetrics?: boolean;
@@ -73,19 +74,19 @@ function sandboxWebhookSecrets(config: Config): void {
 
 export async function startServer(config: Config, logger: Logger, opts: StartServerOptions = {}): Promise<RunningServer> {
   const metrics = createMetrics({ defaultMetrics: opts.defaultMetrics ?? true });
-  const built = await buildContext(config, logger, config.workers.settlement === "thread" ? { checkpointPages: REQUEST_THREAD_CHECKPOINT_PAGES } : {});
-  const ctx = built.ctx;
+  const deps = await openDeps(config, logger, { serveRequests: true, checkpointPages: config.workers.settlement === "thread" ? REQUEST_THREAD_CHECKPOINT_PAGES : undefined });
+  const { base } = deps;
   if (config.mode === "sandbox") sandboxWebhookSecrets(config);
   const loops: Loop[] = [];
   // Webhooks to clients: events are written by the ledger's triggers; this process sends its share.
   const d = config.webhookDelivery;
   let webhookLoop: Loop | undefined;
-  const webhooks = createWebhookDeliverer(ctx.ledger, {
-    owner: ctx.instanceId,
-    clock: opts.webhookClock ?? ctx.clock,
+  const webhooks = createWebhookDeliverer(base.ledger, {
+    owner: base.instanceId,
+    clock: opts.webhookClock ?? base.clock,
     logger,
     mode: config.mode,
-    secretKey: ctx.webhookSecretKey ?? loadWebhookSecretKey(config),
+    secretKey: base.webhookSecretKey,
     maxInFlight: d.maxInFlight,
     timeoutMs: d.timeoutMs,
     leaseMs: d.leaseMs,
@@ -97,13 +98,14 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
   let chain: ChainRuntime | undefined;
   const onFinal = (rail: string, outcome: string) => metrics.payments.labels(rail, outcome).inc();
   // Started first: the thread loads its code (at a lower priority) while this one starts the chain.
-  const thread = config.workers.settlement === "thread" ? startSettlementThread({ config, instanceId: ctx.instanceId, logger, onFinal }) : undefined;
+  const thread = config.workers.settlement === "thread" ? startSettlementThread({ entry: SETTLEMENT_THREAD_ENTRY, config, instanceId: base.instanceId, logger, onFinal }) : undefined;
   let settlement: Settlement | undefined = thread;
   let sandboxFiat: SandboxFiatProvider | undefined;
-  let bridgeFiat: BridgeFiatProvider | undefined;
   // Sandbox with FIAT_PROVIDER=bridge (devchain's stand-in, loaded dynamically like the chain).
   let bridgeStandIn: { setWebhookUrl(url: string): void; stop(): Promise<void> } | undefined;
   let x402Demo: X402Demo | undefined;
+  // Assembled once everything it holds exists: the rails, settlement's hand-over, the hooks.
+  let ctx: Readonly<AppContext>;
   try {
     chain = await startChainRuntime(config, { chainState: opts.chainState });
     if (chain.sandbox && config.fiat.provider === "bridge") {
@@ -129,10 +131,10 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
         refundFromAddresses: [],
       };
     }
-    const fiat = buildFiatProvider({ config, ledger: ctx.ledger, chain: chain.client, logger, offrampKey: chain.sandbox?.offrampKey });
+    const { rails, fiatRail, fiat } = await connectRails(base, chain, { offrampKey: chain.sandbox?.offrampKey, onFinal: (p, outcome) => onFinal(p.rail, outcome) });
     if (fiat?.kind === "sandbox") sandboxFiat = fiat.provider;
-    if (fiat?.kind === "bridge") bridgeFiat = fiat.provider;
-    const watcher = createDepositWatcher(ctx.ledger, chain.client, logger, {
+    const bridgeFiat = fiat?.kind === "bridge" ? fiat.provider : undefined;
+    const watcher = createDepositWatcher(base.ledger, chain.client, logger, {
       chainName: "base",
       confirmations: config.chain.depositConfirmations,
       maxBlocksPerScan: config.chain.depositScanMaxBlocks,
@@ -141,28 +143,31 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       onCredit: () => metrics.deposits.inc(),
       // The off-ramp refunds failed and returned payouts on-chain; the ledger credited those already.
       ignoreFrom: sandboxFiat ? [sandboxFiat.depositAddress] : [],
-      isRefundFrom: bridgeFiat ? (from) => bridgeFiat!.isRefundSender(from) : undefined,
+      isRefundFrom: bridgeFiat ? (from) => bridgeFiat.isRefundSender(from) : undefined,
     });
     const watchLoop = startLoop("deposits", config.workers.watcherIntervalMs, () => watcher.tick(), logger);
     loops.push(watchLoop);
-    ctx.hooks.depositHint = async (txHash) => {
-      await watcher.checkTransaction(txHash as Hex);
-    };
-
-    const { rails, fiatRail } = await buildRails(ctx, chain, { fiatProvider: fiat?.provider, onFinal: (p, outcome) => onFinal(p.rail, outcome) });
-    ctx.rails = rails;
     // Accepted payments settle beside the requests (workers/settlement.ts); x402 pays within its request here.
     if (thread) thread.connect(chain, { fiatBridge: config.fiat.bridge });
-    else settlement = startInlineSettlement(ctx, rails);
-    ctx.dispatch = (p) => settlement!.dispatch(p);
-    ctx.hooks.settlementRunning = () => settlement!.running();
-    if (fiatRail) ctx.hooks.fiatHint = (payoutId) => fiatRail.onProviderHint(payoutId, () => settlement?.kick());
+    else settlement = startInlineSettlement(base, rails);
+    const settling = settlement!;
+    ctx = assembleContext(deps, {
+      rails,
+      dispatch: (p) => settling.dispatch(p),
+      hooks: {
+        depositHint: async (txHash) => {
+          await watcher.checkTransaction(txHash as Hex);
+        },
+        settlementRunning: () => settling.running(),
+        fiatHint: fiatRail ? (payoutId) => fiatRail.onProviderHint(payoutId, () => settling.kick()) : undefined,
+      },
+    });
     // Housekeeping, bounded per pass: expired idempotency claims and kept replies, webhook ids past any replay window, old webhook events sent.
     loops.push(
       startLoop("housekeeping", 60_000, async () => {
-        await ctx.ledger.idempotencyKeys.pruneExpired(ctx.clock().toISOString());
-        await ctx.ledger.pruneWebhookEvents(new Date(ctx.clock().getTime() - WEBHOOK_ID_KEEP_MS).toISOString());
-        await ctx.ledger.webhooks.prune(new Date(ctx.clock().getTime() - OUTBOX_KEEP_MS).toISOString(), OUTBOX_PRUNE_MAX);
+        await base.ledger.idempotencyKeys.pruneExpired(base.clock().toISOString());
+        await base.ledger.pruneWebhookEvents(new Date(base.clock().getTime() - WEBHOOK_ID_KEEP_MS).toISOString());
+        await base.ledger.webhooks.prune(new Date(base.clock().getTime() - OUTBOX_KEEP_MS).toISOString(), OUTBOX_PRUNE_MAX);
       }, logger),
     );
     if (opts.x402Demo && chain.sandbox) {
@@ -177,7 +182,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     await Promise.all(loops.map((l) => l.stop()));
     await webhooks.drain();
     await settlement?.stop();
-    await built.close();
+    await deps.close();
     await bridgeStandIn?.stop();
     await chain?.sandbox?.stop();
     throw err;
@@ -187,7 +192,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
   const app = createApp(ctx, {
     metrics,
     console: {
-      webhookSecretKey: () => loadWebhookSecretKey(config),
+      webhookSecretKey: () => base.webhookSecretKey,
       ...(x402Demo ? { x402Demo: { paidUrl: x402Demo.paidUrl, priceMicros: x402Demo.priceMicros } } : {}),
       ...(sandboxChain ? { fundSandbox: async (projectId: string, amountMicros: bigint) => void (await sandboxChain.mint((await ctx.ledger.getProject(projectId))!.wallet_address as Hex, amountMicros)) } : {}),
     },
@@ -245,7 +250,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       await x402Demo?.stop();
       await bridgeStandIn?.stop();
       await chain?.sandbox?.stop();
-      await built.close();
+      await deps.close();
     },
   };
 }

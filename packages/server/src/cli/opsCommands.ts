@@ -4,28 +4,25 @@
  */
 import type { Address } from "viem";
 import { connectChain } from "../chain/connectSandbox.ts";
-import { buildContext, createLogger } from "../deps.ts";
-import { buildRails } from "../rails/buildRails.ts";
-import { buildFiatProvider } from "../rails/fiat/buildFiatProvider.ts";
+import { connectRails, createLogger, openDeps } from "../deps.ts";
 import { findLostLegs, resendLostLegs, resendLostX402Settlements } from "../rails/lostLegs.ts";
 import { formatReconcile, reconcile } from "../services/reconcile.ts";
 import { createPaymentWorker } from "../workers/paymentWorker.ts";
 import type { Command } from "./command.ts";
 
 export const workersRunOnce: Command = async ({ config, io }) => {
-  const built = await buildContext(config, createLogger("warn"));
+  const deps = await openDeps(config, createLogger("warn"), { serveRequests: false });
+  const { base } = deps;
   try {
     const chain = await connectChain(config);
-    const fiatProvider = buildFiatProvider({ config, ledger: built.ctx.ledger, chain: chain.client, logger: built.ctx.logger, offrampKey: chain.sandbox?.offrampKey, webhookSecret: "unused" })?.provider;
-    const { rails } = await buildRails(built.ctx, chain, { fiatProvider });
-    built.ctx.rails = rails;
+    const { rails } = await connectRails(base, chain, { offrampKey: chain.sandbox?.offrampKey, webhookSecret: "unused" });
     // Nonces the chain lost first: every later relayer transaction waits behind them.
     const gaps = await rails.relayer.closeGaps();
-    const resent = await resendLostLegs({ ctx: built.ctx, chain, relayer: rails.relayer });
-    const x402Resent = await resendLostX402Settlements({ ctx: built.ctx, chain, relayer: rails.relayer });
-    const worker = createPaymentWorker(built.ctx, rails, { leaseMs: 30_000 });
+    const resent = await resendLostLegs({ ctx: base, chain, relayer: rails.relayer });
+    const x402Resent = await resendLostX402Settlements({ ctx: base, chain, relayer: rails.relayer });
+    const worker = createPaymentWorker(base, rails, { leaseMs: 30_000 });
     const touched = await worker.runOnce();
-    const open = await built.ctx.ledger.db.selectFrom("payments").select("status").where("status", "in", ["pending", "processing"]).execute();
+    const open = await base.ledger.db.selectFrom("payments").select("status").where("status", "in", ["pending", "processing"]).execute();
     const repaired = gaps.resent.length + gaps.replaced.length
       ? ` Relayer nonces the chain lost: ${gaps.resent.length} sent again, ${gaps.replaced.length} filled with a no-op; ${resent} completed payment(s) signed again.`
       : "";
@@ -38,18 +35,19 @@ export const workersRunOnce: Command = async ({ config, io }) => {
     });
     return 0;
   } finally {
-    await built.close();
+    await deps.close();
   }
 };
 
 export const reconcileCommand: Command = async ({ config, io }) => {
-  const built = await buildContext(config, createLogger("warn"));
+  const deps = await openDeps(config, createLogger("warn"), { serveRequests: false });
+  const { ledger } = deps.base;
   try {
     const chain = await connectChain(config);
-    const report = await reconcile(built.ctx.ledger, (a: Address) => chain.client.usdcBalance(a), () => findLostLegs(built.ctx.ledger, chain.client, config.chain.paymentConfirmations));
+    const report = await reconcile(ledger, (a: Address) => chain.client.usdcBalance(a), () => findLostLegs(ledger, chain.client, config.chain.paymentConfirmations));
     io.out(formatReconcile(report), report);
     return report.ok ? 0 : 1;
   } finally {
-    await built.close();
+    await deps.close();
   }
 };

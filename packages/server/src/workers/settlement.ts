@@ -12,10 +12,10 @@ import { Worker } from "node:worker_threads";
 import type { Logger } from "pino";
 import type { Address, Hex } from "viem";
 import type { Config } from "../config.ts";
-import type { ServiceDeps } from "../services/serviceDeps.ts";
 import type { ChainSettings } from "../chain/chainClient.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
 import type { PaymentRow } from "../ledger/store.ts";
+import type { RailDeps } from "../rails/railDeps.ts";
 import type { Rails } from "../rails/rails.ts";
 import { createDispatcher } from "../services/payments/dispatcher.ts";
 import { resendLostLegs, resendLostX402Settlements } from "../rails/lostLegs.ts";
@@ -38,8 +38,8 @@ export type Settlement = {
 };
 
 /** The dispatcher and the worker loop on the calling thread. */
-export function startInlineSettlement(ctx: ServiceDeps, rails: Rails): Settlement {
-  const dispatcher = createDispatcher(ctx);
+export function startInlineSettlement(ctx: RailDeps, rails: Rails): Settlement {
+  const dispatcher = createDispatcher(ctx, rails);
   const loop = startPaymentWorkerLoop(createPaymentWorker(ctx, rails), ctx.config.workers.workerIntervalMs, ctx.logger);
   // Nonces the chain lost would hold back every later relayer transaction: filled here (relayer.ts, "Gaps").
   // Completed payments whose lost transaction could only be replaced are then sent again (lostLegs.ts).
@@ -95,6 +95,8 @@ const STOP_TIMEOUT_MS = 15_000;
 const PENDING_MAX = 1_024;
 
 export type SettlementThreadOptions = {
+  /** The module the thread runs (settlementThread.mjs beside server.ts): named by the wiring, which builds the thread's dependencies. */
+  entry: URL;
   config: Config;
   instanceId: string;
   logger: Logger;
@@ -136,7 +138,7 @@ export function startSettlementThread(o: SettlementThreadOptions): SettlementThr
 
   function spawn(): void {
     // tsx is registered by the entry itself: the thread runs the same TypeScript sources however the process was started.
-    const t = new Worker(new URL("./settlementThread.mjs", import.meta.url), { workerData: data, execArgv: [] });
+    const t = new Worker(o.entry, { workerData: data, execArgv: [] });
     const startedAt = Date.now();
     thread = t;
     if (chain) send({ type: "start", chain });

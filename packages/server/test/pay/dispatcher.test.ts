@@ -33,7 +33,7 @@ async function setUp() {
 
 test("behavior: a submitted payment is advanced on the next turn of the event loop, not during submit", async () => {
   const { ctx, advanced, hold } = await setUp();
-  const dispatcher = createDispatcher(ctx);
+  const dispatcher = createDispatcher(ctx, ctx.rails!);
   const p = await hold();
   dispatcher.submit(p);
   await Promise.resolve();
@@ -47,7 +47,7 @@ test("behavior: a submitted payment is advanced on the next turn of the event lo
 
 test("behavior: a payment submitted just before drain is handed to the worker, never advanced here", async () => {
   const { ctx, advanced, hold } = await setUp();
-  const dispatcher = createDispatcher(ctx);
+  const dispatcher = createDispatcher(ctx, ctx.rails!);
   const p = await hold();
   dispatcher.submit(p);
   await dispatcher.drain();
@@ -60,7 +60,7 @@ test("behavior: a payment submitted just before drain is handed to the worker, n
 
 test("behavior: beyond queueMax, payments go straight to the worker with their leases released", async () => {
   const { ctx, advanced, hold } = await setUp();
-  const dispatcher = createDispatcher(ctx, { queueMax: 2, concurrency: 1 });
+  const dispatcher = createDispatcher(ctx, ctx.rails!, { queueMax: 2, concurrency: 1 });
   const payments = [await hold(), await hold(), await hold(), await hold()];
   for (const p of payments) dispatcher.submit(p);
   await new Promise((r) => setTimeout(r, 50));
@@ -77,7 +77,7 @@ test("behavior: the leases released in one turn are written together, in one wri
     writes.push(leases.length);
     return release(leases, owner);
   };
-  const dispatcher = createDispatcher(ctx, { queueMax: 2, concurrency: 1 });
+  const dispatcher = createDispatcher(ctx, ctx.rails!, { queueMax: 2, concurrency: 1 });
   const payments = await Promise.all(Array.from({ length: 6 }, () => hold()));
   for (const p of payments) dispatcher.submit(p);
   await new Promise((r) => setTimeout(r, 50));
@@ -94,7 +94,7 @@ test("behavior: a payment that waited longer than it may be followed is handed t
     await new Promise((r) => setTimeout(r, 80));
     return advance(p);
   };
-  const dispatcher = createDispatcher(ctx, { concurrency: 1, followMs: 40 });
+  const dispatcher = createDispatcher(ctx, ctx.rails!, { concurrency: 1, followMs: 40 });
   const [a, b] = [await hold(), await hold()];
   dispatcher.submit(a);
   dispatcher.submit(b);
@@ -113,7 +113,7 @@ test("behavior: a long queue keeps ids only and reads each payment again at its 
     await gate;
     return advance(p);
   };
-  const dispatcher = createDispatcher(ctx, { concurrency: 1, rowsMax: 1 });
+  const dispatcher = createDispatcher(ctx, ctx.rails!, { concurrency: 1, rowsMax: 1 });
   const payments = [await hold(), await hold(), await hold()];
   for (const p of payments) dispatcher.submit(p);
   await new Promise((r) => setImmediate(r));

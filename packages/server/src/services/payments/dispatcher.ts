@@ -13,9 +13,9 @@
  * in ten of settlement's writes); a payment taken from the queue without its row is read again.
  */
 import { MAX_BATCH_PAYMENTS } from "../../chain/relayer.ts";
-import type { ServiceDeps } from "../serviceDeps.ts";
 import type { LeaseRelease, PaymentRow } from "../../ledger/store.ts";
-import { railFor } from "../../rails/rails.ts";
+import type { RailDeps } from "../../rails/railDeps.ts";
+import { type Rails, railFor } from "../../rails/rails.ts";
 import { handleStepError } from "../../rails/settlementRetry.ts";
 
 export type Dispatcher = { submit(p: PaymentRow): void; drain(): Promise<void> };
@@ -35,7 +35,7 @@ const QUEUE_ROWS_MAX = 256;
 /** Lease releases of one turn go in one write, at most this many rows each. */
 const RELEASES_PER_WRITE_MAX = 256;
 
-export function createDispatcher(ctx: ServiceDeps, opts: DispatcherOptions = {}): Dispatcher {
+export function createDispatcher(ctx: RailDeps, rails: Rails, opts: DispatcherOptions = {}): Dispatcher {
   const concurrency = opts.concurrency ?? DISPATCH_CONCURRENCY;
   const queueMax = opts.queueMax ?? DISPATCH_QUEUE_MAX;
   const rowsMax = opts.rowsMax ?? QUEUE_ROWS_MAX;
@@ -84,7 +84,7 @@ export function createDispatcher(ctx: ServiceDeps, opts: DispatcherOptions = {})
     try {
       p = await current(item);
       if (!p) return;
-      const rail = railFor(ctx.rails, p.rail);
+      const rail = railFor(rails, p.rail);
       if (!rail) throw new Error(`no ${p.rail} rail`);
       const r = await rail.advance(p);
       if (r.done) return; // final: resolving it cleared its lease
@@ -93,7 +93,7 @@ export function createDispatcher(ctx: ServiceDeps, opts: DispatcherOptions = {})
       if (!p) return void (await handOver(item.id, 500));
       // One rule for every failed step (settlementRetry.ts): fail it now (nothing sent, no retry can
       // cure it), or give it to the worker after a growing delay, counted.
-      const o = await handleStepError(ctx, p, err, ctx.rails?.onFinal).catch((e: unknown) => {
+      const o = await handleStepError(ctx, p, err, rails.onFinal).catch((e: unknown) => {
         ctx.logger.warn({ err: e, payment_id: item.id }, "payment step failed; the worker will retry");
         return { kind: "retry" as const, inMs: 500, stepErrors: undefined };
       });

@@ -15,22 +15,19 @@ export const randomAddress = (): Address => getAddress(`0x${randomBytes(20).toSt
 
 /** Counts every EIP-712 signature the service makes with any project wallet. */
 export function countSignatures(ctx: AppContext): { count(): number } {
-  const real: Custody = ctx.custody;
+  // The context is frozen and the rails hold the same custody, so its signer is wrapped in place.
+  const custody: Custody = ctx.custody;
+  const signerFor = custody.signerFor.bind(custody);
   let signatures = 0;
-  ctx.custody = {
-    addressOf: (i) => real.addressOf(i),
-    transactionSigner: (k) => real.transactionSigner(k),
-    close: () => real.close(),
-    signerFor(i, opts) {
-      const signer = real.signerFor(i, opts);
-      return {
-        address: signer.address,
-        signTypedData: (def) => {
-          signatures += 1;
-          return signer.signTypedData(def);
-        },
-      };
-    },
+  custody.signerFor = (i, opts) => {
+    const signer = signerFor(i, opts);
+    return {
+      address: signer.address,
+      signTypedData: (def) => {
+        signatures += 1;
+        return signer.signTypedData(def);
+      },
+    };
   };
   return { count: () => signatures };
 }

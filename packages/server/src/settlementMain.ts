@@ -1,19 +1,15 @@
 /**
  * The settlement thread: its own ledger connection, custody (and signing thread), chain client and
- * rails, running the dispatcher and the payment worker (settlement.ts) for the process that started
- * it, under that process's lease owner. Payments arrive by message; every state it needs is in the
- * database.
+ * rails, built by deps.ts like the request process's (without what serving requests needs), running
+ * the dispatcher and the payment worker (workers/settlement.ts) for the process that started it, under
+ * that process's lease owner. Payments arrive by message; every state it needs is in the database.
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { sql } from "kysely";
-import { createChainClient } from "../chain/chainClient.ts";
-import type { ChainRuntime } from "../chain/runtime.ts";
-import { createLogger, loadCustody, openLedger } from "../deps.ts";
-import { newId, systemClock } from "../ids.ts";
-import { buildRails } from "../rails/buildRails.ts";
-import { buildFiatProvider } from "../rails/fiat/buildFiatProvider.ts";
-import type { ServiceDeps } from "../services/serviceDeps.ts";
-import { type SettlementChain, type SettlementCommand, type SettlementMessage, type SettlementThreadData, startInlineSettlement } from "./settlement.ts";
+import { createChainClient } from "./chain/chainClient.ts";
+import type { ChainRuntime } from "./chain/runtime.ts";
+import { connectRails, createLogger, openDeps } from "./deps.ts";
+import { type SettlementChain, type SettlementCommand, type SettlementMessage, type SettlementThreadData, startInlineSettlement } from "./workers/settlement.ts";
 
 const data = workerData as SettlementThreadData;
 const port = parentPort!;
@@ -21,45 +17,30 @@ const post = (m: SettlementMessage) => port.postMessage(m);
 const { config } = data;
 const logger = createLogger(data.logLevel).child({ thread: "settlement" });
 
-
 /** How often this thread checkpoints the SQLite WAL for the request thread (deps.ts). */
 const CHECKPOINT_EVERY_MS = 200;
 
 /** Opens the ledger, custody and chain, and starts following payments. */
 async function start(chainData: SettlementChain) {
-  const { ledger, opened } = await openLedger(config);
+  const deps = await openDeps(config, logger, { serveRequests: false, instanceId: data.instanceId });
+  const { ledger } = deps.base;
   // PASSIVE: copies what it can without taking the write lock, so the request thread never waits for it.
   const checkpoints =
-    opened.dialect === "sqlite"
+    ledger.dialect === "sqlite"
       ? setInterval(() => void sql`pragma wal_checkpoint(PASSIVE)`.execute(ledger.db).catch((err) => logger.warn({ err }, "WAL checkpoint failed; the next one retries")), CHECKPOINT_EVERY_MS)
       : undefined;
-  const custody = loadCustody(config);
-  const ctx: ServiceDeps = {
-    config,
-    ledger,
-    custody,
-    clock: systemClock,
-    newId,
-    logger,
-    rails: undefined,
-    instanceId: data.instanceId,
-  };
   const client = createChainClient(chainData.settings);
   const chain: ChainRuntime = { client, relayerKey: chainData.relayerKey, relayerAddress: chainData.relayerAddress, treasuryAddress: chainData.treasuryAddress };
   // The sandbox off-ramp keeps its payouts in the ledger; this instance submits and reads them, the
   // request thread's delivers their webhooks.
-  const fiatProvider = buildFiatProvider({ config, ledger, chain: client, logger, offrampKey: chainData.offrampKey, bridge: chainData.fiatBridge })?.provider;
-  const { rails } = await buildRails(ctx, chain, { fiatProvider, onFinal: (p, outcome) => post({ type: "final", rail: p.rail, outcome }) });
-  ctx.rails = rails;
-  const settlement = startInlineSettlement(ctx, rails);
-  ctx.dispatch = (p) => settlement.dispatch(p);
+  const { rails } = await connectRails(deps.base, chain, { offrampKey: chainData.offrampKey, bridge: chainData.fiatBridge, onFinal: (p, outcome) => post({ type: "final", rail: p.rail, outcome }) });
+  const settlement = startInlineSettlement(deps.base, rails);
   return {
     settlement,
     async close() {
       clearInterval(checkpoints);
       await settlement.stop();
-      await custody.close();
-      await opened.close();
+      await deps.close();
     },
   };
 }
