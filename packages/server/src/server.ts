@@ -148,9 +148,9 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     const watchLoop = startLoop("deposits", config.workers.watcherIntervalMs, () => watcher.tick(), logger);
     loops.push(watchLoop);
     // Accepted payments settle beside the requests (workers/settlement.ts); x402 pays within its request here.
-    if (thread) thread.connect(chain, { fiatBridge: config.fiat.bridge });
-    else settlement = startInlineSettlement(base, rails);
-    const settling = settlement!;
+    thread?.connect(chain, { fiatBridge: config.fiat.bridge });
+    const settling = thread ?? startInlineSettlement(base, rails);
+    settlement = settling;
     ctx = assembleContext(deps, {
       rails,
       dispatch: (p) => settling.dispatch(p),
