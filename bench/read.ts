@@ -7,7 +7,7 @@
 import { parseArgs } from "node:util";
 import type { Permission } from "@agentwallet/api";
 import { createApp } from "../packages/server/src/http/app.ts";
-import { guard } from "../packages/server/src/http/auth.ts";
+import { tokenAuth } from "../packages/server/src/http/auth.ts";
 import { createMetrics } from "../packages/server/src/http/metrics.ts";
 import { createToken } from "../packages/server/src/services/tokens.ts";
 import { BALANCE_SHAPED_BODY, type Cell, type LoadResult, type ProbeResult, UsageError, formatNumber, log, machine, printTable, probeLatency, runLoad, startBareFastify, verdict, writeResult } from "./lib.ts";
@@ -110,10 +110,7 @@ export async function run(args: string[]): Promise<void> {
       // hooks alone (request id, metrics, request log), then with its guard (token lookup and
       // rate limit), both answering a static body; GET /v1/balance adds the balance read.
       app.get("/_bench/hooks-only", async () => BALANCE_SHAPED_BODY);
-      app.get("/_bench/guard-only", async (req, reply) => {
-        await guard(bench.ctx, req, reply);
-        return BALANCE_SHAPED_BODY;
-      });
+      app.get("/_bench/guard-only", { preHandler: tokenAuth(bench.ctx, "read") }, async () => BALANCE_SHAPED_BODY);
     }
     const appUrl = await app.listen({ host: "127.0.0.1", port: 0 });
     cleanup.unshift(() => app.close());

@@ -1,11 +1,11 @@
 /**
  * The admin API, `/v1/admin/…`: what an operator's tools do with the CLI's own service functions
  * (services/projects.ts, tokens.ts, spendingControls.ts, approvals.ts), so both apply one set of rules.
- * Authenticated by an admin credential only (auth.ts `guardAdmin`); a project token is refused here.
+ * Authenticated by an admin credential only (auth.ts `adminAuth`, each route's preHandler); a project token is refused here.
  */
 import { AdminPendingQuery, AdminRefusalsQuery, CreateProjectRequest, CreateTokenRequest, SpendingControlsInput } from "@agentwallet/api";
 import type { FastifyInstance } from "fastify";
-import { guardAdmin } from "./auth.ts";
+import { adminAuth, adminOf } from "./auth.ts";
 import { parseOr400 } from "./validation.ts";
 import { conflict, notFound } from "../domain/errors.ts";
 import { createProject, getProject, listProjects, setProjectPaused } from "../services/projects.ts";
@@ -15,42 +15,35 @@ import { decidePayment, decisionJson, listPendingApprovals } from "../services/a
 
 type WithId = { Params: { id: string } };
 /** The application's context, as authentication takes it (declared through its consumer, not context.ts). */
-type AdminRoutesContext = Parameters<typeof guardAdmin>[0];
+type AdminRoutesContext = Parameters<typeof adminAuth>[0];
 
 export function registerAdminRoutes(app: FastifyInstance, ctx: AdminRoutesContext): void {
-  app.get("/v1/admin/projects", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  const asAdmin = { preHandler: adminAuth(ctx) };
+  app.get("/v1/admin/projects", asAdmin, async (req, reply) => {
     return { data: await listProjects(ctx) };
   });
-  app.post("/v1/admin/projects", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.post("/v1/admin/projects", asAdmin, async (req, reply) => {
     const body = parseOr400(CreateProjectRequest, req.body);
     return reply.code(201).send(await createProject(ctx, body));
   });
-  app.get<WithId>("/v1/admin/projects/:id", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.get<WithId>("/v1/admin/projects/:id", asAdmin, async (req, reply) => {
     return getProject(ctx, req.params.id);
   });
-  app.post<WithId>("/v1/admin/projects/:id/pause", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.post<WithId>("/v1/admin/projects/:id/pause", asAdmin, async (req, reply) => {
     return setProjectPaused(ctx, req.params.id, true);
   });
-  app.post<WithId>("/v1/admin/projects/:id/resume", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.post<WithId>("/v1/admin/projects/:id/resume", asAdmin, async (req, reply) => {
     return setProjectPaused(ctx, req.params.id, false);
   });
-  app.patch<WithId>("/v1/admin/projects/:id/controls", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.patch<WithId>("/v1/admin/projects/:id/controls", asAdmin, async (req, reply) => {
     await updateControls(ctx, "project", req.params.id, parseOr400(SpendingControlsInput, req.body));
     return getProject(ctx, req.params.id);
   });
 
-  app.get<WithId>("/v1/admin/projects/:id/tokens", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.get<WithId>("/v1/admin/projects/:id/tokens", asAdmin, async (req, reply) => {
     return { data: await listTokens(ctx, req.params.id) };
   });
-  app.post<WithId>("/v1/admin/projects/:id/tokens", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.post<WithId>("/v1/admin/projects/:id/tokens", asAdmin, async (req, reply) => {
     const body = parseOr400(CreateTokenRequest, req.body);
     const created = await issueToken(ctx, {
       projectId: req.params.id,
@@ -61,29 +54,24 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: AdminRoutesContex
     });
     return reply.code(201).send(created);
   });
-  app.patch<WithId>("/v1/admin/tokens/:id/controls", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.patch<WithId>("/v1/admin/tokens/:id/controls", asAdmin, async (req, reply) => {
     await updateControls(ctx, "token", req.params.id, parseOr400(SpendingControlsInput, req.body));
     return getToken(ctx, req.params.id);
   });
-  app.post<WithId>("/v1/admin/tokens/:id/revoke", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.post<WithId>("/v1/admin/tokens/:id/revoke", asAdmin, async (req, reply) => {
     return revokeToken(ctx, req.params.id);
   });
-  app.get<WithId>("/v1/admin/tokens/:id/limits", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.get<WithId>("/v1/admin/tokens/:id/limits", asAdmin, async (req, reply) => {
     return getTokenLimits(ctx, req.params.id);
   });
 
-  app.get("/v1/admin/payments/pending", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.get("/v1/admin/payments/pending", asAdmin, async (req, reply) => {
     const q = parseOr400(AdminPendingQuery, req.query ?? {}, "query");
     return { data: await listPendingApprovals(ctx, { projectId: q.project_id, limit: q.limit }) };
   });
   for (const [verb, decision] of [["approve", "approved"], ["deny", "denied"]] as const) {
-    app.post<WithId>(`/v1/admin/payments/:id/${verb}`, async (req, reply) => {
-      const admin = await guardAdmin(ctx, req, reply);
-      const out = await decidePayment(ctx, req.params.id, decision, admin.id);
+    app.post<WithId>(`/v1/admin/payments/:id/${verb}`, asAdmin, async (req, reply) => {
+      const out = await decidePayment(ctx, req.params.id, decision, adminOf(req).id);
       if (out.kind === "not_awaiting") {
         const id = req.params.id.slice(0, 80);
         throw out.found
@@ -93,8 +81,7 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: AdminRoutesContex
       return decisionJson(out.payment, decision);
     });
   }
-  app.get("/v1/admin/refusals", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.get("/v1/admin/refusals", asAdmin, async (req, reply) => {
     const q = parseOr400(AdminRefusalsQuery, req.query ?? {}, "query");
     return { data: await listRefusals(ctx, { projectId: q.project_id, limit: q.limit }) };
   });

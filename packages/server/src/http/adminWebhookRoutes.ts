@@ -4,7 +4,7 @@
  */
 import { AdminWebhookDeliveriesQuery, CreateWebhookEndpointRequest } from "@agentwallet/api";
 import type { FastifyInstance } from "fastify";
-import { guardAdmin } from "./auth.ts";
+import { adminAuth } from "./auth.ts";
 import { parseOr400 } from "./validation.ts";
 import { unavailable } from "../domain/errors.ts";
 import {
@@ -19,9 +19,10 @@ import {
 } from "../services/webhooks/endpoints.ts";
 
 type WithId = { Params: { id: string } };
-type AdminRoutesContext = Parameters<typeof guardAdmin>[0];
+type AdminRoutesContext = Parameters<typeof adminAuth>[0];
 
 export function registerAdminWebhookRoutes(app: FastifyInstance, ctx: AdminRoutesContext): void {
+  const asAdmin = { preHandler: adminAuth(ctx) };
   const deps: WebhookDeps = {
     ledger: ctx.ledger,
     clock: ctx.clock,
@@ -32,31 +33,25 @@ export function registerAdminWebhookRoutes(app: FastifyInstance, ctx: AdminRoute
       return ctx.webhookSecretKey;
     },
   };
-  app.get<WithId>("/v1/admin/projects/:id/webhooks", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.get<WithId>("/v1/admin/projects/:id/webhooks", asAdmin, async (req, reply) => {
     return { data: (await listWebhookEndpoints(ctx.ledger, req.params.id)).map(endpointJson) };
   });
-  app.post<WithId>("/v1/admin/projects/:id/webhooks", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.post<WithId>("/v1/admin/projects/:id/webhooks", asAdmin, async (req, reply) => {
     const body = parseOr400(CreateWebhookEndpointRequest, req.body);
     const { endpoint, secret } = await createWebhookEndpoint(deps, { projectId: req.params.id, url: body.url, events: body.events });
     return reply.code(201).send({ ...endpointJson(endpoint), secret });
   });
-  app.delete<WithId>("/v1/admin/webhooks/:id", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.delete<WithId>("/v1/admin/webhooks/:id", asAdmin, async (req, reply) => {
     return deleteWebhookEndpoint(deps, req.params.id);
   });
-  app.post<WithId>("/v1/admin/webhooks/:id/enable", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.post<WithId>("/v1/admin/webhooks/:id/enable", asAdmin, async (req, reply) => {
     return endpointJson(await enableWebhookEndpoint(deps, req.params.id));
   });
-  app.get<WithId>("/v1/admin/webhooks/:id/deliveries", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.get<WithId>("/v1/admin/webhooks/:id/deliveries", asAdmin, async (req, reply) => {
     const q = parseOr400(AdminWebhookDeliveriesQuery, req.query ?? {}, "query");
     return { data: await listWebhookDeliveries(ctx.ledger, req.params.id, q.limit ?? 50) };
   });
-  app.post<WithId>("/v1/admin/webhook-events/:id/redeliver", async (req, reply) => {
-    await guardAdmin(ctx, req, reply);
+  app.post<WithId>("/v1/admin/webhook-events/:id/redeliver", asAdmin, async (req, reply) => {
     return { event_id: req.params.id, scheduled: await redeliverWebhookEvent(deps, req.params.id) };
   });
 }

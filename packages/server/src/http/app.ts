@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import { buildOpenApiDocument, limits } from "@agentwallet/api";
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, { LogController, type FastifyInstance, type FastifyReply } from "fastify";
 import { sql } from "kysely";
 import type { HttpDeps } from "./httpDeps.ts";
 import { getLimits } from "../services/spendingControls.ts";
@@ -14,8 +14,7 @@ import { getBalance } from "../services/getBalance.ts";
 import { getDepositAddress } from "../services/getDepositAddress.ts";
 import { getTransaction } from "../services/getTransaction.ts";
 import { listTransactions } from "../services/listTransactions.ts";
-import { guard } from "./auth.ts";
-import { type Principal, requirePermission } from "../domain/principal.ts";
+import { principalOf, tokenAuth } from "./auth.ts";
 import { DomainError, badRequest } from "../domain/errors.ts";
 import { ApiError } from "./apiError.ts";
 import { statusOf } from "./errorStatus.ts";
@@ -132,25 +131,22 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
     return openapi.doc;
   });
 
-  app.get("/v1/balance", async (req, reply) => {
-    const p = await guard(ctx, req, reply);
-    requirePermission(p, "read");
+  const asReader = { preHandler: tokenAuth(ctx, "read") };
+  app.get("/v1/balance", asReader, async (req) => {
+    const p = principalOf(req);
     return getBalance(p);
   });
   // The calling token's spending controls (and its project's), with spent and remaining per window.
-  app.get("/v1/limits", async (req, reply) => {
-    const p = await guard(ctx, req, reply);
-    requirePermission(p, "read");
+  app.get("/v1/limits", asReader, async (req) => {
+    const p = principalOf(req);
     return getLimits(ctx, p);
   });
-  app.get("/v1/stablecoin/address", async (req, reply) => {
-    const p = await guard(ctx, req, reply);
-    requirePermission(p, "read");
+  app.get("/v1/stablecoin/address", asReader, async (req) => {
+    const p = principalOf(req);
     return getDepositAddress(ctx, p.projectId);
   });
-  app.get("/v1/transactions", async (req, reply) => {
-    const p = await guard(ctx, req, reply);
-    requirePermission(p, "read");
+  app.get("/v1/transactions", asReader, async (req) => {
+    const p = principalOf(req);
     const { startingAfter, ...q } = parseListQuery(req.query);
     const cursor = startingAfter === undefined ? undefined : await cursorOf(ctx.ledger.db, p.projectId, startingAfter);
     if (startingAfter !== undefined && !cursor) {
@@ -158,9 +154,8 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
     }
     return listTransactions(ctx, p.projectId, { ...q, cursor });
   });
-  app.get<{ Params: { id: string } }>("/v1/transactions/:id", async (req, reply) => {
-    const p = await guard(ctx, req, reply);
-    requirePermission(p, "read");
+  app.get<{ Params: { id: string } }>("/v1/transactions/:id", asReader, async (req) => {
+    const p = principalOf(req);
     return getTransaction(ctx.ledger.db, p.projectId, req.params.id);
   });
 

@@ -1,7 +1,10 @@
 /**
- * Bearer-token authentication. Every request looks the token up by its SHA-256 (so revocation and
- * expiry take effect on the next request); a malformed token is refused without a lookup. The token
- * text is never logged: only its id reaches the request log.
+ * Bearer-token authentication, declared per route as its preHandler (`tokenAuth(ctx, "read")`,
+ * `adminAuth(ctx)`, each built once): it runs after the body is parsed and before the handler, so a
+ * malformed body is still refused before authentication and authentication before validation. Every
+ * request looks the token up by its SHA-256 (so revocation and expiry take effect on the next request);
+ * a malformed token is refused without a lookup. The token text is never logged: only its id reaches
+ * the request log.
  */
 import type { Permission } from "@agentwallet/api";
 import type { FastifyReply, FastifyRequest } from "fastify";
@@ -11,7 +14,7 @@ import { forbidden, unauthorized } from "../domain/errors.ts";
 import { ApiError } from "./apiError.ts";
 import { checkAdminCredential } from "../services/adminCredentials.ts";
 import type { AdminCredentialRow } from "../ledger/adminCredentials.ts";
-import type { Principal } from "../domain/principal.ts";
+import { type Principal, requirePermission } from "../domain/principal.ts";
 import { parseControls } from "../domain/spending.ts";
 
 declare module "fastify" {
@@ -22,9 +25,12 @@ declare module "fastify" {
   }
 }
 
+/** A route preHandler that authenticates (a plain function type, so apps with any logger type take it). */
+export type AuthHook = (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
+
 const HOW = "Send `Authorization: Bearer <token>` with an API token (create one with `agentwallet tokens create`).";
 
-export async function authenticate(ctx: HttpDeps, req: FastifyRequest): Promise<Principal> {
+async function authenticate(ctx: HttpDeps, req: FastifyRequest): Promise<Principal> {
   const header = req.headers.authorization;
   if (!header) throw unauthorized(`Missing Authorization header. ${HOW}`);
   const m = /^Bearer +(\S+)\s*$/i.exec(header);
@@ -57,11 +63,22 @@ export async function authenticate(ctx: HttpDeps, req: FastifyRequest): Promise<
   return principal;
 }
 
-/** Authenticates, applies the per-token rate limit, and returns the principal. */
-export async function guard(ctx: HttpDeps, req: FastifyRequest, reply: FastifyReply): Promise<Principal> {
-  const principal = await authenticate(ctx, req);
-  await applyRateLimit(ctx, reply, principal.tokenId, "token");
-  return principal;
+/**
+ * The preHandler of a project route: authenticates, applies the per-token rate limit, then checks the
+ * permission the route needs (so a denied token still counts against its limit); sets `req.principal`.
+ */
+export function tokenAuth(ctx: HttpDeps, permission: Permission): AuthHook {
+  return async (req, reply) => {
+    const principal = await authenticate(ctx, req);
+    await applyRateLimit(ctx, reply, principal.tokenId, "token");
+    requirePermission(principal, permission);
+  };
+}
+
+/** The principal a route's `tokenAuth` preHandler set; a route without one is a programming error. */
+export function principalOf(req: FastifyRequest): Principal {
+  if (!req.principal) throw new Error(`route ${req.routeOptions.url} has no tokenAuth preHandler`);
+  return req.principal;
 }
 
 async function applyRateLimit(ctx: HttpDeps, reply: FastifyReply, key: string, per: string): Promise<void> {
@@ -81,7 +98,17 @@ const HOW_ADMIN = "Send `Authorization: Bearer aw_admin_…` with an operator's 
  * limit of that credential. A project's API token is refused here whatever its permissions (403
  * `admin_credential_required`), as an admin credential is refused everywhere else.
  */
-export async function guardAdmin(ctx: HttpDeps, req: FastifyRequest, reply: FastifyReply): Promise<AdminCredentialRow> {
+export function adminAuth(ctx: HttpDeps): AuthHook {
+  return (req, reply) => authenticateAdmin(ctx, req, reply);
+}
+
+/** The admin credential a route's `adminAuth` preHandler set; a route without one is a programming error. */
+export function adminOf(req: FastifyRequest): AdminCredentialRow {
+  if (!req.admin) throw new Error(`route ${req.routeOptions.url} has no adminAuth preHandler`);
+  return req.admin;
+}
+
+async function authenticateAdmin(ctx: HttpDeps, req: FastifyRequest, reply: FastifyReply): Promise<void> {
   const header = req.headers.authorization;
   if (!header) throw unauthorized(`Missing Authorization header. ${HOW_ADMIN}`);
   const m = /^Bearer +(\S+)\s*$/i.exec(header);
@@ -93,5 +120,4 @@ export async function guardAdmin(ctx: HttpDeps, req: FastifyRequest, reply: Fast
   if (check.kind === "revoked") throw unauthorized(`The admin credential was revoked at ${check.credential.revoked_at}. Create a new one with \`agentwallet admin credentials create\`.`);
   req.admin = check.credential;
   await applyRateLimit(ctx, reply, `admin:${check.credential.id}`, "admin credential");
-  return check.credential;
 }

@@ -6,7 +6,7 @@
 import { IdempotencyKey, LegacyPaymentRequest, PayRequest, type PayResponse, UsdcTransferRequest, X402PayRequest, limits } from "@agentwallet/api";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { HttpDeps } from "./httpDeps.ts";
-import { guard } from "./auth.ts";
+import { principalOf, tokenAuth } from "./auth.ts";
 import { requireActive, requirePermission } from "../domain/principal.ts";
 import { badRequest } from "../domain/errors.ts";
 import type { Metrics } from "./metrics.ts";
@@ -66,9 +66,12 @@ function markDeprecated(reply: FastifyReply, ctx: HttpDeps): void {
 }
 
 export function registerPaymentRoutes(app: FastifyInstance, ctx: HttpDeps, metrics: Metrics): void {
-  app.post("/v1/pay", async (req, reply) => {
-    const p = await guard(ctx, req, reply);
-    requirePermission(p, "pay");
+  const payer = tokenAuth(ctx, "pay");
+  // The deprecated endpoints say so even to a request refused by authentication.
+  const deprecated = async (_req: FastifyRequest, reply: FastifyReply) => markDeprecated(reply, ctx);
+
+  app.post("/v1/pay", { preHandler: payer }, async (req, reply) => {
+    const p = principalOf(req);
     const body = parseOr400(PayRequest, withHeaderKey(req));
     const kind = classifyRecipient(body.recipient);
     if (kind.rail === "x402") requirePermission(p, "pay", "x402");
@@ -76,19 +79,15 @@ export function registerPaymentRoutes(app: FastifyInstance, ctx: HttpDeps, metri
     return answer(reply, metrics, await createPayment(ctx, p, kind.rail === "x402" ? x402Request(body, kind.url) : payIntent(body, kind, p)), renderPay);
   });
 
-  app.post("/v1/payments", async (req, reply) => {
-    markDeprecated(reply, ctx);
-    const p = await guard(ctx, req, reply);
-    requirePermission(p, "pay");
+  app.post("/v1/payments", { preHandler: [deprecated, payer] }, async (req, reply) => {
+    const p = principalOf(req);
     const body = parseOr400(LegacyPaymentRequest, withHeaderKey(req));
     const intent = fiatIntent({ bank: body.recipient, amountCents: body.amount, principal: p, description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null, metadata: body.metadata ?? null });
     return answer(reply, metrics, await createPayment(ctx, p, intent), renderLegacyPayment);
   });
 
-  app.post("/v1/usdc/transfer", async (req, reply) => {
-    markDeprecated(reply, ctx);
-    const p = await guard(ctx, req, reply);
-    requirePermission(p, "pay");
+  app.post("/v1/usdc/transfer", { preHandler: [deprecated, payer] }, async (req, reply) => {
+    const p = principalOf(req);
     const body = parseOr400(UsdcTransferRequest, withHeaderKey(req));
     if (body.chain !== undefined && body.chain !== "base") throw badRequest("unsupported_chain", `chain "${body.chain.slice(0, 40)}" is not supported; the only chain is "base".`);
     const address = checkAddress(body.to_address, "to_address");
@@ -99,10 +98,8 @@ export function registerPaymentRoutes(app: FastifyInstance, ctx: HttpDeps, metri
     return answer(reply, metrics, await createPayment(ctx, p, intent), renderUsdcTransfer);
   });
 
-  app.post("/v1/x402/pay", async (req, reply) => {
-    markDeprecated(reply, ctx);
-    const p = await guard(ctx, req, reply);
-    requirePermission(p, "x402");
+  app.post("/v1/x402/pay", { preHandler: [deprecated, tokenAuth(ctx, "x402")] }, async (req, reply) => {
+    const p = principalOf(req);
     requireActive(p);
     const body = parseOr400(X402PayRequest, req.body);
     // This body has no idempotency_key and no description; the header alone can give a key.
