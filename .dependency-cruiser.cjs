@@ -8,6 +8,8 @@
  *   http / workers / deposits
  *   server, settlementMain, cli, deps, context, sandbox, testing ← highest (wiring and entry points)
  *
+ * Only ledger/ touches the database (no Kysely, ledger/db.ts or ledger/connection.ts elsewhere in the server).
+ *
  * `npm test` runs `npm run lint:imports`, which fails on any violation: there is no list of tolerated ones.
  */
 const src = "^packages/server/src/";
@@ -32,6 +34,13 @@ module.exports = {
       to: { circular: true },
     },
     layer("domain", `${src}(ledger|chain|rails|services)/|${src}(config|ids|money|tokens)\\.ts$|${entry}|${top}`),
+    {
+      name: "ledger-owns-the-database",
+      comment: "only ledger/ touches the database: Kysely, the connection (ledger/db.ts) and its accessor (ledger/connection.ts) stay inside it",
+      severity: "error",
+      from: { path: src, pathNot: `${src}ledger/` },
+      to: { path: `(^|/)node_modules/kysely/|${src}ledger/(db|connection)\\.ts$` },
+    },
     layer("ledger", `${src}(rails|services)/|${entry}|${top}`),
     layer("chain", `${src}(rails|services)/|${entry}|${top}`),
     layer("rails", `${src}services/|${entry}|${top}`),
@@ -70,7 +79,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "(^|/)(node_modules|dist)/" },
+    // Packages are left out, but for Kysely: the rule "ledger-owns-the-database" looks for its imports.
+    exclude: { path: "(^|/)node_modules/(?!kysely/)|^(?!.*node_modules/kysely/).*(^|/)dist/" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"] },

@@ -16,6 +16,7 @@ import { openDb, type OpenedDb } from "../packages/server/src/ledger/db.ts";
 import { issueToken } from "../packages/server/src/services/tokens.ts";
 import { startTestServer } from "../packages/server/src/testing/harness.ts";
 import { type Cell, UsageError, log, machine, printTable, verdict, writeResult, benchDatabase } from "./lib.ts";
+import { dbOf } from "../packages/server/src/ledger/connection.ts";
 
 const TARGET_ACCEPT_RATIO_MIN = 0.5;
 /** Accepted with controls over accepted without, at least. */
@@ -71,9 +72,9 @@ export async function run(args: string[]): Promise<void> {
     // every 1,000 pages), as a bare app would open it: the service's own connection settings (it
     // leaves checkpoints to its settlement thread) must not move the ceiling.
     bareDb = values.db === "sqlite" ? openDb({ kind: "sqlite", path: ctx.config.sqlitePath }) : undefined;
-    const ceilingDb = bareDb?.db ?? ctx.ledger.db;
+    const ceilingDb = bareDb?.db ?? dbOf(ctx.ledger);
     const ceilingProject = await ctx.ledger.createProject({ name: "ceiling", plan: "free" });
-    await ctx.ledger.db.updateTable("balances").set({ available_micros: 9_000_000_000_000 }).where("project_id", "=", ceilingProject.id).execute();
+    await dbOf(ctx.ledger).updateTable("balances").set({ available_micros: 9_000_000_000_000 }).where("project_id", "=", ceilingProject.id).execute();
     bare.post("/debit", async () => {
       const row = await sql<{ available_micros: number }>`update balances set available_micros = available_micros - ${DEBIT_MICROS}, held_micros = held_micros + ${DEBIT_MICROS} where project_id = ${ceilingProject.id} and available_micros >= ${DEBIT_MICROS} returning available_micros`.execute(ceilingDb);
       return { ok: row.rows.length === 1 };
@@ -91,7 +92,7 @@ export async function run(args: string[]): Promise<void> {
       log(`waiting for ${pay.ok} accepted payments to complete on-chain…`);
       let open = Number.POSITIVE_INFINITY;
       while (open > 0 && Date.now() - acceptedAt < settleTimeoutS * 1000) {
-        const r = await ctx.ledger.db.selectFrom("payments").select((eb) => eb.fn.countAll<number>().as("n")).where("status", "in", ["pending", "processing"]).executeTakeFirstOrThrow();
+        const r = await dbOf(ctx.ledger).selectFrom("payments").select((eb) => eb.fn.countAll<number>().as("n")).where("status", "in", ["pending", "processing"]).executeTakeFirstOrThrow();
         open = Number(r.n);
         if (open > 0) await new Promise((r) => setTimeout(r, 250));
       }
@@ -100,7 +101,7 @@ export async function run(args: string[]): Promise<void> {
 
     log(`POST /v1/pay (usdc_transfer), ${connections} connections, ${duration} s…`);
     const { pay, startedAt, acceptedAt, settledAt, open } = await payAndSettle(server.token);
-    const completedBefore = Number((await ctx.ledger.db.selectFrom("payments").select((eb) => eb.fn.countAll<number>().as("n")).where("status", "=", "completed").executeTakeFirstOrThrow()).n);
+    const completedBefore = Number((await dbOf(ctx.ledger).selectFrom("payments").select((eb) => eb.fn.countAll<number>().as("n")).where("status", "=", "completed").executeTakeFirstOrThrow()).n);
 
     // The same with an agent's token under controls: a daily limit far above the run and an allow-list.
     const controlled = await issueToken(ctx, {
@@ -130,7 +131,7 @@ export async function run(args: string[]): Promise<void> {
     settlement.dispatch = () => {};
     const acceptOnly = await post(`${server.baseUrl}/v1/pay`, { authorization: `Bearer ${server.token}` }, JSON.stringify({ recipient: RECIPIENT, amount_usd: AMOUNT_USD }), connections, Math.min(duration, 5), 201);
     settlement.dispatch = dispatch;
-    const counts = await ctx.ledger.db.selectFrom("payments").select(["status", (eb) => eb.fn.countAll<number>().as("n")]).groupBy("status").execute();
+    const counts = await dbOf(ctx.ledger).selectFrom("payments").select(["status", (eb) => eb.fn.countAll<number>().as("n")]).groupBy("status").execute();
     const completed = completedBefore;
     const acceptedPerSec = pay.ok / ((acceptedAt - startedAt) / 1000);
     const settledPerSec = completed / ((settledAt - startedAt) / 1000);

@@ -14,6 +14,7 @@ import { BALANCE_SHAPED_BODY, type Cell, type LoadResult, type ProbeResult, Usag
 import { type BenchDialect, createBenchContext } from "./support/benchContext.ts";
 import { readDiagnostics } from "./support/readDiagnostics.ts";
 import { seedTransactions } from "./support/seedTransactions.ts";
+import { dbOf } from "../packages/server/src/ledger/connection.ts";
 
 const TARGET_BALANCE_RATIO_MIN = 0.5;
 const TARGET_PAGE_P99_MS_MAX = 5;
@@ -276,7 +277,7 @@ const NO_LOAD: LoadResult = { reqPerSec: 0, p50Ms: 0, p99Ms: 0, errors: 0, timeo
  */
 async function filterCases(bench: Awaited<ReturnType<typeof createBenchContext>>, projectId: string, rows: number) {
   const at = async (pos: number) =>
-    (await bench.ctx.ledger.db.selectFrom("transactions").select(["id", "created_at"]).where("project_id", "=", projectId).where("pos", "=", pos).executeTakeFirstOrThrow());
+    (await dbOf(bench.ctx.ledger).selectFrom("transactions").select(["id", "created_at"]).where("project_id", "=", projectId).where("pos", "=", pos).executeTakeFirstOrThrow());
   const middle = await at(Math.floor(rows / 2));
   const early = await at(Math.floor(rows / 10));
   const monthAfterMiddle = new Date(Date.parse(middle.created_at) + 30 * 86_400_000).toISOString();

@@ -14,6 +14,7 @@ import { newId, systemClock } from "../packages/server/src/ids.ts";
 import { createWebhookEndpoint } from "../packages/server/src/services/webhooks/endpoints.ts";
 import { startTestServer } from "../packages/server/src/testing/harness.ts";
 import { UsageError, benchDatabase, log, machine, percentile, printTable, writeResult } from "./lib.ts";
+import { dbOf } from "../packages/server/src/ledger/connection.ts";
 
 const HELP = `npm run bench -- webhooks [flags]
   --db sqlite|postgres   database (default sqlite; postgres uses $TEST_DATABASE_URL or the local server)
@@ -48,7 +49,7 @@ export async function run(args: string[]): Promise<void> {
     let n = 0;
     const seen = () => ctx.ledger.recordSeenDeposit({ chain: "bench", txHash: `0x${(n++).toString(16).padStart(64, "0")}`, logIndex: 0, projectId: server.projectId, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1, blockNumber: 1, blockHash: "0x0" });
     const events = async (from: number) =>
-      (await ctx.ledger.db.selectFrom("webhook_outbox").select(["id", "occurred_at"]).where("project_id", "=", server.projectId).orderBy("seq").execute()).slice(from);
+      (await dbOf(ctx.ledger).selectFrom("webhook_outbox").select(["id", "occurred_at"]).where("project_id", "=", server.projectId).orderBy("seq").execute()).slice(from);
     const delivered = async (count: number) => {
       const deadline = Date.now() + 300_000;
       while (arrivals.size < count) {
@@ -60,7 +61,7 @@ export async function run(args: string[]): Promise<void> {
     log(`burst: ${burstN} events…`);
     // Written in one transaction (the trigger writes each row's event), so the figure is the delivery's alone.
     const burstStart = Date.now();
-    await ctx.ledger.db.transaction().execute(async (trx) => {
+    await dbOf(ctx.ledger).transaction().execute(async (trx) => {
       for (let i = 0; i < burstN; i += 500) {
         const rows = Array.from({ length: Math.min(500, burstN - i) }, () => ({ chain: "bench", tx_hash: `0x${(n++).toString(16).padStart(64, "0")}`, log_index: 0, project_id: server.projectId, to_address: "0x0", from_address: "0x1", amount_micros: 1, block_number: 1, block_hash: "0x0", status: "seen" as const, txn_id: newId("txn"), seen_at: new Date().toISOString(), credited_at: null }));
         await trx.insertInto("deposits").values(rows).execute();

@@ -10,6 +10,7 @@ import pg from "pg";
 import { hashToken } from "../../packages/server/src/tokens.ts";
 import { timeAsync } from "../lib.ts";
 import type { BenchContext } from "./benchContext.ts";
+import { dbOf } from "../../packages/server/src/ledger/connection.ts";
 
 export type DiagnosticRow = { operation: string; samples: number; p50Ms: number; p99Ms: number; meanMs: number };
 export type Diagnostics = { rows: DiagnosticRow[]; plans: Record<string, string[]> };
@@ -27,7 +28,7 @@ export type DiagnosticsInput = {
 
 export async function readDiagnostics(bench: BenchContext, input: DiagnosticsInput): Promise<Diagnostics> {
   const { ledger } = bench.ctx;
-  const db = ledger.db;
+  const db = dbOf(ledger);
   const raw = await openRaw(bench);
   try {
     const rows: DiagnosticRow[] = [];

@@ -9,6 +9,7 @@ import SQLite from "better-sqlite3";
 import pg from "pg";
 import { newId } from "../../packages/server/src/ids.ts";
 import type { BenchContext } from "./benchContext.ts";
+import { dbOf } from "../../packages/server/src/ledger/connection.ts";
 
 /** Rows per INSERT statement (Postgres) and per transaction (both): big enough to be fast, small enough to bound memory. */
 const ROWS_PER_STATEMENT = 5_000;
@@ -39,7 +40,7 @@ export async function seedTransactions(bench: BenchContext, projectId: string, r
   else await seedPostgres(bench.postgresUrl!, generator, onProgress);
   const balance = generator.totals();
   if (balance.txCount !== rows) throw new Error(`seed produced ${balance.txCount} rows, wanted ${rows}`);
-  await bench.ctx.ledger.db
+  await dbOf(bench.ctx.ledger)
     .updateTable("balances")
     .set({ available_micros: balance.availableMicros, held_micros: balance.heldMicros, total_funded_micros: balance.fundedMicros, total_spent_micros: balance.spentMicros, tx_count: balance.txCount })
     .where("project_id", "=", projectId)

@@ -6,6 +6,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TestServer, startTestServer } from "../../server/src/testing/harness.ts";
 import { launchBrowser, screenshot, seriousViolations } from "./support/browser.ts";
+import { dbOf } from "../../server/src/ledger/connection.ts";
 
 let server: TestServer;
 let browser: Browser;
@@ -264,7 +265,7 @@ describe("console transactions at 10k rows", () => {
     await page.selectOption("#f-status", ["completed"]);
     await page.getByRole("button", { name: "Apply" }).click();
     await page.waitForURL(/type=usdc_fund/);
-    const expected = await ctx.ledger.db
+    const expected = await dbOf(ctx.ledger)
       .selectFrom("transactions")
       .select((eb) => eb.fn.countAll<number>().as("n"))
       .where("project_id", "=", project.id)

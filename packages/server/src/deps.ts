@@ -4,9 +4,7 @@
  * `assembleContext`), with its own options.
  */
 import { createHmac, randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { sql } from "kysely";
 import { Redis } from "ioredis";
 import pino, { type Logger } from "pino";
 import type { Config } from "./config.ts";
@@ -15,9 +13,7 @@ import type { AppContext } from "./context.ts";
 import type { ChainRuntime } from "./chain/runtime.ts";
 import { createHdCustody, loadMasterMnemonic } from "./chain/custody.ts";
 import { createSigningPool } from "./chain/signingPool.ts";
-import { type OpenedDb, openDb } from "./ledger/db.ts";
-import { migrateToLatest } from "./ledger/migrations.ts";
-import { Ledger } from "./ledger/store.ts";
+import { openLedger } from "./ledger/open.ts";
 import type { HttpHooks } from "./http/httpDeps.ts";
 import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from "./http/rateLimit.ts";
 import { type BuiltRails, buildRails } from "./rails/buildRails.ts";
@@ -47,31 +43,6 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
  * thread is not running.
  */
 export const REQUEST_THREAD_CHECKPOINT_PAGES = 16_000;
-
-export async function openLedger(config: Config, opts: { checkpointPages?: number } = {}): Promise<{ ledger: Ledger; opened: OpenedDb }> {
-  const opened = config.databaseUrl
-    ? openDb({ kind: "postgres", url: config.databaseUrl })
-    : openDb({ kind: "sqlite", path: config.sqlitePath, synchronous: config.sqliteSynchronous, checkpointPages: opts.checkpointPages });
-  await migrateToLatest(opened.db, opened.dialect);
-  return { ledger: new Ledger(opened.db, opened.dialect, systemClock, newId), opened };
-}
-
-/**
- * Whether the configured database already holds an Agent Wallet ledger (its migrations table), without
- * creating anything: SQLite is looked for as a file, PostgreSQL is asked. The admin CLI's commands other than
- * `serve` and `migrate` refuse to run without one, so a missing DATABASE_URL never silently starts an empty
- * SQLite ledger beside a PostgreSQL deployment.
- */
-export async function ledgerExists(config: Config): Promise<boolean> {
-  if (!config.databaseUrl) return existsSync(config.sqlitePath);
-  const opened = openDb({ kind: "postgres", url: config.databaseUrl, poolMax: 1 });
-  try {
-    const row = (await sql<{ t: string | null }>`select to_regclass('kysely_migration')::text as t`.execute(opened.db)).rows[0];
-    return row?.t != null;
-  } finally {
-    await opened.close();
-  }
-}
 
 export function createRateLimiter(config: Config): RateLimiter {
   if (!config.redisUrl) return createMemoryRateLimiter(config.rateLimitPerMinute);

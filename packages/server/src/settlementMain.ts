@@ -5,7 +5,6 @@
  * that process's lease owner. Payments arrive by message; every state it needs is in the database.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { sql } from "kysely";
 import { createChainClient } from "./chain/chainClient.ts";
 import type { ChainRuntime } from "./chain/runtime.ts";
 import { connectRails, createLogger, openDeps } from "./deps.ts";
@@ -27,7 +26,7 @@ async function start(chainData: SettlementChain) {
   // PASSIVE: copies what it can without taking the write lock, so the request thread never waits for it.
   const checkpoints =
     ledger.dialect === "sqlite"
-      ? setInterval(() => void sql`pragma wal_checkpoint(PASSIVE)`.execute(ledger.db).catch((err) => logger.warn({ err }, "WAL checkpoint failed; the next one retries")), CHECKPOINT_EVERY_MS)
+      ? setInterval(() => void ledger.checkpointWal().catch((err) => logger.warn({ err }, "WAL checkpoint failed; the next one retries")), CHECKPOINT_EVERY_MS)
       : undefined;
   const client = createChainClient(chainData.settings);
   const chain: ChainRuntime = { client, relayerKey: chainData.relayerKey, relayerAddress: chainData.relayerAddress, treasuryAddress: chainData.treasuryAddress };

@@ -13,6 +13,7 @@ import { type OpenedDb, openDb } from "../src/ledger/db.ts";
 import { migrateToLatest } from "../src/ledger/migrations.ts";
 import { createPgSchema, createTestDb, dialects, type TestDb } from "./support/db.ts";
 import { usdcPayment } from "./support/holds.ts";
+import { dbOf } from "../src/ledger/connection.ts";
 
 /**
  * The database of these tests. On PostgreSQL its sessions wait a minute before looking for a deadlock
@@ -43,12 +44,12 @@ async function fundedProject(ledger: Ledger, micros: number): Promise<string> {
 /** The statements the ledger sends to the database, by their first words. */
 function countStatements(ledger: Ledger) {
   const seen: string[] = [];
-  const execute = ledger.db.executeQuery.bind(ledger.db);
-  ledger.db.executeQuery = ((q: CompiledQuery) => {
+  const execute = dbOf(ledger).executeQuery.bind(dbOf(ledger));
+  dbOf(ledger).executeQuery = ((q: CompiledQuery) => {
     seen.push(q.sql);
     return execute(q);
-  }) as typeof ledger.db.executeQuery;
-  return { seen, restore: () => void (ledger.db.executeQuery = execute) };
+  }) as ReturnType<typeof dbOf>["executeQuery"];
+  return { seen, restore: () => void (dbOf(ledger).executeQuery = execute) };
 }
 
 describe.each(dialects)("holds and resolutions asked for together, on %s", (dialect) => {
@@ -195,9 +196,9 @@ describe("PostgreSQL: a batch that fails runs again hold by hold, resolution by 
 
   test("error: the batched statement fails → nothing of it happened, and each runs alone with its own outcome", async () => {
     const projectId = await fundedProject(ledger, 100);
-    const execute = ledger.db.executeQuery.bind(ledger.db);
+    const execute = dbOf(ledger).executeQuery.bind(dbOf(ledger));
     let failures = 0;
-    ledger.db.executeQuery = ((q: CompiledQuery) => {
+    dbOf(ledger).executeQuery = ((q: CompiledQuery) => {
       // Only the calls that carry several holds or resolutions fail; each one alone goes through.
       const batch = q.sql.includes("aw_hold_batch(") ? q.parameters[1] : q.sql.includes("aw_resolve_batch(") ? q.parameters[0] : undefined;
       if (typeof batch === "string" && (JSON.parse(batch) as unknown[]).length > 1) {
@@ -205,7 +206,7 @@ describe("PostgreSQL: a batch that fails runs again hold by hold, resolution by 
         return Promise.reject(new Error("connection reset"));
       }
       return execute(q);
-    }) as typeof ledger.db.executeQuery;
+    }) as ReturnType<typeof dbOf>["executeQuery"];
     try {
       const held = await Promise.all([60, 60, 30].map((t) => ledger.hold(holdOf(projectId, t))));
       expect(held.map((r) => r.kind)).toEqual(["held", "insufficient", "held"]);
@@ -216,7 +217,7 @@ describe("PostgreSQL: a batch that fails runs again hold by hold, resolution by 
         [true, "completed"],
       ]);
     } finally {
-      ledger.db.executeQuery = execute;
+      dbOf(ledger).executeQuery = execute;
     }
     expect(failures).toBe(2);
     expect((await ledger.getBalance(projectId))!.available_micros).toBe(100 - 30);

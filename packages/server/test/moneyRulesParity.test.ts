@@ -10,6 +10,7 @@ import { type HoldResult, Ledger } from "../src/ledger/store.ts";
 import { newId, systemClock } from "../src/ids.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 import { usdcPayment } from "./support/holds.ts";
+import { dbOf } from "../src/ledger/connection.ts";
 
 const USD = 1_000_000;
 const RECIPIENTS = ["0x90F79bf6EB2c4f870365E785982E1f101E93b906", "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65"];
@@ -104,7 +105,7 @@ async function play(ledger: Ledger, run: string, ops: Op[], tokenControls: Contr
 }
 
 async function snapshot(ledger: Ledger, projects: string[], tokens: string[]): Promise<unknown> {
-  const db = ledger.db;
+  const db = dbOf(ledger);
   const rename = (text: string) => projects.reduce((t, p, i) => t.replaceAll(p, `P${i}`), tokens.reduce((t, k, i) => t.replaceAll(k, `T${i}`), text));
   const balances = await db.selectFrom("balances").select(["project_id", "available_micros", "held_micros"]).where("project_id", "in", projects).orderBy("project_id").execute();
   const payments = await db

@@ -9,6 +9,7 @@ import { verifyLedger } from "../src/ledger/verify.ts";
 import type { NewPayment } from "../src/ledger/store.ts";
 import { buildApp, createTestContext, projectWithToken, type TestContext } from "./support/context.ts";
 import { dialects } from "./support/db.ts";
+import { dbOf } from "../src/ledger/connection.ts";
 
 const TYPES = TransactionType.options;
 const STATUSES = TransactionStatus.options;
@@ -94,7 +95,7 @@ describe.each(dialects)("transaction reads on %s", (dialect) => {
     a = await projectWithToken(t.ctx);
     b = await projectWithToken(t.ctx);
     const h = generateHistory(dialect === "sqlite" ? 17 : 18);
-    const db = t.ctx.ledger.db;
+    const db = dbOf(t.ctx.ledger);
     for (let i = 0; i < h.rows.length; i += 100) {
       await db
         .insertInto("transactions")
@@ -220,12 +221,12 @@ describe.each(dialects)("transaction reads on %s", (dialect) => {
   });
 
   test("behavior: verify-ledger finds the kept counts equal to the rows, and names a count that is not", async () => {
-    const counted = async () => (await verifyLedger(t.ctx.ledger.db)).problems.filter((p) => p.check === "transaction_counts_match");
+    const counted = async () => (await verifyLedger(dbOf(t.ctx.ledger))).problems.filter((p) => p.check === "transaction_counts_match");
     expect(await counted()).toEqual([]);
     if (dialect !== "sqlite") return;
-    await sql`update transaction_counts set n = n + 1 where project_id = ${a.project.id} and day = ${history[0]!.created_at.slice(0, 10)} and type = ${history[0]!.type} and status = ${history[0]!.status}`.execute(t.ctx.ledger.db);
+    await sql`update transaction_counts set n = n + 1 where project_id = ${a.project.id} and day = ${history[0]!.created_at.slice(0, 10)} and type = ${history[0]!.type} and status = ${history[0]!.status}`.execute(dbOf(t.ctx.ledger));
     expect(await counted()).toEqual([expect.objectContaining({ detail: expect.stringContaining(a.project.id) })]);
-    await sql`update transaction_counts set n = n - 1 where project_id = ${a.project.id} and day = ${history[0]!.created_at.slice(0, 10)} and type = ${history[0]!.type} and status = ${history[0]!.status}`.execute(t.ctx.ledger.db);
+    await sql`update transaction_counts set n = n - 1 where project_id = ${a.project.id} and day = ${history[0]!.created_at.slice(0, 10)} and type = ${history[0]!.type} and status = ${history[0]!.status}`.execute(dbOf(t.ctx.ledger));
   });
 
   test("behavior: a filtered offset up to 1000 and an unfiltered deep offset still work", async () => {

@@ -174,26 +174,8 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
   async function syncNonce(): Promise<number> {
     minedNonce = Math.max(minedNonce, await chain.client.nonceOf(account.address, "latest"));
     const onChain = await chain.client.nonceOf(account.address, "pending");
-    await ledger.db.insertInto("kv").values({ key: counterKey, value: String(onChain) }).onConflict((oc) => oc.column("key").doNothing()).execute();
-    // Conditional, so a concurrent allocation in another process is never moved backwards.
-    await ledger.db
-      .updateTable("kv")
-      .set({ value: String(onChain) })
-      .where("key", "=", counterKey)
-      .where((eb) => eb(eb.cast("value", "integer"), "<", onChain))
-      .execute();
+    await ledger.raiseNonceCounter(counterKey, onChain);
     return onChain;
-  }
-
-  /** The next nonce the counter would give (the counter row is created at 0 if missing). */
-  async function counterValue(): Promise<number> {
-    const read = () => ledger.db.selectFrom("kv").select("value").where("key", "=", counterKey).executeTakeFirst();
-    let row = await read();
-    if (!row) {
-      await ledger.db.insertInto("kv").values({ key: counterKey, value: "0" }).onConflict((oc) => oc.column("key").doNothing()).execute();
-      row = await read();
-    }
-    return Number(row!.value);
   }
 
   /**
@@ -209,7 +191,7 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
     const { maxFeePerGas, maxPriorityFeePerGas } = await currentFees();
     const data = encodeRelayBatch(members.map((m) => m.calls));
     const gas = relayerGasLimit(members.map((m) => m.calls.length));
-    for (let attempt = 1; ; attempt++, nonce = await counterValue()) {
+    for (let attempt = 1; ; attempt++, nonce = await ledger.nonceCounter(counterKey)) {
       const raw = await account.signTransaction({ chainId: chain.client.settings.chainId, type: "eip1559", to: MULTICALL3_ADDRESS, data, nonce, gas, maxFeePerGas, maxPriorityFeePerGas, value: 0n });
       const tx = { nonce, hash: keccak256(raw), raw };
       const r = await ledger.storeRelayerTransaction({
@@ -234,7 +216,7 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
   async function awaitRoom(): Promise<number | undefined> {
     const deadline = Date.now() + roomWaitMaxMs;
     for (let pollMs = ROOM_POLL_MIN_MS; ; pollMs = Math.min(ROOM_POLL_MAX_MS, pollMs * 2)) {
-      const next = await counterValue();
+      const next = await ledger.nonceCounter(counterKey);
       if (next - minedNonce < maxPendingTxs) return next;
       minedNonce = Math.max(minedNonce, await chain.client.nonceOf(account.address, "latest"));
       if (next - minedNonce < maxPendingTxs) return next;
@@ -347,11 +329,11 @@ export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logge
     const latest = await chain.client.nonceOf(account.address, "latest");
     // May move down: a rollback or reorg took mined transactions of ours away.
     minedNonce = latest;
-    const next = await counterValue();
+    const next = await ledger.nonceCounter(counterKey);
     if (next <= latest) return done;
     const pending = await chain.client.nonceOf(account.address, "pending");
     for (let nonce = pending; nonce < Math.min(next, pending + maxPendingTxs); nonce++) {
-      const row = await ledger.db.selectFrom("relayer_txs").select(["tx_hash", "raw_tx", "created_at"]).where("relayer", "=", account.address).where("nonce", "=", nonce).executeTakeFirst();
+      const row = await ledger.relayerTransactionAt(account.address, nonce);
       if (row && clock().getTime() - Date.parse(row.created_at) < GAP_GRACE_MS) break;
       // Below `pending` nothing is missing; above it a transaction may wait in the pool for the gap.
       if (row && nonce > pending && (await chain.client.transactionKnown(row.tx_hash as Hex))) continue;

@@ -1,6 +1,7 @@
 /** What a CLI command is: a function of (config, args, options) → exit code, and its expected failure. */
 import type { Config } from "../config.ts";
-import { loadRecipientHashKey, openLedger } from "../deps.ts";
+import { loadRecipientHashKey } from "../deps.ts";
+import { openLedger } from "../ledger/open.ts";
 import { newId, systemClock } from "../ids.ts";
 import type { Ledger } from "../ledger/store.ts";
 

@@ -1,6 +1,5 @@
 /** The CLI's commands, each a function of (config, args, options) → exit code; the work is the services'. */
-import { openLedger } from "../deps.ts";
-import { verifyLedger } from "../ledger/verify.ts";
+import { openLedger } from "../ledger/open.ts";
 import { createProject, listProjects, setProjectPaused } from "../services/projects.ts";
 import { issueToken, listTokens, parseDuration, parsePermissions, revokeToken } from "../services/tokens.ts";
 import { type Command, type CommandInput, type CommandIo, CliError, need, withServices } from "./command.ts";
@@ -75,7 +74,7 @@ export const commands: Record<string, Command> = {
   },
 
   "verify-ledger": async ({ config, io }) => {
-    const result = await withServices(config, async (c) => verifyLedger(c.ledger.db));
+    const result = await withServices(config, async (c) => c.ledger.verify());
     io.out(
       result.ok
         ? `Ledger verified: ${result.projects} project balances match ${result.entries} journal entries; all invariants hold.`

@@ -4,7 +4,7 @@
  */
 import { parseArgs } from "node:util";
 import { describeDatabase, loadConfig, redactUrl } from "../config.ts";
-import { ledgerExists } from "../deps.ts";
+import { ledgerExists } from "../ledger/open.ts";
 import { CliError, type CommandIo } from "./command.ts";
 import { commands } from "./commands.ts";
 import type { CommandInput } from "./command.ts";

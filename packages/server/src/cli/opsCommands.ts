@@ -22,14 +22,14 @@ export const workersRunOnce: Command = async ({ config, io }) => {
     const x402Resent = await resendLostX402Settlements({ ctx: base, chain, relayer: rails.relayer });
     const worker = createPaymentWorker(base, rails, { leaseMs: 30_000 });
     const touched = await worker.runOnce();
-    const open = await base.ledger.db.selectFrom("payments").select("status").where("status", "in", ["pending", "processing"]).execute();
+    const open = await base.ledger.openPaymentCount();
     const repaired = gaps.resent.length + gaps.replaced.length
       ? ` Relayer nonces the chain lost: ${gaps.resent.length} sent again, ${gaps.replaced.length} filled with a no-op; ${resent} completed payment(s) signed again.`
       : "";
     const settlements = x402Resent ? ` ${x402Resent} x402 settlement(s) the chain lost paid again.` : "";
-    io.out(`Advanced ${touched} open payment(s); ${open.length} still open.${repaired}${settlements}`, {
+    io.out(`Advanced ${touched} open payment(s); ${open} still open.${repaired}${settlements}`, {
       advanced: touched,
-      still_open: open.length,
+      still_open: open,
       relayer_gaps: { resent: gaps.resent, replaced: gaps.replaced, completed_resent: resent },
       x402_settlements_resent: x402Resent,
     });

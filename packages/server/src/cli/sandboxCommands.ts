@@ -2,7 +2,8 @@
 import { type Address, type Hex, createWalletClient, createPublicClient, http, parseAbi, defineChain } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { readSandboxFile } from "../chain/connectSandbox.ts";
-import { loadCustody, openLedger } from "../deps.ts";
+import { loadCustody } from "../deps.ts";
+import { openLedger } from "../ledger/open.ts";
 import { parseDecimalAmount, formatUsdc } from "../money.ts";
 import type { Command } from "./command.ts";
 import { CliError } from "./command.ts";
@@ -46,8 +47,7 @@ export const fund: Command = async ({ config, options, io }) => {
     // The running server's watcher credits it like any deposit; wait (bounded) so scripts can go on.
     let credited = false;
     for (let i = 0; i < 150 && !credited; i++) {
-      const row = await ledger.db.selectFrom("deposits").select("status").where("tx_hash", "=", hash).executeTakeFirst();
-      credited = row?.status === "credited";
+      credited = (await ledger.depositStatus(hash)) === "credited";
       if (!credited) await new Promise((r) => setTimeout(r, 200));
     }
     io.out(

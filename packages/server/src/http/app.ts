@@ -7,7 +7,6 @@ import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import { buildOpenApiDocument, limits } from "@agentwallet/api";
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from "fastify";
-import { sql } from "kysely";
 import type { HttpDeps } from "./httpDeps.ts";
 import { getLimits } from "../services/spendingControls.ts";
 import { getBalance } from "../services/getBalance.ts";
@@ -18,7 +17,6 @@ import { principalOf, tokenAuth } from "./auth.ts";
 import { DomainError, badRequest } from "../domain/errors.ts";
 import { ApiError } from "./apiError.ts";
 import { statusOf } from "./errorStatus.ts";
-import { cursorOf } from "../ledger/transactionReads.ts";
 import { parseListQuery } from "./listQuery.ts";
 import type { Metrics } from "./metrics.ts";
 import { registerJsonBodyParser } from "./jsonBody.ts";
@@ -110,7 +108,7 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async (_req, reply) => {
     try {
-      await sql`select 1`.execute(ctx.ledger.db);
+      await ctx.ledger.ping();
       // Requests are served while settlement starts; payments accepted meanwhile settle once it runs.
       const settlement = ctx.hooks.settlementRunning?.();
       return settlement === undefined ? { status: "ready" } : { status: "ready", settlement: settlement ? "running" : "starting" };
@@ -148,7 +146,7 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
   app.get("/v1/transactions", asReader, async (req) => {
     const p = principalOf(req);
     const { startingAfter, ...q } = parseListQuery(req.query);
-    const cursor = startingAfter === undefined ? undefined : await cursorOf(ctx.ledger.db, p.projectId, startingAfter);
+    const cursor = startingAfter === undefined ? undefined : await ctx.ledger.transactions.cursorOf(p.projectId, startingAfter);
     if (startingAfter !== undefined && !cursor) {
       throw badRequest("invalid_query", `Query parameter 'starting_after' names no transaction of this project ("${startingAfter.slice(0, 80)}"); give the id of the last transaction of the previous page.`);
     }
@@ -156,7 +154,7 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
   });
   app.get<{ Params: { id: string } }>("/v1/transactions/:id", asReader, async (req) => {
     const p = principalOf(req);
-    return getTransaction(ctx.ledger.db, p.projectId, req.params.id);
+    return getTransaction(ctx.ledger.transactions, p.projectId, req.params.id);
   });
 
   registerPaymentRoutes(app as unknown as FastifyInstance, ctx, metrics);

@@ -12,7 +12,6 @@ import type { HttpDeps } from "./httpDeps.ts";
 import { getDepositAddress } from "../services/getDepositAddress.ts";
 import { listTransactions } from "../services/listTransactions.ts";
 import { getTransaction } from "../services/getTransaction.ts";
-import { cursorOf } from "../ledger/transactionReads.ts";
 import { DomainError, badRequest, forbidden } from "../domain/errors.ts";
 import { parseListQuery } from "./listQuery.ts";
 import { statusOf } from "./errorStatus.ts";
@@ -188,13 +187,13 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
         ...(query.created_before ? { created_before: query.created_before } : {}),
         ...(query.starting_after ? { starting_after: query.starting_after } : {}),
       });
-      const cursor = startingAfter === undefined ? undefined : await cursorOf(ctx.ledger.db, projectId, startingAfter);
+      const cursor = startingAfter === undefined ? undefined : await ctx.ledger.transactions.cursorOf(projectId, startingAfter);
       if (startingAfter !== undefined && !cursor) throw badRequest("invalid_query", "That page's starting transaction is not in this project.");
       return listTransactions(ctx, projectId, { ...q, cursor });
     },
     async getTransaction(projectId, id) {
       try {
-        return await getTransaction(ctx.ledger.db, projectId, id);
+        return await getTransaction(ctx.ledger.transactions, projectId, id);
       } catch (err) {
         if (err instanceof DomainError && err.kind === "not_found") return null;
         throw err;
@@ -259,7 +258,7 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
       return rows.map((r) => ({ at: r.created_at, token_prefix: r.token_id ? (prefixes.get(r.token_id) ?? null) : null, code: r.code, detail: r.detail, rail: r.rail, recipient: r.recipient, amount_micros: r.amount_micros === null ? null : Number(r.amount_micros) }));
     },
     async transactionHistory(projectId, transactionId) {
-      const t = await ctx.ledger.db.selectFrom("transactions").select(["type", "status", "created_at", "completed_at", "payment_id"]).where("id", "=", transactionId).where("project_id", "=", projectId).executeTakeFirst();
+      const t = await ctx.ledger.transactions.history(projectId, transactionId);
       if (!t) return [];
       const p = t.payment_id ? await ctx.ledger.getPayment(t.payment_id) : undefined;
       return historyOf(t, p);

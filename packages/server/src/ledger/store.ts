@@ -8,7 +8,7 @@
  *   world:chain             deposits' origin           world:payouts      money that left by a rail
  *   revenue:fees            platform fees earned
  */
-import { CompiledQuery, type Insertable, type Kysely, type Transaction, sql } from "kysely";
+import { CompiledQuery, type Insertable, type Transaction, sql } from "kysely";
 import { type Db, type Dialect, type SqliteDirect, sqliteDirectOf } from "./db.ts";
 import { scheduleFlush } from "./batching.ts";
 import { ConsoleSessions } from "./consoleSessions.ts";
@@ -19,21 +19,20 @@ import type { GroupCommit } from "./groupCommit.ts";
 import { type PgHolds, createPgHolds } from "./pgHolds.ts";
 import { type PgResolves, createPgResolves } from "./pgResolves.ts";
 import type { FailureCode } from "./failureCodes.ts";
+import { account } from "./accounts.ts";
+import { attachDb } from "./connection.ts";
+import { type LedgerProblem, verifyLedger } from "./verify.ts";
+import { TransactionReads } from "./transactionReads.ts";
 import type { Database, PaymentsTable, Plan, ProjectsTable } from "./schema.ts";
 import { type HoldControls, type Refusal, type SpendWindow, judgeStatic, windowRefusal } from "../domain/spending.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 
 export type PaymentRow = PaymentsTable;
 export type ProjectRow = ProjectsTable;
+/** A project's wallet and balance as reconciliation reads them. */
+export type WalletBalance = { id: string; wallet_address: string | null; available_micros: number; held_micros: number; pending_micros: number; open_payments: number };
 type Trx = Transaction<Database>;
 
-export const account = {
-  available: (projectId: string) => `project:${projectId}:available`,
-  held: (projectId: string) => `project:${projectId}:held`,
-  chain: "world:chain",
-  payouts: "world:payouts",
-  fees: "revenue:fees",
-} as const;
 
 type Entry = { account: string; projectId: string | null; amountMicros: number };
 type JournalRow = Insertable<Database["journal_entries"]>;
@@ -249,12 +248,16 @@ export class Ledger {
   /** Idempotency keys claimed before a payment row owns them (idempotencyKeys.ts). */
   readonly idempotencyKeys: IdempotencyKeys;
 
+  /** Reads of one project's transactions beyond the plain page (transactionReads.ts). */
+  readonly transactions: TransactionReads;
+
   constructor(
-    readonly db: Db,
+    private readonly db: Db,
     readonly dialect: Dialect,
     private readonly clock: Clock,
     private readonly newId: IdGenerator,
   ) {
+    attachDb(this, db);
     this.balanceQuery = compileBalanceQuery(db);
     this.debitQuery = compileDebit(db);
     const direct = sqliteDirectOf(db);
@@ -266,6 +269,28 @@ export class Ledger {
     this.webhooks = new WebhookOutbox(db, dialect);
     this.adminCredentials = new AdminCredentials(db);
     this.idempotencyKeys = new IdempotencyKeys(db);
+    this.transactions = new TransactionReads(db, dialect);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Operations
+
+  /** One round trip to the database: the readiness probe. */
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.db);
+  }
+
+  /**
+   * SQLite: copies what it can of the WAL into the database file without taking the write lock
+   * (PASSIVE), so writers never wait for it.
+   */
+  async checkpointWal(): Promise<void> {
+    await sql`pragma wal_checkpoint(PASSIVE)`.execute(this.db);
+  }
+
+  /** Recomputes every balance from the journal and checks the ledger's invariants (verify.ts). */
+  verify(): Promise<{ ok: boolean; problems: LedgerProblem[]; projects: number; entries: number }> {
+    return verifyLedger(this.db);
   }
 
   private now(): string {
@@ -461,6 +486,28 @@ export class Ledger {
     return rows.map((r) => ({ day: r.day, type: r.type, currency: r.currency, amount: Number(r.amount) }));
   }
 
+  /**
+   * Every project's wallet and balance, oldest project first, with its number of open (pending or
+   * processing) payments: what `reconcile` compares with the chain.
+   */
+  async walletBalances(): Promise<WalletBalance[]> {
+    const balances = await this.db
+      .selectFrom("projects")
+      .innerJoin("balances", "balances.project_id", "projects.id")
+      .select(["projects.id", "projects.wallet_address", "balances.available_micros", "balances.held_micros", "balances.pending_micros"])
+      .orderBy("projects.created_at")
+      .orderBy("projects.id")
+      .execute();
+    const open = await this.db
+      .selectFrom("payments")
+      .select(["project_id", (eb) => eb.fn.countAll<number>().as("n")])
+      .where("status", "in", ["pending", "processing"])
+      .groupBy("project_id")
+      .execute();
+    const openBy = new Map(open.map((o) => [o.project_id, Number(o.n)]));
+    return balances.map((b) => ({ ...b, open_payments: openBy.get(b.id) ?? 0 }));
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Payments: hold → post | void, and reverse after completion
 
@@ -483,6 +530,31 @@ export class Ledger {
       .orderBy("completed_at", "desc")
       .limit(limit)
       .execute();
+  }
+
+  /** How many payments are open (pending or processing), of every project. */
+  async openPaymentCount(): Promise<number> {
+    return (await this.db.selectFrom("payments").select("status").where("status", "in", ["pending", "processing"]).execute()).length;
+  }
+
+  /** The payment a fiat provider knows by `providerRef` (its payout id), or undefined. */
+  paymentByProviderRef(providerRef: string): Promise<PaymentRow | undefined> {
+    return this.db.selectFrom("payments").selectAll().where("provider_ref", "=", providerRef).executeTakeFirst();
+  }
+
+  /** Makes a payment due at `at` (the worker advances it then), leaving its lease and the rest as they are. */
+  async makePaymentDue(id: string, at: string): Promise<void> {
+    await this.db.updateTable("payments").set({ next_attempt_at: at }).where("id", "=", id).execute();
+  }
+
+  /** The `limit` most recently completed payments that record a rail state (their relayed legs), newest first. */
+  recentCompletedWithRailState(limit: number): Promise<PaymentRow[]> {
+    return this.db.selectFrom("payments").selectAll().where("status", "=", "completed").where("rail_state", "is not", null).orderBy("completed_at", "desc").limit(limit).execute();
+  }
+
+  /** The completed payments carried by the transaction `txHash`. */
+  completedPaymentsOfTx(txHash: string): Promise<PaymentRow[]> {
+    return this.db.selectFrom("payments").selectAll().where("tx_hash", "=", txHash).where("status", "=", "completed").execute();
   }
 
   /**
@@ -941,6 +1013,42 @@ export class Ledger {
   }
 
   /**
+   * Brings the relayer's nonce counter (the `kv` row `counterKey`) up to `onChain`, never down: created
+   * there if missing, else moved only if it stands below, so a concurrent allocation in another process
+   * is never moved backwards.
+   */
+  async raiseNonceCounter(counterKey: string, onChain: number): Promise<void> {
+    await this.db.insertInto("kv").values({ key: counterKey, value: String(onChain) }).onConflict((oc) => oc.column("key").doNothing()).execute();
+    await this.db
+      .updateTable("kv")
+      .set({ value: String(onChain) })
+      .where("key", "=", counterKey)
+      .where((eb) => eb(eb.cast("value", "integer"), "<", onChain))
+      .execute();
+  }
+
+  /** The next nonce the relayer's counter would give (the counter row is created at 0 if missing). */
+  async nonceCounter(counterKey: string): Promise<number> {
+    const read = () => this.db.selectFrom("kv").select("value").where("key", "=", counterKey).executeTakeFirst();
+    let row = await read();
+    if (!row) {
+      await this.db.insertInto("kv").values({ key: counterKey, value: "0" }).onConflict((oc) => oc.column("key").doNothing()).execute();
+      row = await read();
+    }
+    return Number(row!.value);
+  }
+
+  /** The transaction the relayer signed with `nonce`, kept for re-broadcast, or undefined. */
+  relayerTransactionAt(relayer: string, nonce: number) {
+    return this.db.selectFrom("relayer_txs").select(["tx_hash", "raw_tx", "created_at"]).where("relayer", "=", relayer).where("nonce", "=", nonce).executeTakeFirst();
+  }
+
+  /** A relayer transaction by its hash: the signed bytes and the nonce, or undefined. */
+  relayerTransaction(txHash: string) {
+    return this.db.selectFrom("relayer_txs").select(["raw_tx", "nonce"]).where("tx_hash", "=", txHash).executeTakeFirst();
+  }
+
+  /**
    * Stores a signed relayer transaction in one atomic write: the nonce counter moves past its nonce
    * only if it still stood there (else `nonce_taken`: another process signed with it first), the
    * signed transaction is kept for re-broadcast, and each member payment gets its new state, by
@@ -1066,6 +1174,11 @@ export class Ledger {
     return this.db.selectFrom("deposits").selectAll().where("chain", "=", chain).where("status", "=", "seen").orderBy("block_number").limit(max).execute();
   }
 
+  /** The status of the deposit made by transaction `txHash` (seen, credited, dropped), or undefined. */
+  async depositStatus(txHash: string): Promise<string | undefined> {
+    return (await this.db.selectFrom("deposits").select("status").where("tx_hash", "=", txHash).executeTakeFirst())?.status;
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Small persistent state
 
@@ -1075,6 +1188,15 @@ export class Ledger {
 
   async setKv(key: string, value: string): Promise<void> {
     await this.db.insertInto("kv").values({ key, value }).onConflict((oc) => oc.column("key").doUpdateSet({ value })).execute();
+  }
+
+  /** Up to `limit` rows whose key starts with `prefix`. */
+  kvWithPrefix(prefix: string, limit: number): Promise<{ key: string; value: string }[]> {
+    return this.db.selectFrom("kv").select(["key", "value"]).where("key", "like", `${prefix}%`).limit(limit).execute();
+  }
+
+  async deleteKv(key: string): Promise<void> {
+    await this.db.deleteFrom("kv").where("key", "=", key).execute();
   }
 
   /**
@@ -1120,4 +1242,3 @@ function leaveSeen(trx: Trx, key: DepositKey, patch: Partial<Database["deposits"
     .executeTakeFirst();
 }
 
-export type { Kysely };

@@ -64,98 +64,111 @@ function pageKeys(projectId: string, f: TransactionFilter, cursor: Cursor | unde
   return sql`${sql.join(ranges, sql` union all `)} order by created_at desc, pos desc limit ${limit + 1} offset ${offset}`;
 }
 
-/**
- * A filtered (or cursor) page, newest first: up to `limit` rows and whether more follow. The rows are
- * read by position once their keys are known, with the metadata of the payment each belongs to.
- */
-export async function listFilteredTransactions(
-  db: Db,
-  projectId: string,
-  f: TransactionFilter,
-  page: { limit: number; offset: number; cursor?: Cursor },
-): Promise<{ rows: ListedRow[]; hasMore: boolean }> {
-  if (isEmptyRange(f)) return { rows: [], hasMore: false };
-  const keys = pageKeys(projectId, f, page.cursor, page.limit, page.offset);
-  const { rows } = await sql<ListedRow>`
-    select t.id, t.type, t.status, t.amount, t.currency, t.description, t.merchant_name, t.created_at, t.completed_at, t.payment_id,
-      case when p.id = t.id then p.metadata end as metadata, p.failure_code, p.failure_reason
-    from (${keys}) as k
-    join transactions t on t.project_id = ${projectId} and t.pos = k.pos
-    left join payments p on p.id = t.payment_id
-    order by k.created_at desc, k.pos desc`.execute(db);
-  return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
-}
+/** One project's transactions as the list, the detail and the console read them (a Ledger's `transactions`). */
+export class TransactionReads {
+  constructor(
+    private readonly db: Db,
+    private readonly dialect: Dialect,
+  ) {}
 
-/** An unfiltered page after a cursor: the positions below the cursor's, newest first (the plain list's order). */
-export async function listBeforePosition(db: Db, projectId: string, pos: number, limit: number): Promise<{ rows: ListedRow[]; hasMore: boolean }> {
-  const rows = (await db
-    .selectFrom("transactions as t")
-    .leftJoin("payments as p", "p.id", "t.payment_id")
-    .select(["t.id", "t.type", "t.status", "t.amount", "t.currency", "t.description", "t.merchant_name", "t.created_at", "t.completed_at", "t.payment_id", "p.failure_code", "p.failure_reason"])
-    .select(sql<string | null>`case when p.id = t.id then p.metadata end`.as("metadata"))
-    .where("t.project_id", "=", projectId)
-    .where("t.pos", "<", pos)
-    .orderBy("t.pos", "desc")
-    .limit(limit + 1)
-    .execute()) as ListedRow[];
-  return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
-}
+  /**
+   * A filtered (or cursor) page, newest first: up to `limit` rows and whether more follow. The rows are
+   * read by position once their keys are known, with the metadata of the payment each belongs to.
+   */
+  async listFiltered(projectId: string, f: TransactionFilter, page: { limit: number; offset: number; cursor?: Cursor }): Promise<{ rows: ListedRow[]; hasMore: boolean }> {
+    if (isEmptyRange(f)) return { rows: [], hasMore: false };
+    const keys = pageKeys(projectId, f, page.cursor, page.limit, page.offset);
+    const { rows } = await sql<ListedRow>`
+      select t.id, t.type, t.status, t.amount, t.currency, t.description, t.merchant_name, t.created_at, t.completed_at, t.payment_id,
+        case when p.id = t.id then p.metadata end as metadata, p.failure_code, p.failure_reason
+      from (${keys}) as k
+      join transactions t on t.project_id = ${projectId} and t.pos = k.pos
+      left join payments p on p.id = t.payment_id
+      order by k.created_at desc, k.pos desc`.execute(this.db);
+    return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
+  }
 
-/**
- * How many transactions match the filter (all pages). SQLite sums the per-day counters that triggers
- * keep (migration 0008) for the whole days inside the range, and counts the rows of its edge days by
- * index; PostgreSQL counts the matching rows.
- */
-export async function countFilteredTransactions(db: Db, dialect: Dialect, projectId: string, f: TransactionFilter): Promise<number> {
-  if (isEmptyRange(f)) return 0;
-  const inPairs = sql`project_id = ${projectId} and type in (${sql.join(f.types)}) and status in (${sql.join(f.statuses)})`;
-  const countRows = async (from: string | undefined, fromInclusive: boolean, to: string | undefined): Promise<number> => {
-    const conds = [
-      inPairs,
-      ...(from !== undefined ? [fromInclusive ? sql`created_at >= ${from}` : sql`created_at > ${from}`] : []),
-      ...(to !== undefined ? [sql`created_at < ${to}`] : []),
+  /** An unfiltered page after a cursor: the positions below the cursor's, newest first (the plain list's order). */
+  async listBefore(projectId: string, pos: number, limit: number): Promise<{ rows: ListedRow[]; hasMore: boolean }> {
+    const rows = (await this.db
+      .selectFrom("transactions as t")
+      .leftJoin("payments as p", "p.id", "t.payment_id")
+      .select(["t.id", "t.type", "t.status", "t.amount", "t.currency", "t.description", "t.merchant_name", "t.created_at", "t.completed_at", "t.payment_id", "p.failure_code", "p.failure_reason"])
+      .select(sql<string | null>`case when p.id = t.id then p.metadata end`.as("metadata"))
+      .where("t.project_id", "=", projectId)
+      .where("t.pos", "<", pos)
+      .orderBy("t.pos", "desc")
+      .limit(limit + 1)
+      .execute()) as ListedRow[];
+    return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
+  }
+
+  /**
+   * How many transactions match the filter (all pages). SQLite sums the per-day counters that triggers
+   * keep (migration 0008) for the whole days inside the range, and counts the rows of its edge days by
+   * index; PostgreSQL counts the matching rows.
+   */
+  async countFiltered(projectId: string, f: TransactionFilter): Promise<number> {
+    if (isEmptyRange(f)) return 0;
+    const inPairs = sql`project_id = ${projectId} and type in (${sql.join(f.types)}) and status in (${sql.join(f.statuses)})`;
+    const countRows = async (from: string | undefined, fromInclusive: boolean, to: string | undefined): Promise<number> => {
+      const conds = [
+        inPairs,
+        ...(from !== undefined ? [fromInclusive ? sql`created_at >= ${from}` : sql`created_at > ${from}`] : []),
+        ...(to !== undefined ? [sql`created_at < ${to}`] : []),
+      ];
+      const { rows } = await sql<{ n: number | string }>`select count(*) as n from transactions where ${sql.join(conds, sql` and `)}`.execute(this.db);
+      return Number(rows[0]?.n ?? 0);
+    };
+    if (this.dialect === "postgres") return countRows(f.createdAfter, false, f.createdBefore);
+
+    const dayA = f.createdAfter?.slice(0, 10);
+    const dayB = f.createdBefore?.slice(0, 10);
+    if (dayA !== undefined && dayA === dayB) return countRows(f.createdAfter, false, f.createdBefore);
+    const days = [
+      sql`project_id = ${projectId}`,
+      ...(dayA !== undefined ? [sql`day > ${dayA}`] : []),
+      ...(dayB !== undefined ? [sql`day < ${dayB}`] : []),
+      sql`type in (${sql.join(f.types)})`,
+      sql`status in (${sql.join(f.statuses)})`,
     ];
-    const { rows } = await sql<{ n: number | string }>`select count(*) as n from transactions where ${sql.join(conds, sql` and `)}`.execute(db);
-    return Number(rows[0]?.n ?? 0);
-  };
-  if (dialect === "postgres") return countRows(f.createdAfter, false, f.createdBefore);
+    const { rows } = await sql<{ n: number | null }>`select sum(n) as n from transaction_counts where ${sql.join(days, sql` and `)}`.execute(this.db);
+    let total = Number(rows[0]?.n ?? 0);
+    // The edge days: the part of the first day after the lower bound, the part of the last before the upper.
+    if (dayA !== undefined) total += await countRows(f.createdAfter, false, nextDay(dayA));
+    if (dayB !== undefined) total += await countRows(dayB, true, f.createdBefore);
+    return total;
+  }
 
-  const dayA = f.createdAfter?.slice(0, 10);
-  const dayB = f.createdBefore?.slice(0, 10);
-  if (dayA !== undefined && dayA === dayB) return countRows(f.createdAfter, false, f.createdBefore);
-  const days = [
-    sql`project_id = ${projectId}`,
-    ...(dayA !== undefined ? [sql`day > ${dayA}`] : []),
-    ...(dayB !== undefined ? [sql`day < ${dayB}`] : []),
-    sql`type in (${sql.join(f.types)})`,
-    sql`status in (${sql.join(f.statuses)})`,
-  ];
-  const { rows } = await sql<{ n: number | null }>`select sum(n) as n from transaction_counts where ${sql.join(days, sql` and `)}`.execute(db);
-  let total = Number(rows[0]?.n ?? 0);
-  // The edge days: the part of the first day after the lower bound, the part of the last before the upper.
-  if (dayA !== undefined) total += await countRows(f.createdAfter, false, nextDay(dayA));
-  if (dayB !== undefined) total += await countRows(dayB, true, f.createdBefore);
-  return total;
-}
+  /** One transaction of the project with its payment's or deposit's details, or undefined. */
+  async detail(projectId: string, id: string): Promise<DetailRow | undefined> {
+    const { rows } = await sql<DetailRow>`
+      select t.id, t.type, t.status, t.amount, t.currency, t.description, t.merchant_name, t.created_at, t.completed_at, t.payment_id,
+        case when p.id = t.id then p.metadata end as metadata,
+        p.rail, p.recipient, p.recipient_json, p.tx_hash as payment_tx_hash, p.fee_txn_id, p.failure_code, p.failure_reason,
+        d.tx_hash as deposit_tx_hash
+      from transactions t
+      left join payments p on p.id = t.payment_id
+      left join deposits d on d.txn_id = t.id
+      where t.id = ${id} and t.project_id = ${projectId}`.execute(this.db);
+    return rows[0];
+  }
 
-/** One transaction of the project with its payment's or deposit's details, or undefined. */
-export async function getTransactionDetail(db: Db, projectId: string, id: string): Promise<DetailRow | undefined> {
-  const { rows } = await sql<DetailRow>`
-    select t.id, t.type, t.status, t.amount, t.currency, t.description, t.merchant_name, t.created_at, t.completed_at, t.payment_id,
-      case when p.id = t.id then p.metadata end as metadata,
-      p.rail, p.recipient, p.recipient_json, p.tx_hash as payment_tx_hash, p.fee_txn_id, p.failure_code, p.failure_reason,
-      d.tx_hash as deposit_tx_hash
-    from transactions t
-    left join payments p on p.id = t.payment_id
-    left join deposits d on d.txn_id = t.id
-    where t.id = ${id} and t.project_id = ${projectId}`.execute(db);
-  return rows[0];
-}
+  /** The position of a transaction of the project (for a cursor), or undefined. */
+  async cursorOf(projectId: string, id: string): Promise<Cursor | undefined> {
+    const row = await this.db.selectFrom("transactions").select(["created_at", "pos"]).where("id", "=", id).where("project_id", "=", projectId).executeTakeFirst();
+    return row && row.pos !== null ? { createdAt: row.created_at, pos: Number(row.pos) } : undefined;
+  }
 
-/** The position of a transaction of the project (for a cursor), or undefined. */
-export async function cursorOf(db: Db, projectId: string, id: string): Promise<Cursor | undefined> {
-  const row = await db.selectFrom("transactions").select(["created_at", "pos"]).where("id", "=", id).where("project_id", "=", projectId).executeTakeFirst();
-  return row && row.pos !== null ? { createdAt: row.created_at, pos: Number(row.pos) } : undefined;
+  /** A transaction of the project as its history starts (the console's timeline), or undefined. */
+  history(projectId: string, id: string) {
+    return this.db.selectFrom("transactions").select(["type", "status", "created_at", "completed_at", "payment_id"]).where("id", "=", id).where("project_id", "=", projectId).executeTakeFirst();
+  }
+
+  /** The deposit of the project that is (or, while seen, will become) transaction `txnId`, or undefined. */
+  depositOf(projectId: string, txnId: string) {
+    return this.db.selectFrom("deposits").selectAll().where("txn_id", "=", txnId).where("project_id", "=", projectId).executeTakeFirst();
+  }
 }
 
 function isEmptyRange(f: TransactionFilter): boolean {

@@ -4,7 +4,7 @@
  */
 import { PostgresAdapter, sql } from "kysely";
 import type { Db } from "./db.ts";
-import { account } from "./store.ts";
+import { account } from "./accounts.ts";
 
 export type LedgerProblem = { check: string; detail: string };
 

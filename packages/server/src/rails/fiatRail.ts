@@ -168,10 +168,10 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
      * after completion touches only the ledger, once, and is applied here.
      */
     async onProviderHint(payoutId, wake) {
-      const payment = await ctx.ledger.db.selectFrom("payments").selectAll().where("provider_ref", "=", payoutId).executeTakeFirst();
+      const payment = await ctx.ledger.paymentByProviderRef(payoutId);
       if (!payment) return;
       if (payment.status === "processing") {
-        await ctx.ledger.db.updateTable("payments").set({ next_attempt_at: ctx.clock().toISOString() }).where("id", "=", payment.id).execute();
+        await ctx.ledger.makePaymentDue(payment.id, ctx.clock().toISOString());
         wake();
       } else if (payment.status === "completed") {
         const payout = await provider.getPayout(payoutId);

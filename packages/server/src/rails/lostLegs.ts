@@ -65,7 +65,7 @@ function x402Transfers(s: X402State): LegAuthorization[] {
 export async function findLostLegs(ledger: Ledger, client: ChainClient, confirmations: number, limit = LOST_LEG_CHECK_MAX): Promise<LostLeg[]> {
   const head = await client.blockNumber();
   const deep = Math.max(0, head - Math.max(1, confirmations) + 1);
-  const payments = await ledger.db.selectFrom("payments").selectAll().where("status", "=", "completed").where("rail_state", "is not", null).orderBy("completed_at", "desc").limit(limit).execute();
+  const payments = await ledger.recentCompletedWithRailState(limit);
   const lost: LostLeg[] = [];
   for (const p of payments) {
     for (const leg of paymentLegs(p)) {
@@ -87,7 +87,7 @@ export async function findLostLegs(ledger: Ledger, client: ChainClient, confirma
  * payments were re-sent.
  */
 export async function resendLostLegs(d: LegDeps): Promise<number> {
-  const rows = await d.ctx.ledger.db.selectFrom("kv").select(["key", "value"]).where("key", "like", `${LOST_TX_KEY_PREFIX}%`).limit(LOST_TXS_PER_PASS).execute();
+  const rows = await d.ctx.ledger.kvWithPrefix(LOST_TX_KEY_PREFIX, LOST_TXS_PER_PASS);
   if (rows.length === 0) return 0;
   const taken = await d.chain.client.nonceOf(d.relayer.address, "latest");
   let resent = 0;
@@ -96,13 +96,13 @@ export async function resendLostLegs(d: LegDeps): Promise<number> {
     // Nothing at that nonce is mined yet.
     if (Number(row.value) >= taken) continue;
     let settled = true;
-    const payments = await d.ctx.ledger.db.selectFrom("payments").selectAll().where("tx_hash", "=", hash).where("status", "=", "completed").execute();
+    const payments = await d.ctx.ledger.completedPaymentsOfTx(hash);
     for (const p of payments) {
       const r = await resendLeg(d, p, hash);
       if (r === "wait") settled = false;
       if (r === "resent") resent++;
     }
-    if (settled) await d.ctx.ledger.db.deleteFrom("kv").where("key", "=", row.key).execute();
+    if (settled) await d.ctx.ledger.deleteKv(row.key);
   }
   return resent;
 }

@@ -3,13 +3,12 @@
  * payment or deposit adds. Another project's id is answered exactly as an unknown one.
  */
 import type { TransactionDetail } from "@agentwallet/api";
-import type { Db } from "../ledger/db.ts";
 import { notFound } from "../domain/errors.ts";
-import { type DetailRow, getTransactionDetail } from "../ledger/transactionReads.ts";
+import type { DetailRow, TransactionReads } from "../ledger/transactionReads.ts";
 import { renderTransaction } from "./listTransactions.ts";
 
-export async function getTransaction(db: Db, projectId: string, id: string): Promise<TransactionDetail> {
-  const row = await getTransactionDetail(db, projectId, id);
+export async function getTransaction(transactions: TransactionReads, projectId: string, id: string): Promise<TransactionDetail> {
+  const row = await transactions.detail(projectId, id);
   if (!row) throw notFound("transaction_not_found", `No transaction ${id.slice(0, 80)} in this project. List them with GET /v1/transactions.`);
   return renderDetail(row);
 }

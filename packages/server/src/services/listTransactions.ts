@@ -6,7 +6,7 @@
 import type { Transaction, TransactionList } from "@agentwallet/api";
 import type { Ledger } from "../ledger/store.ts";
 import { failureFields } from "./payments/render.ts";
-import { type Cursor, type ListedRow, type TransactionFilter, countFilteredTransactions, listBeforePosition, listFilteredTransactions } from "../ledger/transactionReads.ts";
+import type { Cursor, ListedRow, TransactionFilter } from "../ledger/transactionReads.ts";
 
 export type ListQuery = {
   limit: number;
@@ -23,12 +23,12 @@ export async function listTransactions(ctx: { ledger: Ledger }, projectId: strin
   }
   if (!q.filter) {
     // A cursor alone: the plain list's order (by position), continued below the cursor's row.
-    const [page, total] = await Promise.all([listBeforePosition(ctx.ledger.db, projectId, q.cursor!.pos, q.limit), ctx.ledger.transactionCount(projectId)]);
+    const [page, total] = await Promise.all([ctx.ledger.transactions.listBefore(projectId, q.cursor!.pos, q.limit), ctx.ledger.transactionCount(projectId)]);
     return { transactions: page.rows.map(renderTransaction), total_count: total, has_more: page.hasMore };
   }
   const [page, total] = await Promise.all([
-    listFilteredTransactions(ctx.ledger.db, projectId, q.filter, { limit: q.limit, offset: q.offset, cursor: q.cursor }),
-    countFilteredTransactions(ctx.ledger.db, ctx.ledger.dialect, projectId, q.filter),
+    ctx.ledger.transactions.listFiltered(projectId, q.filter, { limit: q.limit, offset: q.offset, cursor: q.cursor }),
+    ctx.ledger.transactions.countFiltered(projectId, q.filter),
   ]);
   return { transactions: page.rows.map(renderTransaction), total_count: total, has_more: page.hasMore };
 }

@@ -32,24 +32,10 @@ export type ReconcileRow = {
 export type ReconcileReport = { ok: boolean; checked: number; drifted: number; rows: ReconcileRow[]; lost_legs: LostLeg[] };
 
 export async function reconcile(ledger: Ledger, balanceOf: (a: Address) => Promise<bigint>, lostLegs?: () => Promise<LostLeg[]>): Promise<ReconcileReport> {
-  const balances = await ledger.db
-    .selectFrom("projects")
-    .innerJoin("balances", "balances.project_id", "projects.id")
-    .select(["projects.id", "projects.wallet_address", "balances.available_micros", "balances.held_micros", "balances.pending_micros"])
-    .orderBy("projects.created_at")
-    .orderBy("projects.id")
-    .execute();
-  const open = await ledger.db
-    .selectFrom("payments")
-    .select(["project_id", (eb) => eb.fn.countAll<number>().as("n")])
-    .where("status", "in", ["pending", "processing"])
-    .groupBy("project_id")
-    .execute();
-  const openBy = new Map(open.map((o) => [o.project_id, Number(o.n)]));
   const rows: ReconcileRow[] = [];
-  for (const b of balances) {
+  for (const b of await ledger.walletBalances()) {
     const onchain = b.wallet_address ? Number(await balanceOf(b.wallet_address as Address)) : 0;
-    const openPayments = openBy.get(b.id) ?? 0;
+    const openPayments = b.open_payments;
     const exact = openPayments === 0 && b.pending_micros === 0;
     const min = exact ? b.available_micros + b.held_micros : b.available_micros;
     const max = b.available_micros + b.held_micros + b.pending_micros;

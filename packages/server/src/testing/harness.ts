@@ -77,8 +77,7 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
       const hash: Hex = await server.chain!.sandbox!.mint(address as Address, amountMicros);
       await ctx.hooks.depositHint?.(hash);
       for (let i = 0; i < 200; i++) {
-        const row = await ctx.ledger.db.selectFrom("deposits").select("status").where("tx_hash", "=", hash).executeTakeFirst();
-        if (row?.status === "credited") return;
+        if ((await ctx.ledger.depositStatus(hash)) === "credited") return;
         await new Promise((r) => setTimeout(r, 50));
         if (i % 10 === 9) await ctx.hooks.depositHint?.(hash);
       }

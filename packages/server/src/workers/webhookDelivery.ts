@@ -103,7 +103,7 @@ export function createWebhookDeliverer(ledger: Ledger, o: WebhookDelivererOption
       if (d.payload !== null) bodies.set(d.event_id, d.payload);
       else {
         try {
-          const payload = await renderWebhookEvent(ledger.db, d);
+          const payload = await renderWebhookEvent(ledger.transactions, d);
           bodies.set(d.event_id, payload);
           rendered.push({ eventId: d.event_id, payload });
         } catch (err) {

@@ -12,6 +12,7 @@ import { createAdminCredential, revokeAdminCredential } from "../../src/services
 import { buildApp, createTestContext, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const USD = 1_000_000;
 const PAYEE = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
@@ -39,7 +40,7 @@ describe.each(dialects)("admin API (%s)", (dialect) => {
   test("behavior: the credential is aw_admin_…, shown once and stored only as its SHA-256", async () => {
     expect(admin.credential).toMatch(/^aw_admin_[0-9A-Za-z]{38}$/);
     expect(admin).toMatchObject({ id: expect.stringMatching(/^adm_/), name: "ops laptop", display_prefix: admin.credential.slice(0, 13), state: "active" });
-    const rows = await t.ctx.ledger.db.selectFrom("admin_credentials").selectAll().execute();
+    const rows = await dbOf(t.ctx.ledger).selectFrom("admin_credentials").selectAll().execute();
     expect(rows.map((r) => r.credential_hash)).toContain(createHash("sha256").update(admin.credential).digest("hex"));
     expect(JSON.stringify(rows)).not.toContain(admin.credential.slice(13));
   });
@@ -115,7 +116,7 @@ describe.each(dialects)("admin API (%s)", (dialect) => {
     expect(PendingApprovalList.parse((await call("GET", `/v1/admin/payments/pending?project_id=${project.id}`, admin.credential)).body).data).toEqual([]);
     // Denied: credited back; only the approved one (60 + 1 fee) is still held.
     expect(Number((await t.ctx.ledger.getBalance(project.id))!.available_micros)).toBe(1_000 * USD - 61 * USD);
-    expect((await verifyLedger(t.ctx.ledger.db)).problems).toEqual([]);
+    expect((await verifyLedger(dbOf(t.ctx.ledger))).problems).toEqual([]);
 
     const refusals = RefusalList.parse((await call("GET", `/v1/admin/refusals?project_id=${project.id}&limit=10`, admin.credential)).body).data;
     expect(refusals.map((r) => [r.code, r.token_id, r.amount_usd])).toEqual([["spending_limit_exceeded", token.id, 150]]);

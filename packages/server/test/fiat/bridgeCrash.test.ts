@@ -10,6 +10,7 @@ import { verifyLedger } from "../../src/ledger/verify.ts";
 import { type BridgeLive, startBridgeLive } from "../support/bridgeLive.ts";
 import { dialects } from "../support/db.ts";
 import { poll } from "../support/poll.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const bank = { name: "Ann Lee", account_number: "12345678", routing_number: "021000021" };
 
@@ -56,6 +57,6 @@ describe.each(dialects)("crash with Bridge (%s)", (dialect) => {
     const ts = transfersOf("6.22");
     expect(ts).toHaveLength(1);
     expect(await b.sentTo(ts[0]!.source_deposit_instructions.to_address as Address)).toEqual([6_220_000n]);
-    expect((await verifyLedger(b.ledger.db)).problems).toEqual([]);
+    expect((await verifyLedger(dbOf(b.ledger))).problems).toEqual([]);
   }, 300_000);
 });

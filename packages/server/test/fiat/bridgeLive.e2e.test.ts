@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { type BridgeLive, startBridgeLive } from "../support/bridgeLive.ts";
 import { dialects } from "../support/db.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const bank = (account_number: string, name = "Ann Lee") => ({ name, account_number, routing_number: "021000021" });
 
@@ -40,9 +41,9 @@ describe.each(dialects)("Bridge in live mode on the Base stand-in (%s)", (dialec
     expect(await b.sentTo(transferOf(p2.provider_ref!).source_deposit_instructions.to_address as Address)).toEqual([3_000_000n]);
 
     // The account number is Bridge's to keep: not in our payments, nor in our key-value state.
-    const rows = await b.ledger.db.selectFrom("payments").select("recipient_json").where("id", "in", [first, second]).execute();
+    const rows = await dbOf(b.ledger).selectFrom("payments").select("recipient_json").where("id", "in", [first, second]).execute();
     for (const r of rows) expect(r.recipient_json).not.toContain("12345678");
-    const kv = await b.ledger.db.selectFrom("kv").select(["key", "value"]).execute();
+    const kv = await dbOf(b.ledger).selectFrom("kv").select(["key", "value"]).execute();
     for (const r of kv) expect(`${r.key} ${r.value}`).not.toContain("12345678");
     expect(b.server.output()).not.toContain(b.standIn.apiKey);
   });
@@ -99,7 +100,7 @@ describe.each(dialects)("Bridge in live mode on the Base stand-in (%s)", (dialec
   });
 
   test("the ledger verifies", async () => {
-    const v = await verifyLedger(b.ledger.db);
+    const v = await verifyLedger(dbOf(b.ledger));
     expect(v.problems).toEqual([]);
   });
 });

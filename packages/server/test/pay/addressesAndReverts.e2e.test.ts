@@ -14,6 +14,7 @@ import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { createPgSchema, dialects } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
 import { poll } from "../support/poll.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const UPPER = "0x90F79BF6EB2C4F870365E785982E1F101E93B906";
 const CHECKSUMMED: Address = getAddress(UPPER.toLowerCase());
@@ -119,7 +120,7 @@ describe.each(dialects)("recipient addresses and reverted transfers on a real ch
   });
 
   test("the ledger verifies", async () => {
-    await poll("no open payments", async () => ((await s.server.ctx.ledger.db.selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute()).length === 0 ? true : undefined));
-    expect((await verifyLedger(s.server.ctx.ledger.db)).problems).toEqual([]);
+    await poll("no open payments", async () => ((await dbOf(s.server.ctx.ledger).selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute()).length === 0 ? true : undefined));
+    expect((await verifyLedger(dbOf(s.server.ctx.ledger))).problems).toEqual([]);
   });
 });

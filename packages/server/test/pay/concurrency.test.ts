@@ -16,6 +16,7 @@ import { TEST_MNEMONIC } from "../support/context.ts";
 import { createPgSchema } from "../support/db.ts";
 import { poll } from "../support/poll.ts";
 import { liveEnv, spawnServer, type ServerProcess } from "../support/spawnServer.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const recipient: Address = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
@@ -80,18 +81,18 @@ describe.each([
     );
     const ok = results.filter((r) => r.status === 201);
     const refused = results.filter((r) => r.status === 400);
-    const failed = await ledger.db.selectFrom("payments").select(["id", "failure_reason"]).where("status", "=", "failed").execute();
+    const failed = await dbOf(ledger).selectFrom("payments").select(["id", "failure_reason"]).where("status", "=", "failed").execute();
     expect(failed, `failed payments: ${JSON.stringify(failed)}\n${servers.map((s) => s.output()).join("\n")}`).toEqual([]);
     expect(ok).toHaveLength(10);
     expect(refused).toHaveLength(990);
     for (const r of refused) expect(r.body.detail).toMatch(/^Insufficient balance/);
     await poll("all payments final", async () => {
-      const open = await ledger.db.selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
+      const open = await dbOf(ledger).selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
       return open.length === 0 ? true : undefined;
     });
     const b = (await ledger.getBalance(projectId))!;
     expect(b).toMatchObject({ available_micros: 0, held_micros: 0, total_spent_micros: 10_200_000 });
-    expect((await verifyLedger(ledger.db)).problems).toEqual([]);
+    expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
     expect((await client.usdcBalance(recipient)) - r0).toBe(10_000_000n);
     expect(await client.usdcBalance(wallet)).toBe(0n);
   });

@@ -14,6 +14,7 @@ import { newId, systemClock } from "../../src/ids.ts";
 import { createToken } from "../../src/services/tokens.ts";
 import { TEST_MNEMONIC } from "../support/context.ts";
 import { freePort, liveEnv, spawnServer, type ServerProcess } from "../support/spawnServer.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const recipient: Address = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65";
 const PAYMENTS = 40;
@@ -59,7 +60,7 @@ describe("crash: kill -9 at random moments during a stream of payments", () => {
         await new Promise((r) => setTimeout(r, 150 + Math.floor(Math.random() * 450)));
         await server!.kill9();
         // What the crash interrupted: held but not yet signed/broadcast, or broadcast but not final.
-        const open = await ledger.db.selectFrom("payments").select(["status", "tx_hash"]).where("status", "in", ["pending", "processing"]).execute();
+        const open = await dbOf(ledger).selectFrom("payments").select(["status", "tx_hash"]).where("status", "in", ["pending", "processing"]).execute();
         caught.held += open.filter((p) => !p.tx_hash).length;
         caught.inFlight += open.filter((p) => p.tx_hash).length;
         server = await spawnServer(env, port);
@@ -89,13 +90,13 @@ describe("crash: kill -9 at random moments during a stream of payments", () => {
     await killer;
     // Let the workers of the last process finish everything.
     for (let i = 0; i < 600; i++) {
-      const open = await ledger.db.selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
+      const open = await dbOf(ledger).selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
       if (open.length === 0) break;
       await new Promise((r) => setTimeout(r, 100));
     }
 
     expect(answers.size).toBe(PAYMENTS);
-    const payments = await ledger.db.selectFrom("payments").selectAll().where("project_id", "=", project.id).execute();
+    const payments = await dbOf(ledger).selectFrom("payments").selectAll().where("project_id", "=", project.id).execute();
     expect(payments).toHaveLength(PAYMENTS); // one per key, whatever the retries
     for (const p of payments) expect(["completed", "failed"]).toContain(p.status);
 
@@ -108,11 +109,11 @@ describe("crash: kill -9 at random moments during a stream of payments", () => {
     expect(new Set(sent).size).toBe(sent.length);
 
     console.log(`crash test: ${KILLS} kills caught ${caught.held} held-unsent and ${caught.inFlight} broadcast-unconfirmed payments; client retries ${retries}; ${completed.length}/${payments.length} completed`);
-    expect((await verifyLedger(ledger.db)).problems).toEqual([]);
+    expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
     const b = (await ledger.getBalance(project.id))!;
     expect(b.held_micros).toBe(0);
     expect(Number(await client.usdcBalance(wallet))).toBe(b.available_micros);
-    const relayed = await ledger.db.selectFrom("relayer_txs").select(["nonce", "payment_id"]).execute();
+    const relayed = await dbOf(ledger).selectFrom("relayer_txs").select(["nonce", "payment_id"]).execute();
     expect(new Set(relayed.map((r) => r.nonce)).size).toBe(relayed.length);
     // Five server starts on two cores shared with the rest of the suite.
   }, 120_000);

@@ -8,6 +8,7 @@ import { verifyLedger } from "../../src/ledger/verify.ts";
 import { buildApp, createTestContext, projectWithToken, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const recipient = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
@@ -108,6 +109,6 @@ describe.each(dialects)("failure reasons and replays as they are now (%s)", (dia
   });
 
   test("the ledger verifies", async () => {
-    expect((await verifyLedger(t.ctx.ledger.db)).problems).toEqual([]);
+    expect((await verifyLedger(dbOf(t.ctx.ledger))).problems).toEqual([]);
   });
 });

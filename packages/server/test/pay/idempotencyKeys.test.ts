@@ -8,6 +8,7 @@ import { KEPT_REPLY_MS as PASS_THROUGH_KEEP_MS, claimKey as claimIdempotencyKey,
 import { migrateToLatest } from "../../src/ledger/migrations.ts";
 import { createTestContext, projectWithToken, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const reply: PayResponse = { id: "req_x", status: "completed", rail: "x402", amount_charged: 0, fee: 0, currency: "usdc", recipient: "https://x.test", tx_hash: null, created_at: "2026-01-01T00:00:00.000Z", estimated_arrival: null, response: { status_code: 200, headers: {}, body: "ok" } };
 
@@ -75,7 +76,7 @@ describe.each(dialects)("kept pass-through replies expire (%s)", (dialect) => {
       t.ctx.clock = () => new Date(start + PASS_THROUGH_KEEP_MS + 1_000); // a day later
       await remember("fresh");
       expect(await t.ctx.ledger.idempotencyKeys.pruneExpired(t.ctx.clock().toISOString())).toBe(1);
-      const left = await t.ctx.ledger.db.selectFrom("idempotency_keys").select(["project_id", "key"]).execute();
+      const left = await dbOf(t.ctx.ledger).selectFrom("idempotency_keys").select(["project_id", "key"]).execute();
       expect(left).toEqual([{ project_id: project.id, key: "fresh" }]);
       expect((await claimIdempotencyKey(t.ctx, project.id, "fresh")).kind).toBe("reply");
       expect((await claimIdempotencyKey(t.ctx, project.id, "old")).kind).toBe("claimed");
@@ -90,7 +91,7 @@ describe.each(dialects)("x402 idempotency rows written to kv by an earlier relea
     const t = await createTestContext(dialect);
     try {
       const { project } = await projectWithToken(t.ctx);
-      const db = t.ctx.ledger.db;
+      const db = dbOf(t.ctx.ledger);
       const now = Date.now();
       const later = new Date(now + 3_600_000).toISOString();
       // Exactly as claimIdempotencyKey.ts of the previous release wrote them (its key may hold ':').

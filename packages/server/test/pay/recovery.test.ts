@@ -6,6 +6,7 @@ import { usdcIntent } from "../../src/services/payments/parsePay.ts";
 import { legState, relayTransfers } from "../../src/rails/onchainLeg.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { payingPrincipal, untilFinal } from "../support/holds.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const recipient: Address = "0x976EA74026E726554dB657fA54763abd0C3a0aa9";
 
@@ -47,7 +48,7 @@ describe("recovery: a payment interrupted at each step is finished by a worker, 
     expect(p.tx_hash).toBe(hash); // the stored transaction, not a new one
     expect(legState(p)!.transfers).toHaveLength(2);
     expect((await s.server.chain!.client.usdcBalance(recipient)) - r0).toBe(2_222_222n);
-    const relayed = await ctx().ledger.db.selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();
+    const relayed = await dbOf(ctx().ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();
     expect(relayed.map((r) => r.tx_hash)).toEqual([hash]);
   });
 
@@ -63,12 +64,12 @@ describe("recovery: a payment interrupted at each step is finished by a worker, 
     await ctx().ledger.updatePayment(held.payment.id, { lease_owner: null, lease_until: null, next_attempt_at: past() });
     const p = await final(held.payment.id);
     expect(p.status).toBe("completed");
-    const relayed = await ctx().ledger.db.selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();
+    const relayed = await dbOf(ctx().ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();
     expect(relayed).toHaveLength(1);
     expect((await s.server.chain!.client.usdcBalance(recipient)) - r0).toBe(3_333_333n);
   });
 
   test("the ledger verifies afterwards", async () => {
-    expect((await verifyLedger(ctx().ledger.db)).problems).toEqual([]);
+    expect((await verifyLedger(dbOf(ctx().ledger))).problems).toEqual([]);
   });
 });

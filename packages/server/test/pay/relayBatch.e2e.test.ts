@@ -11,6 +11,7 @@ import { verifyLedger } from "../../src/ledger/verify.ts";
 import { randomNonce, signAuthorization } from "../../src/rails/eip3009.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { finishByWorker, heldElsewhere, relayLegs } from "../support/relay.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const recipient: Address = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955";
 
@@ -49,7 +50,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     const stepped = await stepTogether(payments);
     const hashes = new Set(stepped.map((p) => p.tx_hash));
     expect(hashes.size).toBe(1);
-    const relayed = await ctx().ledger.db.selectFrom("relayer_txs").select(["tx_hash", "payment_id"]).where("tx_hash", "=", stepped[0]!.tx_hash!).execute();
+    const relayed = await dbOf(ctx().ledger).selectFrom("relayer_txs").select(["tx_hash", "payment_id"]).where("tx_hash", "=", stepped[0]!.tx_hash!).execute();
     expect(relayed).toHaveLength(1);
     const final = await finish(payments.map((p) => p.id));
     expect(final.map((p) => p.status)).toEqual(amounts.map(() => "completed"));
@@ -113,11 +114,11 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     ledger.storeRelayerTransaction = (input) => {
       if (raced) return store(input);
       raced = true;
-      return ledger.db.updateTable("kv").set({ value: String(before + 1) }).where("key", "=", key).execute().then(() => store(input));
+      return dbOf(ledger).updateTable("kv").set({ value: String(before + 1) }).where("key", "=", key).execute().then(() => store(input));
     };
     try {
       const [row] = await stepTogether([p]);
-      const stored = await ledger.db.selectFrom("relayer_txs").select("nonce").where("tx_hash", "=", row!.tx_hash!).executeTakeFirstOrThrow();
+      const stored = await dbOf(ledger).selectFrom("relayer_txs").select("nonce").where("tx_hash", "=", row!.tx_hash!).executeTakeFirstOrThrow();
       expect(Number(stored.nonce)).toBe(before + 1);
       expect(Number(await ledger.getKv(key))).toBe(before + 2);
     } finally {
@@ -132,6 +133,6 @@ describe("relayer batching: many payments in one relayer transaction, each with 
   });
 
   test("the ledger verifies afterwards", async () => {
-    expect((await verifyLedger(ctx().ledger.db)).problems).toEqual([]);
+    expect((await verifyLedger(dbOf(ctx().ledger))).problems).toEqual([]);
   });
 });

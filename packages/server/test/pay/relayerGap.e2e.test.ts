@@ -18,6 +18,7 @@ import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { createPgSchema, dialects } from "../support/db.ts";
 import { poll } from "../support/poll.ts";
 import { finishByWorker, heldElsewhere } from "../support/relay.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const recipientA: Address = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc";
 const recipientB: Address = "0x976EA74026E726554dB657fA54763abd0C3a0aa9";
@@ -93,7 +94,7 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     expect((await chain().usdcBalance(treasury)) - t0).toBe(BigInt(fees));
     // Each was checked once its nonce was taken again: its transfer moved, so nothing is signed again.
     await poll("the lost transactions' payments to be checked", async () => {
-      const left = await ctx().ledger.db.selectFrom("kv").select("key").where("key", "like", `${LOST_TX_KEY_PREFIX}%`).execute();
+      const left = await dbOf(ctx().ledger).selectFrom("kv").select("key").where("key", "like", `${LOST_TX_KEY_PREFIX}%`).execute();
       return left.length === 0 ? true : undefined;
     }, 45_000);
     for (const p of done) expect((await ctx().ledger.getPayment(p.id))!.tx_hash).toBe(p.tx_hash);
@@ -148,7 +149,7 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     expect(r.rows.map((row) => [row.project_id, row.drift_micros])).toEqual(r.rows.map((row) => [row.project_id, 0]));
     expect(r.ok).toBe(true);
     expect(await findLostLegs(ctx().ledger, chain(), 1)).toEqual([]);
-    expect((await verifyLedger(ctx().ledger.db)).problems).toEqual([]);
+    expect((await verifyLedger(dbOf(ctx().ledger))).problems).toEqual([]);
   });
 });
 
@@ -162,7 +163,7 @@ async function fundedProject(s: TestServer, micros: bigint): Promise<{ projectId
   const hash = await s.server.chain!.sandbox!.mint(address as Address, micros);
   await poll(`deposit ${hash} credited`, async () => {
     await ctx.hooks.depositHint?.(hash);
-    const row = await ctx.ledger.db.selectFrom("deposits").select("status").where("tx_hash", "=", hash).executeTakeFirst();
+    const row = await dbOf(ctx.ledger).selectFrom("deposits").select("status").where("tx_hash", "=", hash).executeTakeFirst();
     return row?.status === "credited" ? true : undefined;
   }, 20_000);
   return { projectId: project.id, token };

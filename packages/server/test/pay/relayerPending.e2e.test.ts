@@ -8,6 +8,7 @@ import type { PaymentRow } from "../../src/ledger/store.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { finishByWorker, heldElsewhere, relayLegs } from "../support/relay.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const recipient: Address = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955";
 
@@ -83,6 +84,6 @@ describe("relayer: at most maxPendingTxs transactions not yet mined", () => {
   });
 
   test("the ledger verifies afterwards", async () => {
-    expect((await verifyLedger(ctx().ledger.db)).problems).toEqual([]);
+    expect((await verifyLedger(dbOf(ctx().ledger))).problems).toEqual([]);
   });
 });

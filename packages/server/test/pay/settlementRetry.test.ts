@@ -20,6 +20,7 @@ import { createPaymentWorker } from "../../src/workers/paymentWorker.ts";
 import { createTestContext, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 // anvil's first two well-known accounts: a relayer key and a treasury (no chain answers here anyway).
 const RELAYER_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
@@ -92,7 +93,7 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     expect(after).toMatchObject({ status: "failed", failure_code: "signing_refused", step_errors: 0, tx_hash: null });
     expect(after.failure_reason).toMatch(/refused to sign/);
     expect(await available()).toBe(before);
-    const relayed = await t.ctx.ledger.db.selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();
+    const relayed = await dbOf(t.ctx.ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();
     expect(relayed).toEqual([]);
   });
 
@@ -121,6 +122,6 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
   });
 
   test("the ledger verifies", async () => {
-    expect((await verifyLedger(t.ctx.ledger.db)).problems).toEqual([]);
+    expect((await verifyLedger(dbOf(t.ctx.ledger))).problems).toEqual([]);
   });
 });

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, test } from "vitest";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { untilFinal } from "../support/holds.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const recipient: Address = "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720";
 
@@ -44,7 +45,7 @@ describe("settlement thread", () => {
     const rows = await Promise.all(accepted.map((p) => s!.server.ctx.ledger.getPayment(p.id)));
     expect(rows.map((r) => r!.status)).toEqual(["completed", "completed"]);
     expect((await s.server.chain!.client.usdcBalance(recipient)) - before).toBe(750_000n);
-    expect((await verifyLedger(s.server.ctx.ledger.db)).ok).toBe(true);
+    expect((await verifyLedger(dbOf(s.server.ctx.ledger))).ok).toBe(true);
   });
 
   test("recovery: a settlement thread that dies is started again, and its payments complete once", async () => {
@@ -63,7 +64,7 @@ describe("settlement thread", () => {
     expect(again!.threadId).not.toBe(firstId);
     // Exactly the three amounts arrived: nothing was sent twice by the thread that took over.
     expect((await s.server.chain!.client.usdcBalance(recipient)) - before).toBe(600_000n);
-    expect((await verifyLedger(s.server.ctx.ledger.db)).ok).toBe(true);
+    expect((await verifyLedger(dbOf(s.server.ctx.ledger))).ok).toBe(true);
   });
 
   test("behavior: with SETTLEMENT=inline the request thread settles, and no thread is started", async () => {

@@ -15,6 +15,7 @@ import { TEST_MNEMONIC } from "../support/context.ts";
 import { poll } from "../support/poll.ts";
 import { type SandboxProcessFixture, startSandboxProcessFixture } from "../support/sandboxProcess.ts";
 import { type ServerProcess, spawnServer } from "../support/spawnServer.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const USD = 1_000_000;
 const TO_APPROVED = "0x00000000000000000000000000000000000a9901" as Address;
@@ -95,6 +96,6 @@ describe("approvals on the real chain across a restart", () => {
     // The fee is swept to the treasury by the worker: wait until the wallet shows it.
     await poll("wallet equals the ledger", async () => (Number(await chain.usdcBalance(wallet)) === b.available_micros ? true : undefined));
     expect(b.available_micros).toBe(20 * USD - 2 * USD - a.fee_micros);
-    expect((await verifyLedger(ledger.db)).problems).toEqual([]);
+    expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
   });
 });

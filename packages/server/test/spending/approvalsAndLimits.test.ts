@@ -11,6 +11,7 @@ import { parseControls, windowStart } from "../../src/domain/spending.ts";
 import { buildApp, createTestContext, projectWithToken, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const USD = 1_000_000;
 const KEY = new Uint8Array(32);
@@ -55,7 +56,7 @@ describe.each(dialects)("approvals and GET /v1/limits (%s)", (dialect) => {
     // The console's list of decisions: who and when, the project's only.
     const decided = await ledger.listDecidedApprovals(projectId, 5);
     expect(decided.map((d) => [d.id, d.approval, d.approval_decided_by, typeof d.approval_decided_at])).toEqual([[p.id, "denied", "adm_test", "string"]]);
-    expect((await verifyLedger(ledger.db)).problems).toEqual([]);
+    expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
   });
 
   test("behavior: approve → due at once for the worker; a timeout (injected clock) → failed with approval_expired, and a late approval is refused", async () => {

@@ -18,6 +18,7 @@ import { TEST_MNEMONIC } from "../support/context.ts";
 import { createPgSchema } from "../support/db.ts";
 import { poll } from "../support/poll.ts";
 import { liveEnv, spawnServer, type ServerProcess } from "../support/spawnServer.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const recipient: Address = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
@@ -84,7 +85,7 @@ describe.each([
     );
     const ok = results.filter((r) => r.status === 201);
     const refused = results.filter((r) => r.status === 403);
-    const failed = await ledger.db.selectFrom("payments").select(["id", "failure_reason"]).where("status", "=", "failed").execute();
+    const failed = await dbOf(ledger).selectFrom("payments").select(["id", "failure_reason"]).where("status", "=", "failed").execute();
     expect(failed, `failed payments: ${JSON.stringify(failed)}\n${servers.map((s) => s.output()).join("\n")}`).toEqual([]);
     expect(ok).toHaveLength(10);
     expect(refused).toHaveLength(190);
@@ -93,13 +94,13 @@ describe.each([
       expect(r.body.detail).toMatch(/^Spending limit exceeded: the token's daily limit is 10.000000 USD; spent 10.000000 USD in the window .* remaining 0.000000 USD/);
     }
     await poll("all payments final", async () => {
-      const open = await ledger.db.selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
+      const open = await dbOf(ledger).selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
       return open.length === 0 ? true : undefined;
     });
     const b = (await ledger.getBalance(projectId))!;
     expect(b).toMatchObject({ available_micros: 10_200_000, held_micros: 0, total_spent_micros: 10_200_000 });
     expect(await ledger.windowSpending([{ scopeId: (await ledger.listTokens(projectId))[0]!.id, kind: "daily", start: windowStart("daily", new Date()) }])).toEqual([10_000_000]);
-    expect((await verifyLedger(ledger.db)).problems).toEqual([]);
+    expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
     expect((await client.usdcBalance(recipient)) - r0).toBe(10_000_000n);
     expect(await client.usdcBalance(wallet)).toBe(10_200_000n);
   });

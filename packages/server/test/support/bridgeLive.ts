@@ -20,6 +20,7 @@ import { TEST_MNEMONIC } from "./context.ts";
 import { type TestDialect, createPgSchema } from "./db.ts";
 import { poll } from "./poll.ts";
 import { freePort, liveEnv, spawnServer, type ServerProcess } from "./spawnServer.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 export type BridgeLive = {
   dev: DevChain;
@@ -87,7 +88,7 @@ export async function startBridgeLive(dialect: TestDialect, o: { env?: NodeJS.Pr
       });
       const body = (await res.json()) as { id: string };
       if (res.status !== 201) throw new Error(`pay answered ${res.status}: ${JSON.stringify(body)}`);
-      const txn = await ledger.db.selectFrom("transactions").select("payment_id").where("id", "=", body.id).executeTakeFirstOrThrow();
+      const txn = await dbOf(ledger).selectFrom("transactions").select("payment_id").where("id", "=", body.id).executeTakeFirstOrThrow();
       return txn.payment_id!;
     },
     async payment(id) {

@@ -14,6 +14,7 @@ import { createTestContext, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
 import { startReceiver } from "../support/webhookReceiver.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const KEY = new Uint8Array(32).fill(7);
 const DAY = 86_400_000;
@@ -36,7 +37,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
     return p.id;
   }
   const eventsOf = async (projectId: string) =>
-    (await t.ctx.ledger.db.selectFrom("webhook_outbox").select(["type", "object_id", "status"]).where("project_id", "=", projectId).orderBy("seq").execute()).map((e) => [e.type, e.object_id, e.status]);
+    (await dbOf(t.ctx.ledger).selectFrom("webhook_outbox").select(["type", "object_id", "status"]).where("project_id", "=", projectId).orderBy("seq").execute()).map((e) => [e.type, e.object_id, e.status]);
   const deliverer = (ledger: Ledger, owner: string, extra: { disableAfterFailingMs?: number } = {}) =>
     createWebhookDeliverer(ledger, { owner, clock, logger: t.ctx.logger, mode: "sandbox", secretKey: KEY, maxInFlight: 8, timeoutMs: 5_000, leaseMs: 10_000, disableAfterFailingMs: extra.disableAfterFailingMs ?? 2 * DAY });
 
@@ -67,7 +68,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
         expect(await eventsOf(without)).toEqual([]);
         continue;
       }
-      const deposit = (await ledger.db.selectFrom("deposits").select("txn_id").where("project_id", "=", projectId).executeTakeFirstOrThrow()).txn_id;
+      const deposit = (await dbOf(ledger).selectFrom("deposits").select("txn_id").where("project_id", "=", projectId).executeTakeFirstOrThrow()).txn_id;
       expect(await eventsOf(projectId)).toEqual([
         ["deposit.pending", deposit, "seen"],
         ["deposit.credited", deposit, "credited"],
@@ -82,7 +83,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
         ["payment.approval_required", c.payment.id, "pending"],
       ]);
       // One delivery per event for the one endpoint, due when the change happened.
-      const deliveries = await ledger.db.selectFrom("webhook_deliveries").select(["state", "attempts"]).where("event_id", "in", ledger.db.selectFrom("webhook_outbox").select("id").where("project_id", "=", projectId)).execute();
+      const deliveries = await dbOf(ledger).selectFrom("webhook_deliveries").select(["state", "attempts"]).where("event_id", "in", dbOf(ledger).selectFrom("webhook_outbox").select("id").where("project_id", "=", projectId)).execute();
       expect(deliveries).toHaveLength(11);
       expect(deliveries.every((d) => d.state === "pending" && d.attempts === 0)).toBe(true);
       // One transaction's deliveries (the console's transaction page), newest first, of this project only.
@@ -93,7 +94,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
 
   test("behavior: signed deliveries retried on the schedule under the injected clock; after days of failures the endpoint is disabled and the log says so", async () => {
     const ledger = t.ctx.ledger;
-    await ledger.db.deleteFrom("webhook_deliveries").execute();
+    await dbOf(ledger).deleteFrom("webhook_deliveries").execute();
     const receiver = await startReceiver(() => 500);
     try {
       const projectId = (await ledger.createProject({ name: "down", plan: "free" })).id;
@@ -122,13 +123,13 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
       // Disabled: a new change of the project writes nothing; redelivering an event schedules nothing.
       await ledger.creditDeposit({ chain: "base", txHash: `0x${projectId}`, logIndex: 0 });
       expect((await eventsOf(projectId)).map((e) => e[0])).toEqual(["deposit.pending"]);
-      const [event] = await ledger.db.selectFrom("webhook_outbox").select("id").where("project_id", "=", projectId).execute();
+      const [event] = await dbOf(ledger).selectFrom("webhook_outbox").select("id").where("project_id", "=", projectId).execute();
       expect(await redeliverWebhookEvent(deps(), event!.id)).toBe(0);
       // Given up on and old: forgotten with its deliveries (bounded per call); a pending one is kept.
-      const pendingBefore = await ledger.db.selectFrom("webhook_deliveries").select("event_id").where("state", "=", "pending").execute();
+      const pendingBefore = await dbOf(ledger).selectFrom("webhook_deliveries").select("event_id").where("state", "=", "pending").execute();
       expect(await ledger.webhooks.prune(new Date(now + DAY).toISOString(), 1_000)).toBeGreaterThanOrEqual(1);
       expect(await ledger.webhooks.getEvent(event!.id)).toBeUndefined();
-      expect(await ledger.db.selectFrom("webhook_deliveries").select("event_id").where("state", "=", "pending").execute()).toEqual(pendingBefore);
+      expect(await dbOf(ledger).selectFrom("webhook_deliveries").select("event_id").where("state", "=", "pending").execute()).toEqual(pendingBefore);
     } finally {
       await receiver.close();
     }
@@ -136,7 +137,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
 
   test.runIf(dialect === "postgres")("behavior: two deliverers on one PostgreSQL send each attempt of each event once", async () => {
     const ledger = t.ctx.ledger;
-    await ledger.db.deleteFrom("webhook_deliveries").execute();
+    await dbOf(ledger).deleteFrom("webhook_deliveries").execute();
     // The first attempt of each event fails, the second succeeds.
     const receiver = await startReceiver((_id, seen) => (seen === 0 ? 500 : 200));
     const second = openDb({ kind: "postgres", url: t.db.url! });
@@ -159,7 +160,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
       for (const r of receiver.received) perId.set(r.id, (perId.get(r.id) ?? 0) + 1);
       expect(perId.size).toBe(40);
       expect([...perId.values()].every((n) => n === 2)).toBe(true);
-      const states = await ledger.db.selectFrom("webhook_deliveries").select(["state", "attempts"]).execute();
+      const states = await dbOf(ledger).selectFrom("webhook_deliveries").select(["state", "attempts"]).execute();
       expect(states.every((s) => s.state === "delivered" && s.attempts === 2)).toBe(true);
     } finally {
       await second.close();

@@ -6,6 +6,7 @@ import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { NewPayment } from "../../src/ledger/store.ts";
 import { type X402World, startX402World } from "./support/x402World.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const PRICE = 10_000n;
 const recipient: Address = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
@@ -69,12 +70,12 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (database) => {
 
     // Each payment row owns its key; the free reply is the only key kept beside them; kv keeps none.
     for (const r of requests) {
-      const rows = await w.ctx.ledger.db.selectFrom("payments").select(["rail", "idempotency_key"]).where("idempotency_key", "=", r.key).execute();
+      const rows = await dbOf(w.ctx.ledger).selectFrom("payments").select(["rail", "idempotency_key"]).where("idempotency_key", "=", r.key).execute();
       expect(rows, r.key).toEqual([{ rail: r.rail, idempotency_key: r.key }]);
     }
-    const kept = await w.ctx.ledger.db.selectFrom("idempotency_keys").select(["key", "state"]).execute();
+    const kept = await dbOf(w.ctx.ledger).selectFrom("idempotency_keys").select(["key", "state"]).execute();
     expect(kept).toEqual([{ key: "x402-free", state: "reply" }]);
-    expect(await w.ctx.ledger.db.selectFrom("kv").select("key").where("key", "like", "%idempotency%").execute()).toEqual([]);
+    expect(await dbOf(w.ctx.ledger).selectFrom("kv").select("key").where("key", "like", "%idempotency%").execute()).toEqual([]);
 
     // Every repeat is answered from that store: the same payment (or reply), nothing held again.
     for (const [i, r] of requests.entries()) {

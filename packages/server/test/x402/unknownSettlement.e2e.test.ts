@@ -20,6 +20,7 @@ import { reconcile } from "../../src/services/reconcile.ts";
 import { startCountingListener } from "../support/ssrfTargets.ts";
 import { type HandBuiltTarget, type Reply, type TargetRequest, decodePaymentHeader, startHandBuiltTarget, v2PaymentRequired } from "./support/handBuiltTarget.ts";
 import { type X402World, randomAddress, startX402World } from "./support/x402World.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 
 const PRICE = 10_000n;
 const FEE = BigInt(feeFor(Number(PRICE), "free"));
@@ -98,14 +99,14 @@ async function expectFailedAndCredited(rogue: Rogue, paymentId: string) {
   expect(payment.failure_reason).toMatch(/expired/);
   expect(await w.balanceOf(rogue.payTo)).toBe(0n);
   expect(x402State(payment).feeSweep).toBeUndefined();
-  expect(await w.ctx.ledger.db.selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", paymentId).execute()).toEqual([]);
+  expect(await dbOf(w.ctx.ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", paymentId).execute()).toEqual([]);
   expect(await txnStatuses(paymentId)).toEqual(["failed", "failed"]);
 }
 
 const availableNow = async () => (await w.get("/v1/balance")).body.available as number;
 
 async function txnStatuses(paymentId: string): Promise<string[]> {
-  const rows = await w.ctx.ledger.db.selectFrom("transactions").select("status").where("payment_id", "=", paymentId).execute();
+  const rows = await dbOf(w.ctx.ledger).selectFrom("transactions").select("status").where("payment_id", "=", paymentId).execute();
   return rows.map((r) => r.status);
 }
 
@@ -209,7 +210,7 @@ describe.concurrent("the merchant takes the signature, then", () => {
     const answer = await w.post("/v1/x402/pay", { url: rogue.url, max_amount_usdc: Number(PRICE) });
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({ status_code: 500, headers: expect.any(Object), body: "no", payment_amount: Number(PRICE), fee_amount: Number(FEE), tx_hash: null, settled: false });
-    const id = (await w.ctx.ledger.db.selectFrom("payments").select("id").where("recipient", "=", rogue.url).executeTakeFirstOrThrow()).id;
+    const id = (await dbOf(w.ctx.ledger).selectFrom("payments").select("id").where("recipient", "=", rogue.url).executeTakeFirstOrThrow()).id;
     expect(await w.settle(id)).toBe("failed");
   });
 });
@@ -268,14 +269,14 @@ test("behavior: a real @x402/express merchant whose handler fails never settles 
 });
 
 test("behavior: afterwards the ledger verifies, the balance is the fund minus the completed payments, and the wallet reconciles", async () => {
-  const open = await w.ctx.ledger.db.selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
+  const open = await dbOf(w.ctx.ledger).selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
   for (const { id } of open) await w.settle(id);
-  const completed = await w.ctx.ledger.db.selectFrom("payments").select(["amount_micros", "fee_micros"]).where("status", "=", "completed").execute();
+  const completed = await dbOf(w.ctx.ledger).selectFrom("payments").select(["amount_micros", "fee_micros"]).where("status", "=", "completed").execute();
   expect(completed.length).toBeGreaterThanOrEqual(4);
   const spent = completed.reduce((s, p) => s + p.amount_micros + p.fee_micros, 0);
   expect(await availableNow()).toBe(Number(FUND_MICROS) - spent);
   expect(await w.balanceOf(await w.wallet())).toBe(FUND_MICROS - BigInt(spent));
-  expect((await verifyLedger(w.ctx.ledger.db)).problems).toEqual([]);
+  expect((await verifyLedger(dbOf(w.ctx.ledger))).problems).toEqual([]);
   const report = await reconcile(w.ctx.ledger, (a) => w.balanceOf(a));
   expect(report.rows.filter((r) => r.drift_micros !== 0)).toEqual([]);
   expect(report.ok).toBe(true);

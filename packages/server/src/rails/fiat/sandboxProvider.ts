@@ -144,7 +144,7 @@ export function createSandboxFiatProvider(deps: { ledger: Ledger; chain: ChainCl
     },
     /** Moves due payouts forward and (re)delivers undelivered outcomes. Bounded per call. */
     async tick() {
-      const rows = await deps.ledger.db.selectFrom("kv").select("value").where("key", "like", "sandbox_payout:%").limit(1_000).execute();
+      const rows = await deps.ledger.kvWithPrefix("sandbox_payout:", 1_000);
       const now = Date.now();
       for (const row of rows) {
         const p = JSON.parse(row.value) as Stored;

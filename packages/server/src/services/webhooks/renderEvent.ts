@@ -6,21 +6,20 @@
  * (decisions.md, "Webhook payloads").
  */
 import type { TransactionDetail } from "@agentwallet/api";
-import type { Db } from "../../ledger/db.ts";
-import { getTransactionDetail } from "../../ledger/transactionReads.ts";
+import type { TransactionReads } from "../../ledger/transactionReads.ts";
 import type { WebhookEventRow } from "../../ledger/webhookOutbox.ts";
 import { renderDetail } from "../getTransaction.ts";
 
-export async function renderWebhookEvent(db: Db, e: Pick<WebhookEventRow, "type" | "project_id" | "object_id" | "status" | "occurred_at">): Promise<string> {
-  const data = await transactionOf(db, e);
+export async function renderWebhookEvent(transactions: TransactionReads, e: Pick<WebhookEventRow, "type" | "project_id" | "object_id" | "status" | "occurred_at">): Promise<string> {
+  const data = await transactionOf(transactions, e);
   return JSON.stringify({ type: e.type, timestamp: e.occurred_at, data: { ...data, status: e.status === "seen" ? "pending" : e.status === "credited" ? "completed" : e.status } });
 }
 
-async function transactionOf(db: Db, e: Pick<WebhookEventRow, "type" | "project_id" | "object_id">): Promise<TransactionDetail> {
-  const row = await getTransactionDetail(db, e.project_id, e.object_id);
+async function transactionOf(transactions: TransactionReads, e: Pick<WebhookEventRow, "type" | "project_id" | "object_id">): Promise<TransactionDetail> {
+  const row = await transactions.detail(e.project_id, e.object_id);
   if (row) return renderDetail(row);
   // A deposit seen but not yet credited: the transaction it becomes, as it will be listed.
-  const d = await db.selectFrom("deposits").selectAll().where("txn_id", "=", e.object_id).where("project_id", "=", e.project_id).executeTakeFirst();
+  const d = await transactions.depositOf(e.project_id, e.object_id);
   // Impossible: every event names a row that is never deleted.
   if (!d) throw new Error(`webhook event ${e.type} names ${e.object_id}, which does not exist`);
   return renderDetail({

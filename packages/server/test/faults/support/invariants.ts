@@ -15,6 +15,7 @@ import type { Address, Hex } from "viem";
 import type { PaymentsTable } from "../../../src/ledger/schema.ts";
 import type { FaultWorld } from "./faultWorld.ts";
 import { type Answer, pay, type Spec } from "./stream.ts";
+import { dbOf } from "../../../src/ledger/connection.ts";
 
 const root = resolve(import.meta.dirname, "../../../../..");
 const bin = resolve(root, "packages/server/bin/agentwallet.js");
@@ -34,7 +35,7 @@ export function runCli(world: FaultWorld, args: string[], timeoutMs = 60_000): P
 }
 
 async function payments(world: FaultWorld): Promise<Payment[]> {
-  return world.ledger.db
+  return dbOf(world.ledger)
     .selectFrom("payments")
     .select(["id", "project_id", "rail", "status", "amount_micros", "fee_micros", "recipient", "recipient_json", "idempotency_key", "tx_hash", "provider_ref", "rail_state", "failure_reason", "attempts", "next_attempt_at", "lease_owner"])
     .orderBy("created_at")
@@ -49,7 +50,7 @@ async function settledProblems(world: FaultWorld, specs: Spec[]): Promise<{ prob
   const rows = await payments(world);
   const open = rows.filter((p) => p.status === "pending" || p.status === "processing" || (isReturnAccount(p) && p.status === "completed"));
   for (const p of open) problems.push(`payment ${p.id} (${p.rail}) still ${p.status}${isReturnAccount(p) ? " (return account: expected reversed)" : ""}`);
-  for (const b of await world.ledger.db.selectFrom("balances").select(["project_id", "held_micros"]).where("held_micros", "<>", 0).execute()) {
+  for (const b of await dbOf(world.ledger).selectFrom("balances").select(["project_id", "held_micros"]).where("held_micros", "<>", 0).execute()) {
     problems.push(`project ${b.project_id} still holds ${b.held_micros} micros`);
   }
   // Each usdc recipient is fresh: its balance is exactly what the ledger completed to it.
@@ -84,7 +85,7 @@ async function settledProblems(world: FaultWorld, specs: Spec[]): Promise<{ prob
 
 async function relayerNonces(world: FaultWorld) {
   const chain = await world.chain.nonces(world.relayer);
-  const stored = await world.ledger.db.selectFrom("relayer_txs").select(["nonce", "payment_id", "tx_hash"]).where("relayer", "in", [world.relayer, world.relayer.toLowerCase()]).orderBy("nonce").execute();
+  const stored = await dbOf(world.ledger).selectFrom("relayer_txs").select(["nonce", "payment_id", "tx_hash"]).where("relayer", "in", [world.relayer, world.relayer.toLowerCase()]).orderBy("nonce").execute();
   const storedMax = stored.length ? stored[stored.length - 1]!.nonce : -1;
   const unmined = stored.filter((r) => r.nonce >= chain.latest);
   return { chain, storedMax, unmined };
