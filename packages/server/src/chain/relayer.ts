@@ -30,7 +30,7 @@
 import { type Address, type Hex, decodeFunctionData, encodeFunctionData, keccak256, parseTransaction } from "viem";
 import type { Custody } from "./custody.ts";
 import type { Logger } from "pino";
-import type { Ledger } from "../ledger/store.ts";
+import type { KvStore, NonceStore } from "../ledger/ports.ts";
 import { MULTICALL3_ADDRESS, multicall3Abi, usdcAbi } from "./chainClient.ts";
 import type { ChainRuntime } from "./runtime.ts";
 import { type Clock, systemClock } from "../ids.ts";
@@ -146,7 +146,7 @@ function encodeRelayBatch(payments: Call[][]): Hex {
   return encodeFunctionData({ abi: multicall3Abi, functionName: "aggregate3", args: [payments.map((calls) => ({ target: MULTICALL3_ADDRESS, allowFailure: true, callData: inner(calls) }))] });
 }
 
-export function createRelayer(ledger: Ledger, chain: ChainRuntime, logger: Logger, custody: Custody, o: RelayerOptions = {}) {
+export function createRelayer(ledger: NonceStore & Pick<KvStore, "setKv">, chain: ChainRuntime, logger: Logger, custody: Custody, o: RelayerOptions = {}) {
   const maxPendingTxs = o.maxPendingTxs ?? RELAYER_MAX_PENDING_TXS;
   const roomWaitMaxMs = o.roomWaitMaxMs ?? ROOM_WAIT_MAX_MS;
   const clock = o.clock ?? systemClock;

@@ -9,7 +9,7 @@
 import { type Address, type Hex, getAddress } from "viem";
 import type { Logger } from "pino";
 import type { ChainClient } from "../chain/chainClient.ts";
-import type { Ledger } from "../ledger/store.ts";
+import type { DepositStore, KvStore } from "../ledger/ports.ts";
 
 export type WatcherOptions = {
   chainName: string;
@@ -31,7 +31,7 @@ export type TickResult = { head: number; scannedFrom: number; scannedTo: number;
 
 export type DepositWatcher = ReturnType<typeof createDepositWatcher>;
 
-export function createDepositWatcher(ledger: Ledger, chain: ChainClient, logger: Logger, o: WatcherOptions) {
+export function createDepositWatcher(ledger: DepositStore & Pick<KvStore, "getKv" | "setKv">, chain: ChainClient, logger: Logger, o: WatcherOptions) {
   const cursorKey = `deposits:cursor:${o.chainName}`;
   const perQuery = o.maxAddressesPerQuery ?? 500;
   const ignore = new Set((o.ignoreFrom ?? []).map((a) => a.toLowerCase()));

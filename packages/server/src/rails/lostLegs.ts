@@ -17,7 +17,8 @@
 import type { Hex } from "viem";
 import type { ChainClient } from "../chain/chainClient.ts";
 import { LOST_TX_KEY_PREFIX } from "../chain/relayer.ts";
-import type { Ledger, PaymentRow } from "../ledger/store.ts";
+import type { PaymentStore } from "../ledger/ports.ts";
+import type { PaymentRow } from "../ledger/store.ts";
 import type { Authorization } from "./eip3009.ts";
 import { type LegDeps, legState, relayTransfers } from "./onchainLeg.ts";
 import { type X402State, x402State } from "./x402/x402State.ts";
@@ -62,7 +63,7 @@ function x402Transfers(s: X402State): LegAuthorization[] {
  * at the confirmation depth. A leg is judged by its first authorization (a leg's transfers move
  * together or not at all), so a transfer moved by a resubmission under another hash counts as moved.
  */
-export async function findLostLegs(ledger: Ledger, client: ChainClient, confirmations: number, limit = LOST_LEG_CHECK_MAX): Promise<LostLeg[]> {
+export async function findLostLegs(ledger: PaymentStore, client: ChainClient, confirmations: number, limit = LOST_LEG_CHECK_MAX): Promise<LostLeg[]> {
   const head = await client.blockNumber();
   const deep = Math.max(0, head - Math.max(1, confirmations) + 1);
   const payments = await ledger.recentCompletedWithRailState(limit);

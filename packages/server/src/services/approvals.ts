@@ -5,7 +5,8 @@
  * the payment. The CLI and the admin API both call these.
  */
 import type { Clock } from "../ids.ts";
-import type { Ledger, PaymentRow } from "../ledger/store.ts";
+import type { PaymentStore } from "../ledger/ports.ts";
+import type { PaymentRow } from "../ledger/store.ts";
 import { formatUsdc } from "../money.ts";
 
 export type Decision = { kind: "decided"; payment: PaymentRow } | { kind: "not_awaiting"; detail: string; found: boolean };
@@ -13,7 +14,7 @@ export type Decision = { kind: "decided"; payment: PaymentRow } | { kind: "not_a
 /** Bounds of the pending list (oldest first). */
 export const PENDING_PAGE_MAX = 200;
 
-export async function decidePayment(ctx: { ledger: Ledger; clock: Clock }, id: string, decision: "approved" | "denied", by: string): Promise<Decision> {
+export async function decidePayment(ctx: { ledger: PaymentStore; clock: Clock }, id: string, decision: "approved" | "denied", by: string): Promise<Decision> {
   const row = await ctx.ledger.decideApproval(id, decision, by);
   if (!row) {
     const p = await ctx.ledger.getPayment(id);
@@ -32,7 +33,7 @@ export function decisionJson(p: PaymentRow, decision: "approved" | "denied") {
 }
 
 /** Payments waiting for a person, oldest first, of one project or all. */
-export async function listPendingApprovals(ctx: { ledger: Ledger }, opts: { projectId?: string; limit?: number }) {
+export async function listPendingApprovals(ctx: { ledger: PaymentStore }, opts: { projectId?: string; limit?: number }) {
   const limit = Math.min(PENDING_PAGE_MAX, Math.max(1, Math.trunc(opts.limit ?? PENDING_PAGE_MAX) || PENDING_PAGE_MAX));
   const rows = await ctx.ledger.listAwaitingApprovals({ projectId: opts.projectId, limit });
   return rows.map((p) => ({ id: p.id, project_id: p.project_id, token_id: p.token_id, rail: p.rail, amount_usd: Number(formatUsdc(p.amount_micros)), recipient: p.recipient, created_at: p.created_at, approval_until: p.approval_until! }));

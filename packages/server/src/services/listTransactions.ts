@@ -4,7 +4,7 @@
  * newest first by creation time, and total_count counts the matching rows.
  */
 import type { Transaction, TransactionList } from "@agentwallet/api";
-import type { Ledger } from "../ledger/store.ts";
+import type { BalanceStore } from "../ledger/ports.ts";
 import { failureFields } from "./payments/render.ts";
 import type { Cursor, ListedRow, TransactionFilter } from "../ledger/transactionReads.ts";
 
@@ -16,7 +16,7 @@ export type ListQuery = {
   cursor?: Cursor;
 };
 
-export async function listTransactions(ctx: { ledger: Ledger }, projectId: string, q: ListQuery): Promise<TransactionList> {
+export async function listTransactions(ctx: { ledger: BalanceStore }, projectId: string, q: ListQuery): Promise<TransactionList> {
   if (!q.filter && !q.cursor) {
     const { rows, total } = await ctx.ledger.listTransactions(projectId, q.limit, q.offset);
     return { transactions: rows.map(renderTransaction), total_count: total, has_more: q.offset + rows.length < total };

@@ -2,7 +2,8 @@
  * Projects as an operator manages them: create, list, read, pause and resume. The CLI (`projects …`) and
  * the admin API (`/v1/admin/projects…`) call these, so both apply the same rules and show one JSON shape.
  */
-import type { Ledger, ProjectRow } from "../ledger/store.ts";
+import type { TokenStore } from "../ledger/ports.ts";
+import type { ProjectRow } from "../ledger/store.ts";
 import type { Plan } from "../domain/project.ts";
 import { badRequest, notFound } from "../domain/errors.ts";
 import { parseControls } from "../domain/spending.ts";
@@ -23,7 +24,7 @@ export function projectNotFound(id: string) {
   return notFound("project_not_found", `There is no project with id ${id.slice(0, 80)}; list them with GET /v1/admin/projects or \`agentwallet projects list\`.`);
 }
 
-export async function createProject(ctx: { ledger: Ledger }, input: { name: string; plan?: string }) {
+export async function createProject(ctx: { ledger: TokenStore }, input: { name: string; plan?: string }) {
   const name = input.name.trim();
   const plan = (input.plan ?? "free") as Plan;
   if (!PLANS.includes(plan)) throw badRequest("invalid_request", `The plan must be ${PLANS.join(", ")} (got "${String(input.plan).slice(0, 40)}").`);
@@ -31,18 +32,18 @@ export async function createProject(ctx: { ledger: Ledger }, input: { name: stri
   return projectJson(await ctx.ledger.createProject({ name, plan }));
 }
 
-export async function listProjects(ctx: { ledger: Ledger }) {
+export async function listProjects(ctx: { ledger: TokenStore }) {
   return (await ctx.ledger.listProjects()).map(projectJson);
 }
 
-export async function getProject(ctx: { ledger: Ledger }, id: string) {
+export async function getProject(ctx: { ledger: TokenStore }, id: string) {
   const p = await ctx.ledger.getProject(id);
   if (!p) throw projectNotFound(id);
   return projectJson(p);
 }
 
 /** Paused: new payments of the project are refused (403 `project_paused`); resumed, they are accepted again. */
-export async function setProjectPaused(ctx: { ledger: Ledger }, id: string, paused: boolean) {
+export async function setProjectPaused(ctx: { ledger: TokenStore }, id: string, paused: boolean) {
   if (!(await ctx.ledger.setPaused(id, paused))) throw projectNotFound(id);
   return getProject(ctx, id);
 }

@@ -9,7 +9,7 @@
  * is not on the chain at the confirmation depth (`lostLegs`, rails/lostLegs.ts), whatever the balances say.
  */
 import type { Address } from "viem";
-import type { Ledger } from "../ledger/store.ts";
+import type { BalanceStore } from "../ledger/ports.ts";
 import type { LostLeg } from "../rails/lostLegs.ts";
 
 export type ReconcileRow = {
@@ -31,7 +31,7 @@ export type ReconcileRow = {
 
 export type ReconcileReport = { ok: boolean; checked: number; drifted: number; rows: ReconcileRow[]; lost_legs: LostLeg[] };
 
-export async function reconcile(ledger: Ledger, balanceOf: (a: Address) => Promise<bigint>, lostLegs?: () => Promise<LostLeg[]>): Promise<ReconcileReport> {
+export async function reconcile(ledger: Pick<BalanceStore, "walletBalances">, balanceOf: (a: Address) => Promise<bigint>, lostLegs?: () => Promise<LostLeg[]>): Promise<ReconcileReport> {
   const rows: ReconcileRow[] = [];
   for (const b of await ledger.walletBalances()) {
     const onchain = b.wallet_address ? Number(await balanceOf(b.wallet_address as Address)) : 0;

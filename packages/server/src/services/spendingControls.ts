@@ -5,7 +5,7 @@
  */
 import { limits } from "@agentwallet/api";
 import type { Clock } from "../ids.ts";
-import type { Ledger } from "../ledger/store.ts";
+import type { PaymentStore, TokenStore } from "../ledger/ports.ts";
 import type { Principal } from "../domain/principal.ts";
 import { badRequest, notFound } from "../domain/errors.ts";
 import { isAddress } from "viem";
@@ -33,7 +33,7 @@ export const CONTROLS_RECIPIENTS_MAX = limits.controlsRecipientsMax;
 export const CONTROLS_AMOUNT_USD_MAX = limits.controlsAmountUsdMax;
 
 /** What these functions use of the application's context (declared here, by its consumer). */
-export type SpendingContext = { ledger: Ledger; clock: Clock; config: { spending: { approvalTimeoutMs: number } }; recipientHashKey?: BankKey };
+export type SpendingContext = { ledger: TokenStore & PaymentStore; clock: Clock; config: { spending: { approvalTimeoutMs: number } }; recipientHashKey?: BankKey };
 
 /** The recipient hash key, or how to load it when a bank account first needs it (the CLI loads it lazily). */
 export type BankKey = Uint8Array | (() => Uint8Array);

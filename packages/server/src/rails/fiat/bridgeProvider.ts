@@ -13,7 +13,7 @@ import type { BankRecipient } from "@agentwallet/api";
 import type { Logger } from "pino";
 import { type Address, getAddress, isAddress } from "viem";
 import type { BridgeSettings } from "../../config.ts";
-import type { Ledger } from "../../ledger/store.ts";
+import type { KvStore } from "../../ledger/ports.ts";
 import { type FiatProvider, FiatProviderError, type Payout } from "./provider.ts";
 
 export type { BridgeSettings };
@@ -38,7 +38,7 @@ export const bridgeDepositKey = (address: string) => `bridge:deposit:${address.t
 
 export type BridgeFiatProvider = FiatProvider & { isRefundSender(from: Address): Promise<boolean> };
 
-export function createBridgeFiatProvider(deps: { settings: BridgeSettings; ledger: Ledger; logger: Logger; sleep?: (ms: number) => Promise<void> }): BridgeFiatProvider {
+export function createBridgeFiatProvider(deps: { settings: BridgeSettings; ledger: KvStore; logger: Logger; sleep?: (ms: number) => Promise<void> }): BridgeFiatProvider {
   const s = deps.settings;
   const base = s.baseUrl.replace(/\/+$/, "");
   const sleep = deps.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));

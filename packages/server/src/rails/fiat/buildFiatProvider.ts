@@ -7,13 +7,13 @@ import type { Logger } from "pino";
 import type { Hex } from "viem";
 import type { ChainClient } from "../../chain/chainClient.ts";
 import type { Config } from "../../config.ts";
-import type { Ledger } from "../../ledger/store.ts";
+import type { KvStore } from "../../ledger/ports.ts";
 import { type BridgeFiatProvider, type BridgeSettings, createBridgeFiatProvider } from "./bridgeProvider.ts";
 import { createSandboxFiatProvider, type SandboxFiatProvider } from "./sandboxProvider.ts";
 
 export type BuiltFiatProvider = { kind: "sandbox"; provider: SandboxFiatProvider } | { kind: "bridge"; provider: BridgeFiatProvider } | undefined;
 
-export function buildFiatProvider(o: { config: Config; ledger: Ledger; chain: ChainClient; logger: Logger; offrampKey: Hex | undefined; bridge?: BridgeSettings; webhookSecret?: string }): BuiltFiatProvider {
+export function buildFiatProvider(o: { config: Config; ledger: KvStore; chain: ChainClient; logger: Logger; offrampKey: Hex | undefined; bridge?: BridgeSettings; webhookSecret?: string }): BuiltFiatProvider {
   const bridge = o.bridge ?? o.config.fiat.bridge;
   if (o.config.fiat.provider === "bridge" && bridge) return { kind: "bridge", provider: createBridgeFiatProvider({ settings: bridge, ledger: o.ledger, logger: o.logger }) };
   if (o.config.fiat.provider === "sandbox" && o.offrampKey) {

@@ -17,7 +17,7 @@ import { type Address, type Hex, createWalletClient, encodeFunctionData, http, k
 import { privateKeyToAccount } from "viem/accounts";
 import type { ChainClient } from "../../chain/chainClient.ts";
 import { usdcAbi } from "../../chain/chainClient.ts";
-import type { Ledger } from "../../ledger/store.ts";
+import type { KvStore } from "../../ledger/ports.ts";
 import type { FiatProvider, Payout, PayoutStatus } from "./provider.ts";
 
 export const SANDBOX_FAIL_ACCOUNT = "1111000000";
@@ -40,7 +40,7 @@ type Stored = Payout & {
 
 export type SandboxFiatProvider = FiatProvider & { depositAddress: Address; tick(): Promise<void>; setWebhookUrl(url: string): void };
 
-export function createSandboxFiatProvider(deps: { ledger: Ledger; chain: ChainClient; privateKey: Hex; webhookSecret: string; delayMs: number; logger: Logger }): SandboxFiatProvider {
+export function createSandboxFiatProvider(deps: { ledger: KvStore; chain: ChainClient; privateKey: Hex; webhookSecret: string; delayMs: number; logger: Logger }): SandboxFiatProvider {
   const account = privateKeyToAccount(deps.privateKey);
   const wallet = createWalletClient({ account, chain: deps.chain.chain, transport: http(deps.chain.settings.rpcUrl, { timeout: 10_000 }) });
   const key = (id: string) => `sandbox_payout:${id}`;

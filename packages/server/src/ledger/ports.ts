@@ -1,0 +1,63 @@
+/**
+ * The ledger's ports, one per concern. A consumer names the narrow one it uses, so what a module may do
+ * to the ledger shows in its signature, and a test double need only give that much. `Ledger` satisfies
+ * every one of them: they are its own methods, chosen by concern.
+ */
+import type { Ledger } from "./store.ts";
+
+/** Payments: the hold, its resolution or reversal, progress, leases, approvals and refusals. */
+export type PaymentStore = Pick<
+  Ledger,
+  | "hold"
+  | "resolve"
+  | "reverse"
+  | "updatePayment"
+  | "getPayment"
+  | "findPaymentByKey"
+  | "paymentByProviderRef"
+  | "makePaymentDue"
+  | "claimDuePayments"
+  | "releaseLeases"
+  | "releaseLease"
+  | "decideApproval"
+  | "settleApproval"
+  | "listDecidedApprovals"
+  | "listAwaitingApprovals"
+  | "recordRefusal"
+  | "listRefusals"
+  | "windowSpending"
+  | "idempotencyKeys"
+  | "openPaymentCount"
+  | "recentCompletedX402"
+  | "recentCompletedWithRailState"
+  | "completedPaymentsOfTx"
+>;
+
+/** The relayer's nonce counter and the transactions it signed with each nonce. */
+export type NonceStore = Pick<Ledger, "raiseNonceCounter" | "nonceCounter" | "relayerTransactionAt" | "relayerTransaction" | "storeRelayerTransaction">;
+
+/** Deposits seen on-chain, credited or dropped, and the wallets they are looked for at. */
+export type DepositStore = Pick<Ledger, "recordSeenDeposit" | "creditDeposit" | "dropDeposit" | "seenDeposits" | "depositStatus" | "projectsWithWallets">;
+
+/** Projects and their API tokens, with the spending controls set on either. */
+export type TokenStore = Pick<
+  Ledger,
+  | "createProject"
+  | "getProject"
+  | "listProjects"
+  | "setPaused"
+  | "setWalletAddress"
+  | "isProjectWallet"
+  | "insertToken"
+  | "findTokenByHash"
+  | "listTokens"
+  | "getToken"
+  | "revokeToken"
+  | "setSpendingControls"
+>;
+
+/** Balances and what the journal and transactions say of them: pages, counts, spend, reconciliation. */
+export type BalanceStore = Pick<Ledger, "getBalance" | "transactionCount" | "listTransactions" | "transactions" | "spendByDay" | "walletBalances">;
+
+/** Small persistent state: the `kv` rows (cursors, markers, the sandbox off-ramp's payouts). */
+export type KvStore = Pick<Ledger, "getKv" | "setKv" | "kvWithPrefix" | "deleteKv">;
