@@ -146,7 +146,7 @@ function encodeRelayBatch(payments: Call[][]): Hex {
   return encodeFunctionData({ abi: multicall3Abi, functionName: "aggregate3", args: [payments.map((calls) => ({ target: MULTICALL3_ADDRESS, allowFailure: true, callData: inner(calls) }))] });
 }
 
-export function createRelayer(ledger: NonceStore & Pick<KvStore, "setKv">, chain: ChainRuntime, logger: Logger, custody: Custody, o: RelayerOptions = {}) {
+export function createRelayer(ledger: { relayerNonces: NonceStore } & Pick<KvStore, "setKv">, chain: ChainRuntime, logger: Logger, custody: Custody, o: RelayerOptions = {}) {
   const maxPendingTxs = o.maxPendingTxs ?? RELAYER_MAX_PENDING_TXS;
   const roomWaitMaxMs = o.roomWaitMaxMs ?? ROOM_WAIT_MAX_MS;
   const clock = o.clock ?? systemClock;
@@ -174,13 +174,13 @@ export function createRelayer(ledger: NonceStore & Pick<KvStore, "setKv">, chain
   async function syncNonce(): Promise<number> {
     minedNonce = Math.max(minedNonce, await chain.client.nonceOf(account.address, "latest"));
     const onChain = await chain.client.nonceOf(account.address, "pending");
-    await ledger.raiseNonceCounter(counterKey, onChain);
+    await ledger.relayerNonces.raiseCounter(counterKey, onChain);
     return onChain;
   }
 
   /**
    * Signs one transaction for every member with the counter's next nonce, then stores it in one
-   * atomic write (Ledger.storeRelayerTransaction): the counter moves past that nonce only if it still
+   * atomic write (RelayerNonces.store, ledger/relayerNonces.ts): the counter moves past that nonce only if it still
    * stood there (another process may have taken it: then sign again with the next), the signed
    * transaction is kept, and each member's new state is stored. Signing happens before the write, so
    * the write holds no lock while it signs and shares its commit with the other writes of its turn.
@@ -191,10 +191,10 @@ export function createRelayer(ledger: NonceStore & Pick<KvStore, "setKv">, chain
     const { maxFeePerGas, maxPriorityFeePerGas } = await currentFees();
     const data = encodeRelayBatch(members.map((m) => m.calls));
     const gas = relayerGasLimit(members.map((m) => m.calls.length));
-    for (let attempt = 1; ; attempt++, nonce = await ledger.nonceCounter(counterKey)) {
+    for (let attempt = 1; ; attempt++, nonce = await ledger.relayerNonces.counter(counterKey)) {
       const raw = await account.signTransaction({ chainId: chain.client.settings.chainId, type: "eip1559", to: MULTICALL3_ADDRESS, data, nonce, gas, maxFeePerGas, maxPriorityFeePerGas, value: 0n });
       const tx = { nonce, hash: keccak256(raw), raw };
-      const r = await ledger.storeRelayerTransaction({
+      const r = await ledger.relayerNonces.store({
         counterKey,
         relayer: account.address,
         tx,
@@ -216,7 +216,7 @@ export function createRelayer(ledger: NonceStore & Pick<KvStore, "setKv">, chain
   async function awaitRoom(): Promise<number | undefined> {
     const deadline = Date.now() + roomWaitMaxMs;
     for (let pollMs = ROOM_POLL_MIN_MS; ; pollMs = Math.min(ROOM_POLL_MAX_MS, pollMs * 2)) {
-      const next = await ledger.nonceCounter(counterKey);
+      const next = await ledger.relayerNonces.counter(counterKey);
       if (next - minedNonce < maxPendingTxs) return next;
       minedNonce = Math.max(minedNonce, await chain.client.nonceOf(account.address, "latest"));
       if (next - minedNonce < maxPendingTxs) return next;
@@ -329,11 +329,11 @@ export function createRelayer(ledger: NonceStore & Pick<KvStore, "setKv">, chain
     const latest = await chain.client.nonceOf(account.address, "latest");
     // May move down: a rollback or reorg took mined transactions of ours away.
     minedNonce = latest;
-    const next = await ledger.nonceCounter(counterKey);
+    const next = await ledger.relayerNonces.counter(counterKey);
     if (next <= latest) return done;
     const pending = await chain.client.nonceOf(account.address, "pending");
     for (let nonce = pending; nonce < Math.min(next, pending + maxPendingTxs); nonce++) {
-      const row = await ledger.relayerTransactionAt(account.address, nonce);
+      const row = await ledger.relayerNonces.transactionAt(account.address, nonce);
       if (row && clock().getTime() - Date.parse(row.created_at) < GAP_GRACE_MS) break;
       // Below `pending` nothing is missing; above it a transaction may wait in the pool for the gap.
       if (row && nonce > pending && (await chain.client.transactionKnown(row.tx_hash as Hex))) continue;

@@ -33,8 +33,8 @@ export type PaymentStore = Pick<
   | "completedPaymentsOfTx"
 >;
 
-/** The relayer's nonce counter and the transactions it signed with each nonce. */
-export type NonceStore = Pick<Ledger, "raiseNonceCounter" | "nonceCounter" | "relayerTransactionAt" | "relayerTransaction" | "storeRelayerTransaction">;
+/** The relayer's nonce counter and the transactions it signed with each nonce (relayerNonces.ts). */
+export type NonceStore = Ledger["relayerNonces"];
 
 /** Deposits seen on-chain, credited or dropped, and the wallets they are looked for at. */
 export type DepositStore = Pick<Ledger, "recordSeenDeposit" | "creditDeposit" | "dropDeposit" | "seenDeposits" | "depositStatus" | "projectsWithWallets">;

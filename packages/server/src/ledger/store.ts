@@ -15,7 +15,8 @@ import { ConsoleSessions } from "./consoleSessions.ts";
 import { WebhookOutbox } from "./webhookOutbox.ts";
 import { AdminCredentials } from "./adminCredentials.ts";
 import { IdempotencyKeys } from "./idempotencyKeys.ts";
-import type { GroupCommit } from "./groupCommit.ts";
+import { AtomicWrites, type Steps } from "./atomicWrites.ts";
+import { RelayerNonces } from "./relayerNonces.ts";
 import { type PgHolds, createPgHolds } from "./pgHolds.ts";
 import { type PgResolves, createPgResolves } from "./pgResolves.ts";
 import type { FailureCode } from "./failureCodes.ts";
@@ -38,8 +39,6 @@ type Entry = { account: string; projectId: string | null; amountMicros: number }
 type JournalRow = Insertable<Database["journal_entries"]>;
 type TransactionRow = Insertable<Database["transactions"]>;
 
-/** A write as a generator of compiled statements: each `yield` runs one and gives back its rows. */
-export type Steps<T> = Generator<CompiledQuery, T, unknown[]>;
 
 export type NewPayment = {
   projectId: string;
@@ -107,24 +106,6 @@ export type SeenDeposit = DepositKey & {
   blockNumber: number;
   blockHash: string;
 };
-
-/** What the relayer stores in one write (storeRelayerTransaction): plain data, so any thread's ledger can run it. */
-export type RelayerStore = {
-  /** The `kv` row of the relayer's nonce counter. */
-  counterKey: string;
-  relayer: string;
-  tx: { nonce: number; hash: string; raw: string };
-  /** Each payment the transaction carries: its new columns, if its row still holds `expected`. */
-  members: { paymentId: string; patch: Record<string, unknown>; expected: { tx_hash: string | null; rail_state: string | null } }[];
-  at: string;
-};
-export type RelayerStoreResult = { kind: "stored" } | { kind: "nonce_taken" } | { kind: "stale"; paymentId: string };
-
-class StaleMember extends Error {
-  constructor(readonly paymentId: string) {
-    super(`payment ${paymentId} was advanced by another process`);
-  }
-}
 
 function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
@@ -233,7 +214,7 @@ export class Ledger {
   private readonly balanceQuery: ReturnType<typeof compileBalanceQuery>;
   private readonly debitQuery: ReturnType<typeof compileDebit>;
   /** SQLite: the hot writes share commits (groupCommit.ts); PostgreSQL runs them as transactions. */
-  private readonly group: GroupCommit | undefined;
+  private readonly writes: AtomicWrites;
   /** PostgreSQL: the holds of one project asked for together are one call (pgHolds.ts); so are resolutions (pgResolves.ts). */
   private readonly pgHolds: PgHolds | undefined;
   private readonly pgResolves: PgResolves | undefined;
@@ -247,6 +228,8 @@ export class Ledger {
   readonly adminCredentials: AdminCredentials;
   /** Idempotency keys claimed before a payment row owns them (idempotencyKeys.ts). */
   readonly idempotencyKeys: IdempotencyKeys;
+  /** The relayer's nonce counter and the transactions it signed (relayerNonces.ts). */
+  readonly relayerNonces: RelayerNonces;
 
   /** Reads of one project's transactions beyond the plain page (transactionReads.ts). */
   readonly transactions: TransactionReads;
@@ -261,7 +244,7 @@ export class Ledger {
     this.balanceQuery = compileBalanceQuery(db);
     this.debitQuery = compileDebit(db);
     const direct = sqliteDirectOf(db);
-    this.group = direct?.group;
+    this.writes = new AtomicWrites(db, direct?.group);
     this.read = direct?.read;
     this.pgHolds = dialect === "postgres" ? createPgHolds(db) : undefined;
     this.pgResolves = dialect === "postgres" ? createPgResolves(db) : undefined;
@@ -270,6 +253,7 @@ export class Ledger {
     this.adminCredentials = new AdminCredentials(db);
     this.idempotencyKeys = new IdempotencyKeys(db);
     this.transactions = new TransactionReads(db, dialect);
+    this.relayerNonces = new RelayerNonces(db, this.writes);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -592,7 +576,7 @@ export class Ledger {
         if ("windowIndex" in o) return this.refuse(input, windowRefusal(windows[o.windowIndex]!, o.spentMicros, amount));
         return { kind: "insufficient", availableMicros: o.availableMicros };
       }
-      return await this.atomically(function* (): Steps<HoldResult> {
+      return await this.writes.atomically(function* (): Steps<HoldResult> {
         const debited = (yield plan.debit)[0] as { tx_count: number } | undefined;
         if (!debited) {
           const balance = (yield withParameters(balanceQuery, [input.projectId]))[0] as { available_micros: number } | undefined;
@@ -632,7 +616,7 @@ export class Ledger {
   async recordRefusal(r: { projectId: string; tokenId: string | null; rail: string; recipient: string; amountMicros: number | null; refusal: Refusal }): Promise<void> {
     const db = this.db;
     const row = { project_id: r.projectId, token_id: r.tokenId, code: r.refusal.code, detail: r.refusal.detail, rail: r.rail, recipient: r.recipient.slice(0, 500), amount_micros: r.amountMicros, created_at: this.now() };
-    await this.atomically(function* (): Steps<void> {
+    await this.writes.atomically(function* (): Steps<void> {
       const [inserted] = (yield db.insertInto("spending_refusals").values(row).returning("seq").compile()) as { seq: number }[];
       yield db.deleteFrom("spending_refusals").where("seq", "<=", Number(inserted!.seq) - REFUSALS_KEPT_MAX).compile();
     });
@@ -658,7 +642,7 @@ export class Ledger {
       .where("approval", "=", "awaiting")
       .where("status", "=", "pending");
     if (decision === "approved") q = q.where("approval_until", ">", now);
-    return (await this.writeOne(q.returningAll().compile()))[0];
+    return (await this.writes.writeOne(q.returningAll().compile()))[0];
   }
 
   /** The worker's step for a payment that waits for approval; `handled: false` means the rail may advance it. */
@@ -667,7 +651,7 @@ export class Ledger {
     if (p.approval === "awaiting") {
       // Not decided in time: expire it (conditional, so a concurrent approval or denial wins or loses whole).
       if ((p.approval_until ?? "") > this.now()) return { handled: true };
-      const expired = await this.writeOne(this.db.updateTable("payments").set({ approval: "expired", updated_at: this.now() }).where("id", "=", p.id).where("approval", "=", "awaiting").returningAll().compile());
+      const expired = await this.writes.writeOne(this.db.updateTable("payments").set({ approval: "expired", updated_at: this.now() }).where("id", "=", p.id).where("approval", "=", "awaiting").returningAll().compile());
       if (!expired[0]) return { handled: true };
       p = expired[0];
     }
@@ -810,42 +794,15 @@ export class Ledger {
     const update = this.db.updateTable("payments").set({ ...patch, updated_at: this.now() }).where("id", "=", id).returningAll().compile();
     const processing = patch.status === "processing" ? this.db.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", id).where("status", "=", "pending").compile() : undefined;
     if (!processing) {
-      const row = (await this.writeOne(update))[0];
+      const row = (await this.writes.writeOne(update))[0];
       if (!row) throw new Error(`payment ${id} not found`);
       return row;
     }
-    return this.atomically(function* (): Steps<PaymentRow> {
+    return this.writes.atomically(function* (): Steps<PaymentRow> {
       const row = (yield update)[0] as PaymentRow | undefined;
       if (!row) throw new Error(`payment ${id} not found`);
       yield processing;
       return row;
-    });
-  }
-
-  /** A write of one statement, atomic on its own: the group commit, or on PostgreSQL no BEGIN/COMMIT. */
-  private async writeOne<R>(query: CompiledQuery<R>): Promise<R[]> {
-    return this.group ? this.group.write((run) => run(query)) : (await this.db.executeQuery(query)).rows;
-  }
-
-  /**
-   * Runs a write described as a generator of compiled statements (each `yield` gives back its rows)
-   * atomically: on SQLite in the group commit (its own savepoint, a shared commit), on PostgreSQL in a
-   * transaction of its own. One body for both; a throw inside rolls the write back.
-   */
-  private atomically<T>(steps: () => Steps<T>): Promise<T> {
-    if (this.group) {
-      return this.group.write((run) => {
-        const g = steps();
-        let r = g.next();
-        while (!r.done) r = g.next(run(r.value));
-        return r.value;
-      });
-    }
-    return this.db.transaction().execute(async (trx) => {
-      const g = steps();
-      let r = g.next();
-      while (!r.done) r = g.next((await trx.executeQuery(r.value)).rows as unknown[]);
-      return r.value;
     });
   }
 
@@ -886,7 +843,7 @@ export class Ledger {
       .where("status", "in", ["pending", "processing"])
       .returningAll()
       .compile();
-    return this.atomically(function* (): Steps<{ changed: boolean; payment: PaymentRow }> {
+    return this.writes.atomically(function* (): Steps<{ changed: boolean; payment: PaymentRow }> {
       const row = (yield finish)[0] as PaymentRow | undefined;
       if (!row) {
         const current = (yield db.selectFrom("payments").selectAll().where("id", "=", id).compile())[0] as PaymentRow | undefined;
@@ -995,7 +952,7 @@ export class Ledger {
     const started = await due("processing", max);
     const ids = [...started, ...(started.length < max ? await due("pending", max - started.length) : [])].map((r) => r.id);
     if (ids.length === 0) return [];
-    return this.atomically(function* (): Steps<PaymentRow[]> {
+    return this.writes.atomically(function* (): Steps<PaymentRow[]> {
       const claimed: PaymentRow[] = [];
       for (const id of ids) {
         const [row] = (yield db
@@ -1013,86 +970,14 @@ export class Ledger {
   }
 
   /**
-   * Brings the relayer's nonce counter (the `kv` row `counterKey`) up to `onChain`, never down: created
-   * there if missing, else moved only if it stands below, so a concurrent allocation in another process
-   * is never moved backwards.
-   */
-  async raiseNonceCounter(counterKey: string, onChain: number): Promise<void> {
-    await this.db.insertInto("kv").values({ key: counterKey, value: String(onChain) }).onConflict((oc) => oc.column("key").doNothing()).execute();
-    await this.db
-      .updateTable("kv")
-      .set({ value: String(onChain) })
-      .where("key", "=", counterKey)
-      .where((eb) => eb(eb.cast("value", "integer"), "<", onChain))
-      .execute();
-  }
-
-  /** The next nonce the relayer's counter would give (the counter row is created at 0 if missing). */
-  async nonceCounter(counterKey: string): Promise<number> {
-    const read = () => this.db.selectFrom("kv").select("value").where("key", "=", counterKey).executeTakeFirst();
-    let row = await read();
-    if (!row) {
-      await this.db.insertInto("kv").values({ key: counterKey, value: "0" }).onConflict((oc) => oc.column("key").doNothing()).execute();
-      row = await read();
-    }
-    return Number(row!.value);
-  }
-
-  /** The transaction the relayer signed with `nonce`, kept for re-broadcast, or undefined. */
-  relayerTransactionAt(relayer: string, nonce: number) {
-    return this.db.selectFrom("relayer_txs").select(["tx_hash", "raw_tx", "created_at"]).where("relayer", "=", relayer).where("nonce", "=", nonce).executeTakeFirst();
-  }
-
-  /** A relayer transaction by its hash: the signed bytes and the nonce, or undefined. */
-  relayerTransaction(txHash: string) {
-    return this.db.selectFrom("relayer_txs").select(["raw_tx", "nonce"]).where("tx_hash", "=", txHash).executeTakeFirst();
-  }
-
-  /**
-   * Stores a signed relayer transaction in one atomic write: the nonce counter moves past its nonce
-   * only if it still stood there (else `nonce_taken`: another process signed with it first), the
-   * signed transaction is kept for re-broadcast, and each member payment gets its new state, by
-   * compare-and-set on what the relayer read (else `stale`, naming the member; nothing is stored).
-   */
-  async storeRelayerTransaction(input: RelayerStore): Promise<RelayerStoreResult> {
-    const db = this.db;
-    const { tx, at } = input;
-    try {
-      return await this.atomically(function* (): Steps<RelayerStoreResult> {
-        const moved = yield db.updateTable("kv").set({ value: String(tx.nonce + 1) }).where("key", "=", input.counterKey).where("value", "=", String(tx.nonce)).returning("value").compile();
-        if (moved.length !== 1) return { kind: "nonce_taken" };
-        // payment_id: the first payment of the batch; every member's row carries the hash.
-        yield db.insertInto("relayer_txs").values({ nonce: tx.nonce, relayer: input.relayer, payment_id: input.members[0]!.paymentId, raw_tx: tx.raw, tx_hash: tx.hash, created_at: at }).compile();
-        for (const m of input.members) {
-          const updated = yield db
-            .updateTable("payments")
-            .set({ ...m.patch, updated_at: at })
-            .where("id", "=", m.paymentId)
-            .where("tx_hash", m.expected.tx_hash === null ? "is" : "=", m.expected.tx_hash)
-            .where("rail_state", m.expected.rail_state === null ? "is" : "=", m.expected.rail_state)
-            .returning("id")
-            .compile();
-          // Thrown so the whole write rolls back (the nonce too); answered as a value below.
-          if (updated.length !== 1) throw new StaleMember(m.paymentId);
-          yield db.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", m.paymentId).where("status", "=", "pending").compile();
-        }
-        return { kind: "stored" };
-      });
-    } catch (err) {
-      if (err instanceof StaleMember) return { kind: "stale", paymentId: err.paymentId };
-      throw err;
-    }
-  }
-
-  /**
    * Releases several of `owner`'s leases, each with its next attempt (and, after a failed step, the
    * payment's count of failed steps), in one atomic write.
    */
   async releaseLeases(leases: LeaseRelease[], owner: string): Promise<void> {
     if (leases.length === 0) return;
     const release = (l: LeaseRelease) => this.releaseStatement(l.id, owner, l.nextAttemptAt, l.stepErrors);
-    if (leases.length === 1) return void (await this.writeOne(release(leases[0]!)));
-    await this.atomically(function* (): Steps<void> {
+    if (leases.length === 1) return void (await this.writes.writeOne(release(leases[0]!)));
+    await this.writes.atomically(function* (): Steps<void> {
       for (const l of leases) yield release(l);
     });
   }

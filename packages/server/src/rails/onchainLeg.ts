@@ -121,7 +121,7 @@ export async function checkRelayed(
   if (await d.chain.client.transactionKnown(hash)) return "pending";
   const validBefore = Math.min(...transfers.map((t) => Number(t.validBefore)));
   if (Math.floor(d.ctx.clock().getTime() / 1000) >= validBefore) return (await usedOnChain()) ? "confirmed" : "expired";
-  const stored = await d.ctx.ledger.relayerTransaction(hash);
+  const stored = await d.ctx.ledger.relayerNonces.transactionByHash(hash);
   if (!stored) throw new Error(`relayed transaction ${hash} of payment ${payment.id} not stored`);
   const chainNonce = await d.chain.client.nonceOf(d.relayer.address, "latest");
   if (chainNonce > stored.nonce) {

@@ -109,9 +109,9 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     const before = Number(await ledger.getKv(key));
     // Another process (simulated on the same database) allocates nonce `before` after we read the
     // counter and signed with it, just before our store.
-    const store = ledger.storeRelayerTransaction.bind(ledger);
+    const store = ledger.relayerNonces.store.bind(ledger.relayerNonces);
     let raced = false;
-    ledger.storeRelayerTransaction = (input) => {
+    ledger.relayerNonces.store = (input) => {
       if (raced) return store(input);
       raced = true;
       return dbOf(ledger).updateTable("kv").set({ value: String(before + 1) }).where("key", "=", key).execute().then(() => store(input));
@@ -122,7 +122,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
       expect(Number(stored.nonce)).toBe(before + 1);
       expect(Number(await ledger.getKv(key))).toBe(before + 2);
     } finally {
-      ledger.storeRelayerTransaction = store;
+      ledger.relayerNonces.store = store;
     }
     // The other "process" sends its own transaction with nonce `before`; then ours is mined after it.
     const relayerAccount = privateKeyToAccount(ctx().rails!.chain.relayerKey);

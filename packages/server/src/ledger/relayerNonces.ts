@@ -1,0 +1,103 @@
+/**
+ * The relayer's nonces: its counter (a `kv` row per relayer address), and the transactions it signed
+ * with each nonce, kept for re-broadcast (`relayer_txs`). A Ledger's `relayerNonces`.
+ */
+import type { Db } from "./db.ts";
+import type { AtomicWrites, Steps } from "./atomicWrites.ts";
+
+/** What the relayer stores in one write (`RelayerNonces.store`): plain data, so any thread's ledger can run it. */
+export type RelayerStore = {
+  /** The `kv` row of the relayer's nonce counter. */
+  counterKey: string;
+  relayer: string;
+  tx: { nonce: number; hash: string; raw: string };
+  /** Each payment the transaction carries: its new columns, if its row still holds `expected`. */
+  members: { paymentId: string; patch: Record<string, unknown>; expected: { tx_hash: string | null; rail_state: string | null } }[];
+  at: string;
+};
+export type RelayerStoreResult = { kind: "stored" } | { kind: "nonce_taken" } | { kind: "stale"; paymentId: string };
+
+class StaleMember extends Error {
+  constructor(readonly paymentId: string) {
+    super(`payment ${paymentId} was advanced by another process`);
+  }
+}
+
+export class RelayerNonces {
+  constructor(
+    private readonly db: Db,
+    private readonly writes: AtomicWrites,
+  ) {}
+
+  /**
+   * Brings the relayer's nonce counter (the `kv` row `counterKey`) up to `onChain`, never down: created
+   * there if missing, else moved only if it stands below, so a concurrent allocation in another process
+   * is never moved backwards.
+   */
+  async raiseCounter(counterKey: string, onChain: number): Promise<void> {
+    await this.db.insertInto("kv").values({ key: counterKey, value: String(onChain) }).onConflict((oc) => oc.column("key").doNothing()).execute();
+    await this.db
+      .updateTable("kv")
+      .set({ value: String(onChain) })
+      .where("key", "=", counterKey)
+      .where((eb) => eb(eb.cast("value", "integer"), "<", onChain))
+      .execute();
+  }
+
+  /** The next nonce the relayer's counter would give (the counter row is created at 0 if missing). */
+  async counter(counterKey: string): Promise<number> {
+    const read = () => this.db.selectFrom("kv").select("value").where("key", "=", counterKey).executeTakeFirst();
+    let row = await read();
+    if (!row) {
+      await this.db.insertInto("kv").values({ key: counterKey, value: "0" }).onConflict((oc) => oc.column("key").doNothing()).execute();
+      row = await read();
+    }
+    return Number(row!.value);
+  }
+
+  /** The transaction the relayer signed with `nonce`, kept for re-broadcast, or undefined. */
+  transactionAt(relayer: string, nonce: number) {
+    return this.db.selectFrom("relayer_txs").select(["tx_hash", "raw_tx", "created_at"]).where("relayer", "=", relayer).where("nonce", "=", nonce).executeTakeFirst();
+  }
+
+  /** A relayer transaction by its hash: the signed bytes and the nonce, or undefined. */
+  transactionByHash(txHash: string) {
+    return this.db.selectFrom("relayer_txs").select(["raw_tx", "nonce"]).where("tx_hash", "=", txHash).executeTakeFirst();
+  }
+
+  /**
+   * Stores a signed relayer transaction in one atomic write: the nonce counter moves past its nonce
+   * only if it still stood there (else `nonce_taken`: another process signed with it first), the
+   * signed transaction is kept for re-broadcast, and each member payment gets its new state, by
+   * compare-and-set on what the relayer read (else `stale`, naming the member; nothing is stored).
+   */
+  async store(input: RelayerStore): Promise<RelayerStoreResult> {
+    const db = this.db;
+    const { tx, at } = input;
+    try {
+      return await this.writes.atomically(function* (): Steps<RelayerStoreResult> {
+        const moved = yield db.updateTable("kv").set({ value: String(tx.nonce + 1) }).where("key", "=", input.counterKey).where("value", "=", String(tx.nonce)).returning("value").compile();
+        if (moved.length !== 1) return { kind: "nonce_taken" };
+        // payment_id: the first payment of the batch; every member's row carries the hash.
+        yield db.insertInto("relayer_txs").values({ nonce: tx.nonce, relayer: input.relayer, payment_id: input.members[0]!.paymentId, raw_tx: tx.raw, tx_hash: tx.hash, created_at: at }).compile();
+        for (const m of input.members) {
+          const updated = yield db
+            .updateTable("payments")
+            .set({ ...m.patch, updated_at: at })
+            .where("id", "=", m.paymentId)
+            .where("tx_hash", m.expected.tx_hash === null ? "is" : "=", m.expected.tx_hash)
+            .where("rail_state", m.expected.rail_state === null ? "is" : "=", m.expected.rail_state)
+            .returning("id")
+            .compile();
+          // Thrown so the whole write rolls back (the nonce too); answered as a value below.
+          if (updated.length !== 1) throw new StaleMember(m.paymentId);
+          yield db.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", m.paymentId).where("status", "=", "pending").compile();
+        }
+        return { kind: "stored" };
+      });
+    } catch (err) {
+      if (err instanceof StaleMember) return { kind: "stale", paymentId: err.paymentId };
+      throw err;
+    }
+  }
+}
