@@ -146,7 +146,7 @@ function encodeRelayBatch(payments: Call[][]): Hex {
   return encodeFunctionData({ abi: multicall3Abi, functionName: "aggregate3", args: [payments.map((calls) => ({ target: MULTICALL3_ADDRESS, allowFailure: true, callData: inner(calls) }))] });
 }
 
-export function createRelayer(ledger: { relayerNonces: NonceStore } & Pick<KvStore, "setKv">, chain: ChainRuntime, logger: Logger, custody: Custody, o: RelayerOptions = {}) {
+export function createRelayer(ledger: { relayerNonces: NonceStore; kv: KvStore }, chain: ChainRuntime, logger: Logger, custody: Custody, o: RelayerOptions = {}) {
   const maxPendingTxs = o.maxPendingTxs ?? RELAYER_MAX_PENDING_TXS;
   const roomWaitMaxMs = o.roomWaitMaxMs ?? ROOM_WAIT_MAX_MS;
   const clock = o.clock ?? systemClock;
@@ -339,7 +339,7 @@ export function createRelayer(ledger: { relayerNonces: NonceStore } & Pick<KvSto
       if (row && nonce > pending && (await chain.client.transactionKnown(row.tx_hash as Hex))) continue;
       // Recorded first, sent again or replaced: once the nonce is taken, the completed payments it carried
       // are checked against the chain and signed again if their transfer did not move (lostLegs.ts).
-      if (row) await ledger.setKv(`${LOST_TX_KEY_PREFIX}${row.tx_hash}`, String(nonce));
+      if (row) await ledger.kv.set(`${LOST_TX_KEY_PREFIX}${row.tx_hash}`, String(nonce));
       if (row && (await mayStillMove(row.raw_tx as Hex))) {
         await send(row.raw_tx as Hex);
         done.resent.push(nonce);

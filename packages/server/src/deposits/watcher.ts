@@ -31,7 +31,7 @@ export type TickResult = { head: number; scannedFrom: number; scannedTo: number;
 
 export type DepositWatcher = ReturnType<typeof createDepositWatcher>;
 
-export function createDepositWatcher(ledger: DepositStore & Pick<KvStore, "getKv" | "setKv">, chain: ChainClient, logger: Logger, o: WatcherOptions) {
+export function createDepositWatcher(ledger: DepositStore & { kv: KvStore }, chain: ChainClient, logger: Logger, o: WatcherOptions) {
   const cursorKey = `deposits:cursor:${o.chainName}`;
   const perQuery = o.maxAddressesPerQuery ?? 500;
   const ignore = new Set((o.ignoreFrom ?? []).map((a) => a.toLowerCase()));
@@ -100,7 +100,7 @@ export function createDepositWatcher(ledger: DepositStore & Pick<KvStore, "getKv
 
   async function tick(): Promise<TickResult> {
     const head = await chain.blockNumber();
-    const saved = await ledger.getKv(cursorKey);
+    const saved = await ledger.kv.get(cursorKey);
     const cursor = saved === undefined ? o.startBlock(head) - 1 : Number(saved);
     const from = Math.max(0, cursor + 1);
     const to = Math.min(head, from + o.maxBlocksPerScan - 1);
@@ -114,7 +114,7 @@ export function createDepositWatcher(ledger: DepositStore & Pick<KvStore, "getKv
       }
       // Keep the unconfirmed tail in the next scan; never move backwards.
       const next = Math.max(cursor, Math.min(to, head - o.confirmations));
-      if (next !== cursor) await ledger.setKv(cursorKey, String(next));
+      if (next !== cursor) await ledger.kv.set(cursorKey, String(next));
     }
     const { credited, dropped } = await confirmPass(head);
     return { head, scannedFrom: from, scannedTo: to, seen, credited, dropped };

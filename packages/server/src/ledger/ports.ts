@@ -59,5 +59,5 @@ export type TokenStore = Pick<
 /** Balances and what the journal and transactions say of them: pages, counts, spend, reconciliation. */
 export type BalanceStore = Pick<Ledger, "getBalance" | "transactionCount" | "listTransactions" | "transactions" | "spendByDay" | "walletBalances">;
 
-/** Small persistent state: the `kv` rows (cursors, markers, the sandbox off-ramp's payouts). */
-export type KvStore = Pick<Ledger, "getKv" | "setKv" | "kvWithPrefix" | "deleteKv">;
+/** Small persistent state: the `kv` rows (kvRows.ts). */
+export type KvStore = Ledger["kv"];

@@ -17,6 +17,7 @@ import { AdminCredentials } from "./adminCredentials.ts";
 import { IdempotencyKeys } from "./idempotencyKeys.ts";
 import { AtomicWrites, type Steps } from "./atomicWrites.ts";
 import { RelayerNonces } from "./relayerNonces.ts";
+import { KvRows } from "./kvRows.ts";
 import { type PgHolds, createPgHolds } from "./pgHolds.ts";
 import { type PgResolves, createPgResolves } from "./pgResolves.ts";
 import type { FailureCode } from "./failureCodes.ts";
@@ -230,6 +231,8 @@ export class Ledger {
   readonly idempotencyKeys: IdempotencyKeys;
   /** The relayer's nonce counter and the transactions it signed (relayerNonces.ts). */
   readonly relayerNonces: RelayerNonces;
+  /** Small persistent state: the `kv` rows (kvRows.ts). */
+  readonly kv: KvRows;
 
   /** Reads of one project's transactions beyond the plain page (transactionReads.ts). */
   readonly transactions: TransactionReads;
@@ -254,6 +257,7 @@ export class Ledger {
     this.idempotencyKeys = new IdempotencyKeys(db);
     this.transactions = new TransactionReads(db, dialect);
     this.relayerNonces = new RelayerNonces(db, this.writes);
+    this.kv = new KvRows(db);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -1065,24 +1069,7 @@ export class Ledger {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Small persistent state
-
-  async getKv(key: string): Promise<string | undefined> {
-    return (await this.db.selectFrom("kv").select("value").where("key", "=", key).executeTakeFirst())?.value;
-  }
-
-  async setKv(key: string, value: string): Promise<void> {
-    await this.db.insertInto("kv").values({ key, value }).onConflict((oc) => oc.column("key").doUpdateSet({ value })).execute();
-  }
-
-  /** Up to `limit` rows whose key starts with `prefix`. */
-  kvWithPrefix(prefix: string, limit: number): Promise<{ key: string; value: string }[]> {
-    return this.db.selectFrom("kv").select(["key", "value"]).where("key", "like", `${prefix}%`).limit(limit).execute();
-  }
-
-  async deleteKv(key: string): Promise<void> {
-    await this.db.deleteFrom("kv").where("key", "=", key).execute();
-  }
+  // Webhooks received: their ids, against replays
 
   /**
    * Forgets webhook ids received before `before`, at most `max` a call: a delivery that old fails the

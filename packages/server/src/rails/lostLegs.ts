@@ -88,7 +88,7 @@ export async function findLostLegs(ledger: PaymentStore, client: ChainClient, co
  * payments were re-sent.
  */
 export async function resendLostLegs(d: LegDeps): Promise<number> {
-  const rows = await d.ctx.ledger.kvWithPrefix(LOST_TX_KEY_PREFIX, LOST_TXS_PER_PASS);
+  const rows = await d.ctx.ledger.kv.withPrefix(LOST_TX_KEY_PREFIX, LOST_TXS_PER_PASS);
   if (rows.length === 0) return 0;
   const taken = await d.chain.client.nonceOf(d.relayer.address, "latest");
   let resent = 0;
@@ -103,7 +103,7 @@ export async function resendLostLegs(d: LegDeps): Promise<number> {
       if (r === "wait") settled = false;
       if (r === "resent") resent++;
     }
-    if (settled) await d.ctx.ledger.deleteKv(row.key);
+    if (settled) await d.ctx.ledger.kv.delete(row.key);
   }
   return resent;
 }

@@ -74,7 +74,7 @@ describe.each(dialects)("deposit watcher on anvil (%s)", (dialect) => {
       if (r.scannedTo >= r.head) break;
     }
     // A second watcher and a full rescan from genesis must change nothing.
-    await t.ctx.ledger.setKv("deposits:cursor:base", "-1");
+    await t.ctx.ledger.kv.set("deposits:cursor:base", "-1");
     const again = newWatcher();
     for (let i = 0; i < 40; i++) {
       const r = await again.tick();

@@ -38,10 +38,10 @@ describe.each(dialects)("fiat: a return that races the completion (%s)", (dialec
       if (!stale && now?.status === "completed") {
         stale = now;
         const key = `sandbox_payout:${id}`;
-        const stored = JSON.parse((await ledger.getKv(key))!) as { returnAt: number | null; delivered: string | null };
-        await ledger.setKv(key, JSON.stringify({ ...stored, returnAt: 0 }));
+        const stored = JSON.parse((await ledger.kv.get(key))!) as { returnAt: number | null; delivered: string | null };
+        await ledger.kv.set(key, JSON.stringify({ ...stored, returnAt: 0 }));
         // The off-ramp's loop refunds the USDC and delivers `payout.returned` to our webhook.
-        await poll("the return's webhook", async () => ((JSON.parse((await ledger.getKv(key))!) as { delivered: string | null }).delivered === "returned" ? true : undefined), 20_000);
+        await poll("the return's webhook", async () => ((JSON.parse((await ledger.kv.get(key))!) as { delivered: string | null }).delivered === "returned" ? true : undefined), 20_000);
       }
       const payment = await dbOf(ledger).selectFrom("payments").select("status").where("provider_ref", "=", id).executeTakeFirst();
       return stale && payment?.status === "processing" ? stale : now;

@@ -106,7 +106,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     const key = `relayer_nonce:${relayer.address.toLowerCase()}`;
     const ledger = ctx().ledger;
     const p = await held(7_001, "nonce-race");
-    const before = Number(await ledger.getKv(key));
+    const before = Number(await ledger.kv.get(key));
     // Another process (simulated on the same database) allocates nonce `before` after we read the
     // counter and signed with it, just before our store.
     const store = ledger.relayerNonces.store.bind(ledger.relayerNonces);
@@ -120,7 +120,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
       const [row] = await stepTogether([p]);
       const stored = await dbOf(ledger).selectFrom("relayer_txs").select("nonce").where("tx_hash", "=", row!.tx_hash!).executeTakeFirstOrThrow();
       expect(Number(stored.nonce)).toBe(before + 1);
-      expect(Number(await ledger.getKv(key))).toBe(before + 2);
+      expect(Number(await ledger.kv.get(key))).toBe(before + 2);
     } finally {
       ledger.relayerNonces.store = store;
     }

@@ -141,7 +141,7 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     expect(resent.status).toBe("completed");
     expect((await chain().usdcBalance(recipientC)) - c0).toBe(1_000_000n);
     expect((await ctx().ledger.getBalance(s.projectId))!.available_micros).toBe(available0 - done.amount_micros - done.fee_micros);
-    expect(await ctx().ledger.getKv(`${LOST_TX_KEY_PREFIX}${lost.hash}`)).toBeUndefined();
+    expect(await ctx().ledger.kv.get(`${LOST_TX_KEY_PREFIX}${lost.hash}`)).toBeUndefined();
   });
 
   test("the ledger equals the chain for every project, and verifies", async () => {

@@ -25,7 +25,7 @@ describe("relayer: at most maxPendingTxs transactions not yet mined", () => {
   const ctx = () => s.server.ctx;
   const chain = () => s.server.chain!;
   const counterKey = () => `relayer_nonce:${chain().relayerAddress.toLowerCase()}`;
-  const counter = async () => Number(await ctx().ledger.getKv(counterKey()));
+  const counter = async () => Number(await ctx().ledger.kv.get(counterKey()));
   const mined = () => chain().client.nonceOf(chain().relayerAddress, "latest");
   const held = (key: string) => heldElsewhere(ctx(), s.projectId, recipient, 10_000, key);
   const step = async (relayer: Relayer, p: PaymentRow) => (await relayLegs(ctx(), relayer, [p], recipient))[0]!;

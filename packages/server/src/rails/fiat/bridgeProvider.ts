@@ -38,7 +38,7 @@ export const bridgeDepositKey = (address: string) => `bridge:deposit:${address.t
 
 export type BridgeFiatProvider = FiatProvider & { isRefundSender(from: Address): Promise<boolean> };
 
-export function createBridgeFiatProvider(deps: { settings: BridgeSettings; ledger: KvStore; logger: Logger; sleep?: (ms: number) => Promise<void> }): BridgeFiatProvider {
+export function createBridgeFiatProvider(deps: { settings: BridgeSettings; ledger: { kv: KvStore }; logger: Logger; sleep?: (ms: number) => Promise<void> }): BridgeFiatProvider {
   const s = deps.settings;
   const base = s.baseUrl.replace(/\/+$/, "");
   const sleep = deps.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));
@@ -92,7 +92,7 @@ export function createBridgeFiatProvider(deps: { settings: BridgeSettings; ledge
     // account number from being recovered from the hash by trying them all.
     const digest = createHmac("sha256", s.apiKey).update(JSON.stringify([r.routing_number, r.account_number, r.name.trim(), s.checkingOrSavings])).digest("hex");
     const kvKey = `bridge:external_account:${digest}`;
-    const known = await deps.ledger.getKv(kvKey);
+    const known = await deps.ledger.kv.get(kvKey);
     if (known) return known;
     const { json } = await call<{ id?: string }>(
       "POST",
@@ -106,7 +106,7 @@ export function createBridgeFiatProvider(deps: { settings: BridgeSettings; ledge
       `ea-${digest.slice(0, 48)}`,
     );
     if (!json?.id) throw new FiatProviderError("unavailable", "Bridge created an external account without an id");
-    await deps.ledger.setKv(kvKey, json.id);
+    await deps.ledger.kv.set(kvKey, json.id);
     return json.id;
   }
 
@@ -167,7 +167,7 @@ export function createBridgeFiatProvider(deps: { settings: BridgeSettings; ledge
       );
       if (!json?.id) throw new FiatProviderError("unavailable", "Bridge created a transfer without an id");
       const payout = toPayout(json, req.reference);
-      if (payout.deposit) await deps.ledger.setKv(bridgeDepositKey(payout.deposit.address), json.id);
+      if (payout.deposit) await deps.ledger.kv.set(bridgeDepositKey(payout.deposit.address), json.id);
       return payout;
     },
     async getPayout(id) {
@@ -176,7 +176,7 @@ export function createBridgeFiatProvider(deps: { settings: BridgeSettings; ledge
       return toPayout(json, "");
     },
     async isRefundSender(from) {
-      return refundSenders.has(from.toLowerCase()) || (await deps.ledger.getKv(bridgeDepositKey(from))) !== undefined;
+      return refundSenders.has(from.toLowerCase()) || (await deps.ledger.kv.get(bridgeDepositKey(from))) !== undefined;
     },
   };
 }

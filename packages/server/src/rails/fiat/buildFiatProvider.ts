@@ -13,7 +13,7 @@ import { createSandboxFiatProvider, type SandboxFiatProvider } from "./sandboxPr
 
 export type BuiltFiatProvider = { kind: "sandbox"; provider: SandboxFiatProvider } | { kind: "bridge"; provider: BridgeFiatProvider } | undefined;
 
-export function buildFiatProvider(o: { config: Config; ledger: KvStore; chain: ChainClient; logger: Logger; offrampKey: Hex | undefined; bridge?: BridgeSettings; webhookSecret?: string }): BuiltFiatProvider {
+export function buildFiatProvider(o: { config: Config; ledger: { kv: KvStore }; chain: ChainClient; logger: Logger; offrampKey: Hex | undefined; bridge?: BridgeSettings; webhookSecret?: string }): BuiltFiatProvider {
   const bridge = o.bridge ?? o.config.fiat.bridge;
   if (o.config.fiat.provider === "bridge" && bridge) return { kind: "bridge", provider: createBridgeFiatProvider({ settings: bridge, ledger: o.ledger, logger: o.logger }) };
   if (o.config.fiat.provider === "sandbox" && o.offrampKey) {

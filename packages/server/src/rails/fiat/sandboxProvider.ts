@@ -40,7 +40,7 @@ type Stored = Payout & {
 
 export type SandboxFiatProvider = FiatProvider & { depositAddress: Address; tick(): Promise<void>; setWebhookUrl(url: string): void };
 
-export function createSandboxFiatProvider(deps: { ledger: KvStore; chain: ChainClient; privateKey: Hex; webhookSecret: string; delayMs: number; logger: Logger }): SandboxFiatProvider {
+export function createSandboxFiatProvider(deps: { ledger: { kv: KvStore }; chain: ChainClient; privateKey: Hex; webhookSecret: string; delayMs: number; logger: Logger }): SandboxFiatProvider {
   const account = privateKeyToAccount(deps.privateKey);
   const wallet = createWalletClient({ account, chain: deps.chain.chain, transport: http(deps.chain.settings.rpcUrl, { timeout: 10_000 }) });
   const key = (id: string) => `sandbox_payout:${id}`;
@@ -48,10 +48,10 @@ export function createSandboxFiatProvider(deps: { ledger: KvStore; chain: ChainC
   let webhookUrl: string | undefined;
 
   const load = async (id: string) => {
-    const v = await deps.ledger.getKv(key(id));
+    const v = await deps.ledger.kv.get(key(id));
     return v ? (JSON.parse(v) as Stored) : undefined;
   };
-  const save = (p: Stored) => deps.ledger.setKv(key(p.payoutId), JSON.stringify(p));
+  const save = (p: Stored) => deps.ledger.kv.set(key(p.payoutId), JSON.stringify(p));
   const view = (p: Stored): Payout => ({ payoutId: p.payoutId, reference: p.reference, status: p.status, reason: p.reason, ...(p.refused ? { refused: true } : {}) });
 
   /**
@@ -118,7 +118,7 @@ export function createSandboxFiatProvider(deps: { ledger: KvStore; chain: ChainC
       webhookUrl = url;
     },
     async createPayout(req) {
-      const existing = await deps.ledger.getKv(refKey(req.reference));
+      const existing = await deps.ledger.kv.get(refKey(req.reference));
       if (existing) return view((await load(existing))!);
       const now = Date.now();
       const p: Stored = {
@@ -135,7 +135,7 @@ export function createSandboxFiatProvider(deps: { ledger: KvStore; chain: ChainC
         delivered: null,
       };
       await save(p);
-      await deps.ledger.setKv(refKey(req.reference), p.payoutId);
+      await deps.ledger.kv.set(refKey(req.reference), p.payoutId);
       return view(p);
     },
     async getPayout(id) {
@@ -144,7 +144,7 @@ export function createSandboxFiatProvider(deps: { ledger: KvStore; chain: ChainC
     },
     /** Moves due payouts forward and (re)delivers undelivered outcomes. Bounded per call. */
     async tick() {
-      const rows = await deps.ledger.kvWithPrefix("sandbox_payout:", 1_000);
+      const rows = await deps.ledger.kv.withPrefix("sandbox_payout:", 1_000);
       const now = Date.now();
       for (const row of rows) {
         const p = JSON.parse(row.value) as Stored;

@@ -1,0 +1,27 @@
+/**
+ * Small persistent state: `kv` rows, a key and a text value, for cursors, markers and counters that need
+ * no table of their own (the deposit watcher's block cursor, lost relayer transactions, the sandbox
+ * off-ramp's payouts). A Ledger's `kv`.
+ */
+import type { Db } from "./db.ts";
+
+export class KvRows {
+  constructor(private readonly db: Db) {}
+
+  async get(key: string): Promise<string | undefined> {
+    return (await this.db.selectFrom("kv").select("value").where("key", "=", key).executeTakeFirst())?.value;
+  }
+
+  async set(key: string, value: string): Promise<void> {
+    await this.db.insertInto("kv").values({ key, value }).onConflict((oc) => oc.column("key").doUpdateSet({ value })).execute();
+  }
+
+  /** Up to `limit` rows whose key starts with `prefix`. */
+  withPrefix(prefix: string, limit: number): Promise<{ key: string; value: string }[]> {
+    return this.db.selectFrom("kv").select(["key", "value"]).where("key", "like", `${prefix}%`).limit(limit).execute();
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.db.deleteFrom("kv").where("key", "=", key).execute();
+  }
+}
