@@ -47,7 +47,7 @@ export async function run(args: string[]): Promise<void> {
       { projectId: server.projectId, url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks` },
     );
     let n = 0;
-    const seen = () => ctx.ledger.recordSeenDeposit({ chain: "bench", txHash: `0x${(n++).toString(16).padStart(64, "0")}`, logIndex: 0, projectId: server.projectId, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1, blockNumber: 1, blockHash: "0x0" });
+    const seen = () => ctx.ledger.deposits.recordSeen({ chain: "bench", txHash: `0x${(n++).toString(16).padStart(64, "0")}`, logIndex: 0, projectId: server.projectId, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1, blockNumber: 1, blockHash: "0x0" });
     const events = async (from: number) =>
       (await dbOf(ctx.ledger).selectFrom("webhook_outbox").select(["id", "occurred_at"]).where("project_id", "=", server.projectId).orderBy("seq").execute()).slice(from);
     const delivered = async (count: number) => {

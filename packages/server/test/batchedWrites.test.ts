@@ -36,8 +36,8 @@ const holdOf = (projectId: string, totalMicros: number, key: string | null = nul
 async function fundedProject(ledger: Ledger, micros: number): Promise<string> {
   const project = await ledger.createProject({ name: "b", plan: "free" });
   const key = { chain: "base", txHash: `0x${newId("txn")}`, logIndex: 0 };
-  await ledger.recordSeenDeposit({ ...key, projectId: project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: micros, blockNumber: 1, blockHash: "0xh" });
-  await ledger.creditDeposit(key);
+  await ledger.deposits.recordSeen({ ...key, projectId: project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: micros, blockNumber: 1, blockHash: "0xh" });
+  await ledger.deposits.credit(key);
   return project.id;
 }
 

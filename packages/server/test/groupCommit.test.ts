@@ -183,8 +183,8 @@ describe.each(dialects)("concurrent holds on %s", (dialect) => {
     const ledger = new Ledger(db.db, db.dialect, systemClock, newId);
     const project = await ledger.createProject({ name: "p", plan: "free" });
     await ledger.setWalletAddress(project.id, "0x00000000000000000000000000000000000000a1");
-    await ledger.recordSeenDeposit({ chain: "base", txHash: `0x${"1".repeat(64)}`, logIndex: 0, projectId: project.id, toAddress: "0x00000000000000000000000000000000000000a1", fromAddress: "0x00000000000000000000000000000000000000b2", amountMicros: micros, blockNumber: 1, blockHash: `0x${"2".repeat(64)}` });
-    await ledger.creditDeposit({ chain: "base", txHash: `0x${"1".repeat(64)}`, logIndex: 0 });
+    await ledger.deposits.recordSeen({ chain: "base", txHash: `0x${"1".repeat(64)}`, logIndex: 0, projectId: project.id, toAddress: "0x00000000000000000000000000000000000000a1", fromAddress: "0x00000000000000000000000000000000000000b2", amountMicros: micros, blockNumber: 1, blockHash: `0x${"2".repeat(64)}` });
+    await ledger.deposits.credit({ chain: "base", txHash: `0x${"1".repeat(64)}`, logIndex: 0 });
     return { ledger, projectId: project.id };
   }
 

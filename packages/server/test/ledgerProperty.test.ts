@@ -41,15 +41,15 @@ describe.each(dialects)("journal invariants under random operations on %s", (dia
           const project = projects[(op as { project?: number }).project ?? 0]!;
           if (op.kind === "deposit") {
             const key = { chain: "base", txHash: `0x${run}-${n}`, logIndex: 0 };
-            expect(await ledger.recordSeenDeposit({ ...key, projectId: project, toAddress: "0x0", fromAddress: "0x1", amountMicros: op.amount, blockNumber: n, blockHash: "0xh" })).toBe(true);
+            expect(await ledger.deposits.recordSeen({ ...key, projectId: project, toAddress: "0x0", fromAddress: "0x1", amountMicros: op.amount, blockNumber: n, blockHash: "0xh" })).toBe(true);
             // A replayed log is never recorded twice.
-            expect(await ledger.recordSeenDeposit({ ...key, projectId: project, toAddress: "0x0", fromAddress: "0x1", amountMicros: op.amount, blockNumber: n, blockHash: "0xh" })).toBe(false);
+            expect(await ledger.deposits.recordSeen({ ...key, projectId: project, toAddress: "0x0", fromAddress: "0x1", amountMicros: op.amount, blockNumber: n, blockHash: "0xh" })).toBe(false);
             if (op.confirm === "credit") {
-              expect(await ledger.creditDeposit(key)).toBe(true);
-              expect(await ledger.creditDeposit(key)).toBe(false);
+              expect(await ledger.deposits.credit(key)).toBe(true);
+              expect(await ledger.deposits.credit(key)).toBe(false);
               model.set(project, model.get(project)! + op.amount);
             } else if (op.confirm === "drop") {
-              expect(await ledger.dropDeposit(key)).toBe(true);
+              expect(await ledger.deposits.drop(key)).toBe(true);
             }
           } else if (op.kind === "pay") {
             const total = op.amount + op.fee;

@@ -75,8 +75,8 @@ async function play(ledger: Ledger, run: string, ops: Op[], tokenControls: Contr
     n++;
     if (op.kind === "deposit") {
       const key = { chain: "base", txHash: `0x${run}-${n}`, logIndex: 0 };
-      await ledger.recordSeenDeposit({ ...key, projectId: projects[op.project]!, toAddress: "0x0", fromAddress: "0x1", amountMicros: op.amount, blockNumber: n, blockHash: "0xh" });
-      answers.push(await ledger.creditDeposit(key));
+      await ledger.deposits.recordSeen({ ...key, projectId: projects[op.project]!, toAddress: "0x0", fromAddress: "0x1", amountMicros: op.amount, blockNumber: n, blockHash: "0xh" });
+      answers.push(await ledger.deposits.credit(key));
     } else if (op.kind === "pay") {
       const to = RECIPIENTS[op.to]!;
       const controls: HoldControls & { approvalTimeoutMs: number } = {

@@ -19,8 +19,8 @@ describe.each(dialects)("read API on %s", (dialect) => {
     a = await projectWithToken(t.ctx);
     b = await projectWithToken(t.ctx);
     // Project B gets a deposit so that leaking B's data into A's answers would show.
-    await t.ctx.ledger.recordSeenDeposit({ chain: "base", txHash: "0xb1", logIndex: 0, projectId: b.project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: 5_000_000, blockNumber: 1, blockHash: "0xh" });
-    await t.ctx.ledger.creditDeposit({ chain: "base", txHash: "0xb1", logIndex: 0 });
+    await t.ctx.ledger.deposits.recordSeen({ chain: "base", txHash: "0xb1", logIndex: 0, projectId: b.project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: 5_000_000, blockNumber: 1, blockHash: "0xh" });
+    await t.ctx.ledger.deposits.credit({ chain: "base", txHash: "0xb1", logIndex: 0 });
   });
   afterAll(async () => {
     await app.close();
@@ -94,8 +94,8 @@ describe.each(dialects)("read API on %s", (dialect) => {
     const p = await projectWithToken(t.ctx);
     for (let i = 0; i < 7; i++) {
       const key = { chain: "base", txHash: `0xp${i}`, logIndex: i };
-      await t.ctx.ledger.recordSeenDeposit({ ...key, projectId: p.project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1_000 + i, blockNumber: i, blockHash: "0xh" });
-      await t.ctx.ledger.creditDeposit(key);
+      await t.ctx.ledger.deposits.recordSeen({ ...key, projectId: p.project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1_000 + i, blockNumber: i, blockHash: "0xh" });
+      await t.ctx.ledger.deposits.credit(key);
     }
     const all = TransactionList.parse((await get("/v1/transactions?limit=200", p.token)).json());
     expect(all.transactions.map((x) => x.amount)).toEqual([1006, 1005, 1004, 1003, 1002, 1001, 1000]);

@@ -280,8 +280,8 @@ describe.each(dialects)("transaction reads on %s", (dialect) => {
     beforeAll(async () => {
       p = await projectWithToken(t.ctx);
       const key = { chain: "base", txHash: "0xdeposit", logIndex: 0 };
-      await t.ctx.ledger.recordSeenDeposit({ ...key, projectId: p.project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: 100_000_000, blockNumber: 1, blockHash: "0xh" });
-      await t.ctx.ledger.creditDeposit(key);
+      await t.ctx.ledger.deposits.recordSeen({ ...key, projectId: p.project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: 100_000_000, blockNumber: 1, blockHash: "0xh" });
+      await t.ctx.ledger.deposits.credit(key);
     });
 
     test("default: a payment shows its rail, recipient, hash, fee id and metadata; its fee row points back to it", async () => {

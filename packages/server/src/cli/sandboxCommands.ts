@@ -47,7 +47,7 @@ export const fund: Command = async ({ config, options, io }) => {
     // The running server's watcher credits it like any deposit; wait (bounded) so scripts can go on.
     let credited = false;
     for (let i = 0; i < 150 && !credited; i++) {
-      credited = (await ledger.depositStatus(hash)) === "credited";
+      credited = (await ledger.deposits.statusOf(hash)) === "credited";
       if (!credited) await new Promise((r) => setTimeout(r, 200));
     }
     io.out(

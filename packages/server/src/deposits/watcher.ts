@@ -9,7 +9,7 @@
 import { type Address, type Hex, getAddress } from "viem";
 import type { Logger } from "pino";
 import type { ChainClient } from "../chain/chainClient.ts";
-import type { DepositStore, KvStore } from "../ledger/ports.ts";
+import type { DepositStore, KvStore, TokenStore } from "../ledger/ports.ts";
 
 export type WatcherOptions = {
   chainName: string;
@@ -31,7 +31,7 @@ export type TickResult = { head: number; scannedFrom: number; scannedTo: number;
 
 export type DepositWatcher = ReturnType<typeof createDepositWatcher>;
 
-export function createDepositWatcher(ledger: DepositStore & { kv: KvStore }, chain: ChainClient, logger: Logger, o: WatcherOptions) {
+export function createDepositWatcher(ledger: { deposits: DepositStore; kv: KvStore } & Pick<TokenStore, "projectsWithWallets">, chain: ChainClient, logger: Logger, o: WatcherOptions) {
   const cursorKey = `deposits:cursor:${o.chainName}`;
   const perQuery = o.maxAddressesPerQuery ?? 500;
   const ignore = new Set((o.ignoreFrom ?? []).map((a) => a.toLowerCase()));
@@ -54,7 +54,7 @@ export function createDepositWatcher(ledger: DepositStore & { kv: KvStore }, cha
       logger.error({ tx: log.transactionHash }, "deposit amount beyond safe integer range; not credited");
       return false;
     }
-    return ledger.recordSeenDeposit({
+    return ledger.deposits.recordSeen({
       chain: o.chainName,
       txHash: log.transactionHash,
       logIndex: log.logIndex,
@@ -71,7 +71,7 @@ export function createDepositWatcher(ledger: DepositStore & { kv: KvStore }, cha
   async function confirmPass(head: number): Promise<{ credited: number; dropped: number }> {
     let credited = 0;
     let dropped = 0;
-    for (const d of await ledger.seenDeposits(o.chainName, 500)) {
+    for (const d of await ledger.deposits.seen(o.chainName, 500)) {
       if (depth(head, d.block_number) < o.confirmations) continue;
       const receipt = await chain.receipt(d.tx_hash as Hex);
       const key = { chain: o.chainName, txHash: d.tx_hash, logIndex: d.log_index };
@@ -82,14 +82,14 @@ export function createDepositWatcher(ledger: DepositStore & { kv: KvStore }, cha
         BigInt(log.data) === BigInt(d.amount_micros) &&
         `0x${(log.topics[2] ?? "").slice(26)}`.toLowerCase() === d.to_address.toLowerCase();
       if (!receipt || !matches) {
-        if (await ledger.dropDeposit(key)) {
+        if (await ledger.deposits.drop(key)) {
           dropped++;
           logger.warn({ tx: d.tx_hash, log_index: d.log_index }, "deposit no longer on-chain (reorg); not credited");
         }
         continue;
       }
       if (depth(head, Number(receipt.blockNumber)) < o.confirmations) continue; // moved to a later block: wait
-      if (await ledger.creditDeposit(key)) {
+      if (await ledger.deposits.credit(key)) {
         credited++;
         o.onCredit?.(d.amount_micros);
         logger.info({ tx: d.tx_hash, log_index: d.log_index, project_id: d.project_id, amount_micros: d.amount_micros }, "deposit credited");

@@ -36,8 +36,8 @@ export type PaymentStore = Pick<
 /** The relayer's nonce counter and the transactions it signed with each nonce (relayerNonces.ts). */
 export type NonceStore = Ledger["relayerNonces"];
 
-/** Deposits seen on-chain, credited or dropped, and the wallets they are looked for at. */
-export type DepositStore = Pick<Ledger, "recordSeenDeposit" | "creditDeposit" | "dropDeposit" | "seenDeposits" | "depositStatus" | "projectsWithWallets">;
+/** Deposits seen on-chain, credited or dropped (deposits.ts). */
+export type DepositStore = Ledger["deposits"];
 
 /** Projects and their API tokens, with the spending controls set on either. */
 export type TokenStore = Pick<
@@ -48,6 +48,7 @@ export type TokenStore = Pick<
   | "setPaused"
   | "setWalletAddress"
   | "isProjectWallet"
+  | "projectsWithWallets"
   | "insertToken"
   | "findTokenByHash"
   | "listTokens"

@@ -8,7 +8,7 @@
  *   world:chain             deposits' origin           world:payouts      money that left by a rail
  *   revenue:fees            platform fees earned
  */
-import { CompiledQuery, type Insertable, type Transaction, sql } from "kysely";
+import { CompiledQuery, type Insertable, sql } from "kysely";
 import { type Db, type Dialect, type SqliteDirect, sqliteDirectOf } from "./db.ts";
 import { scheduleFlush } from "./batching.ts";
 import { ConsoleSessions } from "./consoleSessions.ts";
@@ -18,6 +18,8 @@ import { IdempotencyKeys } from "./idempotencyKeys.ts";
 import { AtomicWrites, type Steps } from "./atomicWrites.ts";
 import { RelayerNonces } from "./relayerNonces.ts";
 import { KvRows } from "./kvRows.ts";
+import { Deposits } from "./deposits.ts";
+import { type Entry, journalRows, journalStatement, writeJournal } from "./journal.ts";
 import { type PgHolds, createPgHolds } from "./pgHolds.ts";
 import { type PgResolves, createPgResolves } from "./pgResolves.ts";
 import type { FailureCode } from "./failureCodes.ts";
@@ -33,13 +35,8 @@ export type PaymentRow = PaymentsTable;
 export type ProjectRow = ProjectsTable;
 /** A project's wallet and balance as reconciliation reads them. */
 export type WalletBalance = { id: string; wallet_address: string | null; available_micros: number; held_micros: number; pending_micros: number; open_payments: number };
-type Trx = Transaction<Database>;
 
-
-type Entry = { account: string; projectId: string | null; amountMicros: number };
-type JournalRow = Insertable<Database["journal_entries"]>;
 type TransactionRow = Insertable<Database["transactions"]>;
-
 
 export type NewPayment = {
   projectId: string;
@@ -97,16 +94,6 @@ class WindowRefused extends Error {
     super(refusal.detail);
   }
 }
-
-export type DepositKey = { chain: string; txHash: string; logIndex: number };
-export type SeenDeposit = DepositKey & {
-  projectId: string;
-  toAddress: string;
-  fromAddress: string;
-  amountMicros: number;
-  blockNumber: number;
-  blockHash: string;
-};
 
 function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string; message?: string };
@@ -233,6 +220,8 @@ export class Ledger {
   readonly relayerNonces: RelayerNonces;
   /** Small persistent state: the `kv` rows (kvRows.ts). */
   readonly kv: KvRows;
+  /** Deposits seen, credited or dropped (deposits.ts). */
+  readonly deposits: Deposits;
 
   /** Reads of one project's transactions beyond the plain page (transactionReads.ts). */
   readonly transactions: TransactionReads;
@@ -258,6 +247,7 @@ export class Ledger {
     this.transactions = new TransactionReads(db, dialect);
     this.relayerNonces = new RelayerNonces(db, this.writes);
     this.kv = new KvRows(db);
+    this.deposits = new Deposits(db, clock, newId);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -283,26 +273,6 @@ export class Ledger {
 
   private now(): string {
     return this.clock().toISOString();
-  }
-
-  private async journal(trx: Trx, kind: string, entries: Entry[], at: string): Promise<void> {
-    await trx.executeQuery(this.journalStatement(kind, entries, at));
-  }
-
-  /** One journal movement as a statement: its entries, which must sum to zero. */
-  private journalStatement(kind: string, entries: Entry[], at: string): CompiledQuery {
-    return this.db.insertInto("journal_entries").values(this.journalRows(kind, entries, at)).compile();
-  }
-
-  /** One journal movement's rows; its entries must sum to zero. */
-  private journalRows(kind: string, entries: Entry[], at: string): JournalRow[] {
-    const sum = entries.reduce((s, e) => s + e.amountMicros, 0);
-    // A movement that does not sum to zero is a bug, not a runtime condition: crash loudly.
-    if (sum !== 0) throw new Error(`journal movement ${kind} does not sum to zero (${sum})`);
-    const movementId = this.newId("mov");
-    return entries
-      .filter((e) => e.amountMicros !== 0)
-      .map((e) => ({ movement_id: movementId, kind, account: e.account, project_id: e.projectId, amount_micros: e.amountMicros, created_at: at }));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -778,7 +748,7 @@ export class Ledger {
       { id: feeTxnId, project_id: input.projectId, payment_id: id, type: "platform_fee", status, amount: input.feeUnits, currency: input.currency, description: input.description === null ? null : `Fee: ${input.description}`.slice(0, 500), merchant_name: null, created_at: at, completed_at: null },
       { id, project_id: input.projectId, payment_id: id, type: input.railTxnType, status, amount: input.amountUnits, currency: input.currency, description: input.description, merchant_name: input.merchantName, created_at: at, completed_at: null },
     ];
-    const journal = this.journalRows("hold", [
+    const journal = journalRows(this.newId, "hold", [
       { account: account.available(input.projectId), projectId: input.projectId, amountMicros: -total },
       { account: account.held(input.projectId), projectId: input.projectId, amountMicros: total },
     ], at);
@@ -828,7 +798,7 @@ export class Ledger {
   /** SQLite: the resolution as one write of the group commit. */
   private resolveAlone(id: string, outcome: "completed" | "failed", extra: ResolveExtra, at: string): Promise<{ changed: boolean; payment: PaymentRow }> {
     const db = this.db;
-    const journal = (kind: string, entries: Entry[]) => this.journalStatement(kind, entries, at);
+    const journal = (kind: string, entries: Entry[]) => journalStatement(this.db, this.newId, kind, entries, at);
     const finish = db
       .updateTable("payments")
       .set({
@@ -924,7 +894,7 @@ export class Ledger {
         .set((eb) => ({ available_micros: eb("available_micros", "+", row.amount_micros), total_spent_micros: eb("total_spent_micros", "-", row.amount_micros) }))
         .where("project_id", "=", p)
         .execute();
-      await this.journal(trx, "reverse", [
+      await writeJournal(trx, this.newId, "reverse", [
         { account: account.payouts, projectId: null, amountMicros: -row.amount_micros },
         { account: account.available(p), projectId: p, amountMicros: row.amount_micros },
       ], at);
@@ -1000,75 +970,6 @@ export class Ledger {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Deposits
-
-  /**
-   * Records an on-chain transfer seen but not yet confirmed: shows in `pending`. Idempotent. The id of
-   * the `usdc_fund` transaction it becomes when credited is chosen now, so its deposit.pending webhook
-   * names the transaction that deposit.credited later shows.
-   */
-  async recordSeenDeposit(d: SeenDeposit): Promise<boolean> {
-    const at = this.now();
-    return this.db.transaction().execute(async (trx) => {
-      const inserted = await trx
-        .insertInto("deposits")
-        .values({ chain: d.chain, tx_hash: d.txHash, log_index: d.logIndex, project_id: d.projectId, to_address: d.toAddress, from_address: d.fromAddress, amount_micros: d.amountMicros, block_number: d.blockNumber, block_hash: d.blockHash, status: "seen", txn_id: this.newId("txn"), seen_at: at, credited_at: null })
-        .onConflict((oc) => oc.columns(["chain", "tx_hash", "log_index"]).doNothing())
-        .returning("tx_hash")
-        .executeTakeFirst();
-      if (!inserted) return false;
-      await trx.updateTable("balances").set((eb) => ({ pending_micros: eb("pending_micros", "+", d.amountMicros) })).where("project_id", "=", d.projectId).execute();
-      return true;
-    });
-  }
-
-  /** Confirms a seen deposit: a `usdc_fund` transaction, pending → available. At most once per log. */
-  async creditDeposit(key: DepositKey): Promise<boolean> {
-    const at = this.now();
-    return this.db.transaction().execute(async (trx) => {
-      const d = await leaveSeen(trx, key, { status: "credited", txn_id: sql<string>`coalesce(txn_id, ${this.newId("txn")})` as never, credited_at: at });
-      if (!d) return false;
-      const txnId = d.txn_id!;
-      const bumped = await trx
-        .updateTable("balances")
-        .set((eb) => ({
-          pending_micros: eb("pending_micros", "-", d.amount_micros),
-          available_micros: eb("available_micros", "+", d.amount_micros),
-          total_funded_micros: eb("total_funded_micros", "+", d.amount_micros),
-          tx_count: eb("tx_count", "+", 1),
-        }))
-        .where("project_id", "=", d.project_id)
-        .returning("tx_count")
-        .executeTakeFirstOrThrow();
-      await trx.insertInto("transactions").values({ id: txnId, project_id: d.project_id, payment_id: null, type: "usdc_fund", status: "completed", amount: d.amount_micros, currency: "usdc", description: `USDC deposit from ${d.from_address}`, merchant_name: null, created_at: at, completed_at: at, pos: Number(bumped.tx_count) }).execute();
-      await this.journal(trx, "deposit", [
-        { account: account.chain, projectId: null, amountMicros: -d.amount_micros },
-        { account: account.available(d.project_id), projectId: d.project_id, amountMicros: d.amount_micros },
-      ], at);
-      return true;
-    });
-  }
-
-  /** A seen transfer that vanished before confirmation (reorg): no credit, pending released. */
-  async dropDeposit(key: DepositKey): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
-      const d = await leaveSeen(trx, key, { status: "dropped" });
-      if (!d) return false;
-      await trx.updateTable("balances").set((eb) => ({ pending_micros: eb("pending_micros", "-", d.amount_micros) })).where("project_id", "=", d.project_id).execute();
-      return true;
-    });
-  }
-
-  seenDeposits(chain: string, max: number) {
-    return this.db.selectFrom("deposits").selectAll().where("chain", "=", chain).where("status", "=", "seen").orderBy("block_number").limit(max).execute();
-  }
-
-  /** The status of the deposit made by transaction `txHash` (seen, credited, dropped), or undefined. */
-  async depositStatus(txHash: string): Promise<string | undefined> {
-    return (await this.db.selectFrom("deposits").select("status").where("tx_hash", "=", txHash).executeTakeFirst())?.status;
-  }
-
-  // ---------------------------------------------------------------------------------------------
   // Webhooks received: their ids, against replays
 
   /**
@@ -1100,17 +1001,3 @@ function windowUpsert(w: SpendWindow, amount: number): CompiledQuery {
     [w.scopeId, w.kind, w.start, amount, w.limitMicros],
   );
 }
-
-/** Moves a deposit out of `seen` (to credited or dropped), once: the row, or undefined if it had left. */
-function leaveSeen(trx: Trx, key: DepositKey, patch: Partial<Database["deposits"]>) {
-  return trx
-    .updateTable("deposits")
-    .set(patch)
-    .where("chain", "=", key.chain)
-    .where("tx_hash", "=", key.txHash)
-    .where("log_index", "=", key.logIndex)
-    .where("status", "=", "seen")
-    .returningAll()
-    .executeTakeFirst();
-}
-

@@ -77,7 +77,7 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
       const hash: Hex = await server.chain!.sandbox!.mint(address as Address, amountMicros);
       await ctx.hooks.depositHint?.(hash);
       for (let i = 0; i < 200; i++) {
-        if ((await ctx.ledger.depositStatus(hash)) === "credited") return;
+        if ((await ctx.ledger.deposits.statusOf(hash)) === "credited") return;
         await new Promise((r) => setTimeout(r, 50));
         if (i % 10 === 9) await ctx.hooks.depositHint?.(hash);
       }

@@ -95,8 +95,8 @@ describe.each(dialects)("admin API (%s)", (dialect) => {
   test("behavior: pending payments are approved or denied once, with who and when recorded; refusals are listed", async () => {
     const project = AdminProject.parse((await call("POST", "/v1/admin/projects", admin.credential, { name: "approvals" })).body);
     const deposit = { chain: "base", txHash: `0x${project.id}`, logIndex: 0 };
-    await t.ctx.ledger.recordSeenDeposit({ ...deposit, projectId: project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1_000 * USD, blockNumber: 1, blockHash: "0xh" });
-    await t.ctx.ledger.creditDeposit(deposit);
+    await t.ctx.ledger.deposits.recordSeen({ ...deposit, projectId: project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1_000 * USD, blockNumber: 1, blockHash: "0xh" });
+    await t.ctx.ledger.deposits.credit(deposit);
     const token = CreatedAdminToken.parse((await call("POST", `/v1/admin/projects/${project.id}/tokens`, admin.credential, { permissions: ["pay"], spending_controls: { approval_above_usd: 50, spending_limits: [{ amount_usd: 100, interval: "per_payment" }] } })).body);
     const controls = { tokenId: token.id, token: parseControls((await t.ctx.ledger.getToken(token.id))!.spending_controls), project: null, recipientKey: `addr:${PAYEE.toLowerCase()}`, approvalTimeoutMs: 60_000 };
     const held = await Promise.all([60, 70].map((usd) => t.ctx.ledger.hold(usdcPayment(project.id, usd * USD, USD, { controls }))));

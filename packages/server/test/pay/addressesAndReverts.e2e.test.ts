@@ -78,8 +78,8 @@ describe.each(dialects)("recipient addresses and reverted transfers on a real ch
     const { token } = await createToken(ctx, { projectId: project.id, permissions: ["read", "pay"], mode: "test" });
     const { address } = await getDepositAddress(ctx, project.id);
     const deposit = { chain: "base", txHash: `0x${"5e".repeat(32)}`, logIndex: 0 };
-    await ctx.ledger.recordSeenDeposit({ ...deposit, projectId: project.id, toAddress: address, fromAddress: address, amountMicros: 5_000_000, blockNumber: 1, blockHash: `0x${"6f".repeat(32)}` });
-    await ctx.ledger.creditDeposit(deposit);
+    await ctx.ledger.deposits.recordSeen({ ...deposit, projectId: project.id, toAddress: address, fromAddress: address, amountMicros: 5_000_000, blockNumber: 1, blockHash: `0x${"6f".repeat(32)}` });
+    await ctx.ledger.deposits.credit(deposit);
     const res = await call("/v1/pay", { recipient: CHECKSUMMED, amount_usd: 1, idempotency_key: "reverts" }, token);
     expect(res.status).toBe(201);
     const p = await final(res.json.id);

@@ -25,8 +25,8 @@ describe.each(dialects)("failure reasons and replays as they are now (%s)", (dia
     projectId = p.project.id;
     // A real credit (journal and all), so the ledger verifies at the end.
     const deposit = { chain: "base", txHash: `0x${"11".repeat(32)}`, logIndex: 0 };
-    await t.ctx.ledger.recordSeenDeposit({ ...deposit, projectId, toAddress: recipient, fromAddress: recipient, amountMicros: 100_000_000, blockNumber: 1, blockHash: `0x${"22".repeat(32)}` });
-    await t.ctx.ledger.creditDeposit(deposit);
+    await t.ctx.ledger.deposits.recordSeen({ ...deposit, projectId, toAddress: recipient, fromAddress: recipient, amountMicros: 100_000_000, blockNumber: 1, blockHash: `0x${"22".repeat(32)}` });
+    await t.ctx.ledger.deposits.credit(deposit);
   });
   afterAll(async () => {
     await app.close();

@@ -70,8 +70,8 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     // The wallet exists (signing needs its index) and holds a real credit, so the ledger verifies.
     await t.ctx.ledger.setWalletAddress(projectId, t.ctx.custody.addressOf(project.wallet_index));
     const deposit = { chain: "base", txHash: `0x${"33".repeat(32)}`, logIndex: 0 };
-    await t.ctx.ledger.recordSeenDeposit({ ...deposit, projectId, toAddress: TREASURY, fromAddress: TREASURY, amountMicros: 10_000_000, blockNumber: 1, blockHash: `0x${"44".repeat(32)}` });
-    await t.ctx.ledger.creditDeposit(deposit);
+    await t.ctx.ledger.deposits.recordSeen({ ...deposit, projectId, toAddress: TREASURY, fromAddress: TREASURY, amountMicros: 10_000_000, blockNumber: 1, blockHash: `0x${"44".repeat(32)}` });
+    await t.ctx.ledger.deposits.credit(deposit);
   });
   afterAll(async () => t?.close());
 

@@ -26,8 +26,8 @@ describe.each(dialects)("approvals and GET /v1/limits (%s)", (dialect) => {
   async function funded(ledger: Ledger, micros: number) {
     const p = await ledger.createProject({ name: "p", plan: "free" });
     const key = { chain: "base", txHash: `0x${p.id}`, logIndex: 0 };
-    await ledger.recordSeenDeposit({ ...key, projectId: p.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: micros, blockNumber: 1, blockHash: "0xh" });
-    await ledger.creditDeposit(key);
+    await ledger.deposits.recordSeen({ ...key, projectId: p.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: micros, blockNumber: 1, blockHash: "0xh" });
+    await ledger.deposits.credit(key);
     return p.id;
   }
   const approvalControls = (tokenId: string) => ({

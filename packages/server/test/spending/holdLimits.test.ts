@@ -23,8 +23,8 @@ async function fundedProject(ledger: Ledger, micros: number): Promise<string> {
   const p = await ledger.createProject({ name: "p", plan: "free" });
   // Funded by a confirmed deposit, so the journal verifies.
   const key = { chain: "base", txHash: `0x${p.id}`, logIndex: 0 };
-  await ledger.recordSeenDeposit({ ...key, projectId: p.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: micros, blockNumber: 1, blockHash: "0xh" });
-  await ledger.creditDeposit(key);
+  await ledger.deposits.recordSeen({ ...key, projectId: p.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: micros, blockNumber: 1, blockHash: "0xh" });
+  await ledger.deposits.credit(key);
   return p.id;
 }
 

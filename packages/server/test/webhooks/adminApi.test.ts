@@ -38,7 +38,7 @@ describe.each(dialects)("webhooks in the admin API (%s)", (dialect) => {
     expect(AdminWebhookEndpointList.parse((await call("GET", `/v1/admin/projects/${project.id}/webhooks`)).body).data).toEqual([shape]);
     expect(JSON.stringify(await dbOf(t.ctx.ledger).selectFrom("webhook_endpoints").selectAll().execute())).not.toContain(secret.slice(6));
 
-    await t.ctx.ledger.recordSeenDeposit({ chain: "base", txHash: `0x${project.id}`, logIndex: 0, projectId: project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: 7, blockNumber: 1, blockHash: "0xh" });
+    await t.ctx.ledger.deposits.recordSeen({ chain: "base", txHash: `0x${project.id}`, logIndex: 0, projectId: project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: 7, blockNumber: 1, blockHash: "0xh" });
     const [delivery] = AdminWebhookDeliveryList.parse((await call("GET", `/v1/admin/webhooks/${endpoint.id}/deliveries?limit=5`)).body).data;
     expect(delivery).toMatchObject({ type: "deposit.pending", state: "pending", attempts: 0, last_status: null });
     expect(AdminWebhookRedelivery.parse((await call("POST", `/v1/admin/webhook-events/${delivery!.event_id}/redeliver`)).body)).toEqual({ event_id: delivery!.event_id, scheduled: 1 });

@@ -32,8 +32,8 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
   async function funded(ledger: Ledger) {
     const p = await ledger.createProject({ name: "p", plan: "free" });
     const key = { chain: "base", txHash: `0x${p.id}`, logIndex: 0 };
-    await ledger.recordSeenDeposit({ ...key, projectId: p.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1_000_000_000, blockNumber: 1, blockHash: "0xh" });
-    await ledger.creditDeposit(key);
+    await ledger.deposits.recordSeen({ ...key, projectId: p.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1_000_000_000, blockNumber: 1, blockHash: "0xh" });
+    await ledger.deposits.credit(key);
     return p.id;
   }
   const eventsOf = async (projectId: string) =>
@@ -48,8 +48,8 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
     for (const projectId of [withHook.id, without]) {
       if (projectId === withHook.id) {
         const key = { chain: "base", txHash: `0x${projectId}`, logIndex: 0 };
-        await ledger.recordSeenDeposit({ ...key, projectId, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1_000_000_000, blockNumber: 1, blockHash: "0xh" });
-        await ledger.creditDeposit(key);
+        await ledger.deposits.recordSeen({ ...key, projectId, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1_000_000_000, blockNumber: 1, blockHash: "0xh" });
+        await ledger.deposits.credit(key);
       }
       const a = await ledger.hold(usdcPayment(projectId, 1_000, 20, { idempotencyKey: "k1" }));
       if (a.kind !== "held") throw new Error(a.kind);
@@ -99,7 +99,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
     try {
       const projectId = (await ledger.createProject({ name: "down", plan: "free" })).id;
       const { endpoint, secret } = await createWebhookEndpoint(deps(), { projectId, url: receiver.url, events: ["deposit.pending"] });
-      await ledger.recordSeenDeposit({ chain: "base", txHash: `0x${projectId}`, logIndex: 0, projectId, toAddress: "0x0", fromAddress: "0x1", amountMicros: 5, blockNumber: 1, blockHash: "0xh" });
+      await ledger.deposits.recordSeen({ chain: "base", txHash: `0x${projectId}`, logIndex: 0, projectId, toAddress: "0x0", fromAddress: "0x1", amountMicros: 5, blockNumber: 1, blockHash: "0xh" });
       const d = deliverer(ledger, "one");
       for (let round = 0; round < 20; round++) {
         await d.tick();
@@ -121,7 +121,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
       expect(t.logs.join("")).toContain(`webhook endpoint ${endpoint.id} disabled`);
       expect(t.logs.join("")).not.toContain(secret.slice(6));
       // Disabled: a new change of the project writes nothing; redelivering an event schedules nothing.
-      await ledger.creditDeposit({ chain: "base", txHash: `0x${projectId}`, logIndex: 0 });
+      await ledger.deposits.credit({ chain: "base", txHash: `0x${projectId}`, logIndex: 0 });
       expect((await eventsOf(projectId)).map((e) => e[0])).toEqual(["deposit.pending"]);
       const [event] = await dbOf(ledger).selectFrom("webhook_outbox").select("id").where("project_id", "=", projectId).execute();
       expect(await redeliverWebhookEvent(deps(), event!.id)).toBe(0);
@@ -144,7 +144,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
     try {
       const projectId = (await ledger.createProject({ name: "busy", plan: "free" })).id;
       await createWebhookEndpoint(deps(), { projectId, url: receiver.url });
-      for (let i = 0; i < 40; i++) await ledger.recordSeenDeposit({ chain: "base", txHash: `0x${projectId}${i}`, logIndex: 0, projectId, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1 + i, blockNumber: 1, blockHash: "0xh" });
+      for (let i = 0; i < 40; i++) await ledger.deposits.recordSeen({ chain: "base", txHash: `0x${projectId}${i}`, logIndex: 0, projectId, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1 + i, blockNumber: 1, blockHash: "0xh" });
       const a = deliverer(ledger, "a");
       const b = deliverer(new Ledger(second.db, "postgres", clock, newId), "b");
       for (let round = 0; round < 40; round++) {
