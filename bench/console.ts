@@ -35,8 +35,8 @@ export async function run(args: string[]): Promise<void> {
   const bench = await createBenchContext({ dialect: "sqlite", rateLimitPerMinute: 1_000_000_000, logLevel: "warn" });
   const browser = await launchBrowser();
   try {
-    const project = await bench.ctx.ledger.createProject({ name: "bench", plan: "business" });
-    await bench.ctx.ledger.setWalletAddress(project.id, bench.ctx.custody.addressOf(project.wallet_index));
+    const project = await bench.ctx.ledger.projects.create({ name: "bench", plan: "business" });
+    await bench.ctx.ledger.projects.setWalletAddress(project.id, bench.ctx.custody.addressOf(project.wallet_index));
     log(`seeding ${rows.toLocaleString("en-US")} transactions…`);
     const seed = await seedTransactions(bench, project.id, rows);
     log(`seeded in ${(seed.ms / 1000).toFixed(1)} s`);

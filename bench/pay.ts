@@ -73,7 +73,7 @@ export async function run(args: string[]): Promise<void> {
     // leaves checkpoints to its settlement thread) must not move the ceiling.
     bareDb = values.db === "sqlite" ? openDb({ kind: "sqlite", path: ctx.config.sqlitePath }) : undefined;
     const ceilingDb = bareDb?.db ?? dbOf(ctx.ledger);
-    const ceilingProject = await ctx.ledger.createProject({ name: "ceiling", plan: "free" });
+    const ceilingProject = await ctx.ledger.projects.create({ name: "ceiling", plan: "free" });
     await dbOf(ctx.ledger).updateTable("balances").set({ available_micros: 9_000_000_000_000 }).where("project_id", "=", ceilingProject.id).execute();
     bare.post("/debit", async () => {
       const row = await sql<{ available_micros: number }>`update balances set available_micros = available_micros - ${DEBIT_MICROS}, held_micros = held_micros + ${DEBIT_MICROS} where project_id = ${ceilingProject.id} and available_micros >= ${DEBIT_MICROS} returning available_micros`.execute(ceilingDb);

@@ -93,8 +93,8 @@ export async function run(args: string[]): Promise<void> {
   process.once("SIGINT", onSignal);
   try {
     log(`database: ${bench.where}`);
-    const project = await bench.ctx.ledger.createProject({ name: "bench", plan: "business" });
-    await bench.ctx.ledger.setWalletAddress(project.id, bench.ctx.custody.addressOf(project.wallet_index));
+    const project = await bench.ctx.ledger.projects.create({ name: "bench", plan: "business" });
+    await bench.ctx.ledger.projects.setWalletAddress(project.id, bench.ctx.custody.addressOf(project.wallet_index));
 
     log(`seeding ${rows.toLocaleString("en-US")} transactions…`);
     let nextReport = rows / 4;

@@ -43,7 +43,7 @@ export async function readDiagnostics(bench: BenchContext, input: DiagnosticsInp
       await measure(`${what}: same SQL, raw driver, prepared once`, samples, () => prepared(params));
     };
 
-    // The same queries as Ledger.findTokenByHash and Ledger.getBalance, compiled to read their SQL.
+    // The same queries as Ledger.tokens.findByHash and Ledger.getBalance, compiled to read their SQL.
     const hash = hashToken(input.token);
     const authQuery = db
       .selectFrom("api_tokens")
@@ -51,7 +51,7 @@ export async function readDiagnostics(bench: BenchContext, input: DiagnosticsInp
       .select(["api_tokens.id", "api_tokens.project_id", "api_tokens.permissions", "api_tokens.expires_at", "api_tokens.revoked_at", "projects.paused", "projects.plan"])
       .where("api_tokens.token_hash", "=", hash)
       .compile();
-    await threeWays("auth token lookup", input.samples, () => ledger.findTokenByHash(hash), authQuery);
+    await threeWays("auth token lookup", input.samples, () => ledger.tokens.findByHash(hash), authQuery);
     const balanceQuery = db
       .selectFrom("balances")
       .innerJoin("projects", "projects.id", "balances.project_id")

@@ -78,7 +78,7 @@ describe("console sign-in", () => {
     const { createAdminCredential, revokeAdminCredential } = await import("../../server/src/services/adminCredentials.ts");
     const { consoleBackend } = await import("../../server/src/http/console.ts");
     const admin = await createAdminCredential(server.server.ctx, { name: "console test" });
-    const other = await server.server.ctx.ledger.createProject({ name: "another project", plan: "free" });
+    const other = await server.server.ctx.ledger.projects.create({ name: "another project", plan: "free" });
     const context = await browser.newContext();
     const page = await context.newPage();
     await page.goto(`${server.baseUrl}/console/signin`);
@@ -106,7 +106,7 @@ describe("console sign-in", () => {
 
   it("a one-time sign-in code works once", async () => {
     const { createSignInCode } = await import("../../server/src/http/console.ts");
-    const tokens = await server.server.ctx.ledger.listTokens(server.projectId);
+    const tokens = await server.server.ctx.ledger.tokens.list(server.projectId);
     const code = await createSignInCode(server.server.ctx, tokens[0]!.id);
     const context = await browser.newContext();
     const page = await context.newPage();
@@ -126,8 +126,8 @@ describe("console sign-in", () => {
     const token = await server.createToken(["read"]);
     const context = await browser.newContext();
     const page = await signInWithToken(context, token);
-    const row = (await server.server.ctx.ledger.listTokens(server.projectId)).find((t) => token.startsWith(t.display_prefix))!;
-    await server.server.ctx.ledger.revokeToken(row.id);
+    const row = (await server.server.ctx.ledger.tokens.list(server.projectId)).find((t) => token.startsWith(t.display_prefix))!;
+    await server.server.ctx.ledger.tokens.revoke(row.id);
     await page.goto(`${server.baseUrl}/console/p/${server.projectId}/transactions`);
     expect(page.url()).toContain("/console/signin");
     await context.close();
@@ -187,19 +187,19 @@ describe("console overview", () => {
     const foreign = await page.request.post(`${server.baseUrl}/console/p/${server.projectId}/fund`, { form: { csrf }, headers: { origin: "https://evil.example" }, maxRedirects: 0 });
     expect(foreign.status()).toBe(403);
     // Every other POST of a session: tokens, controls, revocation, approvals.
-    const self = (await server.server.ctx.ledger.listTokens(server.projectId)).find((t) => server.token.startsWith(t.display_prefix))!;
+    const self = (await server.server.ctx.ledger.tokens.list(server.projectId)).find((t) => server.token.startsWith(t.display_prefix))!;
     const p = `${server.baseUrl}/console/p/${server.projectId}`;
     for (const path of [`${p}/agents`, `${p}/agents/${self.id}/controls`, `${p}/agents/${self.id}/revoke`, `${p}/approvals/txn_x/approve`, `${p}/approvals/txn_x/deny`, `${server.baseUrl}/console/signout`]) {
       const noCsrf = await page.request.post(path, { form: { csrf: "x", perm_read: "on", rail_fiat: "on" }, maxRedirects: 0 });
       const other = await page.request.post(path, { form: { csrf, perm_read: "on", rail_fiat: "on" }, headers: { origin: "https://evil.example" }, maxRedirects: 0 });
       expect([path, noCsrf.status(), other.status()]).toEqual([path, 403, 403]);
     }
-    expect((await server.server.ctx.ledger.getToken(self.id))!).toMatchObject({ revoked_at: null, spending_controls: null });
+    expect((await server.server.ctx.ledger.tokens.get(self.id))!).toMatchObject({ revoked_at: null, spending_controls: null });
     await context.close();
   });
 
   it("another project is not found for a project token", async () => {
-    const other = await server.server.ctx.ledger.createProject({ name: "other", plan: "free" });
+    const other = await server.server.ctx.ledger.projects.create({ name: "other", plan: "free" });
     const context = await browser.newContext();
     const page = await signInWithToken(context, server.token);
     const res = await page.goto(`${server.baseUrl}/console/p/${other.id}`);
@@ -243,7 +243,7 @@ describe("console transactions at 10k rows", () => {
   it("filters and pages by cursor as the API does, against a brute-force count of the same rows", async () => {
     const { seedTransactions } = await import("../../../bench/support/seedTransactions.ts");
     const ctx = server.server.ctx;
-    const project = await ctx.ledger.createProject({ name: "history", plan: "free" });
+    const project = await ctx.ledger.projects.create({ name: "history", plan: "free" });
     await seedTransactions({ ctx, dialect: "sqlite", sqlitePath: ctx.config.sqlitePath } as never, project.id, 10_000);
     const { createToken } = await import("../../server/src/services/tokens.ts");
     const { token } = await createToken(ctx, { projectId: project.id, permissions: ["read"], mode: "test" });
@@ -347,7 +347,7 @@ describe("console agents (tokens)", () => {
 
     // Change controls: a daily limit of 6. A bank account the CLI blocked is shown masked, and kept.
     const { updateControls } = await import("../../server/src/services/spendingControls.ts");
-    const created = (await server.server.ctx.ledger.listTokens(server.projectId)).find((t) => token.startsWith(t.display_prefix))!;
+    const created = (await server.server.ctx.ledger.tokens.list(server.projectId)).find((t) => token.startsWith(t.display_prefix))!;
     await updateControls(server.server.ctx, "token", created.id, { blocked_recipients: ["blocked.example.com", "bank:021000021:123456789"] });
     await page.getByRole("link", { name: "This token's controls" }).click();
     await page.getByLabel("Daily limit").fill("6");
@@ -394,21 +394,21 @@ describe("console agents (tokens)", () => {
     const page = await signInWithToken(context, readToken);
     await page.goto(`${server.baseUrl}/console/p/${server.projectId}/agents`);
     await expect(page.getByRole("link", { name: "Create a token" }).count()).resolves.toBe(0);
-    const other = (await server.server.ctx.ledger.listTokens(server.projectId)).find((t) => server.token.startsWith(t.display_prefix))!;
+    const other = (await server.server.ctx.ledger.tokens.list(server.projectId)).find((t) => server.token.startsWith(t.display_prefix))!;
     await page.goto(`${server.baseUrl}/console/p/${server.projectId}/agents/${other.id}`);
     await expect(page.getByRole("button", { name: "Save controls" }).count()).resolves.toBe(0);
     await expect(page.getByRole("button", { name: "Revoke token" }).count()).resolves.toBe(0);
     const csrf = (await page.locator('meta[name="csrf-token"]').getAttribute("content"))!;
     const base = `${server.baseUrl}/console/p/${server.projectId}/agents`;
-    const tokensBefore = (await server.server.ctx.ledger.listTokens(server.projectId)).length;
+    const tokensBefore = (await server.server.ctx.ledger.tokens.list(server.projectId)).length;
     const forged = [
       await page.request.post(base, { form: { csrf, perm_read: "on", perm_pay: "on", perm_x402: "on", rail_x402: "on", rail_usdc_transfer: "on", rail_fiat: "on" }, maxRedirects: 0 }),
       await page.request.post(`${base}/${other.id}/controls`, { form: { csrf, limit_daily: "1", rail_fiat: "on" }, maxRedirects: 0 }),
       await page.request.post(`${base}/${other.id}/revoke`, { form: { csrf }, maxRedirects: 0 }),
     ];
     expect(forged.map((r) => r.status())).toEqual([403, 403, 403]);
-    expect((await server.server.ctx.ledger.listTokens(server.projectId)).length).toBe(tokensBefore);
-    expect((await server.server.ctx.ledger.getToken(other.id))!).toMatchObject({ revoked_at: null, spending_controls: null });
+    expect((await server.server.ctx.ledger.tokens.list(server.projectId)).length).toBe(tokensBefore);
+    expect((await server.server.ctx.ledger.tokens.get(other.id))!).toMatchObject({ revoked_at: null, spending_controls: null });
     await page.goto(`${base}/new`);
     await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Not allowed");
     await context.close();

@@ -194,7 +194,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     console: {
       webhookSecretKey: () => base.webhookSecretKey,
       ...(x402Demo ? { x402Demo: { paidUrl: x402Demo.paidUrl, priceMicros: x402Demo.priceMicros } } : {}),
-      ...(sandboxChain ? { fundSandbox: async (projectId: string, amountMicros: bigint) => void (await sandboxChain.mint((await ctx.ledger.getProject(projectId))!.wallet_address as Hex, amountMicros)) } : {}),
+      ...(sandboxChain ? { fundSandbox: async (projectId: string, amountMicros: bigint) => void (await sandboxChain.mint((await ctx.ledger.projects.get(projectId))!.wallet_address as Hex, amountMicros)) } : {}),
     },
   });
   const address = await app.listen({ port: config.port, host: config.host });

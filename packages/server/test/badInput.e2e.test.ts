@@ -134,7 +134,7 @@ describe.each(dialects)("bad input is refused and moves nothing (%s)", (dialect)
         }
       }
     });
-    const otherProject = await s.server.ctx.ledger.createProject({ name: "neighbour", plan: "free" });
+    const otherProject = await s.server.ctx.ledger.projects.create({ name: "neighbour", plan: "free" });
     const otherToken = await (async () => {
       const { createToken } = await import("../src/services/tokens.ts");
       return (await createToken(s.server.ctx, { projectId: otherProject.id, permissions: ["read"], mode: "test" })).token;

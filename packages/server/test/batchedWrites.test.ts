@@ -34,7 +34,7 @@ async function openTestDb(dialect: "sqlite" | "postgres"): Promise<Pick<TestDb, 
 const holdOf = (projectId: string, totalMicros: number, key: string | null = null): NewPayment => usdcPayment(projectId, totalMicros - 1, 1, { idempotencyKey: key });
 
 async function fundedProject(ledger: Ledger, micros: number): Promise<string> {
-  const project = await ledger.createProject({ name: "b", plan: "free" });
+  const project = await ledger.projects.create({ name: "b", plan: "free" });
   const key = { chain: "base", txHash: `0x${newId("txn")}`, logIndex: 0 };
   await ledger.deposits.recordSeen({ ...key, projectId: project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: micros, blockNumber: 1, blockHash: "0xh" });
   await ledger.deposits.credit(key);

@@ -157,7 +157,7 @@ test("behavior: the token lookup never reads the uncommitted rows of a transacti
   const db = await createTestDb("sqlite");
   cleanups.push(() => db.drop());
   const ledger = new Ledger(db.db, db.dialect, systemClock, newId);
-  const project = await ledger.createProject({ name: "p", plan: "free" });
+  const project = await ledger.projects.create({ name: "p", plan: "free" });
   const { token } = await createToken({ ledger, clock: systemClock, newId }, { projectId: project.id, permissions: ["read"], mode: "test" });
   let release!: () => void;
   const held = new Promise<void>((r) => (release = r));
@@ -167,7 +167,7 @@ test("behavior: the token lookup never reads the uncommitted rows of a transacti
     throw new Error("roll back");
   });
   await new Promise((r) => setTimeout(r, 10));
-  const lookup = ledger.findTokenByHash(hashToken(token));
+  const lookup = ledger.tokens.findByHash(hashToken(token));
   // The lookup's turn (the next one) comes while the transaction is still open.
   await new Promise((r) => setTimeout(r, 10));
   release();
@@ -181,8 +181,8 @@ describe.each(dialects)("concurrent holds on %s", (dialect) => {
 
   async function fundedProject(db: TestDb, micros: number) {
     const ledger = new Ledger(db.db, db.dialect, systemClock, newId);
-    const project = await ledger.createProject({ name: "p", plan: "free" });
-    await ledger.setWalletAddress(project.id, "0x00000000000000000000000000000000000000a1");
+    const project = await ledger.projects.create({ name: "p", plan: "free" });
+    await ledger.projects.setWalletAddress(project.id, "0x00000000000000000000000000000000000000a1");
     await ledger.deposits.recordSeen({ chain: "base", txHash: `0x${"1".repeat(64)}`, logIndex: 0, projectId: project.id, toAddress: "0x00000000000000000000000000000000000000a1", fromAddress: "0x00000000000000000000000000000000000000b2", amountMicros: micros, blockNumber: 1, blockHash: `0x${"2".repeat(64)}` });
     await ledger.deposits.credit({ chain: "base", txHash: `0x${"1".repeat(64)}`, logIndex: 0 });
     return { ledger, projectId: project.id };

@@ -32,7 +32,7 @@ describe.each(dialects)("journal invariants under random operations on %s", (dia
         run++;
         const ledger = new Ledger(db.db, db.dialect, systemClock, newId);
         const projects = [];
-        for (let i = 0; i < 3; i++) projects.push((await ledger.createProject({ name: `r${run}-${i}`, plan: "free" })).id);
+        for (let i = 0; i < 3; i++) projects.push((await ledger.projects.create({ name: `r${run}-${i}`, plan: "free" })).id);
         const payments: string[] = [];
         const model = new Map(projects.map((p) => [p, 0]));
         let n = 0;

@@ -66,7 +66,7 @@ type Outcome = { answers: unknown[]; state: unknown };
 
 async function play(ledger: Ledger, run: string, ops: Op[], tokenControls: Controls[], projectControls: Controls | null): Promise<Outcome> {
   const projects: string[] = [];
-  for (let i = 0; i < 2; i++) projects.push((await ledger.createProject({ name: `${run}-${i}`, plan: "free" })).id);
+  for (let i = 0; i < 2; i++) projects.push((await ledger.projects.create({ name: `${run}-${i}`, plan: "free" })).id);
   const tokens = tokenControls.map(() => newId("tok"));
   const payments: string[] = [];
   const answers: unknown[] = [];

@@ -117,7 +117,7 @@ describe.each(dialects)("read API on %s", (dialect) => {
       ["unknown", async () => ({ authorization: `Bearer ${generateToken("test")}` }), 401],
       ["revoked", async () => {
         const tok = await createToken(t.ctx, { projectId: a.project.id, permissions: ["read"], mode: "test" });
-        await t.ctx.ledger.revokeToken(tok.id);
+        await t.ctx.ledger.tokens.revoke(tok.id);
         return { authorization: `Bearer ${tok.token}` };
       }, 401],
       ["expired", async () => {
@@ -151,7 +151,7 @@ describe.each(dialects)("read API on %s", (dialect) => {
     test("revocation takes effect on the next request", async () => {
       const tok = await createToken(t.ctx, { projectId: a.project.id, permissions: ["read"], mode: "test" });
       expect((await get("/v1/balance", tok.token)).statusCode).toBe(200);
-      await t.ctx.ledger.revokeToken(tok.id);
+      await t.ctx.ledger.tokens.revoke(tok.id);
       expect((await get("/v1/balance", tok.token)).statusCode).toBe(401);
     });
   });

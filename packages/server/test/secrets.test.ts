@@ -15,7 +15,7 @@ describe("no plaintext token at rest or in logs", () => {
     const app = buildApp(t.ctx);
     const { project, token } = await projectWithToken(t.ctx);
     const revoked = await createToken(t.ctx, { projectId: project.id, permissions: ["read"], mode: "test" });
-    await t.ctx.ledger.revokeToken(revoked.id);
+    await t.ctx.ledger.tokens.revoke(revoked.id);
     const tokens = [token, revoked.token];
     for (const tok of tokens) {
       for (const url of ["/v1/balance", "/v1/transactions?limit=5", "/v1/stablecoin/address", "/v1/pay"]) {

@@ -23,8 +23,8 @@ describe.each(dialects)("token lookups on %s", (dialect) => {
     const counter: KyselyPlugin = { transformQuery: (a) => a.node, transformResult: async (a) => (statements++, a.result) };
     const ledger = new Ledger(db.db.withPlugin(counter), db.dialect, systemClock, newId);
     const deps = { ledger, clock: systemClock, newId };
-    const project = await ledger.createProject({ name: "p", plan: "free" });
-    const other = await ledger.createProject({ name: "q", plan: "pro" });
+    const project = await ledger.projects.create({ name: "p", plan: "free" });
+    const other = await ledger.projects.create({ name: "q", plan: "pro" });
     const a = await createToken(deps, { projectId: project.id, permissions: ["read"], mode: "test" });
     const b = await createToken(deps, { projectId: other.id, permissions: ["read", "pay"], mode: "test" });
     const c = await createToken(deps, { projectId: project.id, permissions: ["read"], mode: "test" });
@@ -33,9 +33,9 @@ describe.each(dialects)("token lookups on %s", (dialect) => {
 
   test("behavior: lookups of one turn share one statement and each caller gets its own token", async () => {
     const s = await setup();
-    await s.ledger.revokeToken(s.c.id);
+    await s.ledger.tokens.revoke(s.c.id);
     const before = s.statements();
-    const ask = (token: string, n: number) => Array.from({ length: n }, () => s.ledger.findTokenByHash(hashToken(token)));
+    const ask = (token: string, n: number) => Array.from({ length: n }, () => s.ledger.tokens.findByHash(hashToken(token)));
     const unknown = "aw_test_" + "0".repeat(38);
     const [as, bs, cs, us] = [ask(s.a.token, 20), ask(s.b.token, 10), ask(s.c.token, 5), ask(unknown, 5)];
     const rows = await Promise.all([...as, ...bs, ...cs, ...us]);
@@ -50,7 +50,7 @@ describe.each(dialects)("token lookups on %s", (dialect) => {
     const s = await setup();
     const before = s.statements();
     const hashes = Array.from({ length: 70 }, (_, i) => (i === 69 ? hashToken(s.a.token) : hashToken(`aw_test_${String(i).padStart(38, "x")}`)));
-    const rows = await Promise.all(hashes.map((h) => s.ledger.findTokenByHash(h)));
+    const rows = await Promise.all(hashes.map((h) => s.ledger.tokens.findByHash(h)));
     expect(s.statements() - before).toBe(3); // 32 + 32 + 6
     expect(rows.slice(0, 69).every((r) => r === undefined)).toBe(true);
     expect(rows[69]?.id).toBe(s.a.id);
@@ -58,8 +58,8 @@ describe.each(dialects)("token lookups on %s", (dialect) => {
 
   test("behavior: a revocation committed before the lookup is asked for is seen by it", async () => {
     const s = await setup();
-    expect((await s.ledger.findTokenByHash(hashToken(s.a.token)))?.revoked_at).toBeNull();
-    await s.ledger.revokeToken(s.a.id);
-    expect((await s.ledger.findTokenByHash(hashToken(s.a.token)))?.revoked_at).toEqual(expect.any(String));
+    expect((await s.ledger.tokens.findByHash(hashToken(s.a.token)))?.revoked_at).toBeNull();
+    await s.ledger.tokens.revoke(s.a.id);
+    expect((await s.ledger.tokens.findByHash(hashToken(s.a.token)))?.revoked_at).toEqual(expect.any(String));
   });
 });

@@ -36,9 +36,9 @@ export const fund: Command = async ({ config, options, io }) => {
   const s = readSandbox(config.dataDir);
   const { ledger, opened } = await openLedger(config);
   try {
-    const project = await ledger.getProject(projectId);
+    const project = await ledger.projects.get(projectId);
     if (!project) throw new CliError(`no project with id ${projectId}`);
-    const address = (project.wallet_address ?? (await ledger.setWalletAddress(projectId, loadCustody(config).addressOf(project.wallet_index)))) as Address;
+    const address = (project.wallet_address ?? (await ledger.projects.setWalletAddress(projectId, loadCustody(config).addressOf(project.wallet_index)))) as Address;
     const chain = defineChain({ id: s.chain_id, name: "sandbox", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [s.rpc_url] } } });
     const wallet = createWalletClient({ chain, account: privateKeyToAccount(s.minter_private_key), transport: http(s.rpc_url, { timeout: 10_000 }) });
     const pub = createPublicClient({ chain, transport: http(s.rpc_url, { timeout: 10_000 }), pollingInterval: 100 });

@@ -99,7 +99,7 @@ async function changeControls({ config, args, options, io }: CommandInput, scope
       : "usage: agentwallet projects limits PROJECT_ID [the same options as tokens update]");
   }
   const controls = await withServices(config, async (c) => {
-    const stored = scope === "token" ? (await c.ledger.getToken(id))?.spending_controls : (await c.ledger.getProject(id))?.spending_controls;
+    const stored = scope === "token" ? (await c.ledger.tokens.get(id))?.spending_controls : (await c.ledger.projects.get(id))?.spending_controls;
     if (stored === undefined) throw new CliError(`no ${scope} with id ${id}`);
     const wire = wireFromOptions(options, stored);
     return wire ? updateControls(c, scope, id, wire) : renderControls(parseControls(stored));

@@ -9,7 +9,7 @@
 import { type Address, type Hex, getAddress } from "viem";
 import type { Logger } from "pino";
 import type { ChainClient } from "../chain/chainClient.ts";
-import type { DepositStore, KvStore, TokenStore } from "../ledger/ports.ts";
+import type { DepositStore, KvStore, ProjectStore } from "../ledger/ports.ts";
 
 export type WatcherOptions = {
   chainName: string;
@@ -31,14 +31,14 @@ export type TickResult = { head: number; scannedFrom: number; scannedTo: number;
 
 export type DepositWatcher = ReturnType<typeof createDepositWatcher>;
 
-export function createDepositWatcher(ledger: { deposits: DepositStore; kv: KvStore } & Pick<TokenStore, "projectsWithWallets">, chain: ChainClient, logger: Logger, o: WatcherOptions) {
+export function createDepositWatcher(ledger: { deposits: DepositStore; kv: KvStore } & { projects: Pick<ProjectStore, "withWallets"> }, chain: ChainClient, logger: Logger, o: WatcherOptions) {
   const cursorKey = `deposits:cursor:${o.chainName}`;
   const perQuery = o.maxAddressesPerQuery ?? 500;
   const ignore = new Set((o.ignoreFrom ?? []).map((a) => a.toLowerCase()));
   const depth = (head: number, block: number) => head - block + 1;
 
   async function wallets(): Promise<Map<string, string>> {
-    const rows = await ledger.projectsWithWallets();
+    const rows = await ledger.projects.withWallets();
     return new Map(rows.map((r) => [r.wallet_address.toLowerCase(), r.id]));
   }
 

@@ -40,7 +40,7 @@ async function authenticate(ctx: HttpDeps, req: FastifyRequest): Promise<Princip
     throw forbidden("project_token_required", "An admin credential manages the deployment at /v1/admin/…; it cannot pay or read as a project. Send a project's API token (`agentwallet tokens create`, or POST /v1/admin/projects/{id}/tokens).");
   }
   if (!isWellFormedToken(token)) throw unauthorized("The API token is malformed (wrong prefix, length or checksum). Copy the whole token as it was printed.");
-  const row = await ctx.ledger.findTokenByHash(hashToken(token));
+  const row = await ctx.ledger.tokens.findByHash(hashToken(token));
   if (!row) throw unauthorized("The API token is not recognised. It may belong to another deployment or have been mistyped.");
   if (row.revoked_at) throw unauthorized("The API token has been revoked. Create a new one.");
   if (row.expires_at && row.expires_at <= ctx.clock().toISOString()) throw unauthorized(`The API token expired at ${row.expires_at}. Create a new one.`);

@@ -64,11 +64,11 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
   const requireManage = async (viewer: Viewer, projectId: string, what: "manage" | "decide" = "manage"): Promise<string> => {
     // The admin API records the credential's id; the console names the credential its operator signed in with.
     if (viewer.kind === "operator") return `operator ${viewer.credentialId}`;
-    const t = await ctx.ledger.getToken(viewer.tokenId);
+    const t = await ctx.ledger.tokens.get(viewer.tokenId);
     if (!t || !tokenActive(t) || t.project_id !== projectId || !mayManageProject(t)) {
       throw forbidden("permission_denied", "This token may not manage tokens or approvals: that needs the operator, or a token with read, pay and x402 and no spending controls of its own.");
     }
-    if (what === "decide" && !mayDecideApprovals(t, (await ctx.ledger.getProject(projectId))?.spending_controls ?? null)) {
+    if (what === "decide" && !mayDecideApprovals(t, (await ctx.ledger.projects.get(projectId))?.spending_controls ?? null)) {
       throw forbidden("permission_denied", "This project's own approval threshold is the operator's: only the operator approves or denies its payments.");
     }
     return `token ${t.id} (${t.display_prefix}…)`;
@@ -112,7 +112,7 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
   return {
     async verifyToken(token) {
       if (!isWellFormedToken(token)) return null;
-      const row = await ctx.ledger.findTokenByHash(hashToken(token));
+      const row = await ctx.ledger.tokens.findByHash(hashToken(token));
       if (!row || !tokenActive(row)) return null;
       return { tokenId: row.id, projectId: row.project_id };
     },
@@ -140,22 +140,22 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
       if (!row.token || !row.token_id || !tokenActive(row.token)) return null;
       const t = row.token;
       const manage = mayManageProject(t);
-      const decide = manage && mayDecideApprovals(t, (await ctx.ledger.getProject(t.project_id))?.spending_controls ?? null);
+      const decide = manage && mayDecideApprovals(t, (await ctx.ledger.projects.get(t.project_id))?.spending_controls ?? null);
       return { ...base, viewer: { kind: "token", projectId: t.project_id, tokenId: row.token_id, permissions: t.permissions.split(",") as Permission[], manage, decide } };
     },
     async deleteSession(id) {
       await sessions.delete(id);
     },
     async listProjects() {
-      return (await ctx.ledger.listProjects()).map(summary);
+      return (await ctx.ledger.projects.list()).map(summary);
     },
     async getProject(projectId) {
-      const p = await ctx.ledger.getProject(projectId);
+      const p = await ctx.ledger.projects.get(projectId);
       return p ? summary(p) : null;
     },
     async overview(projectId) {
       const b = await ctx.ledger.getBalance(projectId);
-      const project = await ctx.ledger.getProject(projectId);
+      const project = await ctx.ledger.projects.get(projectId);
       return {
         project_id: projectId,
         currency: "usdc" as const,
@@ -200,17 +200,17 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
       }
     },
     async listTokens(projectId) {
-      const project = await ctx.ledger.getProject(projectId);
-      return Promise.all((await ctx.ledger.listTokens(projectId)).map((t) => tokenSummary(t, project?.spending_controls ?? null)));
+      const project = await ctx.ledger.projects.get(projectId);
+      return Promise.all((await ctx.ledger.tokens.list(projectId)).map((t) => tokenSummary(t, project?.spending_controls ?? null)));
     },
     async getToken(projectId, tokenId) {
-      const t = await ctx.ledger.getToken(tokenId);
+      const t = await ctx.ledger.tokens.get(tokenId);
       if (!t || t.project_id !== projectId) return null;
-      const project = await ctx.ledger.getProject(projectId);
+      const project = await ctx.ledger.projects.get(projectId);
       return tokenSummary(t, project?.spending_controls ?? null);
     },
     async projectControls(projectId) {
-      return renderControls(parseControls((await ctx.ledger.getProject(projectId))?.spending_controls));
+      return renderControls(parseControls((await ctx.ledger.projects.get(projectId))?.spending_controls));
     },
     async createToken(viewer, projectId, input) {
       await requireManage(viewer, projectId);
@@ -226,13 +226,13 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
     },
     async updateTokenControls(viewer, projectId, tokenId, controls) {
       await requireManage(viewer, projectId);
-      const t = await ctx.ledger.getToken(tokenId);
+      const t = await ctx.ledger.tokens.get(tokenId);
       if (!t || t.project_id !== projectId) return false;
       return updateTokenControls(ctx, tokenId, controls);
     },
     async revokeToken(viewer, projectId, tokenId) {
       await requireManage(viewer, projectId);
-      const t = await ctx.ledger.getToken(tokenId);
+      const t = await ctx.ledger.tokens.get(tokenId);
       if (!t || t.project_id !== projectId || t.revoked_at) return false;
       await revokeToken(ctx, tokenId);
       return true;
@@ -241,7 +241,7 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
       const [awaiting, decided, tokens] = await Promise.all([
         ctx.ledger.listAwaitingApprovals({ projectId, limit: 100 }),
         ctx.ledger.listDecidedApprovals(projectId, 20),
-        ctx.ledger.listTokens(projectId),
+        ctx.ledger.tokens.list(projectId),
       ]);
       const prefixes = new Map(tokens.map((t) => [t.id, t.display_prefix]));
       return { awaiting: awaiting.map((p) => approvalItem(p, prefixes)), decided: decided.map((p) => approvalItem(p, prefixes)) };
@@ -249,11 +249,11 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
     async getApproval(projectId, paymentId) {
       const p = await ctx.ledger.getPayment(paymentId);
       if (!p || p.project_id !== projectId || p.approval === null) return null;
-      const t = p.token_id ? await ctx.ledger.getToken(p.token_id) : undefined;
+      const t = p.token_id ? await ctx.ledger.tokens.get(p.token_id) : undefined;
       return approvalItem(p, new Map(t ? [[t.id, t.display_prefix]] : []));
     },
     async listRefusals(projectId, tokenId, limit) {
-      const [rows, tokens] = await Promise.all([ctx.ledger.listRefusals({ projectId, ...(tokenId ? { tokenId } : {}), limit }), ctx.ledger.listTokens(projectId)]);
+      const [rows, tokens] = await Promise.all([ctx.ledger.listRefusals({ projectId, ...(tokenId ? { tokenId } : {}), limit }), ctx.ledger.tokens.list(projectId)]);
       const prefixes = new Map(tokens.map((t) => [t.id, t.display_prefix]));
       return rows.map((r) => ({ at: r.created_at, token_prefix: r.token_id ? (prefixes.get(r.token_id) ?? null) : null, code: r.code, detail: r.detail, rail: r.rail, recipient: r.recipient, amount_micros: r.amount_micros === null ? null : Number(r.amount_micros) }));
     },

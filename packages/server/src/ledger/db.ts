@@ -31,6 +31,11 @@ const sqliteDirect = new WeakMap<Db, SqliteDirect>();
 export function sqliteDirectOf(db: Db): SqliteDirect | undefined {
   return sqliteDirect.get(db);
 }
+/** A compiled query with other values for its parameters (same SQL, same result type). */
+export function withParameters<R>(q: CompiledQuery<R>, parameters: readonly unknown[]): CompiledQuery<R> {
+  return { ...q, parameters };
+}
+
 export type OpenedDb = { db: Db; dialect: Dialect; close(): Promise<void> };
 
 export type OpenDbOptions =

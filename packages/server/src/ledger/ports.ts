@@ -39,23 +39,11 @@ export type NonceStore = Ledger["relayerNonces"];
 /** Deposits seen on-chain, credited or dropped (deposits.ts). */
 export type DepositStore = Ledger["deposits"];
 
-/** Projects and their API tokens, with the spending controls set on either. */
-export type TokenStore = Pick<
-  Ledger,
-  | "createProject"
-  | "getProject"
-  | "listProjects"
-  | "setPaused"
-  | "setWalletAddress"
-  | "isProjectWallet"
-  | "projectsWithWallets"
-  | "insertToken"
-  | "findTokenByHash"
-  | "listTokens"
-  | "getToken"
-  | "revokeToken"
-  | "setSpendingControls"
->;
+/** Projects: created, paused, given their wallet (projects.ts). */
+export type ProjectStore = Ledger["projects"];
+
+/** API tokens, looked up by hash, and the spending controls set on a token or its project (tokens.ts). */
+export type TokenStore = Ledger["tokens"];
 
 /** Balances and what the journal and transactions say of them: pages, counts, spend, reconciliation. */
 export type BalanceStore = Pick<Ledger, "getBalance" | "transactionCount" | "listTransactions" | "transactions" | "spendByDay" | "walletBalances">;

@@ -9,8 +9,7 @@
  *   revenue:fees            platform fees earned
  */
 import { CompiledQuery, type Insertable, sql } from "kysely";
-import { type Db, type Dialect, type SqliteDirect, sqliteDirectOf } from "./db.ts";
-import { scheduleFlush } from "./batching.ts";
+import { type Db, type Dialect, sqliteDirectOf, withParameters } from "./db.ts";
 import { ConsoleSessions } from "./consoleSessions.ts";
 import { WebhookOutbox } from "./webhookOutbox.ts";
 import { AdminCredentials } from "./adminCredentials.ts";
@@ -19,6 +18,8 @@ import { AtomicWrites, type Steps } from "./atomicWrites.ts";
 import { RelayerNonces } from "./relayerNonces.ts";
 import { KvRows } from "./kvRows.ts";
 import { Deposits } from "./deposits.ts";
+import { Projects } from "./projects.ts";
+import { Tokens } from "./tokens.ts";
 import { type Entry, journalRows, journalStatement, writeJournal } from "./journal.ts";
 import { type PgHolds, createPgHolds } from "./pgHolds.ts";
 import { type PgResolves, createPgResolves } from "./pgResolves.ts";
@@ -27,12 +28,11 @@ import { account } from "./accounts.ts";
 import { attachDb } from "./connection.ts";
 import { type LedgerProblem, verifyLedger } from "./verify.ts";
 import { TransactionReads } from "./transactionReads.ts";
-import type { Database, PaymentsTable, Plan, ProjectsTable } from "./schema.ts";
+import type { Database, PaymentsTable } from "./schema.ts";
 import { type HoldControls, type Refusal, type SpendWindow, judgeStatic, windowRefusal } from "../domain/spending.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 
 export type PaymentRow = PaymentsTable;
-export type ProjectRow = ProjectsTable;
 /** A project's wallet and balance as reconciliation reads them. */
 export type WalletBalance = { id: string; wallet_address: string | null; available_micros: number; held_micros: number; pending_micros: number; open_payments: number };
 
@@ -100,39 +100,6 @@ function isUniqueViolation(err: unknown): boolean {
   return e?.code === "23505" || e?.code === "SQLITE_CONSTRAINT_UNIQUE" || /UNIQUE constraint failed/.test(e?.message ?? "");
 }
 
-/**
- * The token, its project and the project's balance in one statement — authentication needs the first
- * two, and GET /v1/balance answers from the third without a second round trip — for `n` token hashes
- * at once (`token_hash in (?, …)`), each row with its hash.
- */
-const compileTokenQuery = (db: Db, n: number) =>
-  db
-    .selectFrom("api_tokens")
-    .innerJoin("projects", "projects.id", "api_tokens.project_id")
-    .innerJoin("balances", "balances.project_id", "api_tokens.project_id")
-    .select([
-      "api_tokens.token_hash",
-      "api_tokens.id",
-      "api_tokens.project_id",
-      "api_tokens.permissions",
-      "api_tokens.expires_at",
-      "api_tokens.revoked_at",
-      "api_tokens.spending_controls as token_controls",
-      "projects.spending_controls as project_controls",
-      "projects.paused",
-      "projects.plan",
-      "projects.wallet_address",
-      "balances.available_micros",
-      "balances.pending_micros",
-      "balances.total_funded_micros",
-      "balances.total_spent_micros",
-    ])
-    .where("api_tokens.token_hash", "in", Array.from({ length: n }, () => ""))
-    .compile();
-export type TokenRow = ReturnType<typeof compileTokenQuery> extends CompiledQuery<infer R> ? R : never;
-type TokenWaiter = { resolve(row: TokenRow | undefined): void; reject(err: unknown): void };
-/** At most this many distinct tokens in one lookup statement. */
-const TOKEN_LOOKUP_BATCH_MAX = 32;
 const compileBalanceQuery = (db: Db) =>
   db
     .selectFrom("balances")
@@ -140,11 +107,6 @@ const compileBalanceQuery = (db: Db) =>
     .select(["balances.available_micros", "balances.held_micros", "balances.pending_micros", "balances.total_funded_micros", "balances.total_spent_micros", "balances.tx_count", "projects.wallet_address"])
     .where("balances.project_id", "=", "")
     .compile();
-
-/** A compiled query with other values for its parameters (same SQL, same result type). */
-function withParameters<R>(q: CompiledQuery<R>, parameters: readonly unknown[]): CompiledQuery<R> {
-  return { ...q, parameters };
-}
 
 /** The hold's conditional debit, compiled once; `bind` gives it one hold's values. */
 function compileDebit(db: Db) {
@@ -192,13 +154,6 @@ function insertRows(table: string, rows: readonly object[]): CompiledQuery {
 }
 
 export class Ledger {
-  // The queries every request makes, compiled once: building SQL costs more than running it.
-  /** The token lookup by number of hashes, 1..TOKEN_LOOKUP_BATCH_MAX, compiled on first use. */
-  private readonly tokenQueries: CompiledQuery<TokenRow>[] = [];
-  /** Token lookups asked for and not yet read, by hash (batching.ts says when they are read). */
-  private lookups: Map<string, TokenWaiter[]> | undefined;
-  /** When the last batch of token lookups was read (`performance.now()`). */
-  private lastLookupAt = Number.NEGATIVE_INFINITY;
   private readonly balanceQuery: ReturnType<typeof compileBalanceQuery>;
   private readonly debitQuery: ReturnType<typeof compileDebit>;
   /** SQLite: the hot writes share commits (groupCommit.ts); PostgreSQL runs them as transactions. */
@@ -206,8 +161,6 @@ export class Ledger {
   /** PostgreSQL: the holds of one project asked for together are one call (pgHolds.ts); so are resolutions (pgResolves.ts). */
   private readonly pgHolds: PgHolds | undefined;
   private readonly pgResolves: PgResolves | undefined;
-  /** SQLite: the token lookup, on every request, runs on the calling stack when it safely can. */
-  private readonly read: SqliteDirect["read"] | undefined;
   /** The web console's sessions and sign-in codes (consoleSessions.ts). */
   readonly consoleSessions: ConsoleSessions;
   /** Webhooks to clients: endpoints, outbox, deliveries (webhookOutbox.ts). */
@@ -223,6 +176,11 @@ export class Ledger {
   /** Deposits seen, credited or dropped (deposits.ts). */
   readonly deposits: Deposits;
 
+  /** Projects: created, paused, given their wallet address (projects.ts). */
+  readonly projects: Projects;
+  /** API tokens, their batched lookup by hash, and spending controls (tokens.ts). */
+  readonly tokens: Tokens;
+
   /** Reads of one project's transactions beyond the plain page (transactionReads.ts). */
   readonly transactions: TransactionReads;
 
@@ -237,7 +195,6 @@ export class Ledger {
     this.debitQuery = compileDebit(db);
     const direct = sqliteDirectOf(db);
     this.writes = new AtomicWrites(db, direct?.group);
-    this.read = direct?.read;
     this.pgHolds = dialect === "postgres" ? createPgHolds(db) : undefined;
     this.pgResolves = dialect === "postgres" ? createPgResolves(db) : undefined;
     this.consoleSessions = new ConsoleSessions(db);
@@ -248,6 +205,8 @@ export class Ledger {
     this.relayerNonces = new RelayerNonces(db, this.writes);
     this.kv = new KvRows(db);
     this.deposits = new Deposits(db, clock, newId);
+    this.projects = new Projects(db, clock, newId);
+    this.tokens = new Tokens(db, clock, direct?.read);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -273,120 +232,6 @@ export class Ledger {
 
   private now(): string {
     return this.clock().toISOString();
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Projects and tokens
-
-  async createProject(input: { name: string; plan: Plan }): Promise<ProjectRow> {
-    return this.db.transaction().execute(async (trx) => {
-      // A counter row serialises wallet index allocation: each project's BIP-44 index is unique forever.
-      await trx.insertInto("kv").values({ key: "next_wallet_index", value: "0" }).onConflict((oc) => oc.doNothing()).execute();
-      const counter = await trx
-        .updateTable("kv")
-        .set({ value: sql`cast(cast(value as integer) + 1 as text)` })
-        .where("key", "=", "next_wallet_index")
-        .returning("value")
-        .executeTakeFirstOrThrow();
-      const project: ProjectRow = {
-        id: this.newId("prj"),
-        name: input.name,
-        plan: input.plan,
-        paused: 0,
-        wallet_index: Number(counter.value) - 1,
-        wallet_address: null,
-        created_at: this.now(),
-        spending_controls: null,
-      };
-      await trx.insertInto("projects").values(project).execute();
-      await trx.insertInto("balances").values({ project_id: project.id, available_micros: 0, held_micros: 0, pending_micros: 0, total_funded_micros: 0, total_spent_micros: 0, tx_count: 0 }).execute();
-      return project;
-    });
-  }
-
-  getProject(id: string): Promise<ProjectRow | undefined> {
-    return this.db.selectFrom("projects").selectAll().where("id", "=", id).executeTakeFirst();
-  }
-
-  listProjects(): Promise<ProjectRow[]> {
-    return this.db.selectFrom("projects").selectAll().orderBy("created_at").orderBy("id").execute();
-  }
-
-  async setPaused(id: string, paused: boolean): Promise<boolean> {
-    const r = await this.db.updateTable("projects").set({ paused: paused ? 1 : 0 }).where("id", "=", id).executeTakeFirst();
-    return r.numUpdatedRows > 0n;
-  }
-
-  /** Stores the derived deposit address once; later calls keep the first one. */
-  async setWalletAddress(id: string, address: string): Promise<string> {
-    await this.db.updateTable("projects").set({ wallet_address: address }).where("id", "=", id).where("wallet_address", "is", null).execute();
-    const row = await this.db.selectFrom("projects").select("wallet_address").where("id", "=", id).executeTakeFirstOrThrow();
-    return row.wallet_address!;
-  }
-
-  /** Whether `address` (checksummed) is the wallet of a project. */
-  async isProjectWallet(address: string): Promise<boolean> {
-    return (await this.db.selectFrom("projects").select("id").where("wallet_address", "=", address).executeTakeFirst()) !== undefined;
-  }
-
-  async projectsWithWallets(): Promise<{ id: string; wallet_address: string }[]> {
-    const rows = await this.db.selectFrom("projects").select(["id", "wallet_address"]).where("wallet_address", "is not", null).execute();
-    return rows as { id: string; wallet_address: string }[];
-  }
-
-  async insertToken(row: Omit<Database["api_tokens"], "spending_controls"> & { spending_controls?: string | null }): Promise<void> {
-    await this.db.insertInto("api_tokens").values(row).execute();
-  }
-
-  /**
-   * The token with this hash, its project and balance, read after the request that asks arrived.
-   * Lookups asked for together (those of one turn of the event loop when lookups are frequent, at once
-   * after a quiet spell: batching.ts) are answered by one statement, so many requests cost one read.
-   * Each still sees every change committed before it arrived (revocation holds on the next request).
-   */
-  findTokenByHash(hash: string): Promise<TokenRow | undefined> {
-    let batch = this.lookups;
-    if (!batch) {
-      const started = (batch = this.lookups = new Map());
-      scheduleFlush(this.lastLookupAt, () => {
-        this.lookups = undefined;
-        this.lastLookupAt = performance.now();
-        void this.lookUpTokens(started);
-      });
-    }
-    let waiters = batch.get(hash);
-    if (!waiters) batch.set(hash, (waiters = []));
-    const list = waiters;
-    return new Promise((resolve, reject) => list.push({ resolve, reject }));
-  }
-
-  private async lookUpTokens(batch: Map<string, TokenWaiter[]>): Promise<void> {
-    const hashes = [...batch.keys()];
-    for (let i = 0; i < hashes.length; i += TOKEN_LOOKUP_BATCH_MAX) {
-      const chunk = hashes.slice(i, i + TOKEN_LOOKUP_BATCH_MAX);
-      try {
-        const query = withParameters((this.tokenQueries[chunk.length] ??= compileTokenQuery(this.db, chunk.length)), chunk);
-        const rows = this.read?.(query) ?? (await this.db.executeQuery(query)).rows;
-        const byHash = new Map(rows.map((r) => [r.token_hash, r]));
-        for (const h of chunk) for (const w of batch.get(h)!) w.resolve(byHash.get(h));
-      } catch (err) {
-        for (const h of chunk) for (const w of batch.get(h)!) w.reject(err);
-      }
-    }
-  }
-
-  listTokens(projectId: string) {
-    return this.db
-      .selectFrom("api_tokens")
-      .select(["id", "project_id", "display_prefix", "permissions", "created_at", "expires_at", "revoked_at", "spending_controls"])
-      .where("project_id", "=", projectId)
-      .orderBy("created_at")
-      .execute();
-  }
-
-  async revokeToken(id: string): Promise<boolean> {
-    const r = await this.db.updateTable("api_tokens").set({ revoked_at: this.now() }).where("id", "=", id).where("revoked_at", "is", null).executeTakeFirst();
-    return r.numUpdatedRows > 0n;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -665,19 +510,6 @@ export class Ledger {
       .where((eb) => eb.or(windows.map((w) => eb.and([eb("scope_id", "=", w.scopeId), eb("kind", "=", w.kind), eb("window_start", "=", w.start)]))))
       .execute();
     return windows.map((w) => Number(rows.find((r) => r.scope_id === w.scopeId && r.kind === w.kind && r.window_start === w.start)?.spent_micros ?? 0));
-  }
-
-  /** Sets (or with null clears) the spending controls of a token or a project; false if there is none with that id. */
-  async setSpendingControls(scope: "token" | "project", id: string, controls: string | null): Promise<boolean> {
-    const r =
-      scope === "token"
-        ? await this.db.updateTable("api_tokens").set({ spending_controls: controls }).where("id", "=", id).executeTakeFirst()
-        : await this.db.updateTable("projects").set({ spending_controls: controls }).where("id", "=", id).executeTakeFirst();
-    return r.numUpdatedRows > 0n;
-  }
-
-  getToken(id: string) {
-    return this.db.selectFrom("api_tokens").select(["id", "project_id", "display_prefix", "permissions", "created_at", "expires_at", "revoked_at", "spending_controls"]).where("id", "=", id).executeTakeFirst();
   }
 
   /** The newest refusals, of one project or all, newest first. */

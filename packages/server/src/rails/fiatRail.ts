@@ -37,7 +37,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
    */
   async function advancePayoutFirst(payment: PaymentRow): Promise<AdvanceResult> {
     if (payment.status === "pending" && !payment.provider_ref) {
-      const project = await ctx.ledger.getProject(payment.project_id);
+      const project = await ctx.ledger.projects.get(payment.project_id);
       let payout: Payout;
       try {
         payout = await provider.createPayout({
@@ -149,7 +149,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
           if (r.changed) d.onFinal?.(r.payment, "failed");
           return { done: true };
         }
-        const project = await ctx.ledger.getProject(payment.project_id);
+        const project = await ctx.ledger.projects.get(payment.project_id);
         const payout = await provider.createPayout({
           reference: payment.id,
           amountCents: payment.amount_units,

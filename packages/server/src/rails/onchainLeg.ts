@@ -49,7 +49,7 @@ export async function relayTransfers(
 
 /** Authorizations from the project wallet for `transfers` (never more than the payment's hold). */
 export async function signTransfers(d: LegDeps, payment: PaymentRow, transfers: Transfer[]): Promise<Authorization[]> {
-  const project = await d.ctx.ledger.getProject(payment.project_id);
+  const project = await d.ctx.ledger.projects.get(payment.project_id);
   if (!project) throw new Error(`project ${payment.project_id} missing`);
   const total = transfers.reduce((s, t) => s + t.micros, 0);
   // Invariant: never sign for more than the hold.

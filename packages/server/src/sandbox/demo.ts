@@ -15,13 +15,13 @@ export async function ensureSandboxDemo(ctx: AppContext): Promise<SandboxDemo> {
   const file = join(ctx.config.dataDir, "sandbox-demo.json");
   if (existsSync(file)) {
     const saved = JSON.parse(readFileSync(file, "utf8")) as { projectId: string; token: string };
-    const token = await ctx.ledger.findTokenByHash(hashToken(saved.token));
+    const token = await ctx.ledger.tokens.findByHash(hashToken(saved.token));
     if (token && !token.revoked_at && token.project_id === saved.projectId) {
       const { address } = await getDepositAddress(ctx, saved.projectId);
       return { ...saved, tokenId: token.id, depositAddress: address };
     }
   }
-  const project = (await ctx.ledger.listProjects()).find((p) => p.name === "Demo project") ?? (await ctx.ledger.createProject({ name: "Demo project", plan: "free" }));
+  const project = (await ctx.ledger.projects.list()).find((p) => p.name === "Demo project") ?? (await ctx.ledger.projects.create({ name: "Demo project", plan: "free" }));
   const { id: tokenId, token } = await createToken(ctx, { projectId: project.id, permissions: ALL_PERMISSIONS, mode: "test" });
   writeFileSync(file, JSON.stringify({ projectId: project.id, token }, null, 2), { mode: 0o600 });
   const { address } = await getDepositAddress(ctx, project.id);

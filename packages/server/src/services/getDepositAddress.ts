@@ -6,8 +6,8 @@ import type { DepositAddress } from "@agentwallet/api";
 import type { RailDeps } from "../rails/railDeps.ts";
 
 export async function getDepositAddress(ctx: Pick<RailDeps, "ledger" | "custody">, projectId: string): Promise<DepositAddress> {
-  const project = await ctx.ledger.getProject(projectId);
+  const project = await ctx.ledger.projects.get(projectId);
   if (!project) throw new Error(`project ${projectId} missing`);
-  const address = project.wallet_address ?? (await ctx.ledger.setWalletAddress(projectId, ctx.custody.addressOf(project.wallet_index)));
+  const address = project.wallet_address ?? (await ctx.ledger.projects.setWalletAddress(projectId, ctx.custody.addressOf(project.wallet_index)));
   return { project_id: projectId, chain: "base", address, currency: "usdc" };
 }

@@ -2,8 +2,8 @@
  * Projects as an operator manages them: create, list, read, pause and resume. The CLI (`projects …`) and
  * the admin API (`/v1/admin/projects…`) call these, so both apply the same rules and show one JSON shape.
  */
-import type { TokenStore } from "../ledger/ports.ts";
-import type { ProjectRow } from "../ledger/store.ts";
+import type { ProjectStore } from "../ledger/ports.ts";
+import type { ProjectRow } from "../ledger/projects.ts";
 import type { Plan } from "../domain/project.ts";
 import { badRequest, notFound } from "../domain/errors.ts";
 import { parseControls } from "../domain/spending.ts";
@@ -24,26 +24,26 @@ export function projectNotFound(id: string) {
   return notFound("project_not_found", `There is no project with id ${id.slice(0, 80)}; list them with GET /v1/admin/projects or \`agentwallet projects list\`.`);
 }
 
-export async function createProject(ctx: { ledger: TokenStore }, input: { name: string; plan?: string }) {
+export async function createProject(ctx: { ledger: { projects: ProjectStore } }, input: { name: string; plan?: string }) {
   const name = input.name.trim();
   const plan = (input.plan ?? "free") as Plan;
   if (!PLANS.includes(plan)) throw badRequest("invalid_request", `The plan must be ${PLANS.join(", ")} (got "${String(input.plan).slice(0, 40)}").`);
   if (name.length === 0 || name.length > PROJECT_NAME_MAX_CHARS) throw badRequest("invalid_request", `The name must be 1 to ${PROJECT_NAME_MAX_CHARS} characters.`);
-  return projectJson(await ctx.ledger.createProject({ name, plan }));
+  return projectJson(await ctx.ledger.projects.create({ name, plan }));
 }
 
-export async function listProjects(ctx: { ledger: TokenStore }) {
-  return (await ctx.ledger.listProjects()).map(projectJson);
+export async function listProjects(ctx: { ledger: { projects: ProjectStore } }) {
+  return (await ctx.ledger.projects.list()).map(projectJson);
 }
 
-export async function getProject(ctx: { ledger: TokenStore }, id: string) {
-  const p = await ctx.ledger.getProject(id);
+export async function getProject(ctx: { ledger: { projects: ProjectStore } }, id: string) {
+  const p = await ctx.ledger.projects.get(id);
   if (!p) throw projectNotFound(id);
   return projectJson(p);
 }
 
 /** Paused: new payments of the project are refused (403 `project_paused`); resumed, they are accepted again. */
-export async function setProjectPaused(ctx: { ledger: TokenStore }, id: string, paused: boolean) {
-  if (!(await ctx.ledger.setPaused(id, paused))) throw projectNotFound(id);
+export async function setProjectPaused(ctx: { ledger: { projects: ProjectStore } }, id: string, paused: boolean) {
+  if (!(await ctx.ledger.projects.setPaused(id, paused))) throw projectNotFound(id);
   return getProject(ctx, id);
 }

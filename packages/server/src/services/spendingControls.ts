@@ -5,7 +5,7 @@
  */
 import { limits } from "@agentwallet/api";
 import type { Clock } from "../ids.ts";
-import type { PaymentStore, TokenStore } from "../ledger/ports.ts";
+import type { PaymentStore, ProjectStore, TokenStore } from "../ledger/ports.ts";
 import type { Principal } from "../domain/principal.ts";
 import { badRequest, notFound } from "../domain/errors.ts";
 import { isAddress } from "viem";
@@ -33,7 +33,7 @@ export const CONTROLS_RECIPIENTS_MAX = limits.controlsRecipientsMax;
 export const CONTROLS_AMOUNT_USD_MAX = limits.controlsAmountUsdMax;
 
 /** What these functions use of the application's context (declared here, by its consumer). */
-export type SpendingContext = { ledger: TokenStore & PaymentStore; clock: Clock; config: { spending: { approvalTimeoutMs: number } }; recipientHashKey?: BankKey };
+export type SpendingContext = { ledger: PaymentStore & { tokens: TokenStore; projects: ProjectStore }; clock: Clock; config: { spending: { approvalTimeoutMs: number } }; recipientHashKey?: BankKey };
 
 /** The recipient hash key, or how to load it when a bank account first needs it (the CLI loads it lazily). */
 export type BankKey = Uint8Array | (() => Uint8Array);
@@ -129,7 +129,7 @@ export function parseControlsInput(input: WireControls, bankKey: BankKey, base: 
  * the next request with the token is judged by them. False if there is no such token.
  */
 export async function updateTokenControls(ctx: SpendingContext, tokenId: string, input: WireControls): Promise<boolean> {
-  if (!(await ctx.ledger.getToken(tokenId))) return false;
+  if (!(await ctx.ledger.tokens.get(tokenId))) return false;
   await updateControls(ctx, "token", tokenId, input);
   return true;
 }
@@ -167,9 +167,9 @@ export async function getLimits(ctx: SpendingContext, principal: Pick<Principal,
 
 /** The admin API's view of one token's limits: the same answer as that token's own `GET /v1/limits`. */
 export async function getTokenLimits(ctx: SpendingContext, tokenId: string) {
-  const token = await ctx.ledger.getToken(tokenId);
+  const token = await ctx.ledger.tokens.get(tokenId);
   if (!token) throw notFound("token_not_found", `There is no token with id ${tokenId.slice(0, 80)}.`);
-  const project = await ctx.ledger.getProject(token.project_id);
+  const project = await ctx.ledger.projects.get(token.project_id);
   return limitsOf(ctx, { tokenId, projectId: token.project_id, token: parseControls(token.spending_controls), project: parseControls(project?.spending_controls ?? null) });
 }
 
@@ -209,10 +209,10 @@ async function limitsOf(ctx: SpendingContext, of: { tokenId: string; projectId: 
  * the controls as they are now. The CLI's `tokens update` / `projects limits` and the admin API both call it.
  */
 export async function updateControls(ctx: SpendingContext, scope: "token" | "project", id: string, input: WireControls) {
-  const stored = scope === "token" ? (await ctx.ledger.getToken(id))?.spending_controls : (await ctx.ledger.getProject(id))?.spending_controls;
+  const stored = scope === "token" ? (await ctx.ledger.tokens.get(id))?.spending_controls : (await ctx.ledger.projects.get(id))?.spending_controls;
   if (stored === undefined) throw notFound(`${scope}_not_found`, `There is no ${scope} with id ${id.slice(0, 80)}.`);
   const column = controlsColumn(parseControlsInput(input, ctx.recipientHashKey ?? bankKeyOf(ctx), parseControls(stored)));
-  await ctx.ledger.setSpendingControls(scope, id, column);
+  await ctx.ledger.tokens.setSpendingControls(scope, id, column);
   return renderControls(parseControls(column));
 }
 

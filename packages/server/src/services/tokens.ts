@@ -3,7 +3,7 @@
  * the return of `createToken` / `issueToken`. The CLI and the admin API both call these.
  */
 import type { Permission } from "@agentwallet/api";
-import type { TokenStore } from "../ledger/ports.ts";
+import type { ProjectStore, TokenStore } from "../ledger/ports.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 import { isEmptyControls, parseControls } from "../domain/spending.ts";
 import { displayPrefix, generateToken, hashToken, type TokenMode } from "../tokens.ts";
@@ -31,16 +31,16 @@ export function parseDuration(text: string): number {
 }
 
 export async function createToken(
-  deps: { ledger: TokenStore; clock: Clock; newId: IdGenerator },
+  deps: { ledger: { tokens: TokenStore; projects: ProjectStore }; clock: Clock; newId: IdGenerator },
   input: { projectId: string; permissions: Permission[]; mode: TokenMode; expiresInMs?: number; spendingControls?: string | null },
 ): Promise<{ id: string; token: string; permissions: Permission[]; expires_at: string | null }> {
-  const project = await deps.ledger.getProject(input.projectId);
+  const project = await deps.ledger.projects.get(input.projectId);
   if (!project) throw projectNotFound(input.projectId);
   const token = generateToken(input.mode);
   const now = deps.clock();
   const expiresAt = input.expiresInMs ? new Date(now.getTime() + input.expiresInMs).toISOString() : null;
   const id = deps.newId("tok");
-  await deps.ledger.insertToken({
+  await deps.ledger.tokens.insert({
     id,
     project_id: input.projectId,
     token_hash: hashToken(token),
@@ -74,7 +74,7 @@ export function mayDecideApprovals(token: { permissions: string; spending_contro
   return mayManageProject(token) && (parseControls(projectControls)?.approvalAboveMicros ?? null) === null;
 }
 
-type ListedToken = NonNullable<Awaited<ReturnType<TokenStore["getToken"]>>>;
+type ListedToken = NonNullable<Awaited<ReturnType<TokenStore["get"]>>>;
 
 /** The one JSON shape of a token (never its secret; creating one adds `token`, shown that once). */
 export function tokenJson(t: ListedToken, now: string) {
@@ -92,25 +92,25 @@ export async function issueToken(
 ) {
   const column = input.controls ? controlsColumn(parseControlsInput(input.controls, ctx.recipientHashKey ?? bankKeyOf(ctx))) : null;
   const created = await createToken(ctx, { ...input, spendingControls: column });
-  return { ...tokenJson((await ctx.ledger.getToken(created.id))!, ctx.clock().toISOString()), token: created.token };
+  return { ...tokenJson((await ctx.ledger.tokens.get(created.id))!, ctx.clock().toISOString()), token: created.token };
 }
 
-export async function listTokens(ctx: { ledger: TokenStore; clock: Clock }, projectId: string) {
-  if (!(await ctx.ledger.getProject(projectId))) throw projectNotFound(projectId);
+export async function listTokens(ctx: { ledger: { tokens: TokenStore; projects: ProjectStore }; clock: Clock }, projectId: string) {
+  if (!(await ctx.ledger.projects.get(projectId))) throw projectNotFound(projectId);
   const now = ctx.clock().toISOString();
-  return (await ctx.ledger.listTokens(projectId)).map((t) => tokenJson(t, now));
+  return (await ctx.ledger.tokens.list(projectId)).map((t) => tokenJson(t, now));
 }
 
-export async function getToken(ctx: { ledger: TokenStore; clock: Clock }, id: string) {
-  const t = await ctx.ledger.getToken(id);
+export async function getToken(ctx: { ledger: { tokens: TokenStore }; clock: Clock }, id: string) {
+  const t = await ctx.ledger.tokens.get(id);
   if (!t) throw notFound("token_not_found", `There is no token with id ${id.slice(0, 80)}.`);
   return tokenJson(t, ctx.clock().toISOString());
 }
 
 /** Revokes an active token: requests with it are refused from the next one on (and its console sessions end). */
-export async function revokeToken(ctx: { ledger: TokenStore; clock: Clock }, id: string) {
-  if (!(await ctx.ledger.revokeToken(id))) {
-    const t = await ctx.ledger.getToken(id);
+export async function revokeToken(ctx: { ledger: { tokens: TokenStore }; clock: Clock }, id: string) {
+  if (!(await ctx.ledger.tokens.revoke(id))) {
+    const t = await ctx.ledger.tokens.get(id);
     throw t ? badRequest("already_revoked", `There is no active token with id ${id}: it was revoked at ${t.revoked_at}.`) : notFound("token_not_found", `There is no active token with id ${id.slice(0, 80)}.`);
   }
   return getToken(ctx, id);

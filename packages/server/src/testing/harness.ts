@@ -62,7 +62,7 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
   // Tests and benches start measuring with settlement running (a served request does not wait for it).
   await server.settlement.ready();
   const ctx = server.ctx;
-  const project = await ctx.ledger.createProject({ name: "harness", plan: options.plan ?? "free" });
+  const project = await ctx.ledger.projects.create({ name: "harness", plan: options.plan ?? "free" });
   const mint = async (perms: Permission[]) => (await createToken(ctx, { projectId: project.id, permissions: perms, mode: "test" })).token;
   const token = await mint(["read", "pay", "x402"]);
   return {

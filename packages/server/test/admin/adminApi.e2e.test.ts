@@ -98,7 +98,7 @@ describe.each(dialects)("admin API (%s)", (dialect) => {
     await t.ctx.ledger.deposits.recordSeen({ ...deposit, projectId: project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1_000 * USD, blockNumber: 1, blockHash: "0xh" });
     await t.ctx.ledger.deposits.credit(deposit);
     const token = CreatedAdminToken.parse((await call("POST", `/v1/admin/projects/${project.id}/tokens`, admin.credential, { permissions: ["pay"], spending_controls: { approval_above_usd: 50, spending_limits: [{ amount_usd: 100, interval: "per_payment" }] } })).body);
-    const controls = { tokenId: token.id, token: parseControls((await t.ctx.ledger.getToken(token.id))!.spending_controls), project: null, recipientKey: `addr:${PAYEE.toLowerCase()}`, approvalTimeoutMs: 60_000 };
+    const controls = { tokenId: token.id, token: parseControls((await t.ctx.ledger.tokens.get(token.id))!.spending_controls), project: null, recipientKey: `addr:${PAYEE.toLowerCase()}`, approvalTimeoutMs: 60_000 };
     const held = await Promise.all([60, 70].map((usd) => t.ctx.ledger.hold(usdcPayment(project.id, usd * USD, USD, { controls }))));
     const [a, b] = held.map((h) => (h.kind === "held" ? h.payment.id : "not held"));
     expect((await t.ctx.ledger.hold(usdcPayment(project.id, 150 * USD, USD, { controls }))).kind).toBe("refused");
@@ -124,7 +124,7 @@ describe.each(dialects)("admin API (%s)", (dialect) => {
   });
 
   test("error: a project token is refused by the admin API, the admin credential everywhere else; a revoked credential is refused", async () => {
-    const project = await t.ctx.ledger.createProject({ name: "q", plan: "free" });
+    const project = await t.ctx.ledger.projects.create({ name: "q", plan: "free" });
     const token = CreatedAdminToken.parse((await call("POST", `/v1/admin/projects/${project.id}/tokens`, admin.credential, { permissions: ["read", "pay", "x402"] })).body).token;
     const withToken = await call("GET", "/v1/admin/projects", token);
     expect([withToken.status, withToken.body.code]).toEqual([403, "admin_credential_required"]);

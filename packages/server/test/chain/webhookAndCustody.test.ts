@@ -89,7 +89,7 @@ describe("custody: derived project keys sign EIP-3009 authorizations the token h
 
   test("transferWithAuthorization signed by a project wallet moves USDC; a reused nonce is rejected", async () => {
     const p = await projectWithToken(t.ctx);
-    const project = (await t.ctx.ledger.getProject(p.project.id))!;
+    const project = (await t.ctx.ledger.projects.get(p.project.id))!;
     const from = (await getDepositAddress(t.ctx, p.project.id)).address as Address;
     expect(from).toBe(t.ctx.custody.addressOf(project.wallet_index));
     await chain.dev.mint(from, 10_000_000n);

@@ -74,7 +74,7 @@ describe.each(dialects)("recipient addresses and reverted transfers on a real ch
   test("a transfer that reverts on-chain (the wallet holds less than the ledger) fails at once, credited back: onchain_reverted", async () => {
     // A second project whose ledger credit has no USDC behind it on-chain: its transfer must revert.
     const ctx = s.server.ctx;
-    const project = await ctx.ledger.createProject({ name: "unbacked", plan: "free" });
+    const project = await ctx.ledger.projects.create({ name: "unbacked", plan: "free" });
     const { token } = await createToken(ctx, { projectId: project.id, permissions: ["read", "pay"], mode: "test" });
     const { address } = await getDepositAddress(ctx, project.id);
     const deposit = { chain: "base", txHash: `0x${"5e".repeat(32)}`, logIndex: 0 };

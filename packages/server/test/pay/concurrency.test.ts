@@ -49,10 +49,10 @@ describe.each([
     }
     await migrateToLatest(opened.db, opened.dialect);
     ledger = new Ledger(opened.db, opened.dialect, systemClock, newId);
-    const project = await ledger.createProject({ name: "hot", plan: "free" });
+    const project = await ledger.projects.create({ name: "hot", plan: "free" });
     projectId = project.id;
     wallet = createHdCustody(TEST_MNEMONIC).addressOf(project.wallet_index);
-    await ledger.setWalletAddress(project.id, wallet);
+    await ledger.projects.setWalletAddress(project.id, wallet);
     token = (await createToken({ ledger, clock: systemClock, newId }, { projectId, permissions: ["read", "pay"], mode: "live" })).token;
     servers = await Promise.all(Array.from({ length: processes }, () => spawnServer(env)));
     // 10 payments of 1 USDC + 0.02 fee: exactly 10.2 USDC.

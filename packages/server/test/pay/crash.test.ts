@@ -41,9 +41,9 @@ describe("crash: kill -9 at random moments during a stream of payments", () => {
   });
 
   test("after restarts every payment is final, none is sent twice, the ledger verifies and reconciles with the chain", async () => {
-    const project = await ledger.createProject({ name: "crashy", plan: "free" });
+    const project = await ledger.projects.create({ name: "crashy", plan: "free" });
     const wallet = createHdCustody(TEST_MNEMONIC).addressOf(project.wallet_index);
-    await ledger.setWalletAddress(project.id, wallet);
+    await ledger.projects.setWalletAddress(project.id, wallet);
     const token = (await createToken({ ledger, clock: systemClock, newId }, { projectId: project.id, permissions: ["read", "pay"], mode: "live" })).token;
     const env = liveEnv(dev, { dataDir: dir });
     const port = await freePort();

@@ -85,7 +85,7 @@ describe.each(dialects)("failure reasons and replays as they are now (%s)", (dia
   });
 
   test("a paused project's replay is answered (200, Idempotent-Replayed); a new key is still refused with 403", async () => {
-    await t.ctx.ledger.setPaused(projectId, true);
+    await t.ctx.ledger.projects.setPaused(projectId, true);
     try {
       for (const [url, body] of [
         ["/v1/pay", { recipient, amount_usd: 1, idempotency_key: "returned" }],
@@ -104,7 +104,7 @@ describe.each(dialects)("failure reasons and replays as they are now (%s)", (dia
       expect(x402.statusCode).not.toBe(200);
       expect(await t.ctx.ledger.findPaymentByKey(projectId, "new-while-paused")).toBeUndefined();
     } finally {
-      await t.ctx.ledger.setPaused(projectId, false);
+      await t.ctx.ledger.projects.setPaused(projectId, false);
     }
   });
 

@@ -113,7 +113,7 @@ describe.each(dialects)("fee on an ACH return (%s)", (dialect) => {
 
   test("behavior: reconcile judges every project after a return and reports zero drift, in JSON and in text", async () => {
     await nothingOpen();
-    const other = await ledger().createProject({ name: "no wallet yet", plan: "free" });
+    const other = await ledger().projects.create({ name: "no wallet yet", plan: "free" });
     const json = await reconcileCli(true);
     expect(json.code).toBe(0);
     const report = JSON.parse(json.stdout);

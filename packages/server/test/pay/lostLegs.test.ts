@@ -29,7 +29,7 @@ describe.each(dialects)("reconcile: completed payments whose transfer is not on 
     relayer = createRelayer(t.ctx.ledger, runtime, t.ctx.logger, t.ctx.custody);
     await relayer.syncNonce();
     t.ctx.rails = { chain: runtime, relayer, byName: {} };
-    projectId = (await t.ctx.ledger.createProject({ name: "p", plan: "free" })).id;
+    projectId = (await t.ctx.ledger.projects.create({ name: "p", plan: "free" })).id;
     const { address } = await getDepositAddress(t.ctx, projectId);
     await chain.dev.mint(address as Address, 10_000_000n);
     await dbOf(t.ctx.ledger).updateTable("balances").set({ available_micros: 10_000_000 }).where("project_id", "=", projectId).execute();

@@ -64,7 +64,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
   test("behavior: a payment whose transfers cannot move fails alone; the others in its transaction complete", async () => {
     // Move most of the wallet's USDC out behind the service's back: the ledger still shows it, the
     // chain no longer has it, so the second payment's transfer reverts on-chain.
-    const project = (await ctx().ledger.getProject(s.projectId))!;
+    const project = (await ctx().ledger.projects.get(s.projectId))!;
     const wallet = ctx().custody.addressOf(project.wallet_index);
     const onChain = await chain().usdcBalance(wallet);
     const keep = 2_000_000n;

@@ -156,7 +156,7 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
 /** A second project with its own token and a real on-chain deposit, credited by the server's watcher. */
 async function fundedProject(s: TestServer, micros: bigint): Promise<{ projectId: string; token: string }> {
   const ctx = s.server.ctx;
-  const project = await ctx.ledger.createProject({ name: "other", plan: "free" });
+  const project = await ctx.ledger.projects.create({ name: "other", plan: "free" });
   const perms: Permission[] = ["read", "pay"];
   const { token } = await createToken(ctx, { projectId: project.id, permissions: perms, mode: "test" });
   const { address } = await getDepositAddress(ctx, project.id);
@@ -171,7 +171,7 @@ async function fundedProject(s: TestServer, micros: bigint): Promise<{ projectId
 
 /** The usdc rail's leg (amount to recipientC, fee to the treasury), with authorizations valid only until `validBefore`. */
 async function shortLivedLeg(d: LegDeps, p: PaymentRow, validBefore: number) {
-  const project = (await d.ctx.ledger.getProject(p.project_id))!;
+  const project = (await d.ctx.ledger.projects.get(p.project_id))!;
   const sign = (to: Address, micros: number) => signAuthorization(d.ctx.custody, project.wallet_index, { chainId: d.chain.client.settings.chainId, usdc: d.chain.client.usdcAddress, to, valueMicros: micros, validAfter: 0, validBefore, nonce: randomNonce() });
   return [await sign(recipientC, p.amount_micros), await sign(d.chain.treasuryAddress, p.fee_micros)];
 }

@@ -65,10 +65,10 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     const rails: Rails = { chain, relayer, byName: { usdc_transfer: createUsdcRail({ ctx: t.ctx, chain, relayer }) } };
     t.ctx.rails = rails;
     worker = createPaymentWorker(t.ctx, rails);
-    const project = await t.ctx.ledger.createProject({ name: "p", plan: "free" });
+    const project = await t.ctx.ledger.projects.create({ name: "p", plan: "free" });
     projectId = project.id;
     // The wallet exists (signing needs its index) and holds a real credit, so the ledger verifies.
-    await t.ctx.ledger.setWalletAddress(projectId, t.ctx.custody.addressOf(project.wallet_index));
+    await t.ctx.ledger.projects.setWalletAddress(projectId, t.ctx.custody.addressOf(project.wallet_index));
     const deposit = { chain: "base", txHash: `0x${"33".repeat(32)}`, logIndex: 0 };
     await t.ctx.ledger.deposits.recordSeen({ ...deposit, projectId, toAddress: TREASURY, fromAddress: TREASURY, amountMicros: 10_000_000, blockNumber: 1, blockHash: `0x${"44".repeat(32)}` });
     await t.ctx.ledger.deposits.credit(deposit);

@@ -61,7 +61,7 @@ describe("payment validation (no rail needed: every case is refused before money
     token = (await projectWithToken(t.ctx)).token;
     readOnly = (await projectWithToken(t.ctx, ["read"])).token;
     const paused = await projectWithToken(t.ctx);
-    await t.ctx.ledger.setPaused(paused.project.id, true);
+    await t.ctx.ledger.projects.setPaused(paused.project.id, true);
     pausedToken = paused.token;
   });
   afterAll(async () => {

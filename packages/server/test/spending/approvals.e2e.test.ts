@@ -37,9 +37,9 @@ describe("approvals on the real chain across a restart", () => {
     const { dev, ledger } = f;
     const env = (approvalTimeoutMs: number) => f.env({ APPROVAL_TIMEOUT_MS: String(approvalTimeoutMs) });
     const deps = { ledger, clock: systemClock, newId, config: { spending: { approvalTimeoutMs: 3_600_000 } } };
-    const project = await ledger.createProject({ name: "approvals", plan: "free" });
+    const project = await ledger.projects.create({ name: "approvals", plan: "free" });
     const wallet = createHdCustody(TEST_MNEMONIC).addressOf(project.wallet_index) as Address;
-    await ledger.setWalletAddress(project.id, wallet);
+    await ledger.projects.setWalletAddress(project.id, wallet);
     const agent = await issueToken(deps, { projectId: project.id, permissions: ["read", "pay"], mode: "test", controls: { approval_above_usd: 1 } });
     const admin = await createAdminCredential(deps, { name: "approver" });
 

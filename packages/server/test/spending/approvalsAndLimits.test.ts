@@ -24,7 +24,7 @@ describe.each(dialects)("approvals and GET /v1/limits (%s)", (dialect) => {
   afterAll(async () => t?.close());
 
   async function funded(ledger: Ledger, micros: number) {
-    const p = await ledger.createProject({ name: "p", plan: "free" });
+    const p = await ledger.projects.create({ name: "p", plan: "free" });
     const key = { chain: "base", txHash: `0x${p.id}`, logIndex: 0 };
     await ledger.deposits.recordSeen({ ...key, projectId: p.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: micros, blockNumber: 1, blockHash: "0xh" });
     await ledger.deposits.credit(key);
@@ -83,8 +83,8 @@ describe.each(dialects)("approvals and GET /v1/limits (%s)", (dialect) => {
 
   test("behavior: GET /v1/limits shows the token's controls and, per window, spent and remaining", async () => {
     const { project, token, tokenId } = await projectWithToken(t.ctx, ["read", "pay"]);
-    await t.ctx.ledger.setSpendingControls("token", tokenId, controlsColumn(parseControlsInput({ spending_limits: [{ amount_usd: 10, interval: "daily" }, { amount_usd: 2, interval: "per_payment" }], allowed_recipients: ["api.example.com", "*.example.org"], allowed_rails: ["x402"] }, KEY)));
-    await t.ctx.ledger.setSpendingControls("project", project.id, controlsColumn(parseControlsInput({ spending_limits: [{ amount_usd: 100, interval: "monthly" }] }, KEY)));
+    await t.ctx.ledger.tokens.setSpendingControls("token", tokenId, controlsColumn(parseControlsInput({ spending_limits: [{ amount_usd: 10, interval: "daily" }, { amount_usd: 2, interval: "per_payment" }], allowed_recipients: ["api.example.com", "*.example.org"], allowed_rails: ["x402"] }, KEY)));
+    await t.ctx.ledger.tokens.setSpendingControls("project", project.id, controlsColumn(parseControlsInput({ spending_limits: [{ amount_usd: 100, interval: "monthly" }] }, KEY)));
     const app = buildApp(t.ctx);
     const res = await app.inject({ method: "GET", url: "/v1/limits", headers: { authorization: `Bearer ${token}` } });
     expect(res.statusCode).toBe(200);

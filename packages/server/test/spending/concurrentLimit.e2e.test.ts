@@ -51,13 +51,13 @@ describe.each([
     }
     await migrateToLatest(opened.db, opened.dialect);
     ledger = new Ledger(opened.db, opened.dialect, systemClock, newId);
-    const project = await ledger.createProject({ name: "hot", plan: "free" });
+    const project = await ledger.projects.create({ name: "hot", plan: "free" });
     projectId = project.id;
     wallet = createHdCustody(TEST_MNEMONIC).addressOf(project.wallet_index);
-    await ledger.setWalletAddress(project.id, wallet);
+    await ledger.projects.setWalletAddress(project.id, wallet);
     const created = await createToken({ ledger, clock: systemClock, newId }, { projectId, permissions: ["read", "pay"], mode: "live" });
     token = created.token;
-    await ledger.setSpendingControls("token", created.id, controlsColumn(parseControlsInput({ spending_limits: [{ amount_usd: 10, interval: "daily" }] }, new Uint8Array(32))));
+    await ledger.tokens.setSpendingControls("token", created.id, controlsColumn(parseControlsInput({ spending_limits: [{ amount_usd: 10, interval: "daily" }] }, new Uint8Array(32))));
     servers = await Promise.all(Array.from({ length: processes }, () => spawnServer(env)));
     // The balance covers 20 payments of 1 USDC + 0.02 fee; the daily limit 10.
     await dev.mint(wallet, 20_400_000n);
@@ -99,7 +99,7 @@ describe.each([
     });
     const b = (await ledger.getBalance(projectId))!;
     expect(b).toMatchObject({ available_micros: 10_200_000, held_micros: 0, total_spent_micros: 10_200_000 });
-    expect(await ledger.windowSpending([{ scopeId: (await ledger.listTokens(projectId))[0]!.id, kind: "daily", start: windowStart("daily", new Date()) }])).toEqual([10_000_000]);
+    expect(await ledger.windowSpending([{ scopeId: (await ledger.tokens.list(projectId))[0]!.id, kind: "daily", start: windowStart("daily", new Date()) }])).toEqual([10_000_000]);
     expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
     expect((await client.usdcBalance(recipient)) - r0).toBe(10_000_000n);
     expect(await client.usdcBalance(wallet)).toBe(10_200_000n);

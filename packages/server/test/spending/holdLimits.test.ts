@@ -20,7 +20,7 @@ function controls(tokenId: string, token: SpendingControls | null, project: Spen
 }
 
 async function fundedProject(ledger: Ledger, micros: number): Promise<string> {
-  const p = await ledger.createProject({ name: "p", plan: "free" });
+  const p = await ledger.projects.create({ name: "p", plan: "free" });
   // Funded by a confirmed deposit, so the journal verifies.
   const key = { chain: "base", txHash: `0x${p.id}`, logIndex: 0 };
   await ledger.deposits.recordSeen({ ...key, projectId: p.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: micros, blockNumber: 1, blockHash: "0xh" });

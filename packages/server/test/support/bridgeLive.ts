@@ -50,9 +50,9 @@ export async function startBridgeLive(dialect: TestDialect, o: { env?: NodeJS.Pr
   const opened: OpenedDb = pg ? openDb({ kind: "postgres", url: pg.url }) : openDb({ kind: "sqlite", path: join(dir, "agentwallet.db") });
   await migrateToLatest(opened.db, dialect);
   const ledger = new Ledger(opened.db, dialect, systemClock, newId);
-  const project = await ledger.createProject({ name: "bridge-live", plan: "free" });
+  const project = await ledger.projects.create({ name: "bridge-live", plan: "free" });
   const wallet = createHdCustody(TEST_MNEMONIC).addressOf(project.wallet_index);
-  await ledger.setWalletAddress(project.id, wallet);
+  await ledger.projects.setWalletAddress(project.id, wallet);
   const token = (await createToken({ ledger, clock: systemClock, newId }, { projectId: project.id, permissions: ["read", "pay"], mode: "live" })).token;
   const env: NodeJS.ProcessEnv = {
     ...liveEnv(dev, pg ? { databaseUrl: pg.url, dataDir: dir } : { dataDir: dir }),

@@ -57,7 +57,7 @@ export function buildApp(ctx: AppContext) {
 }
 
 export async function projectWithToken(ctx: AppContext, permissions: Permission[] = ["read", "pay", "x402"], opts: { expiresInMs?: number; plan?: "free" | "pro" | "business" } = {}) {
-  const project = await ctx.ledger.createProject({ name: "p", plan: opts.plan ?? "free" });
+  const project = await ctx.ledger.projects.create({ name: "p", plan: opts.plan ?? "free" });
   const { token, id } = await createToken(ctx, { projectId: project.id, permissions, mode: "test", expiresInMs: opts.expiresInMs });
   return { project, token, tokenId: id };
 }

@@ -7,7 +7,7 @@ import type { NewPayment, PaymentRow } from "../../src/ledger/store.ts";
 import { dbOf } from "../../src/ledger/connection.ts";
 
 export async function fundedProject(ctx: AppContext): Promise<string> {
-  const project = await ctx.ledger.createProject({ name: "p", plan: "free" });
+  const project = await ctx.ledger.projects.create({ name: "p", plan: "free" });
   await dbOf(ctx.ledger).updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", project.id).execute();
   return project.id;
 }

@@ -30,9 +30,9 @@ describe("webhooks across a kill -9", () => {
   test("behavior: events whose delivery was under way or not yet begun when the server died are all delivered by the next one", async () => {
     const { dev, ledger } = f;
     const env = f.env({ WEBHOOK_INTERVAL_MS: "50", WEBHOOK_TIMEOUT_MS: "1000" });
-    const project = await ledger.createProject({ name: "hooked", plan: "free" });
+    const project = await ledger.projects.create({ name: "hooked", plan: "free" });
     const wallet = createHdCustody(TEST_MNEMONIC).addressOf(project.wallet_index);
-    await ledger.setWalletAddress(project.id, wallet);
+    await ledger.projects.setWalletAddress(project.id, wallet);
     const token = (await createToken({ ledger, clock: systemClock, newId }, { projectId: project.id, permissions: ["read", "pay"], mode: "test" })).token;
     let hold = true;
     const receiver = await startReceiver(() => (hold ? "hang" : 200));

@@ -30,7 +30,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
 
   const deps = () => ({ ledger: t.ctx.ledger, clock, newId, mode: "sandbox" as const, secretKey: () => KEY });
   async function funded(ledger: Ledger) {
-    const p = await ledger.createProject({ name: "p", plan: "free" });
+    const p = await ledger.projects.create({ name: "p", plan: "free" });
     const key = { chain: "base", txHash: `0x${p.id}`, logIndex: 0 };
     await ledger.deposits.recordSeen({ ...key, projectId: p.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1_000_000_000, blockNumber: 1, blockHash: "0xh" });
     await ledger.deposits.credit(key);
@@ -43,7 +43,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
 
   test("behavior: every status change of a project with an endpoint writes its event in the same transaction; none without an endpoint or without the change", async () => {
     const ledger = t.ctx.ledger;
-    const [withHook, without] = [await ledger.createProject({ name: "hooked", plan: "free" }), await funded(ledger)];
+    const [withHook, without] = [await ledger.projects.create({ name: "hooked", plan: "free" }), await funded(ledger)];
     await createWebhookEndpoint(deps(), { projectId: withHook.id, url: "http://127.0.0.1:9/x" });
     for (const projectId of [withHook.id, without]) {
       if (projectId === withHook.id) {
@@ -97,7 +97,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
     await dbOf(ledger).deleteFrom("webhook_deliveries").execute();
     const receiver = await startReceiver(() => 500);
     try {
-      const projectId = (await ledger.createProject({ name: "down", plan: "free" })).id;
+      const projectId = (await ledger.projects.create({ name: "down", plan: "free" })).id;
       const { endpoint, secret } = await createWebhookEndpoint(deps(), { projectId, url: receiver.url, events: ["deposit.pending"] });
       await ledger.deposits.recordSeen({ chain: "base", txHash: `0x${projectId}`, logIndex: 0, projectId, toAddress: "0x0", fromAddress: "0x1", amountMicros: 5, blockNumber: 1, blockHash: "0xh" });
       const d = deliverer(ledger, "one");
@@ -142,7 +142,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
     const receiver = await startReceiver((_id, seen) => (seen === 0 ? 500 : 200));
     const second = openDb({ kind: "postgres", url: t.db.url! });
     try {
-      const projectId = (await ledger.createProject({ name: "busy", plan: "free" })).id;
+      const projectId = (await ledger.projects.create({ name: "busy", plan: "free" })).id;
       await createWebhookEndpoint(deps(), { projectId, url: receiver.url });
       for (let i = 0; i < 40; i++) await ledger.deposits.recordSeen({ chain: "base", txHash: `0x${projectId}${i}`, logIndex: 0, projectId, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1 + i, blockNumber: 1, blockHash: "0xh" });
       const a = deliverer(ledger, "a");

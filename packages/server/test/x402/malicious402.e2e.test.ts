@@ -20,7 +20,7 @@ const addr: Record<"wallet" | "otherProject" | "relayer" | "treasury" | "usdc", 
 beforeAll(async () => {
   w = await startX402World({ fundMicros: 5_000_000n });
   const chain = w.server.server.chain!;
-  const other = await w.ctx.ledger.createProject({ name: "another", plan: "free" });
+  const other = await w.ctx.ledger.projects.create({ name: "another", plan: "free" });
   Object.assign(addr, {
     wallet: await w.wallet(),
     otherProject: (await getDepositAddress(w.ctx, other.id)).address,

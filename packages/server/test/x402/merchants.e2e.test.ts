@@ -182,7 +182,7 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (database) => {
     expect(await w.settle(paid.body.id as string)).toBe("completed");
     const free = await w.post("/v1/pay", { recipient: `${v2.url}/free`, idempotency_key: `paused-free-${database}` });
     expect(free.status).toBe(200);
-    await w.ctx.ledger.setPaused(w.server.projectId, true);
+    await w.ctx.ledger.projects.setPaused(w.server.projectId, true);
     try {
       const signaturesBefore = w.signatures.count();
       const replayPaid = await w.post("/v1/pay", { recipient: `${v2.url}/paid`, max_amount_usdc: Number(PRICE_V2_MICROS), idempotency_key: `paused-paid-${database}` });
@@ -198,7 +198,7 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (database) => {
       expect(fresh.body.code).toBe("project_paused");
       expect(w.signatures.count()).toBe(signaturesBefore);
     } finally {
-      await w.ctx.ledger.setPaused(w.server.projectId, false);
+      await w.ctx.ledger.projects.setPaused(w.server.projectId, false);
     }
   });
 });

@@ -76,7 +76,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       maxTimeoutSeconds: cfg.maxTimeoutSeconds,
       amountMicrosMax: limits.x402MaxAmountMicrosMax,
       ownAddresses: new Set([...serviceAddresses, ctx.custody.addressOf(walletIndex).toLowerCase()]),
-      isProjectWallet: (address) => ctx.ledger.isProjectWallet(getAddress(address)),
+      isProjectWallet: (address) => ctx.ledger.projects.isWallet(getAddress(address)),
     };
   }
 

@@ -52,7 +52,7 @@ export async function payByRequest(ctx: PaymentContext, principal: Principal, re
       return { kind: "payment", payment: replay, replayed: true };
     }
     // Read while the target answers: needed only if it asks to be paid.
-    const projectRead = ctx.ledger.getProject(principal.projectId);
+    const projectRead = ctx.ledger.projects.get(principal.projectId);
     projectRead.catch(() => undefined);
     const first = await rail.request(req);
     if (!first.paymentRequired) {

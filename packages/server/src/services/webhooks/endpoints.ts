@@ -36,7 +36,7 @@ export function endpointJson(e: WebhookEndpointRow) {
 export async function createWebhookEndpoint(deps: WebhookDeps, input: { projectId: string; url: string; events?: string[] }) {
   const url = checkWebhookUrl(input.url, deps.mode);
   const events = checkEvents(input.events);
-  if (!(await deps.ledger.getProject(input.projectId))) throw projectNotFound(input.projectId);
+  if (!(await deps.ledger.projects.get(input.projectId))) throw projectNotFound(input.projectId);
   const existing = await deps.ledger.webhooks.listEndpoints(input.projectId);
   if (existing.length >= ENDPOINTS_PER_PROJECT_MAX) throw badRequest("webhook_endpoints_limit", `A project has at most ${ENDPOINTS_PER_PROJECT_MAX} webhook endpoints; delete one first.`);
   const id = deps.newId("whe");
@@ -107,7 +107,7 @@ export async function enableWebhookEndpoint(deps: Pick<WebhookDeps, "ledger" | "
 
 /** The project's endpoints; 404 for an unknown project. */
 export async function listWebhookEndpoints(ledger: Ledger, projectId: string): Promise<WebhookEndpointRow[]> {
-  if (!(await ledger.getProject(projectId))) throw projectNotFound(projectId);
+  if (!(await ledger.projects.get(projectId))) throw projectNotFound(projectId);
   return ledger.webhooks.listEndpoints(projectId);
 }
 

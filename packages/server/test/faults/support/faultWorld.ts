@@ -222,7 +222,7 @@ export async function startFaultWorld(dialect: TestDialect, seed: number, scenar
       log("chain restarted from its state file");
     },
     async newProject(name, fundMicros) {
-      const project = await ledger.createProject({ name, plan: "free" });
+      const project = await ledger.projects.create({ name, plan: "free" });
       const token = (await createToken({ ledger, clock: systemClock, newId }, { projectId: project.id, permissions: ["read", "pay", "x402"], mode: "test" })).token;
       const api = async (path: string) => {
         for (let i = 0; ; i++) {

@@ -1,0 +1,74 @@
+/**
+ * Projects: created with their balance row and the index of their wallet, paused, given their deposit
+ * address. A Ledger's `projects`.
+ */
+import { sql } from "kysely";
+import type { Clock, IdGenerator } from "../ids.ts";
+import type { Db } from "./db.ts";
+import type { Plan, ProjectsTable } from "./schema.ts";
+
+export type ProjectRow = ProjectsTable;
+
+export class Projects {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly newId: IdGenerator,
+  ) {}
+
+  async create(input: { name: string; plan: Plan }): Promise<ProjectRow> {
+    return this.db.transaction().execute(async (trx) => {
+      // A counter row serialises wallet index allocation: each project's BIP-44 index is unique forever.
+      await trx.insertInto("kv").values({ key: "next_wallet_index", value: "0" }).onConflict((oc) => oc.doNothing()).execute();
+      const counter = await trx
+        .updateTable("kv")
+        .set({ value: sql`cast(cast(value as integer) + 1 as text)` })
+        .where("key", "=", "next_wallet_index")
+        .returning("value")
+        .executeTakeFirstOrThrow();
+      const project: ProjectRow = {
+        id: this.newId("prj"),
+        name: input.name,
+        plan: input.plan,
+        paused: 0,
+        wallet_index: Number(counter.value) - 1,
+        wallet_address: null,
+        created_at: this.clock().toISOString(),
+        spending_controls: null,
+      };
+      await trx.insertInto("projects").values(project).execute();
+      await trx.insertInto("balances").values({ project_id: project.id, available_micros: 0, held_micros: 0, pending_micros: 0, total_funded_micros: 0, total_spent_micros: 0, tx_count: 0 }).execute();
+      return project;
+    });
+  }
+
+  get(id: string): Promise<ProjectRow | undefined> {
+    return this.db.selectFrom("projects").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  list(): Promise<ProjectRow[]> {
+    return this.db.selectFrom("projects").selectAll().orderBy("created_at").orderBy("id").execute();
+  }
+
+  async setPaused(id: string, paused: boolean): Promise<boolean> {
+    const r = await this.db.updateTable("projects").set({ paused: paused ? 1 : 0 }).where("id", "=", id).executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  }
+
+  /** Stores the derived deposit address once; later calls keep the first one. */
+  async setWalletAddress(id: string, address: string): Promise<string> {
+    await this.db.updateTable("projects").set({ wallet_address: address }).where("id", "=", id).where("wallet_address", "is", null).execute();
+    const row = await this.db.selectFrom("projects").select("wallet_address").where("id", "=", id).executeTakeFirstOrThrow();
+    return row.wallet_address!;
+  }
+
+  /** Whether `address` (checksummed) is the wallet of a project. */
+  async isWallet(address: string): Promise<boolean> {
+    return (await this.db.selectFrom("projects").select("id").where("wallet_address", "=", address).executeTakeFirst()) !== undefined;
+  }
+
+  async withWallets(): Promise<{ id: string; wallet_address: string }[]> {
+    const rows = await this.db.selectFrom("projects").select(["id", "wallet_address"]).where("wallet_address", "is not", null).execute();
+    return rows as { id: string; wallet_address: string }[];
+  }
+}
