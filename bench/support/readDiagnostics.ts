@@ -43,7 +43,7 @@ export async function readDiagnostics(bench: BenchContext, input: DiagnosticsInp
       await measure(`${what}: same SQL, raw driver, prepared once`, samples, () => prepared(params));
     };
 
-    // The same queries as Ledger.tokens.findByHash and Ledger.getBalance, compiled to read their SQL.
+    // The same queries as Ledger.tokens.findByHash and Ledger.balances.get, compiled to read their SQL.
     const hash = hashToken(input.token);
     const authQuery = db
       .selectFrom("api_tokens")
@@ -58,14 +58,14 @@ export async function readDiagnostics(bench: BenchContext, input: DiagnosticsInp
       .select(["balances.available_micros", "balances.held_micros", "balances.pending_micros", "balances.total_funded_micros", "balances.total_spent_micros", "balances.tx_count", "projects.wallet_address"])
       .where("balances.project_id", "=", input.projectId)
       .compile();
-    await threeWays("balance read", input.samples, () => ledger.getBalance(input.projectId), balanceQuery);
+    await threeWays("balance read", input.samples, () => ledger.balances.get(input.projectId), balanceQuery);
 
     const plans: Record<string, string[]> = {};
     const deepest = Math.max(...input.offsets);
-    const total = Number((await ledger.getBalance(input.projectId))!.tx_count);
+    const total = Number((await ledger.balances.get(input.projectId))!.tx_count);
     for (const offset of input.offsets) {
       const n = offset === 0 ? input.samples : input.deepSamples;
-      // The rows half of Ledger.listTransactions: positions (N - offset - limit, N - offset].
+      // The rows half of Ledger.balances.listTransactions: positions (N - offset - limit, N - offset].
       const top = total - offset;
       const pageQuery = db
         .selectFrom("transactions")
@@ -75,7 +75,7 @@ export async function readDiagnostics(bench: BenchContext, input: DiagnosticsInp
         .where("pos", ">", top - input.pageLimit)
         .orderBy("pos", "desc")
         .compile();
-      await threeWays(`page at offset ${offset}`, n, () => ledger.listTransactions(input.projectId, input.pageLimit, offset), pageQuery);
+      await threeWays(`page at offset ${offset}`, n, () => ledger.balances.listTransactions(input.projectId, input.pageLimit, offset), pageQuery);
       if (offset === deepest) plans[`page at offset ${offset} (position range)`] = await raw.plan(pageQuery.sql, [...pageQuery.parameters]);
     }
     return { rows, plans };

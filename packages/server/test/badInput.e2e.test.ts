@@ -47,10 +47,10 @@ describe.each(dialects)("bad input is refused and moves nothing (%s)", (dialect)
   const payments = async () => (await dbOf(s.server.ctx.ledger).selectFrom("payments").select(["id", "recipient", "description"]).execute()).length;
   /** Runs `fn` and checks that no payment was recorded and the balance did not move. */
   const nothingMoves = async (fn: () => Promise<void>) => {
-    const before = { n: await payments(), b: await s.server.ctx.ledger.getBalance(s.projectId) };
+    const before = { n: await payments(), b: await s.server.ctx.ledger.balances.get(s.projectId) };
     await fn();
     expect(await payments()).toBe(before.n);
-    expect(await s.server.ctx.ledger.getBalance(s.projectId)).toEqual(before.b);
+    expect(await s.server.ctx.ledger.balances.get(s.projectId)).toEqual(before.b);
   };
 
   test.each([
@@ -118,7 +118,7 @@ describe.each(dialects)("bad input is refused and moves nothing (%s)", (dialect)
 
   test("error: a usdc_transfer to one of the service's own addresses is refused; another project's wallet is paid and credited there", async () => {
     const chain = s.server.chain!;
-    const wallet = (await s.server.ctx.ledger.getBalance(s.projectId))!.wallet_address!;
+    const wallet = (await s.server.ctx.ledger.balances.get(s.projectId))!.wallet_address!;
     const own: [string, string][] = [
       ["the project's own wallet", wallet],
       ["the USDC contract", chain.client.usdcAddress],
@@ -142,10 +142,10 @@ describe.each(dialects)("bad input is refused and moves nothing (%s)", (dialect)
     const otherWallet = ((await (await fetch(`${s.baseUrl}/v1/stablecoin/address`, { headers: { authorization: `Bearer ${otherToken}` } })).json()) as { address: string }).address;
     const r = await post("/v1/pay", { recipient: otherWallet, amount_usd: 0.5 });
     expect(r.status).toBe(201);
-    await poll("the neighbour's deposit credited", async () => ((await s.server.ctx.ledger.getBalance(otherProject.id))!.total_funded_micros === 500_000 ? true : undefined));
+    await poll("the neighbour's deposit credited", async () => ((await s.server.ctx.ledger.balances.get(otherProject.id))!.total_funded_micros === 500_000 ? true : undefined));
     await poll("the payment completed", async () => ((await s.server.ctx.ledger.getPayment(r.json.id as string))!.status === "completed" ? true : undefined));
     // The paying project's total_funded is untouched by its own payment.
-    expect((await s.server.ctx.ledger.getBalance(s.projectId))!.total_funded_micros).toBe(10_000_000);
+    expect((await s.server.ctx.ledger.balances.get(s.projectId))!.total_funded_micros).toBe(10_000_000);
   });
 });
 

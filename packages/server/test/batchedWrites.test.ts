@@ -71,7 +71,7 @@ describe.each(dialects)("holds and resolutions asked for together, on %s", (dial
     expect(results[3]).toMatchObject({ availableMicros: 20 });
     // On PostgreSQL the four were one call (no balance read afterwards either).
     if (dialect === "postgres") expect(count.seen.map((s) => s.includes("aw_hold_batch("))).toEqual([true]);
-    expect((await ledger.getBalance(projectId))!).toMatchObject({ available_micros: 20, tx_count: 1 + 4 });
+    expect((await ledger.balances.get(projectId))!).toMatchObject({ available_micros: 20, tx_count: 1 + 4 });
     // The held payments' transactions take positions 2..5 in the order asked (fee, then rail, each).
     const rows = await db.db.selectFrom("transactions").select(["pos", "type", "amount"]).where("project_id", "=", projectId).orderBy("pos").execute();
     expect(rows.map((r) => [Number(r.pos), r.type, Number(r.amount)])).toEqual([
@@ -90,7 +90,7 @@ describe.each(dialects)("holds and resolutions asked for together, on %s", (dial
     expect(results.map((r) => r.kind).sort()).toEqual(["duplicate", "held", "held"]);
     const same = results.filter((r) => (r.kind === "held" || r.kind === "duplicate") && r.payment.idempotency_key === "same");
     expect(new Set(same.map((r) => (r.kind === "held" || r.kind === "duplicate") && r.payment.id)).size).toBe(1);
-    expect((await ledger.getBalance(projectId))!.available_micros).toBe(1_000 - 30);
+    expect((await ledger.balances.get(projectId))!.available_micros).toBe(1_000 - 30);
     expect((await verifyLedger(db.db)).problems).toEqual([]);
   });
 
@@ -122,8 +122,8 @@ describe.each(dialects)("holds and resolutions asked for together, on %s", (dial
     expect(outcomes[4]!.payment.response_json).toBe("{}");
     if (dialect === "postgres") expect(count.seen.filter((s) => s.includes("aw_resolve_batch("))).toHaveLength(1);
     // Failed ones are credited back; completed ones stay spent.
-    expect((await ledger.getBalance(a))!.available_micros).toBe(1_000 - 100 - 102);
-    expect((await ledger.getBalance(b))!.available_micros).toBe(1_000 - 104);
+    expect((await ledger.balances.get(a))!.available_micros).toBe(1_000 - 100 - 102);
+    expect((await ledger.balances.get(b))!.available_micros).toBe(1_000 - 104);
     const tx = await db.db.selectFrom("transactions").select(["payment_id", "status"]).where("payment_id", "in", ids).execute();
     for (const t of tx) expect(t.status).toBe(outcomes[ids.indexOf(t.payment_id!)]!.payment.status);
     expect((await verifyLedger(db.db)).problems).toEqual([]);
@@ -173,7 +173,7 @@ describe.each(dialects)("holds and resolutions asked for together, on %s", (dial
           }
           for (const p of projects) {
             const spent = payments.filter((x) => x.project === p && !failed.has(x.id)).reduce((s, x) => s + (returnedIds.has(x.id) ? 1 : x.total), 0);
-            expect((await ledger.getBalance(p))!.available_micros).toBe(credited.get(p)! - spent);
+            expect((await ledger.balances.get(p))!.available_micros).toBe(credited.get(p)! - spent);
             const pos = (await db.db.selectFrom("transactions").select("pos").where("project_id", "=", p).orderBy("pos").execute()).map((r) => Number(r.pos));
             expect(pos).toEqual(pos.map((_, i) => i + 1));
           }
@@ -220,7 +220,7 @@ describe("PostgreSQL: a batch that fails runs again hold by hold, resolution by 
       dbOf(ledger).executeQuery = execute;
     }
     expect(failures).toBe(2);
-    expect((await ledger.getBalance(projectId))!.available_micros).toBe(100 - 30);
+    expect((await ledger.balances.get(projectId))!.available_micros).toBe(100 - 30);
     expect((await verifyLedger(db.db)).problems).toEqual([]);
   });
 });

@@ -195,7 +195,7 @@ describe.each(dialects)("concurrent holds on %s", (dialect) => {
     const results = await Promise.all(Array.from({ length: 50 }, () => ledger.hold(holdOf(projectId, null))));
     expect(results.filter((r) => r.kind === "held")).toHaveLength(7);
     expect(results.filter((r) => r.kind === "insufficient")).toHaveLength(43);
-    const balance = (await ledger.getBalance(projectId))!;
+    const balance = (await ledger.balances.get(projectId))!;
     expect(balance.available_micros).toBe(0);
     expect(balance.tx_count).toBe(1 + 14);
     expect((await verifyLedger(db.db)).ok).toBe(true);
@@ -209,7 +209,7 @@ describe.each(dialects)("concurrent holds on %s", (dialect) => {
     const held = results.filter((r) => r.kind === "held");
     expect(held).toHaveLength(1);
     for (const r of results.filter((r) => r.kind === "duplicate")) expect(r.kind === "duplicate" && r.payment.id).toBe(held[0]!.kind === "held" && held[0]!.payment.id);
-    expect((await ledger.getBalance(projectId))!.available_micros).toBe(99 * 1_020_000);
+    expect((await ledger.balances.get(projectId))!.available_micros).toBe(99 * 1_020_000);
     expect((await verifyLedger(db.db)).ok).toBe(true);
   });
 });

@@ -84,7 +84,7 @@ describe.each(dialects)("journal invariants under random operations on %s", (dia
             expect(await ledger.reverse(id, "again")).toBe(false);
           }
         }
-        for (const p of projects) expect((await ledger.getBalance(p))!.available_micros).toBe(model.get(p));
+        for (const p of projects) expect((await ledger.balances.get(p))!.available_micros).toBe(model.get(p));
         const v = await verifyLedger(db.db);
         expect(v.problems).toEqual([]);
       }),

@@ -45,9 +45,9 @@ describe.each(dialects)("migration 0002 on a database with history (%s)", (diale
     await migrateToLatest(opened.db, opened.dialect);
     const ledger = new Ledger(opened.db, opened.dialect, systemClock, newId);
     for (const p of projects) {
-      const all = await ledger.listTransactions(p, 50, 0);
+      const all = await ledger.balances.listTransactions(p, 50, 0);
       expect(all.rows.map((r) => r.amount)).toEqual([5, 4, 3, 1, 1]);
-      expect((await ledger.listTransactions(p, 2, 2)).rows.map((r) => r.amount)).toEqual([3, 1]);
+      expect((await ledger.balances.listTransactions(p, 2, 2)).rows.map((r) => r.amount)).toEqual([3, 1]);
     }
     const v = await verifyLedger(opened.db);
     expect(v.problems.filter((x) => x.check === "positions_contiguous")).toEqual([]);

@@ -154,7 +154,7 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
       return p ? summary(p) : null;
     },
     async overview(projectId) {
-      const b = await ctx.ledger.getBalance(projectId);
+      const b = await ctx.ledger.balances.get(projectId);
       const project = await ctx.ledger.projects.get(projectId);
       return {
         project_id: projectId,
@@ -170,7 +170,7 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
     depositAddress: (projectId) => getDepositAddress(ctx, projectId),
     async spendByDay(projectId, days) {
       const since = new Date(ctx.clock().getTime() - days * 86_400_000).toISOString().slice(0, 10);
-      const rows = await ctx.ledger.spendByDay(projectId, since);
+      const rows = await ctx.ledger.balances.spendByDay(projectId, since);
       return rows.map((r) => ({
         day: r.day,
         rail: (r.type === "x402_payment" ? "x402" : r.type === "payment" ? "fiat" : "usdc_transfer") as DailySpend["rail"],

@@ -45,8 +45,11 @@ export type ProjectStore = Ledger["projects"];
 /** API tokens, looked up by hash, and the spending controls set on a token or its project (tokens.ts). */
 export type TokenStore = Ledger["tokens"];
 
-/** Balances and what the journal and transactions say of them: pages, counts, spend, reconciliation. */
-export type BalanceStore = Pick<Ledger, "getBalance" | "transactionCount" | "listTransactions" | "transactions" | "spendByDay" | "walletBalances">;
+/** Balances, the plain page and count of a project's transactions, spend per day, reconciliation (balances.ts). */
+export type BalanceStore = Ledger["balances"];
+
+/** A project's transactions filtered or after a cursor (transactionReads.ts). */
+export type TransactionReadStore = Ledger["transactions"];
 
 /** Small persistent state: the `kv` rows (kvRows.ts). */
 export type KvStore = Ledger["kv"];

@@ -20,6 +20,7 @@ import { KvRows } from "./kvRows.ts";
 import { Deposits } from "./deposits.ts";
 import { Projects } from "./projects.ts";
 import { Tokens } from "./tokens.ts";
+import { Balances } from "./balances.ts";
 import { type Entry, journalRows, journalStatement, writeJournal } from "./journal.ts";
 import { type PgHolds, createPgHolds } from "./pgHolds.ts";
 import { type PgResolves, createPgResolves } from "./pgResolves.ts";
@@ -33,8 +34,6 @@ import { type HoldControls, type Refusal, type SpendWindow, judgeStatic, windowR
 import type { Clock, IdGenerator } from "../ids.ts";
 
 export type PaymentRow = PaymentsTable;
-/** A project's wallet and balance as reconciliation reads them. */
-export type WalletBalance = { id: string; wallet_address: string | null; available_micros: number; held_micros: number; pending_micros: number; open_payments: number };
 
 type TransactionRow = Insertable<Database["transactions"]>;
 
@@ -100,14 +99,6 @@ function isUniqueViolation(err: unknown): boolean {
   return e?.code === "23505" || e?.code === "SQLITE_CONSTRAINT_UNIQUE" || /UNIQUE constraint failed/.test(e?.message ?? "");
 }
 
-const compileBalanceQuery = (db: Db) =>
-  db
-    .selectFrom("balances")
-    .innerJoin("projects", "projects.id", "balances.project_id")
-    .select(["balances.available_micros", "balances.held_micros", "balances.pending_micros", "balances.total_funded_micros", "balances.total_spent_micros", "balances.tx_count", "projects.wallet_address"])
-    .where("balances.project_id", "=", "")
-    .compile();
-
 /** The hold's conditional debit, compiled once; `bind` gives it one hold's values. */
 function compileDebit(db: Db) {
   // Marker values stand where each hold's own go; Kysely passes parameters through untouched.
@@ -154,7 +145,6 @@ function insertRows(table: string, rows: readonly object[]): CompiledQuery {
 }
 
 export class Ledger {
-  private readonly balanceQuery: ReturnType<typeof compileBalanceQuery>;
   private readonly debitQuery: ReturnType<typeof compileDebit>;
   /** SQLite: the hot writes share commits (groupCommit.ts); PostgreSQL runs them as transactions. */
   private readonly writes: AtomicWrites;
@@ -181,6 +171,8 @@ export class Ledger {
   /** API tokens, their batched lookup by hash, and spending controls (tokens.ts). */
   readonly tokens: Tokens;
 
+  /** Balances, the plain page of transactions, spend per day (balances.ts). */
+  readonly balances: Balances;
   /** Reads of one project's transactions beyond the plain page (transactionReads.ts). */
   readonly transactions: TransactionReads;
 
@@ -191,7 +183,6 @@ export class Ledger {
     private readonly newId: IdGenerator,
   ) {
     attachDb(this, db);
-    this.balanceQuery = compileBalanceQuery(db);
     this.debitQuery = compileDebit(db);
     const direct = sqliteDirectOf(db);
     this.writes = new AtomicWrites(db, direct?.group);
@@ -207,6 +198,7 @@ export class Ledger {
     this.deposits = new Deposits(db, clock, newId);
     this.projects = new Projects(db, clock, newId);
     this.tokens = new Tokens(db, clock, direct?.read);
+    this.balances = new Balances(db);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -232,83 +224,6 @@ export class Ledger {
 
   private now(): string {
     return this.clock().toISOString();
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Reads
-
-  async getBalance(projectId: string) {
-    return (await this.db.executeQuery(withParameters(this.balanceQuery, [projectId]))).rows[0];
-  }
-
-  /** The project's number of transactions (kept on its balance row). */
-  async transactionCount(projectId: string): Promise<number> {
-    const balance = await this.db.selectFrom("balances").select("tx_count").where("project_id", "=", projectId).executeTakeFirst();
-    return Number(balance?.tx_count ?? 0);
-  }
-
-  /**
-   * Newest first. The count N is read first; the page is positions (N - offset - limit, N - offset],
-   * so a transaction recorded meanwhile (position > N) cannot shift the page, and any depth costs
-   * the same: an index range of `limit` rows.
-   */
-  async listTransactions(projectId: string, limit: number, offset: number) {
-    const balance = await this.db.selectFrom("balances").select("tx_count").where("project_id", "=", projectId).executeTakeFirst();
-    const total = balance?.tx_count ?? 0;
-    const top = total - offset;
-    if (top <= 0) return { rows: [], total };
-    // A failed or reversed transaction shows its payment's reason, and the payment's own row (its id is
-    // the payment's) its metadata: one primary-key lookup per row of the page.
-    const rows = await this.db
-      .selectFrom("transactions as t")
-      .leftJoin("payments as p", "p.id", "t.payment_id")
-      .select(["t.id", "t.type", "t.status", "t.amount", "t.currency", "t.description", "t.merchant_name", "t.created_at", "t.completed_at", "p.failure_code", "p.failure_reason"])
-      .select(sql<string | null>`case when p.id = t.id then p.metadata end`.as("metadata"))
-      .where("t.project_id", "=", projectId)
-      .where("t.pos", "<=", top)
-      .where("t.pos", ">", top - limit)
-      .orderBy("t.pos", "desc")
-      .execute();
-    return { rows, total };
-  }
-
-  /**
-   * Spend per UTC day and payment type since a day ("YYYY-MM-DD"), counting payments that are open or
-   * completed (what left or is leaving), for the console's chart. An index range on (project, created_at).
-   */
-  async spendByDay(projectId: string, sinceDay: string) {
-    const rows = await this.db
-      .selectFrom("transactions")
-      .select((eb) => [sql<string>`substr(created_at, 1, 10)`.as("day"), "type", "currency", eb.fn.sum<number>("amount").as("amount")])
-      .where("project_id", "=", projectId)
-      .where("created_at", ">=", sinceDay)
-      .where("type", "in", ["payment", "x402_payment", "usdc_transfer"])
-      .where("status", "in", ["pending", "processing", "completed"])
-      .groupBy([sql`substr(created_at, 1, 10)`, "type", "currency"])
-      .execute();
-    return rows.map((r) => ({ day: r.day, type: r.type, currency: r.currency, amount: Number(r.amount) }));
-  }
-
-  /**
-   * Every project's wallet and balance, oldest project first, with its number of open (pending or
-   * processing) payments: what `reconcile` compares with the chain.
-   */
-  async walletBalances(): Promise<WalletBalance[]> {
-    const balances = await this.db
-      .selectFrom("projects")
-      .innerJoin("balances", "balances.project_id", "projects.id")
-      .select(["projects.id", "projects.wallet_address", "balances.available_micros", "balances.held_micros", "balances.pending_micros"])
-      .orderBy("projects.created_at")
-      .orderBy("projects.id")
-      .execute();
-    const open = await this.db
-      .selectFrom("payments")
-      .select(["project_id", (eb) => eb.fn.countAll<number>().as("n")])
-      .where("status", "in", ["pending", "processing"])
-      .groupBy("project_id")
-      .execute();
-    const openBy = new Map(open.map((o) => [o.project_id, Number(o.n)]));
-    return balances.map((b) => ({ ...b, open_payments: openBy.get(b.id) ?? 0 }));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -377,7 +292,7 @@ export class Ledger {
       approval = judged.approval;
     }
     const plan = this.holdPlan(input, total, windows, approval);
-    const balanceQuery = this.balanceQuery;
+    const balances = this.balances;
     const db = this.db;
     const amount = input.amountMicros;
     try {
@@ -398,7 +313,7 @@ export class Ledger {
       return await this.writes.atomically(function* (): Steps<HoldResult> {
         const debited = (yield plan.debit)[0] as { tx_count: number } | undefined;
         if (!debited) {
-          const balance = (yield withParameters(balanceQuery, [input.projectId]))[0] as { available_micros: number } | undefined;
+          const balance = (yield balances.statement(input.projectId))[0] as { available_micros: number } | undefined;
           return { kind: "insufficient", availableMicros: balance?.available_micros ?? 0 };
         }
         // Each window's counter moves only if the amount still fits (a new window is a new row).

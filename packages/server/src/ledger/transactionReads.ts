@@ -1,5 +1,5 @@
 /**
- * Reads of transactions beyond the plain page (store.ts `listTransactions`): one transaction with what
+ * Reads of transactions beyond the plain page (balances.ts `listTransactions`): one transaction with what
  * its payment or deposit adds, and filtered or cursor pages (decisions.md, "Filtered lists").
  *
  * A filtered page is read as one index range per (type, status) pair asked for, on

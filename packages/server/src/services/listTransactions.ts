@@ -1,10 +1,10 @@
 /**
  * GET /v1/transactions: newest first. Without filters or a cursor, a page is a range of positions
- * (store.ts), and after a cursor the positions below it; with filters, the ranges of transactionReads.ts,
+ * (balances.ts), and after a cursor the positions below it; with filters, the ranges of transactionReads.ts,
  * newest first by creation time, and total_count counts the matching rows.
  */
 import type { Transaction, TransactionList } from "@agentwallet/api";
-import type { BalanceStore } from "../ledger/ports.ts";
+import type { BalanceStore, TransactionReadStore } from "../ledger/ports.ts";
 import { failureFields } from "./payments/render.ts";
 import type { Cursor, ListedRow, TransactionFilter } from "../ledger/transactionReads.ts";
 
@@ -16,14 +16,14 @@ export type ListQuery = {
   cursor?: Cursor;
 };
 
-export async function listTransactions(ctx: { ledger: BalanceStore }, projectId: string, q: ListQuery): Promise<TransactionList> {
+export async function listTransactions(ctx: { ledger: { balances: BalanceStore; transactions: TransactionReadStore } }, projectId: string, q: ListQuery): Promise<TransactionList> {
   if (!q.filter && !q.cursor) {
-    const { rows, total } = await ctx.ledger.listTransactions(projectId, q.limit, q.offset);
+    const { rows, total } = await ctx.ledger.balances.listTransactions(projectId, q.limit, q.offset);
     return { transactions: rows.map(renderTransaction), total_count: total, has_more: q.offset + rows.length < total };
   }
   if (!q.filter) {
     // A cursor alone: the plain list's order (by position), continued below the cursor's row.
-    const [page, total] = await Promise.all([ctx.ledger.transactions.listBefore(projectId, q.cursor!.pos, q.limit), ctx.ledger.transactionCount(projectId)]);
+    const [page, total] = await Promise.all([ctx.ledger.transactions.listBefore(projectId, q.cursor!.pos, q.limit), ctx.ledger.balances.transactionCount(projectId)]);
     return { transactions: page.rows.map(renderTransaction), total_count: total, has_more: page.hasMore };
   }
   const [page, total] = await Promise.all([

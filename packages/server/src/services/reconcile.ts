@@ -31,9 +31,9 @@ export type ReconcileRow = {
 
 export type ReconcileReport = { ok: boolean; checked: number; drifted: number; rows: ReconcileRow[]; lost_legs: LostLeg[] };
 
-export async function reconcile(ledger: Pick<BalanceStore, "walletBalances">, balanceOf: (a: Address) => Promise<bigint>, lostLegs?: () => Promise<LostLeg[]>): Promise<ReconcileReport> {
+export async function reconcile(ledger: { balances: Pick<BalanceStore, "ofWallets"> }, balanceOf: (a: Address) => Promise<bigint>, lostLegs?: () => Promise<LostLeg[]>): Promise<ReconcileReport> {
   const rows: ReconcileRow[] = [];
-  for (const b of await ledger.walletBalances()) {
+  for (const b of await ledger.balances.ofWallets()) {
     const onchain = b.wallet_address ? Number(await balanceOf(b.wallet_address as Address)) : 0;
     const openPayments = b.open_payments;
     const exact = openPayments === 0 && b.pending_micros === 0;

@@ -115,7 +115,7 @@ describe.each(dialects)("admin API (%s)", (dialect) => {
     expect((await call("POST", "/v1/admin/payments/pay_missing/approve", admin.credential)).body.code).toBe("payment_not_found");
     expect(PendingApprovalList.parse((await call("GET", `/v1/admin/payments/pending?project_id=${project.id}`, admin.credential)).body).data).toEqual([]);
     // Denied: credited back; only the approved one (60 + 1 fee) is still held.
-    expect(Number((await t.ctx.ledger.getBalance(project.id))!.available_micros)).toBe(1_000 * USD - 61 * USD);
+    expect(Number((await t.ctx.ledger.balances.get(project.id))!.available_micros)).toBe(1_000 * USD - 61 * USD);
     expect((await verifyLedger(dbOf(t.ctx.ledger))).problems).toEqual([]);
 
     const refusals = RefusalList.parse((await call("GET", `/v1/admin/refusals?project_id=${project.id}&limit=10`, admin.credential)).body).data;

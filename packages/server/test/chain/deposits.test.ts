@@ -57,7 +57,7 @@ describe.each(dialects)("deposit watcher on anvil (%s)", (dialect) => {
     const projects = await Promise.all(Array.from({ length: 5 }, () => projectWithToken(t.ctx)));
     const addresses = await Promise.all(projects.map(async (p) => (await getDepositAddress(t.ctx, p.project.id)).address as Address));
     const expected = new Map<string, bigint>();
-    const before = await Promise.all(projects.map((p) => t.ctx.ledger.getBalance(p.project.id)));
+    const before = await Promise.all(projects.map((p) => t.ctx.ledger.balances.get(p.project.id)));
     let watcher = newWatcher();
     for (let i = 0; i < 50; i++) {
       const k = i % 5;
@@ -82,7 +82,7 @@ describe.each(dialects)("deposit watcher on anvil (%s)", (dialect) => {
       if (r.scannedTo >= r.head) break;
     }
     for (let k = 0; k < 5; k++) {
-      const b = (await t.ctx.ledger.getBalance(projects[k]!.project.id))!;
+      const b = (await t.ctx.ledger.balances.get(projects[k]!.project.id))!;
       expect(b.available_micros - before[k]!.available_micros).toBe(Number(expected.get(projects[k]!.project.id)));
       expect(b.pending_micros).toBe(0);
       expect(BigInt(b.available_micros)).toBe(await chain.client.usdcBalance(addresses[k]!));
@@ -100,11 +100,11 @@ describe.each(dialects)("deposit watcher on anvil (%s)", (dialect) => {
     const snap = await chain.snapshot();
     await chain.dev.mint(address as Address, 777_000n);
     await watcher.tick();
-    expect((await t.ctx.ledger.getBalance(p.project.id))!.pending_micros).toBe(777_000);
+    expect((await t.ctx.ledger.balances.get(p.project.id))!.pending_micros).toBe(777_000);
     await chain.revert(snap); // the block with the transfer is gone
     await chain.mine(CONFIRMATIONS + 1);
     await watcher.tick();
-    const b = (await t.ctx.ledger.getBalance(p.project.id))!;
+    const b = (await t.ctx.ledger.balances.get(p.project.id))!;
     expect(b).toMatchObject({ available_micros: 0, pending_micros: 0, total_funded_micros: 0 });
     expect((await verifyLedger(dbOf(t.ctx.ledger))).problems).toEqual([]);
   });

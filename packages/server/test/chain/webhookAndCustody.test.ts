@@ -45,13 +45,13 @@ describe("deposit webhook: a verified hint, never a credit on its own word", () 
     const req = signed({ type: "deposit.confirmed", data: { chain: "base", tx_hash: hash } });
     const res = await app.inject(req);
     expect(res.statusCode).toBe(202);
-    expect((await t.ctx.ledger.getBalance(p.project.id))!.available_micros).toBe(4_200_000);
+    expect((await t.ctx.ledger.balances.get(p.project.id))!.available_micros).toBe(4_200_000);
     const replay = await app.inject(req);
     expect(replay.statusCode).toBe(409);
     expect(replay.json().detail).toMatch(/already processed/);
     const again = await app.inject(signed({ type: "deposit.confirmed", data: { tx_hash: hash } }));
     expect(again.statusCode).toBe(202);
-    expect((await t.ctx.ledger.getBalance(p.project.id))!.available_micros).toBe(4_200_000);
+    expect((await t.ctx.ledger.balances.get(p.project.id))!.available_micros).toBe(4_200_000);
   });
 
   test("a hint for a transfer that is not on-chain credits nothing", async () => {

@@ -21,7 +21,7 @@ describe.each(dialects)("Bridge in live mode on the Base stand-in (%s)", (dialec
     await b?.stop();
   });
   const transferOf = (id: string) => b.standIn.transfers().find((t) => t.id === id)!;
-  const balance = async () => (await b.ledger.getBalance(b.projectId))!;
+  const balance = async () => (await b.ledger.balances.get(b.projectId))!;
 
   test("a payment creates the external account once, the transfer, sends exactly the deposit amount, and completes on payment_processed", async () => {
     const first = await b.payBank(bank("12345678"), 10.25);

@@ -94,14 +94,14 @@ describe.each(dialects)("recipient addresses and reverted transfers on a real ch
 
   test("a payment stored with an address the wallet cannot sign for (before normalisation) fails at once, credited back: signing_refused", async () => {
     const ctx = s.server.ctx;
-    const before = (await ctx.ledger.getBalance(s.projectId))!.available_micros;
+    const before = (await ctx.ledger.balances.get(s.projectId))!.available_micros;
     // As the old validation stored it; the dispatcher takes it, as it took every new payment.
     const h = await ctx.ledger.hold(usdcPayment(s.projectId, 10_000, 200, { recipient: UPPER, leaseOwner: ctx.instanceId, leaseUntil: new Date(Date.now() + 60_000).toISOString() }));
     if (h.kind !== "held") throw new Error(h.kind);
     ctx.dispatch!(h.payment);
     const p = await final(h.payment.id);
     expect(p).toMatchObject({ status: "failed", failure_code: "signing_refused", tx_hash: null, step_errors: 0 });
-    expect((await ctx.ledger.getBalance(s.projectId))!.available_micros).toBe(before);
+    expect((await ctx.ledger.balances.get(s.projectId))!.available_micros).toBe(before);
   });
 
   test("a payout the off-ramp refuses fails, credited back: payout_refused with its words", async () => {

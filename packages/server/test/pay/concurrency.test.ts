@@ -57,7 +57,7 @@ describe.each([
     servers = await Promise.all(Array.from({ length: processes }, () => spawnServer(env)));
     // 10 payments of 1 USDC + 0.02 fee: exactly 10.2 USDC.
     await dev.mint(wallet, 10_200_000n);
-    await poll("deposit credited", async () => ((await ledger.getBalance(projectId))!.available_micros === 10_200_000 ? true : undefined), 30_000);
+    await poll("deposit credited", async () => ((await ledger.balances.get(projectId))!.available_micros === 10_200_000 ? true : undefined), 30_000);
   });
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.stop()));
@@ -90,7 +90,7 @@ describe.each([
       const open = await dbOf(ledger).selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
       return open.length === 0 ? true : undefined;
     });
-    const b = (await ledger.getBalance(projectId))!;
+    const b = (await ledger.balances.get(projectId))!;
     expect(b).toMatchObject({ available_micros: 0, held_micros: 0, total_spent_micros: 10_200_000 });
     expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
     expect((await client.usdcBalance(recipient)) - r0).toBe(10_000_000n);

@@ -49,7 +49,7 @@ describe("crash: kill -9 at random moments during a stream of payments", () => {
     const port = await freePort();
     server = await spawnServer(env, port);
     await dev.mint(wallet, 1_000_000_000n);
-    for (let i = 0; i < 300 && (await ledger.getBalance(project.id))!.available_micros === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 300 && (await ledger.balances.get(project.id))!.available_micros === 0; i++) await new Promise((r) => setTimeout(r, 100));
 
     // Each payment has a unique amount (so its on-chain transfer is recognisable) and its own key.
     // The client retries a key until it gets an answer, as a careful client does across outages.
@@ -110,7 +110,7 @@ describe("crash: kill -9 at random moments during a stream of payments", () => {
 
     console.log(`crash test: ${KILLS} kills caught ${caught.held} held-unsent and ${caught.inFlight} broadcast-unconfirmed payments; client retries ${retries}; ${completed.length}/${payments.length} completed`);
     expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
-    const b = (await ledger.getBalance(project.id))!;
+    const b = (await ledger.balances.get(project.id))!;
     expect(b.held_micros).toBe(0);
     expect(Number(await client.usdcBalance(wallet))).toBe(b.available_micros);
     const relayed = await dbOf(ledger).selectFrom("relayer_txs").select(["nonce", "payment_id"]).execute();

@@ -85,7 +85,7 @@ describe.each(dialects)("fee on an ACH return (%s)", (dialect) => {
     expect(before.available - after.available).toBe(80_000);
     expect(after.total_spent - before.total_spent).toBe(80_000);
     const onChain = await s.server.chain!.client.usdcBalance(after.wallet_address as Address);
-    const b = (await ledger().getBalance(s.projectId))!;
+    const b = (await ledger().balances.get(s.projectId))!;
     expect(Number(onChain)).toBe(b.available_micros + b.held_micros);
     const list = TransactionList.parse((await call("GET", "/v1/transactions?limit=2")).json);
     expect(list.transactions.map((t) => [t.type, t.status, t.amount])).toEqual([
@@ -97,7 +97,7 @@ describe.each(dialects)("fee on an ACH return (%s)", (dialect) => {
 
   test("behavior: after a return, a payment of the whole available completes", async () => {
     await nothingOpen();
-    const available = (await ledger().getBalance(s.projectId))!.available_micros;
+    const available = (await ledger().balances.get(s.projectId))!.available_micros;
     // The largest amount whose amount + fee (2%, rounded up) the available balance covers.
     let amount = Math.floor((available * 10_000) / 10_200);
     while (amount + 1 + Math.ceil(((amount + 1) * 200) / 10_000) <= available) amount++;
@@ -106,7 +106,7 @@ describe.each(dialects)("fee on an ACH return (%s)", (dialect) => {
     const done = await settled(res.json.id);
     expect([done.status, done.failure_reason]).toEqual(["completed", null]);
     await nothingOpen();
-    const b = (await ledger().getBalance(s.projectId))!;
+    const b = (await ledger().balances.get(s.projectId))!;
     expect(b.available_micros).toBeLessThanOrEqual(1);
     expect(Number(await s.server.chain!.client.usdcBalance(b.wallet_address as Address))).toBe(b.available_micros + b.held_micros);
   });

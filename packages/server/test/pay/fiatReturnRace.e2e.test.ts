@@ -62,7 +62,7 @@ describe.each(dialects)("fiat: a return that races the completion (%s)", (dialec
       });
       expect(stale).toBeDefined();
       expect(final.failure_reason).toMatch(/^R01/);
-      expect((await ledger.getBalance(s.projectId))!.held_micros).toBe(0);
+      expect((await ledger.balances.get(s.projectId))!.held_micros).toBe(0);
     } finally {
       provider.getPayout = read;
     }

@@ -138,7 +138,7 @@ describe("payments end to end on a real chain (usdc_transfer and fiat rails)", (
     expect((await verifyLedger(dbOf(s.server.ctx.ledger))).problems).toEqual([]);
     const bal = Balance.parse((await call("GET", "/v1/balance")).json);
     const onChain = await chain().usdcBalance(bal.wallet_address as Address);
-    const b = (await s.server.ctx.ledger.getBalance(s.projectId))!;
+    const b = (await s.server.ctx.ledger.balances.get(s.projectId))!;
     expect(Number(onChain)).toBe(b.available_micros + b.held_micros);
   });
 });

@@ -74,7 +74,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     const drain = await sender.sendTransaction({ to: chain().usdcAddress, data: chain().encodeTransferWithAuthorization({ from: auth.from, to: auth.to, value: BigInt(auth.value), validAfter: 0n, validBefore: BigInt(auth.validBefore), nonce: auth.nonce, signature: auth.signature }) });
     expect((await chain().client.waitForTransactionReceipt({ hash: drain })).status).toBe("success");
 
-    const before = (await ctx().ledger.getBalance(s.projectId))!;
+    const before = (await ctx().ledger.balances.get(s.projectId))!;
     const r0 = await chain().usdcBalance(recipient);
     const ok = await held(1_000_000, "fits");
     const tooBig = await held(5_000_000, "does-not-fit-on-chain");
@@ -86,7 +86,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     expect(b!.failure_reason).toMatch(/reverted/);
     expect((await chain().usdcBalance(recipient)) - r0).toBe(1_500_000n);
     // The failed one was credited back in full (amount and fee); the others were spent.
-    const after = (await ctx().ledger.getBalance(s.projectId))!;
+    const after = (await ctx().ledger.balances.get(s.projectId))!;
     expect(before.available_micros - after.available_micros).toBe(ok.amount_micros + ok.fee_micros + alsoOk.amount_micros + alsoOk.fee_micros);
     expect(after.held_micros).toBe(0);
   });

@@ -105,7 +105,7 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     const relayer = createRelayer(ctx().ledger, runtime, ctx().logger, ctx().custody);
     const d: LegDeps = { ctx: ctx(), chain: runtime, relayer };
     const c0 = await chain().usdcBalance(recipientC);
-    const available0 = (await ctx().ledger.getBalance(s.projectId))!.available_micros;
+    const available0 = (await ctx().ledger.balances.get(s.projectId))!.available_micros;
     const snapshot = await anvil.snapshot();
     // Two payments in one relayer transaction, signed with authorizations that expire in seconds.
     const done = await heldElsewhere(ctx(), s.projectId, recipientC, 1_000_000, "short-lived-done");
@@ -140,7 +140,7 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     }, 45_000);
     expect(resent.status).toBe("completed");
     expect((await chain().usdcBalance(recipientC)) - c0).toBe(1_000_000n);
-    expect((await ctx().ledger.getBalance(s.projectId))!.available_micros).toBe(available0 - done.amount_micros - done.fee_micros);
+    expect((await ctx().ledger.balances.get(s.projectId))!.available_micros).toBe(available0 - done.amount_micros - done.fee_micros);
     expect(await ctx().ledger.kv.get(`${LOST_TX_KEY_PREFIX}${lost.hash}`)).toBeUndefined();
   });
 

@@ -82,7 +82,7 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     if (h.kind !== "held") throw new Error(h.kind);
     return h.payment;
   }
-  const available = async () => (await t.ctx.ledger.getBalance(projectId))!.available_micros;
+  const available = async () => (await t.ctx.ledger.balances.get(projectId))!.available_micros;
 
   test("a recipient the wallet cannot sign for (an all-uppercase address stored before it was normalised) fails at once, credited back: signing_refused", async () => {
     const before = await available();

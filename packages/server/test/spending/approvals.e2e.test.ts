@@ -58,12 +58,12 @@ describe("approvals on the real chain across a restart", () => {
 
     server = await spawnServer(env(3_600_000));
     await dev.mint(wallet, 20n * BigInt(USD));
-    await poll("deposit credited", async () => ((await ledger.getBalance(project.id))!.available_micros > 0 ? true : undefined));
+    await poll("deposit credited", async () => ((await ledger.balances.get(project.id))!.available_micros > 0 ? true : undefined));
 
     const approved = await pay(TO_APPROVED, 2);
     const denied = await pay(TO_DENIED, 3);
     expect([approved.status, approved.body.status, denied.status, denied.body.status]).toEqual([201, "pending", 201, "pending"]);
-    const held = (await ledger.getBalance(project.id))!;
+    const held = (await ledger.balances.get(project.id))!;
     expect(held.available_micros + held.held_micros).toBe(20 * USD);
 
     // A kill -9 and a new process: both still wait, nothing was sent.
@@ -91,7 +91,7 @@ describe("approvals on the real chain across a restart", () => {
     expect(await chain.usdcBalance(TO_APPROVED)).toBe(2n * BigInt(USD));
     expect(await chain.usdcBalance(TO_DENIED)).toBe(0n);
     expect(await chain.usdcBalance(TO_EXPIRED)).toBe(0n);
-    const b = (await ledger.getBalance(project.id))!;
+    const b = (await ledger.balances.get(project.id))!;
     expect(b.held_micros).toBe(0);
     // The fee is swept to the treasury by the worker: wait until the wallet shows it.
     await poll("wallet equals the ledger", async () => (Number(await chain.usdcBalance(wallet)) === b.available_micros ? true : undefined));

@@ -49,7 +49,7 @@ describe.each(dialects)("approvals and GET /v1/limits (%s)", (dialect) => {
     expect(await ledger.listAwaitingApprovals({ projectId, limit: 10 })).toHaveLength(1);
     const denied = await decidePayment({ ledger, clock: t.ctx.clock }, p.id, "denied", "adm_test");
     expect(denied.kind === "decided" && [denied.payment.status, denied.payment.failure_code]).toEqual(["failed", "approval_denied"]);
-    expect((await ledger.getBalance(projectId))!.available_micros).toBe(1_000 * USD);
+    expect((await ledger.balances.get(projectId))!.available_micros).toBe(1_000 * USD);
     expect(await ledger.windowSpending([{ scopeId: c.tokenId, kind: "daily", start: windowStart("daily", new Date()) }])).toEqual([0]);
     // Decided once: approving afterwards changes nothing.
     expect((await decidePayment({ ledger, clock: t.ctx.clock }, p.id, "approved", "adm_test")).kind).toBe("not_awaiting");
@@ -78,7 +78,7 @@ describe.each(dialects)("approvals and GET /v1/limits (%s)", (dialect) => {
     const expired = await ledger.settleApproval((await ledger.getPayment(pb!.id))!);
     expect([expired.payment?.status, expired.payment?.failure_code]).toEqual(["failed", "approval_expired"]);
     // Only the approved one (60 + 1 fee) is still held.
-    expect((await ledger.getBalance(projectId))!.available_micros).toBe(1_000 * USD - 61 * USD);
+    expect((await ledger.balances.get(projectId))!.available_micros).toBe(1_000 * USD - 61 * USD);
   });
 
   test("behavior: GET /v1/limits shows the token's controls and, per window, spent and remaining", async () => {

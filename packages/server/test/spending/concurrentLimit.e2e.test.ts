@@ -61,7 +61,7 @@ describe.each([
     servers = await Promise.all(Array.from({ length: processes }, () => spawnServer(env)));
     // The balance covers 20 payments of 1 USDC + 0.02 fee; the daily limit 10.
     await dev.mint(wallet, 20_400_000n);
-    await poll("deposit credited", async () => ((await ledger.getBalance(projectId))!.available_micros === 20_400_000 ? true : undefined), 30_000);
+    await poll("deposit credited", async () => ((await ledger.balances.get(projectId))!.available_micros === 20_400_000 ? true : undefined), 30_000);
   });
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.stop()));
@@ -97,7 +97,7 @@ describe.each([
       const open = await dbOf(ledger).selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
       return open.length === 0 ? true : undefined;
     });
-    const b = (await ledger.getBalance(projectId))!;
+    const b = (await ledger.balances.get(projectId))!;
     expect(b).toMatchObject({ available_micros: 10_200_000, held_micros: 0, total_spent_micros: 10_200_000 });
     expect(await ledger.windowSpending([{ scopeId: (await ledger.tokens.list(projectId))[0]!.id, kind: "daily", start: windowStart("daily", new Date()) }])).toEqual([10_000_000]);
     expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);

@@ -51,7 +51,7 @@ describe.each(dialects)("spending limits in the hold (%s)", (dialect) => {
       expect(r.refusal.detail).toContain("daily limit is 10.000000 USD; spent 10.000000 USD");
       expect(r.refusal.detail).toContain("remaining 0.000000 USD");
     }
-    expect((await ledger.getBalance(projectId))!.available_micros).toBe(990 * USD);
+    expect((await ledger.balances.get(projectId))!.available_micros).toBe(990 * USD);
     expect(await ledger.windowSpending([{ scopeId: c.tokenId, kind: "daily", start: windowStart("daily", new Date()) }])).toEqual([10 * USD]);
     expect((await ledger.listRefusals({ projectId, limit: 500 })).length).toBe(190);
     expect((await verifyLedger(db.db)).problems).toEqual([]);
@@ -117,7 +117,7 @@ describe.each(dialects)("spending limits in the hold (%s)", (dialect) => {
       const r = await hold(ledger, projectId, 2 * USD, { ...base, token });
       expect(r.kind === "refused" && r.refusal.code).toBe(code);
     }
-    expect((await ledger.getBalance(projectId))!.available_micros).toBe(100 * USD);
+    expect((await ledger.balances.get(projectId))!.available_micros).toBe(100 * USD);
     expect((await hold(ledger, projectId, 2 * USD, { ...base, token: { ...none, allowedRecipients: [base.recipientKey], allowedRails: ["usdc_transfer"] } })).kind).toBe("held");
   });
 

@@ -69,7 +69,7 @@ export async function startBridgeLive(dialect: TestDialect, o: { env?: NodeJS.Pr
   let server = await spawnServer(env, port, READY_WITHIN_MS);
   if (o.webhooks !== false) standIn.setWebhookUrl(`${server.baseUrl}/v1/webhooks/bridge`);
   await dev.mint(wallet, 1_000_000_000n);
-  await poll("the deposit to be credited", async () => ((await ledger.getBalance(project.id))!.available_micros > 0 ? true : undefined));
+  await poll("the deposit to be credited", async () => ((await ledger.balances.get(project.id))!.available_micros > 0 ? true : undefined));
   const client = createPublicClient({ transport: http(dev.rpcUrl) });
   const live: BridgeLive = {
     dev,

@@ -41,7 +41,7 @@ describe("webhooks across a kill -9", () => {
       await createWebhookEndpoint({ ledger, clock: systemClock, newId, mode: "sandbox", secretKey: () => loadWebhookSecretKey(config) }, { projectId: project.id, url: receiver.url });
       server = await spawnServer(env);
       await dev.mint(wallet, 5_000_000n);
-      await poll("deposit credited", async () => ((await ledger.getBalance(project.id))!.available_micros > 0 ? true : undefined));
+      await poll("deposit credited", async () => ((await ledger.balances.get(project.id))!.available_micros > 0 ? true : undefined));
       const res = await fetch(`${server.baseUrl}/v1/pay`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ recipient: "0x90F79bf6EB2c4f870365E785982E1f101E93b906", amount_usd: 1 }) });
       const paymentId = ((await res.json()) as { id: string }).id;
       await poll("payment completed", async () => ((await ledger.getPayment(paymentId))?.status === "completed" ? true : undefined));

@@ -241,7 +241,7 @@ export async function startFaultWorld(dialect: TestDialect, seed: number, scenar
         await chain.mint(wallet, fundMicros);
         const deadline = Date.now() + 60_000;
         for (;;) {
-          const b = await ledger.getBalance(project.id);
+          const b = await ledger.balances.get(project.id);
           if (b && BigInt(b.available_micros) >= fundMicros) break;
           if (Date.now() > deadline) throw new Error(`deposit of ${fundMicros} to project ${project.id} (${wallet}) not credited within 60 s`);
           await sleep(100);
