@@ -88,8 +88,8 @@ export type DepsOptions = {
   checkpointPages?: number;
 };
 
-/** What every process of the service opens first: the rails' dependencies and the keys derived from the master key source. */
-export type BaseDeps = RailDeps & Required<Pick<ServiceDeps, "recipientHashKey" | "webhookSecretKey">>;
+/** What every process of the service opens first: the rails' dependencies with the whole ledger, and the keys derived from the master key source. */
+export type BaseDeps = RailDeps & Required<Pick<ServiceDeps, "ledger" | "recipientHashKey" | "webhookSecretKey">>;
 
 export type OpenedDeps = {
   base: Readonly<BaseDeps>;

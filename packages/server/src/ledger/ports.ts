@@ -1,7 +1,7 @@
 /**
  * The ledger's ports, one per concern. A consumer names the narrow one it uses, so what a module may do
- * to the ledger shows in its signature, and a test double need only give that much. `Ledger` satisfies
- * every one of them: they are its own methods, chosen by concern.
+ * to the ledger shows in its signature, and a test double need only give that much. Payments are the
+ * `Ledger`'s own methods (store.ts); every other concern is one of its members, in a module of its own.
  */
 import type { Ledger } from "./store.ts";
 
@@ -50,6 +50,12 @@ export type BalanceStore = Ledger["balances"];
 
 /** A project's transactions filtered or after a cursor (transactionReads.ts). */
 export type TransactionReadStore = Ledger["transactions"];
+
+/** Webhooks to clients: endpoints, the outbox and its deliveries (webhookOutbox.ts). */
+export type WebhookStore = Ledger["webhooks"];
+
+/** Operators' admin credentials (adminCredentials.ts). */
+export type AdminCredentialStore = Ledger["adminCredentials"];
 
 /** Small persistent state: the `kv` rows (kvRows.ts). */
 export type KvStore = Ledger["kv"];

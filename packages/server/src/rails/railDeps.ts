@@ -5,12 +5,18 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { Custody } from "../chain/custody.ts";
-import type { Ledger } from "../ledger/store.ts";
+import type { KvStore, NonceStore, PaymentStore, ProjectStore } from "../ledger/ports.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
+
+/**
+ * What the rails do to the ledger: move their payments (hold to resolution, leases, reversal), keep their
+ * small state in kv rows, read a project's wallet, and find the relayer's transaction behind a payment.
+ */
+export type RailLedger = PaymentStore & { kv: KvStore; projects: ProjectStore; relayerNonces: NonceStore };
 
 export type RailDeps = {
   config: Config;
-  ledger: Ledger;
+  ledger: RailLedger;
   custody: Custody;
   clock: Clock;
   newId: IdGenerator;

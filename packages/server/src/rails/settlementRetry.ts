@@ -16,7 +16,8 @@ import type { Logger } from "pino";
 import { SigningRefusedError } from "../chain/signingPool.ts";
 import { RelayerBusyError, StaleStepError } from "../chain/relayer.ts";
 import type { FailureCode } from "../ledger/failureCodes.ts";
-import type { Ledger, PaymentRow } from "../ledger/store.ts";
+import type { PaymentStore } from "../ledger/ports.ts";
+import type { PaymentRow } from "../ledger/store.ts";
 
 /** A rail's word that no retry of this step can succeed: the payment fails with `code` if nothing was sent. */
 export class PermanentFailure extends Error {
@@ -35,7 +36,7 @@ export type StepError = { kind: "stale" } | { kind: "permanent"; code: FailureCo
 export type RetryPolicy = { stepErrorsMax: number; backoffMinMs: number; backoffMaxMs: number };
 
 /** What the rule needs of the running service (the app context has it all). */
-export type RetryDeps = { ledger: Pick<Ledger, "getPayment" | "resolve">; logger: Logger; config: { workers: { retry: RetryPolicy } } };
+export type RetryDeps = { ledger: Pick<PaymentStore, "getPayment" | "resolve">; logger: Logger; config: { workers: { retry: RetryPolicy } } };
 
 /** What to do after a failed step: nothing (another process has it, or it is final now), or look again in `inMs`. */
 export type StepErrorOutcome = { kind: "stale" } | { kind: "final"; payment: PaymentRow } | { kind: "retry"; inMs: number; stepErrors: number };

@@ -5,7 +5,7 @@
  * stored as its SHA-256 like API tokens (tokens.ts).
  */
 import type { Clock, IdGenerator } from "../ids.ts";
-import type { Ledger } from "../ledger/store.ts";
+import type { AdminCredentialStore } from "../ledger/ports.ts";
 import type { AdminCredentialRow } from "../ledger/adminCredentials.ts";
 import { badRequest, notFound } from "../domain/errors.ts";
 import { displayPrefix, generateAdminCredential, hashToken, isWellFormedAdminCredential } from "../tokens.ts";
@@ -14,7 +14,7 @@ import { displayPrefix, generateAdminCredential, hashToken, isWellFormedAdminCre
 export const ADMIN_CREDENTIALS_LIST_MAX = 1_000;
 export const ADMIN_CREDENTIAL_NAME_MAX_CHARS = 200;
 
-type Deps = { ledger: Ledger; clock: Clock; newId: IdGenerator };
+type Deps = { ledger: { adminCredentials: AdminCredentialStore }; clock: Clock; newId: IdGenerator };
 
 /** The one JSON shape of an admin credential (never the secret; `create` adds `credential`, shown that once). */
 export function adminCredentialJson(c: AdminCredentialRow) {

@@ -3,11 +3,16 @@
  * users: the rails themselves, the hand-over of accepted payments, and the keys derived from the master
  * key source. deps.ts builds it.
  */
-import type { PaymentRow } from "../ledger/store.ts";
+import type { Ledger, PaymentRow } from "../ledger/store.ts";
 import type { RailDeps } from "../rails/railDeps.ts";
 import type { Rails } from "../rails/rails.ts";
 
 export type ServiceDeps = RailDeps & {
+  /**
+   * The whole ledger: between them the services use nearly every port (payments, projects, tokens,
+   * balances, webhooks, sessions, credentials), and each service function names the narrow one it uses.
+   */
+  ledger: Ledger;
   /** Payment rails; absent until the chain is configured (read-only deployments, some tests). */
   rails: Rails | undefined;
   /** Hands a just-accepted payment (leased to this process) to settlement. */

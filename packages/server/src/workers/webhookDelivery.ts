@@ -15,7 +15,7 @@
  */
 import type { Logger } from "pino";
 import type { Clock } from "../ids.ts";
-import type { Ledger } from "../ledger/store.ts";
+import type { TransactionReadStore, WebhookStore } from "../ledger/ports.ts";
 import { createCallBatcher } from "../ledger/batching.ts";
 import type { AttemptOutcome, ClaimedDelivery } from "../ledger/webhookOutbox.ts";
 import { checkAddress, ipLiteralFromHostname } from "../rails/ipPolicy.ts";
@@ -68,7 +68,7 @@ const OUTCOMES_PER_WRITE_MAX = 64;
 /** Fetchers kept for reuse of their connections, one per set of allowed targets (sandbox: per loopback port). */
 const FETCHERS_MAX = 64;
 
-export function createWebhookDeliverer(ledger: Ledger, o: WebhookDelivererOptions): WebhookDeliverer {
+export function createWebhookDeliverer(ledger: { webhooks: WebhookStore; transactions: TransactionReadStore }, o: WebhookDelivererOptions): WebhookDeliverer {
   const running = new Set<Promise<void>>();
   const iso = (ms: number) => new Date(ms).toISOString();
   // Outcomes finished together share one write (on SQLite, one commit): the delivery's cost is its request.

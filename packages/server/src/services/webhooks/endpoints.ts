@@ -7,11 +7,13 @@
 import { badRequest, notFound } from "../../domain/errors.ts";
 import type { Clock, IdGenerator } from "../../ids.ts";
 import { checkAddress, ipLiteralFromHostname } from "../../rails/ipPolicy.ts";
-import type { Ledger } from "../../ledger/store.ts";
+import type { ProjectStore, WebhookStore } from "../../ledger/ports.ts";
 import { WEBHOOK_EVENT_TYPES, type WebhookEndpointRow, eventsColumn, eventsOf } from "../../ledger/webhookOutbox.ts";
 import { newWebhookSecret, sealSecret } from "./secrets.ts";
 
-export type WebhookDeps = { ledger: Ledger; clock: Clock; newId: IdGenerator; mode: "sandbox" | "live"; secretKey: () => Uint8Array };
+/** The endpoints of a project that exists: the webhooks and the projects of the ledger. */
+type WebhookLedger = { webhooks: WebhookStore; projects: ProjectStore };
+export type WebhookDeps = { ledger: WebhookLedger; clock: Clock; newId: IdGenerator; mode: "sandbox" | "live"; secretKey: () => Uint8Array };
 
 /** The common practical URL limit, as the fetcher's. */
 const URL_LENGTH_MAX = 2048;
@@ -87,7 +89,7 @@ function checkEvents(events: string[] | undefined): string[] | null {
   return [...new Set(events)];
 }
 
-export async function getWebhookEndpoint(ledger: Ledger, id: string): Promise<WebhookEndpointRow> {
+export async function getWebhookEndpoint(ledger: WebhookLedger, id: string): Promise<WebhookEndpointRow> {
   const e = await ledger.webhooks.getEndpoint(id);
   if (!e) throw notFound("webhook_endpoint_not_found", `No webhook endpoint ${id.slice(0, 80)}; list them with \`agentwallet webhooks list --project ID\`.`);
   return e;
@@ -106,7 +108,7 @@ export async function enableWebhookEndpoint(deps: Pick<WebhookDeps, "ledger" | "
 }
 
 /** The project's endpoints; 404 for an unknown project. */
-export async function listWebhookEndpoints(ledger: Ledger, projectId: string): Promise<WebhookEndpointRow[]> {
+export async function listWebhookEndpoints(ledger: WebhookLedger, projectId: string): Promise<WebhookEndpointRow[]> {
   if (!(await ledger.projects.get(projectId))) throw projectNotFound(projectId);
   return ledger.webhooks.listEndpoints(projectId);
 }
@@ -114,7 +116,7 @@ export async function listWebhookEndpoints(ledger: Ledger, projectId: string): P
 const projectNotFound = (id: string) => notFound("project_not_found", `No project ${id.slice(0, 80)}.`);
 
 /** The newest deliveries of an endpoint (at most `limit`), newest first. */
-export async function listWebhookDeliveries(ledger: Ledger, endpointId: string, limit = 50) {
+export async function listWebhookDeliveries(ledger: WebhookLedger, endpointId: string, limit = 50) {
   await getWebhookEndpoint(ledger, endpointId);
   return ledger.webhooks.listDeliveries(endpointId, limit);
 }
