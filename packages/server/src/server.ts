@@ -166,7 +166,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     loops.push(
       startLoop("housekeeping", 60_000, async () => {
         await base.ledger.idempotencyKeys.pruneExpired(base.clock().toISOString());
-        await base.ledger.pruneWebhookEvents(new Date(base.clock().getTime() - WEBHOOK_ID_KEEP_MS).toISOString());
+        await base.ledger.receivedWebhooks.prune(new Date(base.clock().getTime() - WEBHOOK_ID_KEEP_MS).toISOString());
         await base.ledger.webhooks.prune(new Date(base.clock().getTime() - OUTBOX_KEEP_MS).toISOString(), OUTBOX_PRUNE_MAX);
       }, logger),
     );

@@ -13,11 +13,11 @@ describe.each(dialects)("webhook ids are forgotten once past any replay window (
   test("ids older than the cut-off go, in bounded batches; recent ones still refuse a replay", async () => {
     // Five deliveries from long ago, as their rows would be.
     await dbOf(t.ctx.ledger).insertInto("webhook_events").values(Array.from({ length: 5 }, (_, i) => ({ id: `msg_old_${i}`, source: "deposits", received_at: "2026-01-01T00:00:00.000Z" }))).execute();
-    expect(await t.ctx.ledger.rememberWebhook("msg_new", "deposits")).toBe(true);
+    expect(await t.ctx.ledger.receivedWebhooks.remember("msg_new", "deposits")).toBe(true);
     const cutoff = new Date(Date.now() - 24 * 3_600_000).toISOString();
-    expect(await t.ctx.ledger.pruneWebhookEvents(cutoff, 3)).toBe(3);
-    expect(await t.ctx.ledger.pruneWebhookEvents(cutoff, 3)).toBe(2);
-    expect(await t.ctx.ledger.pruneWebhookEvents(cutoff, 3)).toBe(0);
-    expect(await t.ctx.ledger.rememberWebhook("msg_new", "deposits")).toBe(false);
+    expect(await t.ctx.ledger.receivedWebhooks.prune(cutoff, 3)).toBe(3);
+    expect(await t.ctx.ledger.receivedWebhooks.prune(cutoff, 3)).toBe(2);
+    expect(await t.ctx.ledger.receivedWebhooks.prune(cutoff, 3)).toBe(0);
+    expect(await t.ctx.ledger.receivedWebhooks.remember("msg_new", "deposits")).toBe(false);
   });
 });

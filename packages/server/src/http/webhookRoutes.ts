@@ -59,7 +59,7 @@ function hintRoute<T>(
   scope.post(r.path, async (req, reply) => {
     const parsed = r.schema.safeParse(verify(r.secret(), req, r.what));
     if (!parsed.success) throw badRequest("invalid_webhook", `Webhook body must be ${r.shape}: ${parsed.error.issues[0]?.message}.`);
-    if (!(await ctx.ledger.rememberWebhook(String(req.headers["webhook-id"]), r.source))) {
+    if (!(await ctx.ledger.receivedWebhooks.remember(String(req.headers["webhook-id"]), r.source))) {
       throw conflict("webhook_replayed", "This webhook id was already processed.");
     }
     const hook = r.hook();
@@ -99,7 +99,7 @@ function bridgeRoute(scope: FastifyInstance, ctx: HttpDeps): void {
     }
     const parsed = BridgeEvent.safeParse(body);
     if (!parsed.success) throw badRequest("invalid_webhook", `Webhook body must be a Bridge event: ${parsed.error.issues[0]?.message}.`);
-    if (!(await ctx.ledger.rememberWebhook(`bridge:${parsed.data.event_id}`, "fiat"))) throw conflict("webhook_replayed", "This webhook id was already processed.");
+    if (!(await ctx.ledger.receivedWebhooks.remember(`bridge:${parsed.data.event_id}`, "fiat"))) throw conflict("webhook_replayed", "This webhook id was already processed.");
     if (parsed.data.event_category === "transfer" && parsed.data.event_object_id) {
       const hint = ctx.hooks.fiatHint;
       if (!hint) throw unavailable("fiat_unavailable", "The fiat rail is not configured on this deployment.");

@@ -1,7 +1,12 @@
 /**
- * The ledger: every operation that moves money or records it. Each public method is one database
- * transaction; none of them does network I/O. Balance rows are a cache of the journal, updated in
- * the same transaction as the journal entries they summarise (verify.ts proves it).
+ * The ledger's payments and the `Ledger` that composes every store. Payments: the hold, its resolution
+ * or reversal, their progress and leases, approvals and refusals, with the hot writes' group commit and
+ * PostgreSQL call batching. Every other concern is a store of its own module, a member of the `Ledger`
+ * (projects, tokens, balances, deposits, relayerNonces, kv, webhooks, …: ports.ts names them).
+ *
+ * Each public method is one database transaction; none of them does network I/O. Balance rows are a
+ * cache of the journal, updated in the same transaction as the journal entries they summarise
+ * (verify.ts proves it).
  *
  * Accounts of the journal (every movement's entries sum to zero):
  *   project:<id>:available  spendable funds           project:<id>:held  amount+fee of open payments
@@ -21,6 +26,7 @@ import { Deposits } from "./deposits.ts";
 import { Projects } from "./projects.ts";
 import { Tokens } from "./tokens.ts";
 import { Balances } from "./balances.ts";
+import { ReceivedWebhooks } from "./receivedWebhooks.ts";
 import { type Entry, journalRows, journalStatement, writeJournal } from "./journal.ts";
 import { type PgHolds, createPgHolds } from "./pgHolds.ts";
 import { type PgResolves, createPgResolves } from "./pgResolves.ts";
@@ -173,6 +179,8 @@ export class Ledger {
 
   /** Balances, the plain page of transactions, spend per day (balances.ts). */
   readonly balances: Balances;
+  /** The ids of webhooks received, against replays (receivedWebhooks.ts). */
+  readonly receivedWebhooks: ReceivedWebhooks;
   /** Reads of one project's transactions beyond the plain page (transactionReads.ts). */
   readonly transactions: TransactionReads;
 
@@ -199,6 +207,7 @@ export class Ledger {
     this.projects = new Projects(db, clock, newId);
     this.tokens = new Tokens(db, clock, direct?.read);
     this.balances = new Balances(db);
+    this.receivedWebhooks = new ReceivedWebhooks(db, clock);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -714,27 +723,6 @@ export class Ledger {
       .where("id", "=", id)
       .where("lease_owner", "=", owner)
       .compile();
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Webhooks received: their ids, against replays
-
-  /**
-   * Forgets webhook ids received before `before`, at most `max` a call: a delivery that old fails the
-   * 5-minute timestamp check anyway, so its id no longer needs remembering. Returns how many went.
-   */
-  async pruneWebhookEvents(before: string, max = 1_000): Promise<number> {
-    const r = await this.db
-      .deleteFrom("webhook_events")
-      .where("id", "in", (eb) => eb.selectFrom("webhook_events").select("id").where("received_at", "<", before).limit(max))
-      .executeTakeFirst();
-    return Number(r.numDeletedRows);
-  }
-
-  /** Records a webhook id; false when it was seen before (a replay). */
-  async rememberWebhook(id: string, source: string): Promise<boolean> {
-    const r = await this.db.insertInto("webhook_events").values({ id, source, received_at: this.now() }).onConflict((oc) => oc.column("id").doNothing()).returning("id").executeTakeFirst();
-    return r !== undefined;
   }
 }
 
