@@ -138,6 +138,8 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (database) => {
     const id = fresh[0]!.body.id;
     for (const a of answers.filter((x) => x.status === 200)) expect(a.body.id).toBe(id);
     for (const a of answers.filter((x) => x.status === 409)) expect(a.body.code).toBe("idempotency_in_flight");
+    // Completed: the fee's authorization (the second signature) is signed by then, not at some later turn.
+    expect(await w.settle(id as string)).toBe("completed");
 
     const after = await snapshot(v2.payTo);
     expect(after.merchant - before.merchant).toBe(PRICE_V2_MICROS);
