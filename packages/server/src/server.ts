@@ -104,6 +104,18 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
   // Sandbox with FIAT_PROVIDER=bridge (devchain's stand-in, loaded dynamically like the chain).
   let bridgeStandIn: { setWebhookUrl(url: string): void; stop(): Promise<void> } | undefined;
   let x402Demo: X402Demo | undefined;
+  /** Stops what has been started, in the order `stop()` needs; also the way out of a start-up that failed. */
+  async function release(app?: { close(): Promise<unknown> }): Promise<void> {
+    await Promise.all(loops.map((l) => l.stop()));
+    await webhooks.drain();
+    await app?.close();
+    // Let accepted payments reach their first persisted step before the chain and database go.
+    await settlement?.stop();
+    await x402Demo?.stop();
+    await bridgeStandIn?.stop();
+    await chain?.sandbox?.stop();
+    await deps.close();
+  }
   // Assembled once everything it holds exists: the rails, settlement's hand-over, the hooks.
   let ctx: Readonly<AppContext>;
   try {
@@ -179,12 +191,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       for (const u of [x402Demo.merchantUrl, x402Demo.facilitatorUrl]) config.x402.allowedTargets.push(new URL(u).host);
     }
   } catch (err) {
-    await Promise.all(loops.map((l) => l.stop()));
-    await webhooks.drain();
-    await settlement?.stop();
-    await deps.close();
-    await bridgeStandIn?.stop();
-    await chain?.sandbox?.stop();
+    await release();
     throw err;
   }
 
@@ -197,7 +204,14 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       ...(sandboxChain ? { fundSandbox: async (projectId: string, amountMicros: bigint) => void (await sandboxChain.mint((await ctx.ledger.projects.get(projectId))!.wallet_address as Hex, amountMicros)) } : {}),
     },
   });
-  const address = await app.listen({ port: config.port, host: config.host });
+  let address: string;
+  try {
+    address = await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    // A port taken or not ours: nothing may keep running (the settlement thread alone would keep the process alive).
+    await release(app);
+    throw err;
+  }
   const baseUrl = config.publicBaseUrl ?? address;
   if (sandboxFiat) {
     // The sandbox off-ramp reports outcomes to our own webhook over HTTP, as a real provider would.
@@ -242,15 +256,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     async stop() {
       if (stopped) return;
       stopped = true;
-      await Promise.all(loops.map((l) => l.stop()));
-      await webhooks.drain();
-      await app.close();
-      // Let accepted payments reach their first persisted step before the chain and database go.
-      await settlement?.stop();
-      await x402Demo?.stop();
-      await bridgeStandIn?.stop();
-      await chain?.sandbox?.stop();
-      await deps.close();
+      await release(app);
     },
   };
 }

@@ -171,8 +171,21 @@ export async function startFaultWorld(dialect: TestDialect, seed: number, scenar
     X402_TIMEOUT_MS: "3000",
     LOG_LEVEL: "warn",
   };
-  const port = await freePort();
-  let server = await spawnServer(env, port, SERVER_READY_MS);
+  // A free port can be bound by another test file's process before the server binds it (the server then
+  // exits with EADDRINUSE): the first start takes another port, bounded. Restarts keep the one it got.
+  const firstStart = async (): Promise<{ server: ServerProcess; port: number }> => {
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
+      try {
+        return { server: await spawnServer(env, port, SERVER_READY_MS), port };
+      } catch (err) {
+        if (attempt >= 3 || !String(err).includes("EADDRINUSE")) throw err;
+      }
+    }
+  };
+  const started = await firstStart();
+  const port = started.port;
+  let server = started.server;
   log("server started");
   let serverUp = true;
   const opened: OpenedDb = pg ? openDb({ kind: "postgres", url: pg.url }) : openDb({ kind: "sqlite", path: join(dir, "agentwallet.db") });
