@@ -16,9 +16,14 @@ export class KvRows {
     await this.db.insertInto("kv").values({ key, value }).onConflict((oc) => oc.column("key").doUpdateSet({ value })).execute();
   }
 
-  /** Up to `limit` rows whose key starts with `prefix`. */
-  withPrefix(prefix: string, limit: number): Promise<{ key: string; value: string }[]> {
-    return this.db.selectFrom("kv").select(["key", "value"]).where("key", "like", `${prefix}%`).limit(limit).execute();
+  /**
+   * Up to `limit` rows whose key starts with `prefix`, in key order; with `after`, those after that key, so a
+   * caller can walk through more rows than one read holds.
+   */
+  withPrefix(prefix: string, limit: number, after?: string): Promise<{ key: string; value: string }[]> {
+    let q = this.db.selectFrom("kv").select(["key", "value"]).where("key", "like", `${prefix}%`);
+    if (after !== undefined) q = q.where("key", ">", after);
+    return q.orderBy("key").limit(limit).execute();
   }
 
   async delete(key: string): Promise<void> {

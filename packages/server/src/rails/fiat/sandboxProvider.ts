@@ -40,12 +40,17 @@ type Stored = Payout & {
 
 export type SandboxFiatProvider = FiatProvider & { depositAddress: Address; tick(): Promise<void>; setWebhookUrl(url: string): void };
 
-export function createSandboxFiatProvider(deps: { ledger: { kv: KvStore }; chain: ChainClient; privateKey: Hex; webhookSecret: string; delayMs: number; logger: Logger }): SandboxFiatProvider {
+/** Payouts a tick reads at most; the next tick goes on from the last one (`payoutsPerTick` in tests). */
+const PAYOUTS_PER_TICK = 1_000;
+
+export function createSandboxFiatProvider(deps: { ledger: { kv: KvStore }; chain: ChainClient; privateKey: Hex; webhookSecret: string; delayMs: number; logger: Logger; payoutsPerTick?: number }): SandboxFiatProvider {
   const account = privateKeyToAccount(deps.privateKey);
   const wallet = createWalletClient({ account, chain: deps.chain.chain, transport: http(deps.chain.settings.rpcUrl, { timeout: 10_000 }) });
   const key = (id: string) => `sandbox_payout:${id}`;
   const refKey = (ref: string) => `sandbox_payout_ref:${ref}`;
   let webhookUrl: string | undefined;
+  /** Where the next tick goes on reading payouts (undefined: from the first). */
+  let cursor: string | undefined;
 
   const load = async (id: string) => {
     const v = await deps.ledger.kv.get(key(id));
@@ -142,9 +147,15 @@ export function createSandboxFiatProvider(deps: { ledger: { kv: KvStore }; chain
       const p = await load(id);
       return p ? view(p) : undefined;
     },
-    /** Moves due payouts forward and (re)delivers undelivered outcomes. Bounded per call. */
+    /**
+     * Moves due payouts forward and (re)delivers undelivered outcomes. Bounded per call: each tick reads the
+     * next payouts after the last one the previous tick read, and starts over at the end, so every payout is
+     * reached however many there are (payouts are kept for good: the rail reads them after completion).
+     */
     async tick() {
-      const rows = await deps.ledger.kv.withPrefix("sandbox_payout:", 1_000);
+      const perTick = deps.payoutsPerTick ?? PAYOUTS_PER_TICK;
+      const rows = await deps.ledger.kv.withPrefix("sandbox_payout:", perTick, cursor);
+      cursor = rows.length === perTick ? rows.at(-1)!.key : undefined;
       const now = Date.now();
       for (const row of rows) {
         const p = JSON.parse(row.value) as Stored;
