@@ -44,7 +44,7 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
  */
 export const REQUEST_THREAD_CHECKPOINT_PAGES = 16_000;
 
-export function createRateLimiter(config: Config): RateLimiter {
+function createRateLimiter(config: Config): RateLimiter {
   if (!config.redisUrl) return createMemoryRateLimiter(config.rateLimitPerMinute);
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, connectTimeout: 5_000, enableOfflineQueue: true });
   return createRedisRateLimiter(redis, config.rateLimitPerMinute);
@@ -79,7 +79,7 @@ export function loadCustody(config: Config) {
   return createHdCustody(mnemonic, { pool: createSigningPool(mnemonic, 1) });
 }
 
-export type DepsOptions = {
+type DepsOptions = {
   /** Whether this process answers requests: only then is a rate limiter built (the settlement thread and the CLI need none). */
   serveRequests: boolean;
   /** The lease owner of this process's payments: the settlement thread continues its request process's; new otherwise. */
@@ -89,7 +89,7 @@ export type DepsOptions = {
 };
 
 /** What every process of the service opens first: the rails' dependencies with the whole ledger, and the keys derived from the master key source. */
-export type BaseDeps = RailDeps & Required<Pick<ServiceDeps, "ledger" | "recipientHashKey" | "webhookSecretKey">>;
+type BaseDeps = RailDeps & Required<Pick<ServiceDeps, "ledger" | "recipientHashKey" | "webhookSecretKey">>;
 
 export type OpenedDeps = {
   base: Readonly<BaseDeps>;
@@ -105,6 +105,10 @@ export type OpenedDeps = {
  * next (`connectRails`), then the request process's context is assembled whole (`assembleContext`).
  */
 export async function openDeps(config: Config, logger: Logger, opts: DepsOptions): Promise<OpenedDeps> {
+  // The keys first: they need only the master key source, so a missing one fails before anything is opened
+  // (an open database or signing thread would keep a failed process alive).
+  const recipientHashKey = loadRecipientHashKey(config);
+  const webhookSecretKey = loadWebhookSecretKey(config);
   const { ledger, opened } = await openLedger(config, { checkpointPages: opts.checkpointPages });
   const rateLimiter = opts.serveRequests ? createRateLimiter(config) : undefined;
   const custody = loadCustody(config);
@@ -116,8 +120,8 @@ export async function openDeps(config: Config, logger: Logger, opts: DepsOptions
     newId,
     logger,
     instanceId: opts.instanceId ?? `${process.pid}-${randomBytes(4).toString("hex")}`,
-    recipientHashKey: loadRecipientHashKey(config),
-    webhookSecretKey: loadWebhookSecretKey(config),
+    recipientHashKey,
+    webhookSecretKey,
   };
   return {
     base: Object.freeze(base),
@@ -130,7 +134,7 @@ export async function openDeps(config: Config, logger: Logger, opts: DepsOptions
   };
 }
 
-export type ConnectRailsOptions = {
+type ConnectRailsOptions = {
   /** The sandbox off-ramp's key (the chain runtime's), when there is one. */
   offrampKey: Hex | undefined;
   /** Bridge settings other than the configuration's (the sandbox's stand-in, handed to the settlement thread). */

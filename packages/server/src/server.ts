@@ -76,7 +76,12 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
   const metrics = createMetrics({ defaultMetrics: opts.defaultMetrics ?? true });
   const deps = await openDeps(config, logger, { serveRequests: true, checkpointPages: config.workers.settlement === "thread" ? REQUEST_THREAD_CHECKPOINT_PAGES : undefined });
   const { base } = deps;
-  if (config.mode === "sandbox") sandboxWebhookSecrets(config);
+  try {
+    if (config.mode === "sandbox") sandboxWebhookSecrets(config);
+  } catch (err) {
+    await deps.close();
+    throw err;
+  }
   const loops: Loop[] = [];
   // Webhooks to clients: events are written by the ledger's triggers; this process sends its share.
   const d = config.webhookDelivery;
