@@ -7,7 +7,7 @@ import { sql } from "kysely";
 import { type Db, withParameters } from "./db.ts";
 
 /** A project's wallet and balance as reconciliation reads them. */
-export type WalletBalance = { id: string; wallet_address: string | null; available_micros: number; held_micros: number; pending_micros: number; open_payments: number };
+type WalletBalance = { id: string; wallet_address: string | null; available_micros: number; held_micros: number; pending_micros: number; open_payments: number };
 
 const compileBalanceQuery = (db: Db) =>
   db

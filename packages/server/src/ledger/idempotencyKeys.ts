@@ -13,7 +13,7 @@
 import type { Kysely } from "kysely";
 import type { Database } from "./schema.ts";
 
-export type KeyState = { state: "running"; until: string; token: string } | { state: "reply"; until: string; replyJson: string };
+type KeyState = { state: "running"; until: string; token: string } | { state: "reply"; until: string; replyJson: string };
 
 export type ClaimOutcome = { kind: "claimed" } | { kind: "reply"; replyJson: string } | { kind: "running" };
 

@@ -70,7 +70,7 @@ $fn$`;
  * at most once (a second resolution of it in the batch finds it final and changes nothing), then its
  * balance row, journal movement and transactions. The balance rows are locked first, in project order,
  * as a hold locks its balance row before its payment: so a resolution and a hold never wait for each
- * other both ways. Accounts as `account` in store.ts names them. One row per payment changed: its index
+ * other both ways. Accounts as `account` in accounts.ts names them. One row per payment changed: its index
  * in the batch and the row as it is now.
  */
 const RESOLVE_BATCH = `

@@ -261,7 +261,8 @@ export class Ledger {
 
   /** How many payments are open (pending or processing), of every project. */
   async openPaymentCount(): Promise<number> {
-    return (await this.db.selectFrom("payments").select("status").where("status", "in", ["pending", "processing"]).execute()).length;
+    const row = await this.db.selectFrom("payments").select((eb) => eb.fn.countAll<number>().as("n")).where("status", "in", ["pending", "processing"]).executeTakeFirstOrThrow();
+    return Number(row.n);
   }
 
   /** The payment a fiat provider knows by `providerRef` (its payout id), or undefined. */

@@ -70,7 +70,7 @@ const EVENTS: TriggerEvent[] = [
     object: "new.id",
     at: "coalesce(new.updated_at, new.created_at)",
   },
-  // A seen deposit carries the id its `usdc_fund` transaction will have once credited (store.ts).
+  // A seen deposit carries the id its `usdc_fund` transaction will have once credited (deposits.ts).
   { table: "deposits", on: "insert", when: "new.status = 'seen' and new.txn_id is not null", type: "'deposit.pending'", object: "new.txn_id", at: "new.seen_at" },
   { table: "deposits", on: "status", when: "new.status = 'credited'", type: "'deposit.credited'", object: "new.txn_id", at: "coalesce(new.credited_at, new.seen_at)" },
 ];

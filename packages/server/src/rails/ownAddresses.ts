@@ -5,7 +5,7 @@
  * is unattributed), and the project's own wallet (a transfer to itself moves nothing but costs a fee).
  * Another project's deposit wallet is allowed: that project's watcher credits it as a deposit.
  */
-import { DomainError } from "../domain/errors.ts";
+import { badRequest } from "../domain/errors.ts";
 import type { Rails } from "./rails.ts";
 
 export function refuseOwnAddress(rails: Rails, projectWallet: string | null, recipient: string): void {
@@ -19,7 +19,7 @@ export function refuseOwnAddress(rails: Rails, projectWallet: string | null, rec
   ];
   for (const [address, what] of named) {
     if (address && address.toLowerCase() === to) {
-      throw new DomainError("invalid", "recipient_not_allowed", `recipient ${recipient} is ${what}; the service does not pay its own addresses. Nothing was charged.`);
+      throw badRequest("recipient_not_allowed", `recipient ${recipient} is ${what}; the service does not pay its own addresses. Nothing was charged.`);
     }
   }
 }

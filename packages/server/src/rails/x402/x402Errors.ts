@@ -19,7 +19,7 @@
  * | `x402_amount_invalid`              | invalid  | amount is not a plain positive integer up to 100 USDC              |
  * | `x402_payment_required_invalid`    | upstream | the 402 answer carries no readable payment requirements            |
  */
-import { DomainError } from "../../domain/errors.ts";
+import { type DomainError, badRequest, upstream } from "../../domain/errors.ts";
 import { SafeFetchError } from "../safeFetchErrors.ts";
 
 export const X402_REFUSAL_CODES = [
@@ -42,11 +42,11 @@ export type Refusal = { code: X402RefusalCode; detail: string };
 const NOTHING_PAID = "Nothing was signed or charged.";
 
 export function refusalError(r: Refusal): DomainError {
-  return new DomainError("invalid", r.code, `${r.detail} ${NOTHING_PAID}`);
+  return badRequest(r.code, `${r.detail} ${NOTHING_PAID}`);
 }
 
 export function paymentRequiredInvalid(detail: string): DomainError {
-  return new DomainError("upstream", "x402_payment_required_invalid", `The target answered 402 but ${detail}; it is not a payable x402 answer. ${NOTHING_PAID}`);
+  return upstream("x402_payment_required_invalid", `The target answered 402 but ${detail}; it is not a payable x402 answer. ${NOTHING_PAID}`);
 }
 
 /** Failures the caller can fix by changing the request are `invalid`; the target failing is `upstream`. */
@@ -55,5 +55,5 @@ const CALLER_FAULTS: ReadonlySet<string> = new Set(["url_invalid", "scheme_not_a
 /** A fetch failure that left nothing charged (nothing signed, or a signature that never left). */
 export function fetchFailed(err: SafeFetchError, when: "request" | "paid_retry"): DomainError {
   const tail = when === "request" ? NOTHING_PAID : "The signed payment never reached the target, so nothing was charged; the hold was released.";
-  return new DomainError(CALLER_FAULTS.has(err.code) ? "invalid" : "upstream", err.code, `${err.message} ${tail}`);
+  return (CALLER_FAULTS.has(err.code) ? badRequest : upstream)(err.code, `${err.message} ${tail}`);
 }
