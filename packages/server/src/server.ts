@@ -93,6 +93,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     mode: config.mode,
     secretKey: base.webhookSecretKey,
     maxInFlight: d.maxInFlight,
+    maxInFlightPerEndpoint: d.maxInFlightPerEndpoint,
     timeoutMs: d.timeoutMs,
     leaseMs: d.leaseMs,
     disableAfterFailingMs: d.disableAfterFailingMs,

@@ -217,18 +217,32 @@ export class WebhookOutbox {
 
   /**
    * Leases up to `max` due deliveries to `owner` until `leaseUntil`, counting the attempt: one
-   * statement, a compare-and-set on the lease (PostgreSQL skips rows another process is taking).
+   * statement, a compare-and-set on the lease (PostgreSQL skips rows another process is taking). An
+   * endpoint gets at most `perEndpoint` deliveries under lease at once, its earliest due first, counting
+   * those other processes hold, and the slots go round the endpoints (each one's first, then each one's
+   * second, …), so one slow receiver never takes every slot (two processes claiming at the
+   * same instant may each fill an endpoint's free share). Every due delivery is ranked on each call: the
+   * cost grows with the backlog that is due now, not with history.
    */
-  async claimDue(owner: string, now: string, leaseUntil: string, max: number): Promise<ClaimedDelivery[]> {
+  async claimDue(owner: string, now: string, leaseUntil: string, max: number, perEndpoint: number): Promise<ClaimedDelivery[]> {
     if (max <= 0) return [];
     const lock = this.dialect === "postgres" ? sql`for update of d skip locked` : sql``;
-    const due = sql`d.state = 'pending' and d.next_attempt_at <= ${now} and (d.lease_until is null or d.lease_until < ${now})`;
     const { rows } = await sql<{ event_id: string; endpoint_id: string }>`
+      with ranked as (
+        select d.event_id, d.endpoint_id, d.next_attempt_at,
+          row_number() over (partition by d.endpoint_id order by d.next_attempt_at, d.event_id) as n
+        from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
+        where d.state = 'pending' and d.next_attempt_at <= ${now} and (d.lease_until is null or d.lease_until < ${now}) and e.disabled_at is null),
+      busy as (
+        select l.endpoint_id, count(*) as k from webhook_deliveries l
+        where l.state = 'pending' and l.lease_until >= ${now} group by l.endpoint_id),
+      fair as (
+        select r.event_id, r.endpoint_id, r.n from ranked r left join busy b on b.endpoint_id = r.endpoint_id
+        where r.n + coalesce(b.k, 0) <= ${perEndpoint})
       update webhook_deliveries as w set lease_owner = ${owner}, lease_until = ${leaseUntil}, attempts = w.attempts + 1, last_attempt_at = ${now}
       where (w.event_id, w.endpoint_id) in (
-        select d.event_id, d.endpoint_id from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
-        where ${due} and e.disabled_at is null
-        order by d.next_attempt_at limit ${max} ${lock})
+        select d.event_id, d.endpoint_id from webhook_deliveries d join fair f on f.event_id = d.event_id and f.endpoint_id = d.endpoint_id
+        order by f.n, d.next_attempt_at limit ${max} ${lock})
       and w.state = 'pending' and (w.lease_until is null or w.lease_until < ${now})
       returning event_id, endpoint_id`.execute(this.db);
     if (rows.length === 0) return [];
