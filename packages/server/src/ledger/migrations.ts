@@ -383,6 +383,23 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.alterTable("console_sessions").addColumn("admin_credential_id", "text", (c) => c.references("admin_credentials.id")).execute();
       },
     },
+    "0024_console_one_time_views": {
+      // What a console form created and shows once (a new token, an endpoint's signing secret), between the
+      // form's POST and the page it redirects to: sealed under the deployment's key, bound to the session that
+      // created it, taken by the first view (ledger/consoleSessions.ts; decisions.md, "One-time views").
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable("console_one_time_views")
+          .addColumn("id_hash", "text", (c) => c.primaryKey())
+          .addColumn("session_hash", "text", (c) => c.notNull())
+          .addColumn("project_id", "text", (c) => c.notNull())
+          .addColumn("kind", "text", (c) => c.notNull().check(sql`kind in ('token','webhook')`))
+          .addColumn("sealed", "text", (c) => c.notNull())
+          .addColumn("expires_at", "text", (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex("console_one_time_views_expires").on("console_one_time_views").column("expires_at").execute();
+      },
+    },
   };
 }
 
