@@ -169,7 +169,7 @@ export interface ConsoleBackend {
   decideApproval(viewer: Viewer, projectId: string, paymentId: string, decision: "approved" | "denied"): Promise<{ ok: true } | { ok: false; detail: string }>;
   /** The approval of one payment, if it had one. */
   getApproval(projectId: string, paymentId: string): Promise<ApprovalItem | null>;
-  /** What is recorded of a transaction's way to its status, oldest first (derived: there is no history table). */
+  /** A transaction's way to its status, oldest first: the transitions its webhooks report, with what the ledger records of each. */
   transactionHistory(projectId: string, transactionId: string): Promise<HistoryEntry[]>;
   /** Payments the controls refused lately (nothing was held), of one token or the whole project, newest first. */
   listRefusals(projectId: string, tokenId: string | null, limit: number): Promise<RefusalItem[]>;

@@ -272,8 +272,11 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
     async transactionHistory(projectId, transactionId) {
       const t = await ctx.ledger.transactions.history(projectId, transactionId);
       if (!t) return [];
-      const p = t.payment_id ? await ctx.ledger.getPayment(t.payment_id) : undefined;
-      return historyOf(t, p);
+      const [p, recorded] = await Promise.all([
+        t.payment_id ? ctx.ledger.getPayment(t.payment_id) : undefined,
+        ctx.ledger.transactions.statusHistory(projectId, t.payment_id ?? transactionId),
+      ]);
+      return recorded.length ? historyOfEvents(recorded, p) : historyOf(t, p);
     },
     async decideApproval(viewer, projectId, paymentId, decision) {
       const who = await requireManage(viewer, projectId, "decide");
@@ -359,7 +362,51 @@ export function registerConsoleRoutes(app: FastifyInstance, ctx: HttpDeps, optio
 }
 
 /**
- * A transaction's way to its status, from what the ledger records (decisions.md, "Status history"): its
+ * A transaction's way to its status: the transitions its webhooks report, as the ledger's triggers recorded
+ * them (`status_history`, decisions.md "Status history"), each with what the payment row says of it, and the
+ * approval's decision, which changes no status, after the wait for it.
+ */
+export function historyOfEvents(events: { type: string; status: string; at: string }[], p: PaymentRow | undefined): HistoryEntry[] {
+  const out: HistoryEntry[] = [];
+  for (const e of events) {
+    // A deposit's events carry the deposit's own status (seen, credited); its transaction's is pending, then completed, as the event's body says.
+    const status = e.type === "deposit.pending" ? "pending" : e.type === "deposit.credited" ? "completed" : e.status;
+    const entry = (text: string) => out.push({ at: e.at, status, text });
+    switch (e.type) {
+      case "payment.created":
+        entry(p ? `Created; ${usdOf(p.amount_micros + p.fee_micros)} held from the balance` : "Created");
+        break;
+      case "payment.approval_required":
+        entry(`Waits for approval (above the token's threshold)${p?.approval_until ? ` until ${utc(p.approval_until)}` : ""}`);
+        if (p?.approval === "expired") out.push({ at: p.approval_until ?? p.updated_at, status: e.status, text: "Approval time ran out" });
+        else if (p && p.approval && p.approval !== "awaiting") out.push({ at: p.approval_decided_at ?? p.updated_at, status: e.status, text: `${p.approval === "approved" ? "Approved" : "Denied"}${p.approval_decided_by ? ` by ${p.approval_decided_by}` : ""}` });
+        break;
+      case "payment.processing":
+        entry(p?.tx_hash && p.rail !== "fiat" ? `Sent on-chain: ${p.tx_hash}` : p?.rail === "fiat" ? "Processing: the bank payout is under way" : "Processing");
+        break;
+      case "payment.completed":
+        entry("Completed");
+        break;
+      case "payment.failed":
+      case "payment.reversed":
+        entry(`${e.type === "payment.failed" ? "Failed" : "Reversed"}${p?.failure_code ? ` (${p.failure_code})` : ""}: ${p?.failure_reason ?? "no reason recorded"}`);
+        break;
+      case "deposit.pending":
+        entry("Deposit seen on-chain; credited once confirmed");
+        break;
+      case "deposit.credited":
+        entry("Deposit confirmed on-chain and credited");
+        break;
+      default:
+        entry(e.type);
+    }
+  }
+  return out;
+}
+
+/**
+ * A transaction's way to its status for rows older than `status_history` (migration 0024), from what the
+ * ledger records: its
  * creation, its payment's approval and who decided it, completion, or the last change with the failure.
  */
 export function historyOf(

@@ -219,6 +219,7 @@ export interface Database {
   console_sessions: ConsoleSessionsTable;
   console_signin_codes: ConsoleSigninCodesTable;
   console_one_time_views: ConsoleOneTimeViewsTable;
+  status_history: StatusHistoryTable;
   spend_windows: SpendWindowsTable;
   spending_refusals: SpendingRefusalsTable;
   webhook_endpoints: WebhookEndpointsTable;
@@ -283,6 +284,16 @@ export interface ConsoleSessionsTable {
   admin_credential_id?: string | null;
   created_at: string;
   expires_at: string;
+}
+
+/** Every status transition a webhook event reports, for every project (migration 0024, webhookOutbox.ts). */
+export interface StatusHistoryTable {
+  seq: Generated<number>;
+  project_id: string;
+  object_id: string; // a payment's id, or a deposit's transaction id
+  type: string; // the webhook event type: payment.created, payment.processing, …, deposit.credited
+  status: string; // the object's status after the change
+  at: string;
 }
 
 /** What a console form created, shown once (migration 0024): sealed, bound to a session, deleted when read. */
