@@ -568,7 +568,7 @@ async function exchange(x: Exchange, route: Route): Promise<SafeFetchResponse> {
  * `KEPT_CONNECTIONS_PER_ORIGIN` connections each, idle ones closed after `KEPT_IDLE_MS`.
  */
 class KeptConnections {
-  private readonly pools = new Map<string, { pool: Pool; busy: number; waiting: (() => void)[] }>();
+  private readonly pools = new Map<string, { pool: Pool; busy: number; waiting: (() => void)[]; evicted: boolean }>();
   constructor(private readonly limits: Limits) {}
 
   /**
@@ -599,6 +599,7 @@ class KeptConnections {
         released = true;
         entry.busy--;
         entry.waiting.shift()?.();
+        if (entry.evicted && entry.busy === 0 && entry.waiting.length === 0) entry.pool.close().catch(() => undefined);
       },
     };
   }
@@ -617,12 +618,13 @@ class KeptConnections {
         keepAliveTimeout: KEPT_IDLE_MS,
         keepAliveMaxTimeout: KEPT_IDLE_MS,
       });
-      entry = { pool, busy: 0, waiting: [] };
+      entry = { pool, busy: 0, waiting: [], evicted: false };
       if (this.pools.size >= KEPT_ORIGINS_MAX) {
-        // The oldest pool closes once its requests are answered; its waiting requests keep their entry.
+        // The oldest pool closes now if idle, else once its last request (those waiting for it too) is done.
         const [oldest, old] = this.pools.entries().next().value!;
         this.pools.delete(oldest);
-        old.pool.close().catch(() => undefined);
+        old.evicted = true;
+        if (old.busy === 0 && old.waiting.length === 0) old.pool.close().catch(() => undefined);
       }
     }
     this.pools.set(key, entry);
