@@ -107,6 +107,9 @@ export type WebhookDelivery = {
   delivered_at: string | null;
 };
 
+/** What a form created and its page shows once: a new token, or a new webhook endpoint with its signing secret. */
+export type OneTimeViewKind = "token" | "webhook";
+
 export type NewToken = { id: string; token: string; permissions: Permission[]; expires_at: string | null };
 
 /** A payment that waits for a person, or one a person decided. */
@@ -166,7 +169,7 @@ export interface ConsoleBackend {
   decideApproval(viewer: Viewer, projectId: string, paymentId: string, decision: "approved" | "denied"): Promise<{ ok: true } | { ok: false; detail: string }>;
   /** The approval of one payment, if it had one. */
   getApproval(projectId: string, paymentId: string): Promise<ApprovalItem | null>;
-  /** What is recorded of a transaction's way to its status, oldest first (derived: there is no history table). */
+  /** A transaction's way to its status, oldest first: the transitions its webhooks report, with what the ledger records of each. */
   transactionHistory(projectId: string, transactionId: string): Promise<HistoryEntry[]>;
   /** Payments the controls refused lately (nothing was held), of one token or the whole project, newest first. */
   listRefusals(projectId: string, tokenId: string | null, limit: number): Promise<RefusalItem[]>;
@@ -184,6 +187,14 @@ export interface ConsoleBackend {
   enableWebhook(viewer: Viewer, projectId: string, endpointId: string): Promise<boolean>;
   /** Sends an event of this project again to its enabled endpoints; how many deliveries were scheduled (null: no such event). */
   redeliverWebhook(viewer: Viewer, projectId: string, eventId: string): Promise<number | null>;
+
+  /**
+   * Keeps what a form created for its page, to be shown once (`takeOneTimeView`) to the session that created it,
+   * for a few minutes, never in the clear; returns the view's id for the page's address.
+   */
+  keepOneTimeView(session: Session, projectId: string, kind: OneTimeViewKind, shown: Record<string, unknown>): Promise<string>;
+  /** What `keepOneTimeView` kept, once, to the session that kept it; null after that, elsewhere, or once expired. */
+  takeOneTimeView(session: Session, projectId: string, kind: OneTimeViewKind, viewId: string): Promise<Record<string, unknown> | null>;
 
   /** Sandbox only: deposit test USDC to the project's wallet on the local chain. */
   fundSandbox?(projectId: string, amountUsdc: number): Promise<void>;

@@ -9,7 +9,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import QRCode from "qrcode";
 import { CSS, JS } from "./assets.ts";
-import type { ConsoleBackend, Controls, Session, TransactionQuery } from "./backend.ts";
+import type { ConsoleBackend, Controls, NewToken, OneTimeViewKind, Session, TransactionQuery, WebhookEndpoint } from "./backend.ts";
 import type { Html } from "./html.ts";
 import {
   type PageContext,
@@ -19,6 +19,7 @@ import {
   INTERVALS,
   RAILS,
   agentsPage,
+  alreadyShownPage,
   approvalsPage,
   canFund,
   canDecide,
@@ -39,7 +40,7 @@ import {
   transactionsPage,
 } from "./pages.ts";
 
-export type { ApprovalItem, ConsoleBackend, Controls, DailySpend, HistoryEntry, RefusalItem, WebhookDelivery, WebhookEndpoint, LimitWindow, NewToken, Overview, ProjectSummary, Session, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
+export type { ApprovalItem, ConsoleBackend, Controls, DailySpend, HistoryEntry, RefusalItem, WebhookDelivery, WebhookEndpoint, LimitWindow, NewToken, OneTimeViewKind, Overview, ProjectSummary, Session, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
 
 export type ConsoleOptions = {
   backend: ConsoleBackend;
@@ -394,12 +395,21 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
         const events = backend.webhookEventTypes.filter((t) => m.body[`event_${t}`] !== undefined);
         try {
           const { endpoint, secret } = await backend.createWebhook(m.s.viewer, m.project.id, { url, events });
-          return send(reply, webhookCreatedPage(m.pc, endpoint, secret));
+          // Post, redirect, get, as for tokens: the secret is shown once and a reload adds no endpoint.
+          const view = await backend.keepOneTimeView(m.s, m.project.id, "webhook", { endpoint, secret });
+          return reply.redirect(`/console/p/${m.project.id}/webhooks/created/${view}`, 303);
         } catch (err) {
           const message = correctable(err);
           if (message === null) throw err;
           return send(reply, webhooksPage(m.pc, await backend.listWebhooks(m.project.id), backend.webhookEventTypes, { url, events, error: message }), 400);
         }
+      });
+
+      c.get<{ Params: { pid: string; vid: string } }>("/console/p/:pid/webhooks/created/:vid", async (req, reply) => {
+        const v = await oneTimeView(req, reply, "webhook");
+        if (!v) return reply;
+        const shown = v.shown as { endpoint: WebhookEndpoint; secret: string };
+        return send(reply, webhookCreatedPage(v.pc, shown.endpoint, shown.secret));
       });
 
       c.get<{ Params: { pid: string; wid: string } }>("/console/p/:pid/webhooks/:wid", async (req, reply) => {
@@ -510,12 +520,36 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
           const controls = controlsFromForm(body);
           const created = await backend.createToken(s.viewer, project.id, { permissions: [...permissions], expiresInDays: days, controls });
           const baseUrl = `${req.protocol}://${req.headers.host ?? "127.0.0.1"}`;
-          return send(reply, tokenCreatedPage(pc, created, mcpSnippet(created, baseUrl, opts.mcpCommand, controls)));
+          // Post, redirect, get: the page with the token is a GET shown once, so a reload creates nothing.
+          const view = await backend.keepOneTimeView(s, project.id, "token", { token: created, snippet: mcpSnippet(created, baseUrl, opts.mcpCommand, controls) });
+          return reply.redirect(`/console/p/${project.id}/agents/created/${view}`, 303);
         } catch (err) {
           const message = correctable(err);
           if (message === null) throw err;
           return send(reply, newTokenPage(pc, body, message), 400);
         }
+      });
+
+      /** A created thing's page, once; then (a reload, back and forward, another session) that it was shown. */
+      const oneTimeView = async (req: FastifyRequest<{ Params: { pid: string; vid: string } }>, reply: FastifyReply, kind: OneTimeViewKind) => {
+        const s = await requireSession(req, reply);
+        if (!s) return null;
+        const project = await projectFor(s, req.params.pid);
+        const current = kind === "token" ? "agents" : "webhooks";
+        const pc = pageContext(s, { project, current });
+        const shown = await backend.takeOneTimeView(s, project.id, kind, req.params.vid);
+        if (!shown) {
+          send(reply, alreadyShownPage(pc, kind), 410);
+          return null;
+        }
+        return { pc, shown };
+      };
+
+      c.get<{ Params: { pid: string; vid: string } }>("/console/p/:pid/agents/created/:vid", async (req, reply) => {
+        const v = await oneTimeView(req, reply, "token");
+        if (!v) return reply;
+        const shown = v.shown as { token: NewToken; snippet: string };
+        return send(reply, tokenCreatedPage(v.pc, shown.token, shown.snippet));
       });
 
       const tokenOf = async (projectId: string, tokenId: string) => {

@@ -459,6 +459,23 @@ export function tokenCreatedPage(pc: PageContext, token: NewToken, snippet: stri
   );
 }
 
+/** A created thing's page opened again (a reload, back or forward, another session): it is never shown twice. */
+export function alreadyShownPage(pc: PageContext, kind: "token" | "webhook"): Html {
+  const p = pc.project!;
+  return layout(
+    pc,
+    `${p.name} — already shown`,
+    html`<h1>Already shown</h1>
+<p class="notice warn" role="status">${kind === "token"
+      ? "This token was shown once, when it was created, and only its hash is kept: it cannot be shown again. Reloading this page created nothing."
+      : "This endpoint's signing secret was shown once, when the endpoint was added: it is not shown again. Reloading this page added nothing."}</p>
+<p>${kind === "token"
+      ? "If it was not copied, revoke it on the token's page and create another."
+      : "If it was not copied, delete the endpoint and add it again for a new secret."}</p>
+<p>${kind === "token" ? html`<a href="/console/p/${p.id}/agents">All tokens</a>` : html`<a href="/console/p/${p.id}/webhooks">All endpoints</a>`}</p>`,
+  );
+}
+
 export function tokenPage(pc: PageContext, t: TokenSummary, values: ControlsFormValues, refusals: RefusalItem[], opts: { error?: string; saved?: boolean } = {}): Html {
   const p = pc.project!;
   const active = !t.revoked_at && !(t.expires_at && t.expires_at <= new Date().toISOString());

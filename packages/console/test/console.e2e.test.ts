@@ -469,7 +469,8 @@ describe("console approvals", () => {
       expect.stringMatching(/^pending Created; \$2\.\d\d held from the balance$/),
       expect.stringMatching(/^pending Waits for approval/),
       expect.stringMatching(/^pending Approved by token tok_/),
-      expect.stringMatching(/^completed Sent on-chain: 0x[0-9a-f]{64}$/),
+      // The transitions its webhooks report (payment.created, approval_required, processing, completed), with the decision.
+      expect.stringMatching(/^processing Sent on-chain: 0x[0-9a-f]{64}$/),
       "completed Completed",
     ]);
     await expectAccessible(page, "transaction-approved-375");
@@ -576,5 +577,91 @@ describe("console webhooks", () => {
     } finally {
       receiver.close();
     }
+  });
+});
+
+describe("console one-time views", () => {
+  const tokenIds = async () => (await server.server.ctx.ledger.tokens.list(server.projectId)).map((t) => t.id);
+
+  it("a new token is shown once: reload, back and forward show 'already shown' and create nothing", async () => {
+    const context = await browser.newContext({ bypassCSP: true });
+    const page = await signInWithToken(context, server.token);
+    const before = await tokenIds();
+    await page.goto(`${server.baseUrl}/console/p/${server.projectId}/agents/new`);
+    await page.getByLabel("pay: USDC transfers and bank payments").check();
+    await page.getByRole("button", { name: "Create token" }).click();
+    await page.locator("#new-token").waitFor();
+    const token = (await page.locator("#new-token").textContent())!.trim();
+    expect(token).toMatch(/^aw_test_/);
+    const after = await tokenIds();
+    expect(after.filter((id) => !before.includes(id))).toHaveLength(1);
+
+    await page.reload();
+    expect(await tokenIds()).toEqual(after);
+    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Already shown");
+    expect(page.url()).toMatch(/\/agents\/created\/[A-Za-z0-9_-]+$/);
+    expect(page.url()).not.toContain(token);
+    // Nothing is kept once shown, and what was kept until then was never the token in the clear (below).
+    expect(await dbOf(server.server.ctx.ledger).selectFrom("console_one_time_views" as never).selectAll().execute()).toEqual([]);
+    await expect(page.locator("main").textContent()).resolves.not.toContain(token);
+    await expectAccessible(page, "token-already-shown");
+    await page.goBack();
+    expect(page.url()).toMatch(/\/agents\/new$/);
+    await page.goForward();
+    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Already shown");
+    expect(await page.content()).not.toContain(token);
+    expect(await tokenIds()).toEqual(after);
+
+    await context.close();
+  });
+
+  it("a view opened first by another session is refused there and shown to its own session", async () => {
+    const mine = await browser.newContext();
+    const page = await signInWithToken(mine, server.token);
+    // Another sign-in with the same token is another session.
+    const theirs = await browser.newContext();
+    const intruder = await theirs.newPage();
+    await intruder.goto(`${server.baseUrl}/console/signin`);
+    await intruder.getByLabel("Project API token").fill(server.token);
+    await intruder.getByRole("button", { name: "Sign in with token" }).click();
+    await intruder.waitForURL(/\/console\/p\/prj_/);
+    await page.goto(`${server.baseUrl}/console/p/${server.projectId}/agents/new`);
+    // Stop at the redirect to read the view's address before the browser follows it.
+    const csrf = (await page.locator('meta[name="csrf-token"]').getAttribute("content"))!;
+    const res = await page.request.post(`${server.baseUrl}/console/p/${server.projectId}/agents`, { form: { csrf, perm_read: "on", rail_x402: "on", rail_usdc_transfer: "on", rail_fiat: "on" }, maxRedirects: 0 });
+    expect(res.status()).toBe(303);
+    const location = res.headers().location!;
+    expect(location).toMatch(/^\/console\/p\/prj_[^/]+\/agents\/created\/[A-Za-z0-9_-]+$/);
+    await intruder.goto(`${server.baseUrl}${location}`);
+    await expect(intruder.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Already shown");
+    await page.goto(`${server.baseUrl}${location}`);
+    await expect(page.locator("#new-token").textContent()).resolves.toMatch(/^aw_test_/);
+    await mine.close();
+    await theirs.close();
+  });
+
+  it("a webhook endpoint's secret is shown once: a reload shows 'already shown' and adds no second endpoint", async () => {
+    const context = await browser.newContext({ bypassCSP: true });
+    const page = await signInWithToken(context, server.token);
+    const endpoints = async () => (await server.server.ctx.ledger.webhooks.listEndpoints(server.projectId)).length;
+    const before = await endpoints();
+    await page.goto(`${server.baseUrl}/console/p/${server.projectId}/webhooks`);
+    await page.getByLabel("URL").fill("http://127.0.0.1:9/once");
+    await page.getByRole("button", { name: "Add endpoint" }).click();
+    const secret = (await page.locator("#webhook-secret").textContent())!.trim();
+    expect(secret).toMatch(/^whsec_/);
+    await page.reload();
+    expect(await endpoints()).toBe(before + 1);
+    await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Already shown");
+    expect(page.url()).toMatch(/\/webhooks\/created\/[A-Za-z0-9_-]+$/);
+    expect(await page.content()).not.toContain(secret);
+    await expectAccessible(page, "webhook-already-shown");
+    await page.goBack();
+    await page.goForward();
+    expect(await page.content()).not.toContain(secret);
+    expect(await endpoints()).toBe(before + 1);
+    const created = (await server.server.ctx.ledger.webhooks.listEndpoints(server.projectId)).find((e) => e.url === "http://127.0.0.1:9/once")!;
+    await server.server.ctx.ledger.webhooks.deleteEndpoint(created.id, new Date().toISOString());
+    await context.close();
   });
 });

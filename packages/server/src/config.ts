@@ -86,7 +86,16 @@ const EnvSchema = z.object({
   APPROVAL_TIMEOUT_MS: int(86_400_000, 1_000, 30 * 86_400_000),
   /** Webhooks to clients: requests under way at once per process (a slow receiver holds one slot). */
   WEBHOOK_MAX_IN_FLIGHT: int(16, 1, 1_024),
-  /** One delivery attempt's deadline; receivers should answer at once and work afterwards. */
+  /**
+   * Webhooks to clients: deliveries to one endpoint under way at once, across processes. The default is the
+   * connections kept per receiver address (rails/safeFetch.ts), so none waits for a connection; a receiver
+   * that hangs holds this many slots of `WEBHOOK_MAX_IN_FLIGHT`, no more.
+   */
+  WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: int(4, 1, 64),
+  /**
+   * One delivery attempt's deadline, counted from when the request can be sent (a connection to the receiver
+   * is free; that wait is bounded by as much again); receivers should answer at once and work afterwards.
+   */
   WEBHOOK_TIMEOUT_MS: int(10_000, 100, 60_000),
   /**
    * How often due deliveries are looked for (a finished request looks again at once): an event waits
@@ -150,7 +159,7 @@ export type Config = {
   custody: { mnemonic: string | undefined; mnemonicFile: string | undefined; relayerPrivateKey: string | undefined; treasuryAddress: string | undefined };
   webhooks: { depositSecret: string | undefined; fiatSecret: string | undefined };
   /** Webhooks to clients (workers/webhookDelivery.ts); `leaseMs` outlasts one attempt, so only a dead process's lease expires. */
-  webhookDelivery: { maxInFlight: number; timeoutMs: number; intervalMs: number; leaseMs: number; disableAfterFailingMs: number };
+  webhookDelivery: { maxInFlight: number; maxInFlightPerEndpoint: number; timeoutMs: number; intervalMs: number; leaseMs: number; disableAfterFailingMs: number };
   workers: { watcherIntervalMs: number; workerIntervalMs: number; paymentRequestLeaseMs: number; settlement: "thread" | "inline"; retry: { stepErrorsMax: number; backoffMinMs: number; backoffMaxMs: number } };
   spending: { approvalTimeoutMs: number };
   fiat: {
@@ -235,9 +244,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
     webhooks: { depositSecret: e.DEPOSIT_WEBHOOK_SECRET, fiatSecret: e.FIAT_WEBHOOK_SECRET },
     webhookDelivery: {
       maxInFlight: e.WEBHOOK_MAX_IN_FLIGHT,
+      maxInFlightPerEndpoint: e.WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT,
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       intervalMs: e.WEBHOOK_INTERVAL_MS,
-      leaseMs: e.WEBHOOK_TIMEOUT_MS + 5_000,
+      // The wait for a free connection and the attempt's deadline, with a margin to record the outcome.
+      leaseMs: 2 * e.WEBHOOK_TIMEOUT_MS + 5_000,
       disableAfterFailingMs: e.WEBHOOK_DISABLE_AFTER_FAILING_MS,
     },
     workers: { watcherIntervalMs: e.WATCHER_INTERVAL_MS, workerIntervalMs: e.WORKER_INTERVAL_MS, paymentRequestLeaseMs: e.PAYMENT_REQUEST_LEASE_MS, settlement: e.SETTLEMENT, retry: { stepErrorsMax: e.SETTLEMENT_STEP_ERRORS_MAX, backoffMinMs: e.SETTLEMENT_BACKOFF_MIN_MS, backoffMaxMs: Math.max(e.SETTLEMENT_BACKOFF_MIN_MS, e.SETTLEMENT_BACKOFF_MAX_MS) } },

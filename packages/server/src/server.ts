@@ -93,6 +93,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     mode: config.mode,
     secretKey: base.webhookSecretKey,
     maxInFlight: d.maxInFlight,
+    maxInFlightPerEndpoint: d.maxInFlightPerEndpoint,
     timeoutMs: d.timeoutMs,
     leaseMs: d.leaseMs,
     disableAfterFailingMs: d.disableAfterFailingMs,
@@ -179,10 +180,12 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
         fiatHint: fiatRail ? (payoutId) => fiatRail.onProviderHint(payoutId, () => settling.kick()) : undefined,
       },
     });
-    // Housekeeping, bounded per pass: expired idempotency claims and kept replies, webhook ids past any replay window, old webhook events sent.
+    // Housekeeping, bounded per pass: expired idempotency claims and kept replies, webhook ids past any replay window, old webhook events sent,
+    // expired console sessions, sign-in codes and one-time views never opened.
     loops.push(
       startLoop("housekeeping", 60_000, async () => {
         await base.ledger.idempotencyKeys.pruneExpired(base.clock().toISOString());
+        await base.ledger.consoleSessions.prune(base.clock().toISOString());
         await base.ledger.receivedWebhooks.prune(new Date(base.clock().getTime() - WEBHOOK_ID_KEEP_MS).toISOString());
         await base.ledger.webhooks.prune(new Date(base.clock().getTime() - OUTBOX_KEEP_MS).toISOString(), OUTBOX_PRUNE_MAX);
       }, logger),

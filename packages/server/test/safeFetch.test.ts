@@ -574,6 +574,29 @@ describe("connections", () => {
     expect(server.connections()).toBeLessThanOrEqual(4);
   });
 
+  test("behavior: the deadline of a request over a kept connection starts when a connection is free, not while it waits for one", async () => {
+    // 12 at once over 4 connections to a server answering in 40 % of the deadline: three rounds, the last
+    // ending at 120 % of the deadline from the start, none late from when it was sent.
+    const server = await startHttpServer((_request, response) => void setTimeout(() => response.end("ok"), 400));
+    const fetch = loopbackFetcher({ timeoutMs: 1_000, connectionWaitMs: 5_000 });
+    const url = `http://127.0.0.1:${server.port}/`;
+    const answers = await Promise.allSettled(Array.from({ length: 12 }, () => fetch({ url, method: "GET" }, { reuseConnection: true })));
+    expect(answers.map((a) => (a.status === "fulfilled" ? a.value.status : String((a.reason as Error).message)))).toEqual(Array.from({ length: 12 }, () => 200));
+    expect(server.received).toHaveLength(12);
+    expect(server.connections()).toBeLessThanOrEqual(4);
+  });
+
+  test("error: a request that finds no free kept connection within connectionWaitMs fails unsent", async () => {
+    const server = await startHttpServer(() => undefined);
+    const fetch = loopbackFetcher({ timeoutMs: 2_000, connectionWaitMs: 200 });
+    const url = `http://127.0.0.1:${server.port}/`;
+    const busy = Array.from({ length: 4 }, () => fetch({ url, method: "GET" }, { reuseConnection: true }).catch((e: unknown) => e));
+    const error = await failure(fetch({ url, method: "GET" }, { reuseConnection: true }));
+    expect([error.code, error.requestMayHaveBeenSent, error.message]).toEqual(["timeout", false, expect.stringContaining("No connection to 127.0.0.1")]);
+    await expect.poll(() => server.received.length).toBe(4);
+    await Promise.all(busy);
+  });
+
   test("behavior: a kept connection is never used for a name that now resolves to another address", async () => {
     const server = await startHttpServer((_request, response) => response.end("ok"));
     const table: Record<string, string[]> = { "moving.test": ["127.0.0.1"] };

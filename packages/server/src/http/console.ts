@@ -3,7 +3,7 @@
  * reads: the same token rules as the API (a revoked or expired token ends its console sessions on the next
  * page), the same balance and transaction shapes. Registered by `createApp` at /console.
  */
-import { randomBytes } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import type { Permission } from "@agentwallet/api";
 import { type ApprovalItem, type ConsoleBackend, type DailySpend, type HistoryEntry, type WebhookDelivery, type TokenSummary, type Viewer, registerConsole } from "@agentwallet/console";
@@ -24,10 +24,16 @@ import type { PaymentRow } from "../ledger/store.ts";
 import { checkAdminCredential } from "../services/adminCredentials.ts";
 import { WEBHOOK_EVENT_TYPES } from "../ledger/webhookOutbox.ts";
 import { createWebhookEndpoint, deleteWebhookEndpoint, enableWebhookEndpoint, endpointJson, listWebhookDeliveries, redeliverWebhookEvent } from "../services/webhooks/endpoints.ts";
+import { openSecret, sealSecret } from "../services/webhooks/secrets.ts";
 
 /** A console session lasts 12 hours; a sign-in code printed by the sandbox banner, 24 hours and one use. */
 const SESSION_MS = 12 * 3_600_000;
 export const SIGNIN_CODE_MS = 24 * 3_600_000;
+/**
+ * A one-time view (a new token, an endpoint's secret) waits this long for its page: the browser follows the
+ * form's redirect at once; an unopened view is of no use later and is pruned.
+ */
+export const ONE_TIME_VIEW_MS = 5 * 60_000;
 
 export type ConsoleAppOptions = {
   /** The key webhook signing secrets are sealed with (deps.ts loadWebhookSecretKey); without it the console creates no endpoints. */
@@ -48,6 +54,12 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
   const now = () => ctx.clock().toISOString();
   const tokenActive = (t: { expires_at: string | null; revoked_at: string | null } | undefined) => !!t && !t.revoked_at && !(t.expires_at && t.expires_at <= now());
   const csrfOf = (sessionId: string) => hashToken(`console-csrf:${sessionId}`).slice(0, 43);
+  // One-time views are sealed under a key of their own derived from the deployment's (the one webhook secrets
+  // are sealed with), so any process of the deployment opens them; without it (a bare test app), a key of
+  // this process's lifetime, so a view is shown only by the process that made it.
+  const deploymentKey = options.webhookSecretKey ?? (ctx.webhookSecretKey ? () => ctx.webhookSecretKey! : undefined);
+  let viewKey: Uint8Array | undefined;
+  const viewKeyOf = () => (viewKey ??= deploymentKey ? createHmac("sha256", deploymentKey()).update("agentwallet console one-time view v1").digest() : randomBytes(32));
 
   const summary = (p: { id: string; name: string; plan: string; paused: number | boolean; created_at: string }) => ({
     id: p.id,
@@ -260,8 +272,11 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
     async transactionHistory(projectId, transactionId) {
       const t = await ctx.ledger.transactions.history(projectId, transactionId);
       if (!t) return [];
-      const p = t.payment_id ? await ctx.ledger.getPayment(t.payment_id) : undefined;
-      return historyOf(t, p);
+      const [p, recorded] = await Promise.all([
+        t.payment_id ? ctx.ledger.getPayment(t.payment_id) : undefined,
+        ctx.ledger.transactions.statusHistory(projectId, t.payment_id ?? transactionId),
+      ]);
+      return recorded.length ? historyOfEvents(recorded, p) : historyOf(t, p);
     },
     async decideApproval(viewer, projectId, paymentId, decision) {
       const who = await requireManage(viewer, projectId, "decide");
@@ -269,6 +284,17 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
       if (!p || p.project_id !== projectId) return { ok: false, detail: "There is no such payment in this project." };
       const out = await decidePayment(ctx, paymentId, decision, who);
       return out.kind === "decided" ? { ok: true } : { ok: false, detail: `This payment no longer waits for approval: ${out.detail}.` };
+    },
+    async keepOneTimeView(session, projectId, kind, shown) {
+      const viewId = randomBytes(24).toString("base64url");
+      const sealed = sealSecret(viewKeyOf(), `console-view:${kind}:${projectId}`, JSON.stringify(shown));
+      await sessions.putView({ viewId, sessionId: session.id, projectId, kind, sealed, expiresAt: new Date(ctx.clock().getTime() + ONE_TIME_VIEW_MS).toISOString() });
+      return viewId;
+    },
+    async takeOneTimeView(session, projectId, kind, viewId) {
+      if (!/^[A-Za-z0-9_-]{1,100}$/.test(viewId)) return null;
+      const sealed = await sessions.takeView({ viewId, sessionId: session.id, projectId, kind }, now());
+      return sealed === undefined ? null : (JSON.parse(openSecret(viewKeyOf(), `console-view:${kind}:${projectId}`, sealed)) as Record<string, unknown>);
     },
     webhookEventTypes: WEBHOOK_EVENT_TYPES,
     async listWebhooks(projectId) {
@@ -336,7 +362,51 @@ export function registerConsoleRoutes(app: FastifyInstance, ctx: HttpDeps, optio
 }
 
 /**
- * A transaction's way to its status, from what the ledger records (decisions.md, "Status history"): its
+ * A transaction's way to its status: the transitions its webhooks report, as the ledger's triggers recorded
+ * them (`status_history`, decisions.md "Status history"), each with what the payment row says of it, and the
+ * approval's decision, which changes no status, after the wait for it.
+ */
+export function historyOfEvents(events: { type: string; status: string; at: string }[], p: PaymentRow | undefined): HistoryEntry[] {
+  const out: HistoryEntry[] = [];
+  for (const e of events) {
+    // A deposit's events carry the deposit's own status (seen, credited); its transaction's is pending, then completed, as the event's body says.
+    const status = e.type === "deposit.pending" ? "pending" : e.type === "deposit.credited" ? "completed" : e.status;
+    const entry = (text: string) => out.push({ at: e.at, status, text });
+    switch (e.type) {
+      case "payment.created":
+        entry(p ? `Created; ${usdOf(p.amount_micros + p.fee_micros)} held from the balance` : "Created");
+        break;
+      case "payment.approval_required":
+        entry(`Waits for approval (above the token's threshold)${p?.approval_until ? ` until ${utc(p.approval_until)}` : ""}`);
+        if (p?.approval === "expired") out.push({ at: p.approval_until ?? p.updated_at, status: e.status, text: "Approval time ran out" });
+        else if (p && p.approval && p.approval !== "awaiting") out.push({ at: p.approval_decided_at ?? p.updated_at, status: e.status, text: `${p.approval === "approved" ? "Approved" : "Denied"}${p.approval_decided_by ? ` by ${p.approval_decided_by}` : ""}` });
+        break;
+      case "payment.processing":
+        entry(p?.tx_hash && p.rail !== "fiat" ? `Sent on-chain: ${p.tx_hash}` : p?.rail === "fiat" ? "Processing: the bank payout is under way" : "Processing");
+        break;
+      case "payment.completed":
+        entry("Completed");
+        break;
+      case "payment.failed":
+      case "payment.reversed":
+        entry(`${e.type === "payment.failed" ? "Failed" : "Reversed"}${p?.failure_code ? ` (${p.failure_code})` : ""}: ${p?.failure_reason ?? "no reason recorded"}`);
+        break;
+      case "deposit.pending":
+        entry("Deposit seen on-chain; credited once confirmed");
+        break;
+      case "deposit.credited":
+        entry("Deposit confirmed on-chain and credited");
+        break;
+      default:
+        entry(e.type);
+    }
+  }
+  return out;
+}
+
+/**
+ * A transaction's way to its status for rows older than `status_history` (migration 0024), from what the
+ * ledger records: its
  * creation, its payment's approval and who decided it, completion, or the last change with the failure.
  */
 export function historyOf(

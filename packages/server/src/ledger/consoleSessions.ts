@@ -1,6 +1,6 @@
 /**
- * Console sessions and one-time sign-in codes. Only SHA-256 hashes of session ids and codes are stored, so a
- * copy of the database opens no session. A session names the operator's admin credential or one API token; that
+ * Console sessions, one-time sign-in codes and one-time views. Only SHA-256 hashes of session ids, codes and
+ * view ids are stored, so a copy of the database opens no session and no view (whose content is sealed too). A session names the operator's admin credential or one API token; that
  * row is read on every use, so revoking (or expiring) it ends its sessions at once.
  */
 import { createHash } from "node:crypto";
@@ -49,10 +49,36 @@ export class ConsoleSessions {
     await this.db.deleteFrom("console_sessions").where("id_hash", "=", sha256(id)).execute();
   }
 
-  /** Drops expired sessions and used or expired codes; bounded per call. */
+  /** Drops expired sessions, used or expired codes and views never opened. */
   async prune(now: string): Promise<void> {
     await this.db.deleteFrom("console_sessions").where("expires_at", "<=", now).execute();
     await this.db.deleteFrom("console_signin_codes").where("expires_at", "<=", now).execute();
+    await this.db.deleteFrom("console_one_time_views").where("expires_at", "<=", now).execute();
+  }
+
+  /** Keeps a sealed view for the session `sessionId` until `expiresAt`, under the id `viewId`. */
+  async putView(view: { viewId: string; sessionId: string; projectId: string; kind: "token" | "webhook"; sealed: string; expiresAt: string }): Promise<void> {
+    await this.db
+      .insertInto("console_one_time_views")
+      .values({ id_hash: sha256(view.viewId), session_hash: sha256(view.sessionId), project_id: view.projectId, kind: view.kind, sealed: view.sealed, expires_at: view.expiresAt })
+      .execute();
+  }
+
+  /**
+   * The sealed view, once, to the session that created it: the statement that reads it deletes it. Another
+   * session, project or kind gets nothing and leaves it in place.
+   */
+  async takeView(view: { viewId: string; sessionId: string; projectId: string; kind: "token" | "webhook" }, now: string): Promise<string | undefined> {
+    const row = await this.db
+      .deleteFrom("console_one_time_views")
+      .where("id_hash", "=", sha256(view.viewId))
+      .where("session_hash", "=", sha256(view.sessionId))
+      .where("project_id", "=", view.projectId)
+      .where("kind", "=", view.kind)
+      .where("expires_at", ">", now)
+      .returning("sealed")
+      .executeTakeFirst();
+    return row?.sealed;
   }
 
   async createCode(code: string, tokenId: string, expiresAt: string): Promise<void> {

@@ -4,7 +4,7 @@
  */
 import { type Kysely, type Migration, Migrator, sql } from "kysely";
 import type { Dialect } from "./db.ts";
-import { webhookTriggers } from "./webhookOutbox.ts";
+import { statusHistoryTriggers, webhookTriggers } from "./webhookOutbox.ts";
 import { PG_BATCH_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -381,6 +381,37 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       // credential ends the session (ledger/consoleSessions.ts).
       async up(db: Kysely<any>) {
         await db.schema.alterTable("console_sessions").addColumn("admin_credential_id", "text", (c) => c.references("admin_credentials.id")).execute();
+      },
+    },
+    "0024_console_one_time_views": {
+      // What a console form created and shows once (a new token, an endpoint's signing secret), between the
+      // form's POST and the page it redirects to: sealed under the deployment's key, bound to the session that
+      // created it, taken by the first view (ledger/consoleSessions.ts; decisions.md, "One-time views").
+      // And what the console's status history shows: every status transition the webhooks report, recorded by
+      // the same triggers in the same transaction for every project (webhookOutbox.ts; decisions.md, "Status
+      // history"). Rows written before this migration have none; the console derives theirs as before.
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable("status_history")
+          .addColumn("seq", seqType as any, (c: any) => c.primaryKey())
+          .addColumn("project_id", "text", (c) => c.notNull())
+          .addColumn("object_id", "text", (c) => c.notNull())
+          .addColumn("type", "text", (c) => c.notNull())
+          .addColumn("status", "text", (c) => c.notNull())
+          .addColumn("at", "text", (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex("status_history_object").on("status_history").column("object_id").execute();
+        for (const statement of statusHistoryTriggers(dialect)) await sql.raw(statement).execute(db);
+        await db.schema
+          .createTable("console_one_time_views")
+          .addColumn("id_hash", "text", (c) => c.primaryKey())
+          .addColumn("session_hash", "text", (c) => c.notNull())
+          .addColumn("project_id", "text", (c) => c.notNull())
+          .addColumn("kind", "text", (c) => c.notNull().check(sql`kind in ('token','webhook')`))
+          .addColumn("sealed", "text", (c) => c.notNull())
+          .addColumn("expires_at", "text", (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex("console_one_time_views_expires").on("console_one_time_views").column("expires_at").execute();
       },
     },
   };

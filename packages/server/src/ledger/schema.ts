@@ -218,6 +218,8 @@ export interface Database {
   transaction_counts: TransactionCountsTable;
   console_sessions: ConsoleSessionsTable;
   console_signin_codes: ConsoleSigninCodesTable;
+  console_one_time_views: ConsoleOneTimeViewsTable;
+  status_history: StatusHistoryTable;
   spend_windows: SpendWindowsTable;
   spending_refusals: SpendingRefusalsTable;
   webhook_endpoints: WebhookEndpointsTable;
@@ -281,6 +283,26 @@ export interface ConsoleSessionsTable {
   /** Operator sessions: the admin credential signed in with (migration 0013_admin_sessions); revoking it ends them. */
   admin_credential_id?: string | null;
   created_at: string;
+  expires_at: string;
+}
+
+/** Every status transition a webhook event reports, for every project (migration 0024, webhookOutbox.ts). */
+export interface StatusHistoryTable {
+  seq: Generated<number>;
+  project_id: string;
+  object_id: string; // a payment's id, or a deposit's transaction id
+  type: string; // the webhook event type: payment.created, payment.processing, …, deposit.credited
+  status: string; // the object's status after the change
+  at: string;
+}
+
+/** What a console form created, shown once (migration 0024): sealed, bound to a session, deleted when read. */
+export interface ConsoleOneTimeViewsTable {
+  id_hash: string; // sha256 hex of the view's id; the id itself is only in the page's address
+  session_hash: string; // sha256 hex of the session id that created it
+  project_id: string;
+  kind: string; // token | webhook
+  sealed: string; // AES-256-GCM box (services/webhooks/secrets.ts) of what the page shows
   expires_at: string;
 }
 

@@ -165,6 +165,11 @@ export class TransactionReads {
     return this.db.selectFrom("transactions").select(["type", "status", "created_at", "completed_at", "payment_id"]).where("id", "=", id).where("project_id", "=", projectId).executeTakeFirst();
   }
 
+  /** The status transitions recorded for a payment or deposit of the project (what its webhooks report), oldest first. */
+  statusHistory(projectId: string, objectId: string) {
+    return this.db.selectFrom("status_history").select(["type", "status", "at"]).where("object_id", "=", objectId).where("project_id", "=", projectId).orderBy("seq").execute();
+  }
+
   /** The deposit of the project that is (or, while seen, will become) transaction `txnId`, or undefined. */
   depositOf(projectId: string, txnId: string) {
     return this.db.selectFrom("deposits").selectAll().where("txn_id", "=", txnId).where("project_id", "=", projectId).executeTakeFirst();

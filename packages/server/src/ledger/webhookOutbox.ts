@@ -5,6 +5,8 @@
  * PostgreSQL batch functions, a CLI command — writes its event in the same transaction as the change:
  * no event without its change, no change without its event. A trigger writes only when the project
  * has an enabled endpoint that wants the event, so projects without endpoints pay one indexed probe.
+ * Since migration 0024 the same events, for every project, are also rows of `status_history`: the console's
+ * status history reads them, so it shows the transitions the webhooks report.
  *
  * Deliveries are leased like payments (a compare-and-set on `lease_until`, with `for update skip
  * locked` on PostgreSQL), so several processes on one database send each attempt once, and a process
@@ -75,6 +77,21 @@ const EVENTS: TriggerEvent[] = [
   { table: "deposits", on: "status", when: "new.status = 'credited'", type: "'deposit.credited'", object: "new.txn_id", at: "coalesce(new.credited_at, new.seen_at)" },
 ];
 
+/**
+ * SQLite: every event, whether or not an endpoint wants it, is also a row of `status_history` (migration
+ * 0024), the transitions the console's status history shows: the same list, the same conditions, the same
+ * transaction, so the console and the webhooks tell one story.
+ */
+function sqliteHistoryTrigger(e: TriggerEvent, i: number): string {
+  const timing = e.on === "insert" ? `after insert on ${e.table}` : `after update of status on ${e.table}`;
+  const changed = e.on === "status" ? "old.status is not new.status and " : "";
+  return `create trigger status_history_${i} ${timing}
+    when ${changed}(${e.when})
+    begin
+      insert into status_history (project_id, object_id, type, status, at) values (new.project_id, ${e.object}, ${e.type}, new.status, ${e.at});
+    end`;
+}
+
 /** SQLite: one trigger per event; `last_insert_rowid()` inside a trigger is the row the trigger inserted. */
 function sqliteTrigger(e: TriggerEvent, i: number): string {
   const enabled = (type: string) => `e.project_id = new.project_id and e.disabled_at is null and ${wants("e", type)}`;
@@ -95,7 +112,7 @@ function sqliteTrigger(e: TriggerEvent, i: number): string {
  * PostgreSQL: one function writes an event and its deliveries; a row trigger per table calls it for
  * each event of the change (a trigger's WHEN cannot hold a subquery, so the endpoint probe is inside).
  */
-function pgFunctions(): string[] {
+function pgFunctions(history: boolean): string[] {
   const enqueue = `create or replace function webhook_enqueue(p_project text, p_type text, p_object text, p_status text, p_at text) returns void
     language plpgsql as $$
     declare v_id text;
@@ -110,7 +127,10 @@ function pgFunctions(): string[] {
   for (const table of ["payments", "deposits"] as const) {
     const body = (on: "insert" | "status") =>
       EVENTS.filter((e) => e.table === table && e.on === on)
-        .map((e) => `if ${e.when} then perform webhook_enqueue(new.project_id, ${e.type}, ${e.object}, new.status, ${e.at}); end if;`)
+        .map((e) => {
+          const record = history ? `insert into status_history (project_id, object_id, type, status, at) values (new.project_id, ${e.object}, ${e.type}, new.status, ${e.at}); ` : "";
+          return `if ${e.when} then ${record}perform webhook_enqueue(new.project_id, ${e.type}, ${e.object}, new.status, ${e.at}); end if;`;
+        })
         .join("\n        ");
     out.push(`create or replace function webhook_${table}_events() returns trigger language plpgsql as $$
       begin
@@ -121,6 +141,7 @@ function pgFunctions(): string[] {
         end if;
         return null;
       end $$`);
+    if (history) continue;
     out.push(`create trigger webhook_${table}_insert after insert on ${table} for each row execute function webhook_${table}_events()`);
     out.push(`create trigger webhook_${table}_status after update of status on ${table} for each row when (old.status is distinct from new.status) execute function webhook_${table}_events()`);
   }
@@ -130,7 +151,15 @@ function pgFunctions(): string[] {
 /** The statements of migration 0012 after its tables: the triggers that write events. */
 export function webhookTriggers(dialect: Dialect): string[] {
   // SQLite fires the triggers of one change newest first: created in reverse, they write in EVENTS order.
-  return dialect === "postgres" ? pgFunctions() : EVENTS.map(sqliteTrigger).reverse();
+  return dialect === "postgres" ? pgFunctions(false) : EVENTS.map(sqliteTrigger).reverse();
+}
+
+/**
+ * The statements of migration 0024 after its table: every event is also recorded in `status_history`. On
+ * PostgreSQL the trigger functions are replaced (the triggers stay); on SQLite triggers of their own.
+ */
+export function statusHistoryTriggers(dialect: Dialect): string[] {
+  return dialect === "postgres" ? pgFunctions(true) : EVENTS.map(sqliteHistoryTrigger).reverse();
 }
 
 /** Stores `events` as ",a,b," so a trigger matches one with a substring test; null = every event. */
@@ -217,18 +246,32 @@ export class WebhookOutbox {
 
   /**
    * Leases up to `max` due deliveries to `owner` until `leaseUntil`, counting the attempt: one
-   * statement, a compare-and-set on the lease (PostgreSQL skips rows another process is taking).
+   * statement, a compare-and-set on the lease (PostgreSQL skips rows another process is taking). An
+   * endpoint gets at most `perEndpoint` deliveries under lease at once, its earliest due first, counting
+   * those other processes hold, and the slots go round the endpoints (each one's first, then each one's
+   * second, …), so one slow receiver never takes every slot (two processes claiming at the
+   * same instant may each fill an endpoint's free share). Every due delivery is ranked on each call: the
+   * cost grows with the backlog that is due now, not with history.
    */
-  async claimDue(owner: string, now: string, leaseUntil: string, max: number): Promise<ClaimedDelivery[]> {
+  async claimDue(owner: string, now: string, leaseUntil: string, max: number, perEndpoint: number): Promise<ClaimedDelivery[]> {
     if (max <= 0) return [];
     const lock = this.dialect === "postgres" ? sql`for update of d skip locked` : sql``;
-    const due = sql`d.state = 'pending' and d.next_attempt_at <= ${now} and (d.lease_until is null or d.lease_until < ${now})`;
     const { rows } = await sql<{ event_id: string; endpoint_id: string }>`
+      with ranked as (
+        select d.event_id, d.endpoint_id, d.next_attempt_at,
+          row_number() over (partition by d.endpoint_id order by d.next_attempt_at, d.event_id) as n
+        from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
+        where d.state = 'pending' and d.next_attempt_at <= ${now} and (d.lease_until is null or d.lease_until < ${now}) and e.disabled_at is null),
+      busy as (
+        select l.endpoint_id, count(*) as k from webhook_deliveries l
+        where l.state = 'pending' and l.lease_until >= ${now} group by l.endpoint_id),
+      fair as (
+        select r.event_id, r.endpoint_id, r.n from ranked r left join busy b on b.endpoint_id = r.endpoint_id
+        where r.n + coalesce(b.k, 0) <= ${perEndpoint})
       update webhook_deliveries as w set lease_owner = ${owner}, lease_until = ${leaseUntil}, attempts = w.attempts + 1, last_attempt_at = ${now}
       where (w.event_id, w.endpoint_id) in (
-        select d.event_id, d.endpoint_id from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
-        where ${due} and e.disabled_at is null
-        order by d.next_attempt_at limit ${max} ${lock})
+        select d.event_id, d.endpoint_id from webhook_deliveries d join fair f on f.event_id = d.event_id and f.endpoint_id = d.endpoint_id
+        order by f.n, d.next_attempt_at limit ${max} ${lock})
       and w.state = 'pending' and (w.lease_until is null or w.lease_until < ${now})
       returning event_id, endpoint_id`.execute(this.db);
     if (rows.length === 0) return [];

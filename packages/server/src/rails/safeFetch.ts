@@ -19,7 +19,10 @@
 //    kept per origin and checked address, so a new DNS answer never reuses a connection to the old one.
 // 4. Never follows redirects: a 3xx is returned as the response and its Location is never dialled.
 // 5. One deadline (`timeoutMs`) covers DNS, connect, headers and body; the body is read up to
-//    `maxResponseBytes` and the connection torn down beyond it.
+//    `maxResponseBytes` and the connection torn down beyond it. A request over a kept-alive connection first
+//    waits (at most `connectionWaitMs`) for one of its origin's connections to be free, and its deadline for
+//    connect, headers and body starts when it has one: waiting behind other requests to the same receiver
+//    is not the receiver being slow.
 //
 // Outgoing headers. The caller's `headers` are the headers of the agent's payment request, meant for the
 // target, so they are forwarded, including `Authorization` and `Cookie`: those are the agent's own
@@ -66,6 +69,11 @@ export type SafeFetchOptions = {
   readonly allowedTargets?: readonly string[];
   /** One deadline for DNS + connect + response headers + body, in ms. */
   readonly timeoutMs?: number;
+  /**
+   * Longest wait for a free kept-alive connection (requests sent with `reuseConnection`), in ms; the request's
+   * own deadline starts once it has one. Default `timeoutMs`.
+   */
+  readonly connectionWaitMs?: number;
   /** Largest response body accepted, in bytes; a larger one fails with `response_too_large`. */
   readonly maxResponseBytes?: number;
   /** Largest response head (status line + headers) accepted, in bytes. */
@@ -157,6 +165,7 @@ export function createSafeFetcher(options: SafeFetchOptions = {}): SafeFetch {
   const limits: Limits = {
     ...SAFE_FETCH_DEFAULTS,
     lookup: dns.lookup,
+    connectionWaitMs: options.timeoutMs ?? SAFE_FETCH_DEFAULTS.timeoutMs,
     ...definedOnly(options),
   };
   assertLimits(limits);
@@ -180,8 +189,9 @@ async function safeFetch(
     const headers = buildHeaders(request.headers, callOptions.serviceHeaders, limits);
     if (!prepared) {
       const address = await resolveTarget(url, limits, deadline);
+      if (kept) return await sendKept(kept, { url, address, method, headers, body, limits }, deadline);
       const x: Exchange = { url, address, method, headers, body, limits, deadline };
-      return await exchange(x, kept ? kept.route(x) : freshRoute(x));
+      return await exchange(x, freshRoute(x));
     }
     const dialled = await prepared;
     if (dialled.url.origin !== url.origin) throw new Error(`a connection prepared for ${dialled.url.origin} cannot serve ${url.origin}`);
@@ -189,6 +199,23 @@ async function safeFetch(
     return await exchange(x, freshRoute(x, dialled));
   } finally {
     deadline.clear();
+  }
+}
+
+/**
+ * A request over a kept-alive connection: it waits for one of the origin's connections (bounded), and its
+ * deadline restarts then, so the time spent queued behind other requests to the same receiver is not charged
+ * to this one. Nothing has been sent while it waits.
+ */
+async function sendKept(kept: KeptConnections, x: Omit<Exchange, "deadline">, lookupDeadline: Deadline): Promise<SafeFetchResponse> {
+  lookupDeadline.clear();
+  const slot = await kept.acquire(x);
+  const deadline = startDeadline(x.limits.timeoutMs);
+  try {
+    return await exchange({ ...x, deadline }, slot.route);
+  } finally {
+    deadline.clear();
+    slot.release();
   }
 }
 
@@ -541,16 +568,49 @@ async function exchange(x: Exchange, route: Route): Promise<SafeFetchResponse> {
  * `KEPT_CONNECTIONS_PER_ORIGIN` connections each, idle ones closed after `KEPT_IDLE_MS`.
  */
 class KeptConnections {
-  private readonly pools = new Map<string, Pool>();
+  private readonly pools = new Map<string, { pool: Pool; busy: number; waiting: (() => void)[]; evicted: boolean }>();
   constructor(private readonly limits: Limits) {}
 
-  route(x: Exchange): Route {
+  /**
+   * One of the origin's `KEPT_CONNECTIONS_PER_ORIGIN` connections for one request, waiting (first come, first
+   * served, at most `connectionWaitMs`) while all are busy; `release` hands it to the next waiting request.
+   */
+  async acquire(x: Omit<Exchange, "deadline">): Promise<{ route: Route; release(): void }> {
+    const entry = this.entry(x);
+    if (entry.busy >= KEPT_CONNECTIONS_PER_ORIGIN) {
+      await new Promise<void>((resolve, reject) => {
+        const wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          entry.waiting.splice(entry.waiting.indexOf(wake), 1);
+          reject(new SafeFetchError("timeout", `No connection to ${x.url.host} was free within ${this.limits.connectionWaitMs} ms (${KEPT_CONNECTIONS_PER_ORIGIN} were busy); nothing was sent.`, { requestMayHaveBeenSent: false }));
+        }, this.limits.connectionWaitMs);
+        entry.waiting.push(wake);
+      });
+    }
+    entry.busy++;
+    let released = false;
+    return {
+      route: this.route(entry.pool),
+      release: () => {
+        if (released) return;
+        released = true;
+        entry.busy--;
+        entry.waiting.shift()?.();
+        if (entry.evicted && entry.busy === 0 && entry.waiting.length === 0) entry.pool.close().catch(() => undefined);
+      },
+    };
+  }
+
+  private entry(x: Omit<Exchange, "deadline">) {
     const key = `${x.url.origin} ${x.address}`;
-    let pool = this.pools.get(key);
-    if (pool) {
+    let entry = this.pools.get(key);
+    if (entry) {
       this.pools.delete(key);
     } else {
-      pool = new Pool(x.url.origin, {
+      const pool = new Pool(x.url.origin, {
         ...dispatcherOptions(this.limits),
         connections: KEPT_CONNECTIONS_PER_ORIGIN,
         // Each connection dials the address checked for the request that opened it: the key's address.
@@ -558,13 +618,20 @@ class KeptConnections {
         keepAliveTimeout: KEPT_IDLE_MS,
         keepAliveMaxTimeout: KEPT_IDLE_MS,
       });
+      entry = { pool, busy: 0, waiting: [], evicted: false };
       if (this.pools.size >= KEPT_ORIGINS_MAX) {
+        // The oldest pool closes now if idle, else once its last request (those waiting for it too) is done.
         const [oldest, old] = this.pools.entries().next().value!;
         this.pools.delete(oldest);
-        old.close().catch(() => undefined);
+        old.evicted = true;
+        if (old.busy === 0 && old.waiting.length === 0) old.pool.close().catch(() => undefined);
       }
     }
-    this.pools.set(key, pool);
+    this.pools.set(key, entry);
+    return entry;
+  }
+
+  private route(pool: Pool): Route {
     // Which connection served the request is not tracked: nothing that needs to know whether bytes left is
     // sent this way. The error detail still tells a failed dial from a broken exchange.
     return { dispatcher: pool, fresh: false, connected: (error, status) => !(status === undefined && (error instanceof SafeFetchError || DIAL_CODES.has(errorCode(error)))) };
@@ -740,6 +807,7 @@ function definedOnly(options: SafeFetchOptions): Partial<Limits> {
 function assertLimits(limits: Limits): void {
   const counts = [
     "timeoutMs",
+    "connectionWaitMs",
     "maxResponseBytes",
     "maxResponseHeaderBytes",
     "maxUrlLength",

@@ -1,8 +1,9 @@
 /**
  * Delivers webhook events to clients' endpoints, at least once, signed per Standard Webhooks.
  *
- * Each pass leases due deliveries (ledger/webhookOutbox.ts) up to the free slots of `maxInFlight`,
- * sends them without waiting for one another, and records each outcome under its lease. A 2xx answer
+ * Each pass leases due deliveries (ledger/webhookOutbox.ts) up to the free slots of `maxInFlight`, at
+ * most `maxInFlightPerEndpoint` per endpoint (so a receiver that hangs holds that many slots, never all
+ * of them, and other endpoints' first attempts go out at once), sends them without waiting for one another, and records each outcome under its lease. A 2xx answer
  * delivers; anything else (an error status, a timeout, a refused address) schedules the next attempt
  * after RETRY_SCHEDULE_MS (about three days in all), then gives up. When a delivery gives up and its
  * endpoint has answered nothing but failures for `disableAfterFailingMs`, the endpoint is disabled and
@@ -45,9 +46,14 @@ export type WebhookDelivererOptions = {
   secretKey: Uint8Array;
   /** Requests under way at once in this process. */
   maxInFlight: number;
-  /** One attempt's deadline (DNS, connect, answer). */
+  /** Deliveries to one endpoint under way at once (leases of every process on the database count). */
+  maxInFlightPerEndpoint: number;
+  /**
+   * One attempt's deadline (DNS, then connect and answer from when one of the receiver's kept connections
+   * is free); the wait for a free connection is bounded by as much again.
+   */
   timeoutMs: number;
-  /** How long a claimed attempt is this process's; past it another process sends it again. */
+  /** How long a claimed attempt is this process's (more than the wait and the deadline); past it another process sends it again. */
   leaseMs: number;
   /** An endpoint failing this long when one of its deliveries gives up is disabled. */
   disableAfterFailingMs: number;
@@ -79,7 +85,7 @@ export function createWebhookDeliverer(ledger: { webhooks: WebhookStore; transac
     const free = o.maxInFlight - running.size;
     if (free <= 0) return 0;
     const now = o.clock().getTime();
-    const claimed = await ledger.webhooks.claimDue(o.owner, iso(now), iso(now + o.leaseMs), free);
+    const claimed = await ledger.webhooks.claimDue(o.owner, iso(now), iso(now + o.leaseMs), free, o.maxInFlightPerEndpoint);
     const bodies = await payloadsOf(claimed);
     for (const d of claimed) {
       const p: Promise<void> = attempt(d, bodies.get(d.event_id))
@@ -170,7 +176,7 @@ export function createWebhookDeliverer(ledger: { webhooks: WebhookStore; transac
     let f = fetchers.get(key);
     if (!f) {
       if (fetchers.size >= FETCHERS_MAX) fetchers.clear();
-      f = createSafeFetcher({ allowHttp: o.mode === "sandbox", allowedTargets, timeoutMs: o.timeoutMs, maxResponseBytes: RESPONSE_BYTES_MAX, userAgent: "agentwallet-webhooks/0.1" });
+      f = createSafeFetcher({ allowHttp: o.mode === "sandbox", allowedTargets, timeoutMs: o.timeoutMs, connectionWaitMs: o.timeoutMs, maxResponseBytes: RESPONSE_BYTES_MAX, userAgent: "agentwallet-webhooks/0.1" });
       fetchers.set(key, f);
     }
     return f;

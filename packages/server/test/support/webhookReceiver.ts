@@ -1,7 +1,8 @@
 /**
  * A webhook receiver on loopback for tests: records every request (raw body and headers) and answers
  * with the status `answer` picks for it (by how many times its `webhook-id` came before), or holds it
- * open when `answer` says "hang". Verifies Standard Webhooks signatures with the `standardwebhooks`
+ * open when `answer` says "hang"; with `delayMs`, every answer comes that long after the request. Counts the
+ * requests open at once (`maxOpen`). Verifies Standard Webhooks signatures with the `standardwebhooks`
  * package as at the time each was sent.
  */
 import { type IncomingMessage, createServer } from "node:http";
@@ -11,11 +12,16 @@ import { vi } from "vitest";
 
 export type Received = { id: string; timestamp: number; signature: string; body: string; type: string; data: any; answered: number | "hang" };
 
-export async function startReceiver(answer: (id: string, seen: number) => number | "hang" = () => 200) {
+export async function startReceiver(answer: (id: string, seen: number) => number | "hang" = () => 200, opts: { delayMs?: number } = {}) {
   const received: Received[] = [];
+  let open = 0;
+  let maxOpen = 0;
   const seen = new Map<string, number>();
   const hung: IncomingMessage[] = [];
   const server = createServer((req, res) => {
+    open++;
+    maxOpen = Math.max(maxOpen, open);
+    res.on("close", () => open--);
     const chunks: Buffer[] = [];
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
@@ -27,7 +33,9 @@ export async function startReceiver(answer: (id: string, seen: number) => number
       const status = answer(id, n);
       received.push({ id, timestamp: Number(req.headers["webhook-timestamp"]), signature: String(req.headers["webhook-signature"]), body, type: parsed.type, data: parsed.data, answered: status });
       if (status === "hang") return void hung.push(req);
-      res.writeHead(status, { "content-type": "text/plain" }).end(status < 300 ? "ok" : "not now");
+      const reply = () => res.writeHead(status, { "content-type": "text/plain" }).end(status < 300 ? "ok" : "not now");
+      if (opts.delayMs) setTimeout(reply, opts.delayMs);
+      else reply();
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -35,6 +43,8 @@ export async function startReceiver(answer: (id: string, seen: number) => number
   return {
     url,
     received,
+    /** The most requests that were open at once. */
+    maxOpen: () => maxOpen,
     /** Ids answered 2xx at least once. */
     delivered: () => new Set(received.filter((r) => r.answered !== "hang" && r.answered < 300).map((r) => r.id)),
     /** Throws unless every request verifies with `secret` at the time it was sent. */

@@ -39,7 +39,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
   const eventsOf = async (projectId: string) =>
     (await dbOf(t.ctx.ledger).selectFrom("webhook_outbox").select(["type", "object_id", "status"]).where("project_id", "=", projectId).orderBy("seq").execute()).map((e) => [e.type, e.object_id, e.status]);
   const deliverer = (ledger: Ledger, owner: string, extra: { disableAfterFailingMs?: number } = {}) =>
-    createWebhookDeliverer(ledger, { owner, clock, logger: t.ctx.logger, mode: "sandbox", secretKey: KEY, maxInFlight: 8, timeoutMs: 5_000, leaseMs: 10_000, disableAfterFailingMs: extra.disableAfterFailingMs ?? 2 * DAY });
+    createWebhookDeliverer(ledger, { owner, clock, logger: t.ctx.logger, mode: "sandbox", secretKey: KEY, maxInFlight: 8, maxInFlightPerEndpoint: 8, timeoutMs: 5_000, leaseMs: 10_000, disableAfterFailingMs: extra.disableAfterFailingMs ?? 2 * DAY });
 
   test("behavior: every status change of a project with an endpoint writes its event in the same transaction; none without an endpoint or without the change", async () => {
     const ledger = t.ctx.ledger;
