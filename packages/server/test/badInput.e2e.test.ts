@@ -183,6 +183,10 @@ describe("malformed HTTP is answered {detail, code}, never Fastify's own shape",
     ["a control character in a header", "GET /v1/balance HTTP/1.1\r\nHost: x\r\nX-Probe: a\x01b\r\n\r\n", 400, "malformed_http"],
     ["a header section too large", `GET /v1/balance HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`, 431, "headers_too_large"],
     ["an unknown route", "GET /v1/nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404, "not_found"],
+    ["an HTTP/1.1 request without Host", "GET /v1/balance HTTP/1.1\r\nConnection: close\r\n\r\n", 400, "malformed_http"],
+    ["an HTTP/1.1 POST without Host", "POST /v1/pay HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}", 400, "malformed_http"],
+    ["Content-Encoding gzip on a plain body", `POST /v1/pay HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`, 415, "unsupported_media_type"],
+    ["charset=utf-16", `POST /v1/pay HTTP/1.1\r\nHost: x\r\nContent-Type: application/json; charset=utf-16\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`, 415, "unsupported_media_type"],
     ["a body that is not JSON", "POST /v1/pay HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 3\r\nConnection: close\r\n\r\n{x}", 400, "invalid_request"],
   ])("error: %s", async (_name, bytes, status, code) => {
     const answer = await raw(bytes);

@@ -20,6 +20,7 @@ import { statusOf } from "./errorStatus.ts";
 import { parseListQuery } from "./listQuery.ts";
 import type { Metrics } from "./metrics.ts";
 import { registerJsonBodyParser } from "./jsonBody.ts";
+import { refuseAtTheEdge } from "./requestEdges.ts";
 import { registerPaymentRoutes } from "./paymentRoutes.ts";
 import { registerWebhookRoutes } from "./webhookRoutes.ts";
 import { registerAdminRoutes } from "./adminRoutes.ts";
@@ -46,6 +47,8 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
       reply.code(400).send({ detail: `Malformed request: ${err.code === "FST_ERR_BAD_URL" ? "the URL is not valid (bad percent-encoding)" : err.message}.`, code: "malformed_http" });
     },
     return503OnClosing: false,
+    // A missing Host is answered by the onRequest hook (requestEdges.ts) in our shape, not by Node with an empty 400.
+    http: { requireHostHeader: false },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   });
   let closing = false;
@@ -64,6 +67,11 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
     reply.header("x-request-id", req.id);
     if (closing) {
       reply.code(503).header("connection", "close").send({ detail: "The server is shutting down; retry in a moment (or on another instance).", code: "shutting_down" });
+      return;
+    }
+    const refused = refuseAtTheEdge(req.raw.httpVersion, req.headers);
+    if (refused) {
+      reply.code(refused.status).header("connection", "close").send({ detail: refused.detail, code: refused.code });
       return;
     }
     done();
@@ -92,11 +100,11 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
     if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
       // Fastify's own client errors: bad JSON, wrong content type, body too large.
       const detail =
-        fe.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE" ? "Content-Type must be application/json."
+        fe.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE" ? "Content-Type must be application/json (UTF-8)."
         : fe.code === "FST_ERR_CTP_BODY_TOO_LARGE" ? "Request body is too large."
         : fe.code === "FST_ERR_CTP_EMPTY_JSON_BODY" ? "Request body is empty; send a JSON object."
         : `Malformed request: ${fe.message ?? "invalid"}`;
-      return reply.code(fe.statusCode).send({ detail, code: "invalid_request" });
+      return reply.code(fe.statusCode).send({ detail, code: fe.statusCode === 415 ? "unsupported_media_type" : "invalid_request" });
     }
     req.log.error({ err }, "unhandled error");
     return reply.code(500).send({ detail: `Internal error. Nothing was charged by this failure unless GET /v1/transactions shows it. Request id: ${req.id}.`, code: "internal_error" });
