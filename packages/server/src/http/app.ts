@@ -6,7 +6,8 @@ import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import { buildOpenApiDocument, limits } from "@agentwallet/api";
-import Fastify, { LogController, type FastifyInstance, type FastifyReply } from "fastify";
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from "fastify";
+import type { Config } from "../config.ts";
 import type { HttpDeps } from "./httpDeps.ts";
 import { getLimits } from "../services/spendingControls.ts";
 import { getBalance } from "../services/getBalance.ts";
@@ -47,6 +48,8 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
       reply.code(400).send({ detail: `Malformed request: ${err.code === "FST_ERR_BAD_URL" ? "the URL is not valid (bad percent-encoding)" : err.message}.`, code: "malformed_http" });
     },
     return503OnClosing: false,
+    // The client's address and protocol (sign-in limits, logs, the Secure cookie) as the trusted proxies report them.
+    trustProxy: trustProxyOption(ctx.config.trustProxy),
     // A missing Host is answered by the onRequest hook (requestEdges.ts) in our shape, not by Node with an empty 400.
     http: { requireHostHeader: false },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
@@ -86,7 +89,7 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
     const ms = reply.elapsedTime;
     child.observe(ms / 1000);
     // One line per request; the Authorization header is never part of it.
-    if (ctx.logger.isLevelEnabled("info")) req.log.info({ method: req.method, route, status: reply.statusCode, ms: Math.round(ms * 10) / 10, token_id: req.principal?.tokenId, admin_id: req.admin?.id }, "request");
+    if (ctx.logger.isLevelEnabled("info")) req.log.info({ method: req.method, route, status: reply.statusCode, ms: Math.round(ms * 10) / 10, client_ip: req.ip, token_id: req.principal?.tokenId, admin_id: req.admin?.id }, "request");
     done();
   });
 
@@ -171,6 +174,16 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
   registerAdminWebhookRoutes(app as unknown as FastifyInstance, ctx);
   registerConsoleRoutes(app as unknown as FastifyInstance, ctx, options.console ?? {});
   return app as unknown as FastifyInstance;
+}
+
+/**
+ * TRUST_PROXY as Fastify takes it. A hop count becomes proxy-addr's own rule (the first `hops` addresses from
+ * the socket are proxies): Fastify 5 no longer applies a bare number to the client's address.
+ */
+function trustProxyOption(trust: Config["trustProxy"]): FastifyServerOptions["trustProxy"] {
+  if (trust === false) return false;
+  if (typeof trust === "number") return (_address: string, hop: number) => hop < trust;
+  return [...trust];
 }
 
 /**
