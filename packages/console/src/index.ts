@@ -137,7 +137,7 @@ function changedControlsFromForm(body: Record<string, string>): Partial<Controls
   return c;
 }
 
-/** A small sliding count per client address: sign-in guesses are bounded. */
+/** A small sliding count per client address (`req.ip`, TRUST_PROXY's client behind a proxy): sign-in guesses are bounded. */
 function attemptLimiter(perMinute: number) {
   const seen = new Map<string, number[]>();
   return (key: string, now: number): boolean => {
@@ -257,11 +257,19 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
 
       const startSession = async (reply: FastifyReply, req: FastifyRequest, viewer: { kind: "operator"; credentialId: string } | { kind: "token"; tokenId: string }) => {
         const s = await backend.createSession(viewer);
-        // Secure over HTTPS, also behind a TLS-terminating proxy (a forged header can only make the cookie stricter).
+        // Secure over HTTPS: `req.protocol` is the trusted proxy's X-Forwarded-Proto (TRUST_PROXY). The header from
+        // any peer is read as well, since it can only make the cookie stricter (a deployment without TRUST_PROXY behind
+        // a TLS proxy keeps Secure cookies).
         const forwarded = String(req.headers["x-forwarded-proto"] ?? "").split(",")[0]!.trim();
         const secure = req.protocol === "https" || forwarded === "https" ? "; Secure" : "";
         reply.header("set-cookie", `${COOKIE}=${encodeURIComponent(s.id)}; Path=/console; HttpOnly; SameSite=Strict; Expires=${new Date(s.expiresAt).toUTCString()}${secure}`);
         return reply.redirect("/console", 303);
+      };
+
+      /** The client (`req.ip`: the address the trusted proxy reports, else the peer's) tried too often; the log names it. */
+      const tooManyAttempts = (req: FastifyRequest, reply: FastifyReply) => {
+        req.log.warn({ client_ip: req.ip }, "console sign-in attempts limited");
+        return send(reply, signInPage(pageContext(null), "Too many sign-in attempts. Wait a minute and try again."), 429);
       };
 
       c.get("/console/assets/console.css", async (_req, reply) => reply.type("text/css; charset=utf-8").send(CSS));
@@ -280,7 +288,7 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
 
       c.post("/console/signin", async (req, reply) => {
         checkOrigin(req);
-        if (!allowAttempt(req.ip, Date.now())) return send(reply, signInPage(pageContext(null), "Too many sign-in attempts. Wait a minute and try again."), 429);
+        if (!allowAttempt(req.ip, Date.now())) return tooManyAttempts(req, reply);
         const body = (req.body ?? {}) as Record<string, string>;
         const secret = (body.secret ?? "").trim();
         if (body.kind === "operator") {
@@ -295,7 +303,7 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
 
       c.post("/console/signin/code", async (req, reply) => {
         checkOrigin(req);
-        if (!allowAttempt(req.ip, Date.now())) return send(reply, signInPage(pageContext(null), "Too many sign-in attempts. Wait a minute and try again."), 429);
+        if (!allowAttempt(req.ip, Date.now())) return tooManyAttempts(req, reply);
         const code = ((req.body ?? {}) as Record<string, string>).code ?? "";
         const who = code ? await backend.redeemSignInCode(code) : null;
         if (!who) return send(reply, signInPage(pageContext(null), "That sign-in link was already used or has expired. Sign in with the token instead."), 401);

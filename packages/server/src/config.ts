@@ -3,6 +3,7 @@
  * default and the reason for it. Sandbox mode (no BASE_RPC_URL) runs everything locally; live mode
  * refuses to start without the settings that guard real money.
  */
+import { isIP } from "node:net";
 import { resolve } from "node:path";
 import { type Address, getAddress, isAddress } from "viem";
 import { z } from "zod";
@@ -21,6 +22,12 @@ const EnvSchema = z.object({
   HOST: z.string().default("127.0.0.1"),
   PORT: int(8787, 0, 65535),
   PUBLIC_BASE_URL: z.string().optional(),
+  /**
+   * The proxies in front of the server whose X-Forwarded-For / X-Forwarded-Proto are believed: a comma-separated
+   * list of addresses, CIDR ranges and proxy-addr's names (`loopback`, `linklocal`, `uniquelocal`), or a hop
+   * count. Off by default: the client is the socket's peer. Read by `trustProxySetting`.
+   */
+  TRUST_PROXY: z.string().optional(),
   REDIS_URL: z.string().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Spec: 100 requests per minute per token. */
@@ -138,6 +145,8 @@ export type Config = {
   host: string;
   port: number;
   publicBaseUrl: string | undefined;
+  /** Fastify's `trustProxy`: off, the trusted proxies' addresses and ranges, or a hop count (TRUST_PROXY). */
+  trustProxy: TrustProxy;
   redisUrl: string | undefined;
   logLevel: string;
   rateLimitPerMinute: number;
@@ -218,6 +227,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
     host: overrides.host ?? e.HOST,
     port: overrides.port ?? e.PORT,
     publicBaseUrl: e.PUBLIC_BASE_URL,
+    trustProxy: trustProxySetting(e.TRUST_PROXY),
     redisUrl: e.REDIS_URL,
     logLevel: e.LOG_LEVEL,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
@@ -266,6 +276,41 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
   if (mode === "live") assertLiveSettings(config);
   if (mode === "live" && config.chain.sandboxRpcUrl) throw new ConfigError("SANDBOX_CHAIN_RPC_URL is for the sandbox only; live mode uses BASE_RPC_URL.");
   return config;
+}
+
+export type TrustProxy = false | number | readonly string[];
+
+/** More hops than any real chain of proxies (a CDN, a load balancer, an ingress). */
+const TRUST_PROXY_HOPS_MAX = 10;
+const PROXY_ADDR_NAMES: ReadonlySet<string> = new Set(["loopback", "linklocal", "uniquelocal"]);
+
+/**
+ * TRUST_PROXY as Fastify's `trustProxy`. `true` (every peer) is refused: any client could then name itself
+ * in X-Forwarded-For and escape its sign-in limit.
+ */
+function trustProxySetting(raw: string | undefined): TrustProxy {
+  const value = (raw ?? "").trim();
+  if (value === "" || value === "false" || value === "0") return false;
+  const how = "Give the addresses or CIDR ranges of the proxies in front of the server (TRUST_PROXY=10.0.0.7,10.1.0.0/16), or the number of proxies (TRUST_PROXY=1)";
+  if (value === "true") throw new ConfigError(`TRUST_PROXY=true trusts every peer, so any client could choose its own address. ${how}.`);
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value);
+    if (hops > TRUST_PROXY_HOPS_MAX) throw new ConfigError(`TRUST_PROXY: a hop count of ${hops}; it is at most ${TRUST_PROXY_HOPS_MAX}. ${how}.`);
+    return hops;
+  }
+  const entries = value.split(",").map((x) => x.trim());
+  for (const entry of entries) {
+    if (entry === "") throw new ConfigError(`TRUST_PROXY has an empty entry ("${value}"). ${how}.`);
+    if (PROXY_ADDR_NAMES.has(entry)) continue;
+    const [address, prefix, ...rest] = entry.split("/");
+    const family = isIP(address!);
+    if (family === 0 || rest.length > 0) throw new ConfigError(`TRUST_PROXY: "${entry}" is not an IP address, a CIDR range or one of loopback, linklocal, uniquelocal (names are not resolved). ${how}.`);
+    const prefixMax = family === 4 ? 32 : 128;
+    if (prefix !== undefined && !(/^\d{1,3}$/.test(prefix) && Number(prefix) <= prefixMax)) {
+      throw new ConfigError(`TRUST_PROXY: "${entry}" has a prefix length that is not 0-${prefixMax}. ${how}.`);
+    }
+  }
+  return entries;
 }
 
 /** Which off-ramp: Bridge when its settings are given (live), the built-in one in the sandbox. */

@@ -76,25 +76,3 @@ export function hashToken(token: string): string {
 export function displayPrefix(token: string): string {
   return token.slice(0, token.indexOf("_", 3) + 1 + 4);
 }
-
-/** An Agent Wallet token's (or admin credential's) prefix: any text that carries it is treated as carrying a token. */
-const SERVICE_TOKEN_PREFIX = /aw_(live|test|admin)_/;
-
-/**
- * True when the text, or its percent-decoding (up to twice), contains a token prefix: such text is never
- * forwarded to a payment target or stored (a token in an x402 URL's query is found too).
- */
-export function carriesServiceToken(text: string): boolean {
-  let t = text;
-  for (let round = 0; round < 3; round++) {
-    if (SERVICE_TOKEN_PREFIX.test(t)) return true;
-    if (!t.includes("%")) return false;
-    try {
-      t = decodeURIComponent(t);
-    } catch {
-      // Not valid percent-encoding as a whole: decode what can be decoded.
-      t = t.replace(/%[0-9a-fA-F]{2}/g, (m) => String.fromCharCode(Number.parseInt(m.slice(1), 16)));
-    }
-  }
-  return SERVICE_TOKEN_PREFIX.test(t);
-}

@@ -21,13 +21,16 @@ describe.each(dialects)("bad input is refused and moves nothing (%s)", (dialect)
   let target: Server;
   let targetUrl: string;
   let targetHits = 0;
+  let leaked = "";
   beforeAll(async () => {
     pg = dialect === "postgres" ? await createPgSchema() : undefined;
     s = await startTestServer({ database: dialect, databaseUrl: pg?.url, env: { RATE_LIMIT_PER_MINUTE: "100000" } });
     await s.fund(10_000_000n);
     // A target that would be paid: it must never see a request that carries one of our tokens.
-    target = createServer((_req, res) => {
+    target = createServer((req, res) => {
       targetHits++;
+      // A target that echoes a token it learned elsewhere: its reply must never be stored or returned with it.
+      if (req.url === "/leak") return void res.writeHead(200, { "content-type": "application/json", "x-echo": leaked, "x-echo-b64": Buffer.from(leaked).toString("base64") }).end(JSON.stringify({ echo: leaked, note: "kept" }));
       res.writeHead(200, { "content-type": "application/json" }).end("{}");
     });
     await new Promise<void>((r) => target.listen(0, "127.0.0.1", r));
@@ -116,6 +119,49 @@ describe.each(dialects)("bad input is refused and moves nothing (%s)", (dialect)
     expect(targetHits).toBe(1);
   });
 
+  test("error: a token encoded as the target would decode it (JSON escapes, HTML references, base64, percent-encoded four times) is refused, never sent or stored", async () => {
+    const other = await s.createToken(["read"]);
+    const b64 = (text: string) => Buffer.from(text).toString("base64");
+    const fourTimes = [1, 2, 3, 4].reduce((text) => encodeURIComponent(text).replace(/_/g, "%5F"), other);
+    const before = targetHits;
+    await nothingMoves(async () => {
+      for (const body of [
+        { recipient: `${targetUrl}/paid`, method: "POST", body: `{"token":"${other.replace(/_/g, "\\u005f")}"}` },
+        { recipient: `${targetUrl}/paid`, method: "POST", body: `<input name="t" value="${other.replace(/_/g, "&#95;")}">` },
+        { recipient: `${targetUrl}/paid`, headers: { authorization: `Basic ${b64(`agent:${other}`)}` } },
+        { recipient: `${targetUrl}/paid?t=${Buffer.from(other).toString("base64url")}` },
+        { recipient: `${targetUrl}/paid?t=${fourTimes}` },
+        { recipient: recipient, amount_usd: 0.01, description: other.replace(/_/g, "&lowbar;") },
+      ]) {
+        const r = await post("/v1/pay", body);
+        expect(r.status, JSON.stringify(body)).toBe(400);
+        expect(r.json.code).toBe("token_in_request");
+      }
+      // The JSON body itself written with escapes is the same text once parsed.
+      const escaped = await send("/v1/pay", `{"recipient":"${targetUrl}/paid","method":"POST","body":"${other.replace(/_/g, "\\u005f")}"}`);
+      expect(escaped.json.code).toBe("token_in_request");
+    });
+    expect(targetHits).toBe(before);
+    for (const table of ["payments", "transactions", "kv", "idempotency_keys"] as const) {
+      const rows = await dbOf(s.server.ctx.ledger).selectFrom(table).selectAll().execute();
+      expect(JSON.stringify(rows)).not.toContain(other.slice(8));
+    }
+  });
+
+  test("behavior: a target's reply that echoes a token is returned and stored with the token cut out", async () => {
+    leaked = await s.createToken(["read"]);
+    const res = await fetch(`${s.baseUrl}/v1/pay`, { method: "POST", headers: { authorization: `Bearer ${s.token}`, "content-type": "application/json", "idempotency-key": "leak-1" }, body: JSON.stringify({ recipient: `${targetUrl}/leak` }) });
+    expect(res.status).toBe(200);
+    const answer = await res.text();
+    expect(answer).not.toContain(leaked.slice(8));
+    expect(answer).not.toContain(Buffer.from(leaked).toString("base64").slice(0, 20));
+    expect(answer).toContain("kept");
+    const stored = JSON.stringify(await dbOf(s.server.ctx.ledger).selectFrom("idempotency_keys").selectAll().execute());
+    expect(stored).toContain("kept");
+    expect(stored).not.toContain(leaked.slice(8));
+    expect(stored).not.toMatch(/aw_(test|live)_/);
+  });
+
   test("error: a usdc_transfer to one of the service's own addresses is refused; another project's wallet is paid and credited there", async () => {
     const chain = s.server.chain!;
     const wallet = (await s.server.ctx.ledger.balances.get(s.projectId))!.wallet_address!;
@@ -183,6 +229,10 @@ describe("malformed HTTP is answered {detail, code}, never Fastify's own shape",
     ["a control character in a header", "GET /v1/balance HTTP/1.1\r\nHost: x\r\nX-Probe: a\x01b\r\n\r\n", 400, "malformed_http"],
     ["a header section too large", `GET /v1/balance HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`, 431, "headers_too_large"],
     ["an unknown route", "GET /v1/nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 404, "not_found"],
+    ["an HTTP/1.1 request without Host", "GET /v1/balance HTTP/1.1\r\nConnection: close\r\n\r\n", 400, "malformed_http"],
+    ["an HTTP/1.1 POST without Host", "POST /v1/pay HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}", 400, "malformed_http"],
+    ["Content-Encoding gzip on a plain body", `POST /v1/pay HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`, 415, "unsupported_media_type"],
+    ["charset=utf-16", `POST /v1/pay HTTP/1.1\r\nHost: x\r\nContent-Type: application/json; charset=utf-16\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`, 415, "unsupported_media_type"],
     ["a body that is not JSON", "POST /v1/pay HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 3\r\nConnection: close\r\n\r\n{x}", 400, "invalid_request"],
   ])("error: %s", async (_name, bytes, status, code) => {
     const answer = await raw(bytes);

@@ -6,7 +6,8 @@ import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import { buildOpenApiDocument, limits } from "@agentwallet/api";
-import Fastify, { LogController, type FastifyInstance, type FastifyReply } from "fastify";
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from "fastify";
+import type { Config } from "../config.ts";
 import type { HttpDeps } from "./httpDeps.ts";
 import { getLimits } from "../services/spendingControls.ts";
 import { getBalance } from "../services/getBalance.ts";
@@ -20,6 +21,7 @@ import { statusOf } from "./errorStatus.ts";
 import { parseListQuery } from "./listQuery.ts";
 import type { Metrics } from "./metrics.ts";
 import { registerJsonBodyParser } from "./jsonBody.ts";
+import { refuseAtTheEdge } from "./requestEdges.ts";
 import { registerPaymentRoutes } from "./paymentRoutes.ts";
 import { registerWebhookRoutes } from "./webhookRoutes.ts";
 import { registerAdminRoutes } from "./adminRoutes.ts";
@@ -46,6 +48,10 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
       reply.code(400).send({ detail: `Malformed request: ${err.code === "FST_ERR_BAD_URL" ? "the URL is not valid (bad percent-encoding)" : err.message}.`, code: "malformed_http" });
     },
     return503OnClosing: false,
+    // The client's address and protocol (sign-in limits, logs, the Secure cookie) as the trusted proxies report them.
+    trustProxy: trustProxyOption(ctx.config.trustProxy),
+    // A missing Host is answered by the onRequest hook (requestEdges.ts) in our shape, not by Node with an empty 400.
+    http: { requireHostHeader: false },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   });
   let closing = false;
@@ -66,6 +72,11 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
       reply.code(503).header("connection", "close").send({ detail: "The server is shutting down; retry in a moment (or on another instance).", code: "shutting_down" });
       return;
     }
+    const refused = refuseAtTheEdge(req.raw.httpVersion, req.headers);
+    if (refused) {
+      reply.code(refused.status).header("connection", "close").send({ detail: refused.detail, code: refused.code });
+      return;
+    }
     done();
   });
   // Histogram children by (method, route, status), looked up once: labels() hashes on every call.
@@ -78,7 +89,7 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
     const ms = reply.elapsedTime;
     child.observe(ms / 1000);
     // One line per request; the Authorization header is never part of it.
-    if (ctx.logger.isLevelEnabled("info")) req.log.info({ method: req.method, route, status: reply.statusCode, ms: Math.round(ms * 10) / 10, token_id: req.principal?.tokenId, admin_id: req.admin?.id }, "request");
+    if (ctx.logger.isLevelEnabled("info")) req.log.info({ method: req.method, route, status: reply.statusCode, ms: Math.round(ms * 10) / 10, client_ip: req.ip, token_id: req.principal?.tokenId, admin_id: req.admin?.id }, "request");
     done();
   });
 
@@ -92,11 +103,11 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
     if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
       // Fastify's own client errors: bad JSON, wrong content type, body too large.
       const detail =
-        fe.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE" ? "Content-Type must be application/json."
+        fe.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE" ? "Content-Type must be application/json (UTF-8)."
         : fe.code === "FST_ERR_CTP_BODY_TOO_LARGE" ? "Request body is too large."
         : fe.code === "FST_ERR_CTP_EMPTY_JSON_BODY" ? "Request body is empty; send a JSON object."
         : `Malformed request: ${fe.message ?? "invalid"}`;
-      return reply.code(fe.statusCode).send({ detail, code: "invalid_request" });
+      return reply.code(fe.statusCode).send({ detail, code: fe.statusCode === 415 ? "unsupported_media_type" : "invalid_request" });
     }
     req.log.error({ err }, "unhandled error");
     return reply.code(500).send({ detail: `Internal error. Nothing was charged by this failure unless GET /v1/transactions shows it. Request id: ${req.id}.`, code: "internal_error" });
@@ -163,6 +174,16 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
   registerAdminWebhookRoutes(app as unknown as FastifyInstance, ctx);
   registerConsoleRoutes(app as unknown as FastifyInstance, ctx, options.console ?? {});
   return app as unknown as FastifyInstance;
+}
+
+/**
+ * TRUST_PROXY as Fastify takes it. A hop count becomes proxy-addr's own rule (the first `hops` addresses from
+ * the socket are proxies): Fastify 5 no longer applies a bare number to the client's address.
+ */
+function trustProxyOption(trust: Config["trustProxy"]): FastifyServerOptions["trustProxy"] {
+  if (trust === false) return false;
+  if (typeof trust === "number") return (_address: string, hop: number) => hop < trust;
+  return [...trust];
 }
 
 /**

@@ -9,7 +9,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { badRequest } from "../domain/errors.ts";
-import { carriesServiceToken } from "../tokens.ts";
+import { carriesServiceToken } from "../tokenScan.ts";
 
 export function registerJsonBodyParser(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser("error", "error");
@@ -82,7 +82,7 @@ export function findDuplicateKey(text: string): { key: string; path: string } | 
 }
 
 /**
- * Where a parsed JSON value carries one of our tokens (in a string or a key, as is or percent-decoded,
+ * Where a parsed JSON value carries one of our tokens (in a string or a key, as a target would decode it: tokenScan.ts,
  * so a token in a URL's query is found too), as a path; undefined if nowhere. Iterative: no recursion
  * depth to exhaust.
  */

@@ -12,7 +12,7 @@ import { badRequest } from "../domain/errors.ts";
 import type { Metrics } from "./metrics.ts";
 import { parseOr400 } from "./validation.ts";
 import { parseDecimalAmount } from "../money.ts";
-import { carriesServiceToken } from "../tokens.ts";
+import { carriesServiceToken } from "../tokenScan.ts";
 import { type Created, createPayment } from "../services/payments/createPayment.ts";
 import type { PaymentRow } from "../ledger/store.ts";
 import { checkAddress, classifyRecipient, fiatIntent, payIntent, usdcIntent, x402Request } from "../services/payments/parsePay.ts";

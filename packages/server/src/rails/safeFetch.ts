@@ -47,7 +47,7 @@ import type { Duplex } from "node:stream";
 import { Client, Pool, buildConnector } from "undici";
 import { checkAddress, ipLiteralFromHostname } from "./ipPolicy.ts";
 import { SafeFetchError } from "./safeFetchErrors.ts";
-import { carriesServiceToken } from "../tokens.ts";
+import { carriesServiceToken } from "../tokenScan.ts";
 
 /** Node's `dns.lookup` with `{ all: true }`; tests inject one that resolves names to loopback. */
 export type LookupFunction = (

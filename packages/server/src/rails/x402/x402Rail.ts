@@ -15,6 +15,7 @@ import { type Address, type Hex, getAddress } from "viem";
 import type { X402Rail, X402Call, X402Quote, X402Signature, X402PaidOutcome } from "../rails.ts";
 import { HOP_BY_HOP, type LookupFunction, type PreparedRequest, type SafeFetch, type SafeFetchResponse, createSafeFetcher } from "../safeFetch.ts";
 import { SafeFetchError } from "../safeFetchErrors.ts";
+import { redactServiceTokens } from "../../tokenScan.ts";
 import { USDC_EIP712 } from "../eip3009.ts";
 import { type X402Deps, advanceX402Payment, settledState } from "./advanceX402Payment.ts";
 import { type ChosenRequirement, type RequirementPolicy, chooseRequirement } from "./chooseRequirement.ts";
@@ -148,9 +149,15 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
   };
 }
 
-/** The target's reply as the API returns it: status, end-to-end headers (lowercased; hop-by-hop ones describe our connection), body. */
+/**
+ * The target's reply as the API returns and stores it: status, end-to-end headers (lowercased; hop-by-hop ones
+ * describe our connection), body. A token of ours in it (a target echoing one it was given elsewhere) is cut
+ * out first; where one is encoded so that it cannot be cut out alone, the whole value is replaced.
+ */
 function proxied(reply: SafeFetchResponse): ProxiedResponse {
   const listed = new Set((reply.headers.connection ?? "").split(",").map((t) => t.trim().toLowerCase()));
-  const headers = Object.fromEntries(Object.entries(reply.headers).filter(([name]) => !HOP_BY_HOP.has(name) && !listed.has(name)));
-  return { status_code: reply.status, headers, body: reply.body };
+  const headers = Object.fromEntries(Object.entries(reply.headers).filter(([name]) => !HOP_BY_HOP.has(name) && !listed.has(name)).map(([name, value]) => [name, redactServiceTokens(value) ?? REDACTED]));
+  return { status_code: reply.status, headers, body: redactServiceTokens(reply.body) ?? REDACTED };
 }
+
+const REDACTED = "[redacted: the target's reply carried an Agent Wallet API token]";
