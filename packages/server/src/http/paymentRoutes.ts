@@ -15,7 +15,7 @@ import { parseDecimalAmount } from "../money.ts";
 import { carriesServiceToken } from "../tokens.ts";
 import { type Created, createPayment } from "../services/payments/createPayment.ts";
 import type { PaymentRow } from "../ledger/store.ts";
-import { checkAddress, classifyRecipient, fiatIntent, payIntent, usdcIntent, x402Request } from "../services/payments/parsePay.ts";
+import { checkAddress, checkUrl, classifyRecipient, fiatIntent, payIntent, usdcIntent, x402Request } from "../services/payments/parsePay.ts";
 import { renderLegacyPayment, renderPay, renderUsdcTransfer, renderX402, renderX402FreeReply } from "../services/payments/render.ts";
 
 /**
@@ -103,7 +103,7 @@ export function registerPaymentRoutes(app: FastifyInstance, ctx: HttpDeps, metri
     requireActive(p);
     const body = parseOr400(X402PayRequest, req.body);
     // This body has no idempotency_key and no description; the header alone can give a key.
-    const request = x402Request({ ...body, idempotency_key: headerIdempotencyKey(req, undefined), description: undefined }, body.url);
+    const request = x402Request({ ...body, idempotency_key: headerIdempotencyKey(req, undefined), description: undefined }, checkUrl(body.url, "url"));
     return answer(reply, metrics, await createPayment(ctx, p, request), renderX402, renderX402FreeReply);
   });
 }
