@@ -187,7 +187,7 @@ async function limitsOf(ctx: SpendingContext, of: { tokenId: string; projectId: 
       .filter((l) => l.interval !== "per_payment")
       .map((l) => ({ scope: s.scope, scopeId: s.id, kind: l.interval as WindowKind, start: windowStart(l.interval as WindowKind, now), limitMicros: l.amountMicros })),
   );
-  const spent = await ctx.ledger.windowSpending(windows.map((w) => ({ scopeId: w.scopeId, kind: w.kind, start: w.start })));
+  const spent = await ctx.ledger.windowSpending(windows.map((w) => ({ scope: w.scope, scopeId: w.scopeId, kind: w.kind, start: w.start, projectId: of.projectId })));
   return {
     token: renderControls(of.token),
     project: renderControls(of.project),
