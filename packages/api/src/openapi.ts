@@ -30,7 +30,7 @@ const errorResponses = {
 };
 const payErrors = {
   ...errorResponses,
-  "409": { description: "A request with the same idempotency key is still in flight.", schema: s.ErrorBody },
+  "409": { description: "A request with the same idempotency key is still in flight (idempotency_in_flight), or, on a deprecated endpoint, the key belongs to a payment of another rail (idempotency_key_reused).", schema: s.ErrorBody },
   "502": { description: "The payment provider, the target API or the facilitator failed.", schema: s.ErrorBody },
 };
 

@@ -212,19 +212,26 @@ export const IdempotencyKey = z
       "Letters, digits, _ - : . only; at most 255 characters.",
   );
 
+/**
+ * A bank account's two numbers as every endpoint takes them: a payment's recipient, and an allow- or
+ * block-list entry (the admin API, the CLI), so a list can name exactly the accounts a payment can pay.
+ */
+export const RoutingNumber = z
+  .string()
+  .regex(routingNumberPattern, "must be exactly 9 digits")
+  .refine(abaChecksumValid, "is not a valid ABA routing number (its check digit does not match; check it for typos)")
+  .describe("ABA routing number, exactly 9 digits.");
+export const AccountNumber = z
+  .string()
+  .min(limits.bankAccountNumberMinChars)
+  .max(limits.bankAccountNumberMaxChars)
+  .describe("Bank account number, 4-34 characters.");
+
 export const BankRecipient = z
   .strictObject({
     name: z.string().min(1).max(limits.bankNameMaxChars).describe("Account holder name, 1-200 characters."),
-    account_number: z
-      .string()
-      .min(limits.bankAccountNumberMinChars)
-      .max(limits.bankAccountNumberMaxChars)
-      .describe("Bank account number, 4-34 characters."),
-    routing_number: z
-      .string()
-      .regex(routingNumberPattern, "must be exactly 9 digits")
-      .refine(abaChecksumValid, "is not a valid ABA routing number (its check digit does not match; check it for typos)")
-      .describe("ABA routing number, exactly 9 digits."),
+    account_number: AccountNumber,
+    routing_number: RoutingNumber,
     email: z.string().max(limits.bankEmailMaxChars).optional().describe("Recipient email, up to 254 characters."),
   })
   .meta({ id: "BankRecipient" });
@@ -432,7 +439,7 @@ export const SpendingLimit = z
 
 const RecipientRule = z.union([
   z.string().min(1).max(253).describe("An x402 host (api.example.com, *.example.com), an EVM address (0x…), or bank:ROUTING:ACCOUNT."),
-  z.object({ routing_number: z.string().regex(routingNumberPattern), account_number: z.string().regex(/^[0-9]{4,17}$/) }).strict(),
+  z.object({ routing_number: RoutingNumber, account_number: AccountNumber }).strict(),
 ]);
 
 /** Controls as an operator writes them: every field optional; on an update, the fields given replace theirs. */

@@ -2,9 +2,12 @@
  * Spending controls, as the ledger's hold judges them. A token and its project may each carry
  * controls; a payment must pass both (the stricter wins). Static rules — rails, recipients, the
  * per-payment cap and the approval threshold — are judged here, in pure functions; the windows
- * (daily, weekly, monthly, all-time) are counter rows keyed by (scope, kind, window start) that the
- * hold moves by a conditional update in the same write as the balance's debit (store.ts, and
- * aw_hold_batch on PostgreSQL). A window rolls over by itself: a new start is a new row.
+ * (daily, weekly, monthly, all-time) are counter rows keyed by (scope, kind, window start), judged and
+ * moved in the same write as the balance's debit (store.ts, and aw_hold_batch on PostgreSQL). A window
+ * rolls over by itself: a new start is a new row. A counter is a cache of the ledger: a hold judged by
+ * a window without a row first writes the sum of that window's payments (so a limit set mid-window
+ * counts what was already spent), and every hold, with controls or none, adds its amount to each
+ * existing counter of its windows (`countedWindows`), so an existing row stays equal to that sum.
  *
  * Amounts are payment amounts in micro-USDC (what reaches the payee), never the fee.
  */
@@ -65,6 +68,25 @@ export function windowStart(kind: WindowKind, at: Date): string {
   return d.toISOString();
 }
 
+export const WINDOW_KINDS: readonly WindowKind[] = ["daily", "weekly", "monthly", "all_time"];
+
+/** A window counter's key, as payments store the list of theirs: [token or project id, kind, start]. */
+export type WindowKey = [scopeId: string, kind: WindowKind, start: string];
+
+/**
+ * Every window counter a payment made at `at` belongs to: each kind, of its token (when known) and of its
+ * project. The hold adds the amount to those that exist; a failure or reversal takes it back (a trigger).
+ */
+export function countedWindows(tokenId: string | null, projectId: string, at: Date): WindowKey[] {
+  const scopes = tokenId === null ? [projectId] : [tokenId, projectId];
+  return scopes.flatMap((id) => WINDOW_KINDS.map((kind): WindowKey => [id, kind, windowStart(kind, at)]));
+}
+
+/** The payments a window holds: `created_at` in [from, to) (ISO 8601 strings compare in time order). */
+export function windowBounds(kind: WindowKind, start: string): { from: string; to: string } {
+  return kind === "all_time" ? { from: "", to: "~" } : { from: start, to: windowEnd(kind, start)! };
+}
+
 /** When the window starting at `start` ends (null for all_time). */
 export function windowEnd(kind: WindowKind, start: string): string | null {
   if (kind === "all_time") return null;
@@ -83,7 +105,7 @@ export function usd(micros: number): string {
 const WINDOW_NAME: Record<WindowKind, string> = { daily: "daily", weekly: "weekly", monthly: "monthly", all_time: "all-time" };
 
 function windowText(kind: WindowKind, start: string): string {
-  return kind === "all_time" ? "since the limit was set" : `in the window ${start} – ${windowEnd(kind, start)} (UTC)`;
+  return kind === "all_time" ? "in all" : `in the window ${start} – ${windowEnd(kind, start)} (UTC)`;
 }
 
 /** The refusal of a window that the payment would take past its limit. */

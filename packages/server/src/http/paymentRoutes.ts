@@ -8,26 +8,41 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { HttpDeps } from "./httpDeps.ts";
 import { principalOf, tokenAuth } from "./auth.ts";
 import { requireActive, requirePermission } from "../domain/principal.ts";
-import { badRequest } from "../domain/errors.ts";
+import { badRequest, conflict } from "../domain/errors.ts";
 import type { Metrics } from "./metrics.ts";
 import { parseOr400 } from "./validation.ts";
 import { parseDecimalAmount } from "../money.ts";
 import { carriesServiceToken } from "../tokenScan.ts";
 import { type Created, createPayment } from "../services/payments/createPayment.ts";
 import type { PaymentRow } from "../ledger/store.ts";
-import { checkAddress, classifyRecipient, fiatIntent, payIntent, usdcIntent, x402Request } from "../services/payments/parsePay.ts";
+import { checkAddress, checkUrl, classifyRecipient, fiatIntent, payIntent, usdcIntent, x402Request } from "../services/payments/parsePay.ts";
 import { renderLegacyPayment, renderPay, renderUsdcTransfer, renderX402, renderX402FreeReply } from "../services/payments/render.ts";
 
 /**
  * The core's answer on the wire: 201 for a new USDC or bank payment, 200 for x402 (a payment or the
  * target's free reply) and for a repeat of a key, with `Idempotent-Replayed: true`.
  */
-function answer<T>(reply: FastifyReply, metrics: Metrics, created: Created, render: (p: PaymentRow) => T, renderReply?: (body: PayResponse) => unknown) {
+function answer<T>(reply: FastifyReply, metrics: Metrics, created: Created, render: (p: PaymentRow) => T, renderReply?: (body: PayResponse) => unknown, shows?: PaymentRow["rail"]) {
+  if (created.replayed && created.kind === "payment" && shows !== undefined && created.payment.rail !== shows) throw keyReused(created.payment, shows);
   if (created.replayed) reply.header("idempotent-replayed", "true");
   if (created.kind === "reply") return reply.code(200).send(renderReply ? renderReply(created.body) : created.body);
   const x402 = created.payment.rail === "x402";
   if (!created.replayed && !x402) metrics.payments.labels(created.payment.rail, "accepted").inc();
   return reply.code(created.replayed || x402 ? 200 : 201).send(render(created.payment));
+}
+
+const RAIL_NAME: Record<PaymentRow["rail"], string> = { x402: "an x402 payment", usdc_transfer: "a USDC transfer", fiat: "a bank payment" };
+
+/**
+ * A deprecated endpoint states only its own rail's payments, in its own units (cents, USDC, micro-USDC):
+ * a key that names another rail's payment was used for a different request, and is refused rather
+ * than answered with an amount that endpoint would misstate (decisions.md, "A key on another endpoint").
+ */
+function keyReused(p: PaymentRow, shows: PaymentRow["rail"]) {
+  return conflict(
+    "idempotency_key_reused",
+    `The idempotency_key "${p.idempotency_key}" belongs to ${RAIL_NAME[p.rail]} (${p.id}), which this endpoint, made for ${RAIL_NAME[shows].replace(/^an? /, "")}s, cannot show. Use a new key for a new payment, or read that one with GET /v1/transactions/${p.id} or by repeating it on POST /v1/pay.`,
+  );
 }
 
 /**
@@ -83,7 +98,7 @@ export function registerPaymentRoutes(app: FastifyInstance, ctx: HttpDeps, metri
     const p = principalOf(req);
     const body = parseOr400(LegacyPaymentRequest, withHeaderKey(req));
     const intent = fiatIntent({ bank: body.recipient, amountCents: body.amount, principal: p, description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null, metadata: body.metadata ?? null });
-    return answer(reply, metrics, await createPayment(ctx, p, intent), renderLegacyPayment);
+    return answer(reply, metrics, await createPayment(ctx, p, intent), renderLegacyPayment, undefined, "fiat");
   });
 
   app.post("/v1/usdc/transfer", { preHandler: [deprecated, payer] }, async (req, reply) => {
@@ -95,7 +110,7 @@ export function registerPaymentRoutes(app: FastifyInstance, ctx: HttpDeps, metri
     if (!parsed.ok) throw badRequest("invalid_amount", `amount_usdc ${parsed.reason} (USDC has 6 decimals).`);
     if (body.amount_usdc > limits.usdcTransferMaxUsd) throw badRequest("invalid_amount", `amount_usdc must be at most ${limits.usdcTransferMaxUsd}.`);
     const intent = usdcIntent({ address, amountMicros: parsed.units, principal: p, description: body.description ?? null, idempotencyKey: body.idempotency_key ?? null, metadata: body.metadata ?? null });
-    return answer(reply, metrics, await createPayment(ctx, p, intent), renderUsdcTransfer);
+    return answer(reply, metrics, await createPayment(ctx, p, intent), renderUsdcTransfer, undefined, "usdc_transfer");
   });
 
   app.post("/v1/x402/pay", { preHandler: [deprecated, tokenAuth(ctx, "x402")] }, async (req, reply) => {
@@ -103,7 +118,7 @@ export function registerPaymentRoutes(app: FastifyInstance, ctx: HttpDeps, metri
     requireActive(p);
     const body = parseOr400(X402PayRequest, req.body);
     // This body has no idempotency_key and no description; the header alone can give a key.
-    const request = x402Request({ ...body, idempotency_key: headerIdempotencyKey(req, undefined), description: undefined }, body.url);
-    return answer(reply, metrics, await createPayment(ctx, p, request), renderX402, renderX402FreeReply);
+    const request = x402Request({ ...body, idempotency_key: headerIdempotencyKey(req, undefined), description: undefined }, checkUrl(body.url, "url"));
+    return answer(reply, metrics, await createPayment(ctx, p, request), renderX402, renderX402FreeReply, "x402");
   });
 }

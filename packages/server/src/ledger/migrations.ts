@@ -5,7 +5,8 @@
 import { type Kysely, type Migration, Migrator, sql } from "kysely";
 import type { Dialect } from "./db.ts";
 import { statusHistoryTriggers, webhookTriggers } from "./webhookOutbox.ts";
-import { PG_BATCH_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
+import { PG_BATCH_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
+import { countedWindows } from "../domain/spending.ts";
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   // `seq` gives every row a strictly increasing number: the stable tie-break for ordering.
@@ -311,6 +312,21 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         else await sql.raw(SQLITE_RELEASE_SPENDING_TRIGGER).execute(db);
       },
     },
+    "0022_spending_windows": {
+      // Window counters count every payment, with controls or none (domain/spending.ts): a limited window
+      // without a row is first written as the sum of its payments (the index below finds them), so a
+      // limit set mid-window counts what was spent before it. The counters kept so far missed payments
+      // of tokens without controls, so they go (the next judged hold writes each again from the
+      // ledger), and each payment that can still fail or be reversed lists every window it is in, for
+      // the release trigger. Payments made before this by tokens without controls name no token: they
+      // count in their project's windows only.
+      async up(db: Kysely<any>) {
+        await db.schema.createIndex("payments_project_created").on("payments").columns(["project_id", "created_at"]).execute();
+        await db.deleteFrom("spend_windows").execute();
+        await listCountedWindows(db);
+        if (dialect === "postgres") for (const fn of PG_COUNTING_HOLD_FUNCTIONS) await sql.raw(fn).execute(db);
+      },
+    },
     "0012_webhooks": {
       // Webhooks to clients (webhookOutbox.ts): endpoints, the outbox and its deliveries, and the
       // triggers that write an event in the same transaction as the status change it reports. A seen
@@ -477,6 +493,33 @@ async function moveKvIdempotencyKeys(db: Kysely<any>, nowMs = Date.now()): Promi
     await db.deleteFrom("kv").where("key", "=", row.key).execute();
   }
   return rows.length;
+}
+
+/** Rows of payments read at once by the 0022 backfill. */
+const COUNTED_BACKFILL_PAGE = 1_000;
+
+/**
+ * Migration 0022: each payment that can still give its amount back (open, or a completed bank payment an
+ * ACH return can reverse) lists every window counter it is in, as holds now write it.
+ */
+async function listCountedWindows(db: Kysely<any>): Promise<void> {
+  let after = "";
+  for (;;) {
+    const rows: { id: string; project_id: string; token_id: string | null; created_at: string }[] = await db
+      .selectFrom("payments")
+      .select(["id", "project_id", "token_id", "created_at"])
+      .where("id", ">", after)
+      .where((eb: any) => eb.or([eb("status", "in", ["pending", "processing"]), eb.and([eb("status", "=", "completed"), eb("rail", "=", "fiat")])]))
+      .orderBy("id")
+      .limit(COUNTED_BACKFILL_PAGE)
+      .execute();
+    for (const r of rows) {
+      const windows = JSON.stringify(countedWindows(r.token_id, r.project_id, new Date(r.created_at)));
+      await db.updateTable("payments").set({ spend_windows: windows }).where("id", "=", r.id).execute();
+    }
+    if (rows.length < COUNTED_BACKFILL_PAGE) return;
+    after = rows[rows.length - 1]!.id;
+  }
 }
 
 /** Numbers rows without a position by creation time, then insertion sequence, per project. */

@@ -197,7 +197,9 @@ export const PG_RESOLVE_BATCH_0004 = RESOLVE_BATCH_V2;
  * still does not fit is a broken invariant and fails the call. A refused window is answered by its
  * index (1-based) and what was spent in it.
  */
-const HOLD_BATCH_WITH_WINDOWS = `
+/** aw_hold_batch with windows: how a window's spent is read (into v_spent) and how a held payment moves the counters vary by migration. */
+function holdBatchWithWindows(readSpent: string, moveCounters: string): string {
+  return `
 create function aw_hold_batch(p_project text, p_holds jsonb)
 returns table (hold_index integer, held boolean, available_after bigint, refused_window integer, window_spent bigint)
 language plpgsql as $fn$
@@ -229,9 +231,7 @@ begin
     held := v_available >= v_total;
     if held then
       for v_w, v_wi in select e.value, e.ordinality from jsonb_array_elements(coalesce(v_hold->'windows', '[]'::jsonb)) with ordinality e loop
-        v_spent := coalesce((select w.spent_micros from spend_windows w
-          where w.scope_id = v_w->>'scope_id' and w.kind = v_w->>'kind' and w.window_start = v_w->>'start'), 0);
-        if v_spent + v_amount > (v_w->>'limit')::bigint then
+${readSpent}        if v_spent + v_amount > (v_w->>'limit')::bigint then
           held := false;
           refused_window := v_wi;
           window_spent := v_spent;
@@ -240,16 +240,7 @@ begin
       end loop;
     end if;
     if held then
-      for v_w in select e.value from jsonb_array_elements(coalesce(v_hold->'windows', '[]'::jsonb)) e loop
-        insert into spend_windows as w (scope_id, kind, window_start, spent_micros)
-          values (v_w->>'scope_id', v_w->>'kind', v_w->>'start', v_amount)
-          on conflict (scope_id, kind, window_start) do update set spent_micros = w.spent_micros + excluded.spent_micros
-          where w.spent_micros + excluded.spent_micros <= (v_w->>'limit')::bigint;
-        if not found then
-          raise exception 'spending window % of project % moved under the balance lock', v_w, p_project;
-        end if;
-      end loop;
-      v_available := v_available - v_total;
+${moveCounters}      v_available := v_available - v_total;
       v_taken := v_taken + v_total;
       v_held := v_held + 1;
       insert into payments select * from jsonb_populate_record(null::payments, v_hold->'payment');
@@ -272,6 +263,51 @@ begin
   end if;
 end
 $fn$`;
+}
+
+const HOLD_BATCH_WITH_WINDOWS = holdBatchWithWindows(
+  `        v_spent := coalesce((select w.spent_micros from spend_windows w
+          where w.scope_id = v_w->>'scope_id' and w.kind = v_w->>'kind' and w.window_start = v_w->>'start'), 0);
+`,
+  `      for v_w in select e.value from jsonb_array_elements(coalesce(v_hold->'windows', '[]'::jsonb)) e loop
+        insert into spend_windows as w (scope_id, kind, window_start, spent_micros)
+          values (v_w->>'scope_id', v_w->>'kind', v_w->>'start', v_amount)
+          on conflict (scope_id, kind, window_start) do update set spent_micros = w.spent_micros + excluded.spent_micros
+          where w.spent_micros + excluded.spent_micros <= (v_w->>'limit')::bigint;
+        if not found then
+          raise exception 'spending window % of project % moved under the balance lock', v_w, p_project;
+        end if;
+      end loop;
+`,
+);
+
+/**
+ * aw_hold_batch counting every payment in its windows (migration 0022 replaces 0007's with this one).
+ * Each hold carries `windows`, the limited ones ({scope_id, kind, start, limit, token_id, from, to}),
+ * and `counted`, every counter key of the payment's windows ([scope id, kind, start], spending.ts). A
+ * limited window without a row gets one first, written as the sum of its payments that are neither
+ * failed nor reversed (of the token, or of the whole project; created_at in [from, to)), so a limit set
+ * mid-window counts what was spent before it. A held payment then adds its amount to every existing
+ * row of `counted`, limited or not: an existing row stays equal to its window's sum. The balance row's
+ * lock, taken first, keeps every other writer of the project's counters and payments out meanwhile
+ * (holds, and resolutions and reversals, which lock the balance row before the payment's).
+ */
+const HOLD_BATCH_COUNTING_WINDOWS = holdBatchWithWindows(
+  `        select w.spent_micros into v_spent from spend_windows w
+          where w.scope_id = v_w->>'scope_id' and w.kind = v_w->>'kind' and w.window_start = v_w->>'start';
+        if not found then
+          select coalesce(sum(p.amount_micros), 0) into v_spent from payments p
+            where p.project_id = p_project and (v_w->>'token_id' is null or p.token_id = v_w->>'token_id')
+              and p.created_at >= v_w->>'from' and p.created_at < v_w->>'to' and p.status not in ('failed', 'reversed');
+          insert into spend_windows (scope_id, kind, window_start, spent_micros)
+            values (v_w->>'scope_id', v_w->>'kind', v_w->>'start', v_spent);
+        end if;
+`,
+  `      update spend_windows w set spent_micros = w.spent_micros + v_amount
+        from jsonb_array_elements(coalesce(v_hold->'counted', '[]'::jsonb)) e
+        where w.scope_id = e.value->>0 and w.kind = e.value->>1 and w.window_start = e.value->>2;
+`,
+);
 
 /**
  * A payment that fails or is reversed gives its amount back to each window counter it was counted in
@@ -296,6 +332,9 @@ execute function aw_release_spending()`;
 
 /** Migration 0007 on PostgreSQL: the hold function with windows (replacing 0003's) and the release trigger. */
 export const PG_SPENDING_FUNCTIONS = ["drop function aw_hold_batch(text, jsonb)", HOLD_BATCH_WITH_WINDOWS, RELEASE_SPENDING, RELEASE_SPENDING_TRIGGER];
+
+/** Migration 0022 on PostgreSQL: the hold function that counts every payment in its windows (replacing 0007's). */
+export const PG_COUNTING_HOLD_FUNCTIONS = ["drop function aw_hold_batch(text, jsonb)", HOLD_BATCH_COUNTING_WINDOWS];
 
 /** Migration 0007 on SQLite: the same release as a trigger. */
 export const SQLITE_RELEASE_SPENDING_TRIGGER = `

@@ -21,9 +21,14 @@ import type { Database, PaymentsTable } from "./schema.ts";
 /** One hold's rows: every column of each. Every hold has two transactions (fee, rail) and a two-entry movement. */
 export type PgHold = {
   totalMicros: number;
-  /** The payment amount and the spending windows it must fit (spending.ts); none: no controls. */
+  /**
+   * The payment amount, the limited windows it must fit (spending.ts; none: no limits), each with the
+   * token it counts (null: the whole project) and its bounds of `created_at`, and every counter of the
+   * payment's windows it is added to where one exists (`countedWindows`).
+   */
   amountMicros: number;
-  windows: { scope_id: string; kind: string; start: string; limit: number }[];
+  windows: { scope_id: string; kind: string; start: string; limit: number; token_id: string | null; from: string; to: string }[];
+  counted: [string, string, string][];
   payment: PaymentsTable;
   transactions: Omit<Insertable<Database["transactions"]>, "pos">[];
   journal: Insertable<Database["journal_entries"]>[];
@@ -42,7 +47,7 @@ const BATCH_MAX = 64;
 export function createPgHolds(db: Db): PgHolds {
   /** The holds' outcomes, in order; throws if the call fails (then none of them happened). */
   async function judge(projectId: string, holds: PgHold[]): Promise<PgHoldOutcome[]> {
-    const json = JSON.stringify(holds.map((h) => ({ total: h.totalMicros, amount: h.amountMicros, windows: h.windows, payment: h.payment, transactions: h.transactions, journal: h.journal })));
+    const json = JSON.stringify(holds.map((h) => ({ total: h.totalMicros, amount: h.amountMicros, windows: h.windows, counted: h.counted, payment: h.payment, transactions: h.transactions, journal: h.journal })));
     const query = CompiledQuery.raw(`select "held", "available_after", "refused_window", "window_spent" from aw_hold_batch($1::text, $2::jsonb) order by "hold_index"`, [projectId, json]);
     const rows = (await db.executeQuery(query)).rows as { held: boolean; available_after: number; refused_window: number | null; window_spent: number | null }[];
     // Invariant: one row per hold, in order.

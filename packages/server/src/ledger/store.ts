@@ -36,7 +36,7 @@ import { attachDb } from "./connection.ts";
 import { type LedgerProblem, verifyLedger } from "./verify.ts";
 import { TransactionReads } from "./transactionReads.ts";
 import type { Database, PaymentsTable } from "./schema.ts";
-import { type HoldControls, type Refusal, type SpendWindow, judgeStatic, windowRefusal } from "../domain/spending.ts";
+import { type HoldControls, type Refusal, type SpendWindow, type WindowKey, type WindowKind, countedWindows, judgeStatic, windowBounds, windowRefusal } from "../domain/spending.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 
 export type PaymentRow = PaymentsTable;
@@ -73,6 +73,8 @@ export type NewPayment = {
    * (spending.ts). None: the payment is bounded by the balance alone.
    */
   controls?: HoldControls & { approvalTimeoutMs: number };
+  /** The paying token, recorded on the payment whether or not it has controls (a limit set later counts its payments). */
+  tokenId?: string | null;
 };
 
 /**
@@ -293,15 +295,19 @@ export class Ledger {
   async hold(input: NewPayment): Promise<HoldResult> {
     const total = input.amountMicros + input.feeMicros;
     if (!(Number.isSafeInteger(total) && total > 0)) throw new Error(`hold of invalid amount ${total}`);
+    // One instant for the windows and the payment's created_at, so a window's sum and its counter agree.
+    const now = this.clock();
     let windows: SpendWindow[] = [];
     let approval = false;
     if (input.controls) {
-      const judged = judgeStatic(input.controls, input.projectId, input.rail, input.amountMicros, this.clock());
+      const judged = judgeStatic(input.controls, input.projectId, input.rail, input.amountMicros, now);
       if (judged.kind === "refused") return this.refuse(input, judged.refusal);
       windows = judged.windows;
       approval = judged.approval;
     }
-    const plan = this.holdPlan(input, total, windows, approval);
+    const tokenId = input.tokenId ?? input.controls?.tokenId ?? null;
+    const counted = countedWindows(tokenId, input.projectId, now);
+    const plan = this.holdPlan(input, total, counted, tokenId, approval, now);
     const balances = this.balances;
     const db = this.db;
     const amount = input.amountMicros;
@@ -311,7 +317,8 @@ export class Ledger {
         const o = await this.pgHolds.hold(input.projectId, {
           totalMicros: total,
           amountMicros: amount,
-          windows: windows.map((w) => ({ scope_id: w.scopeId, kind: w.kind, start: w.start, limit: w.limitMicros })),
+          windows: windows.map((w) => ({ scope_id: w.scopeId, kind: w.kind, start: w.start, limit: w.limitMicros, token_id: w.scope === "token" ? w.scopeId : null, ...windowBounds(w.kind, w.start) })),
+          counted,
           payment: plan.payment,
           transactions: plan.transactions,
           journal: plan.journal,
@@ -326,14 +333,15 @@ export class Ledger {
           const balance = (yield balances.statement(input.projectId))[0] as { available_micros: number } | undefined;
           return { kind: "insufficient", availableMicros: balance?.available_micros ?? 0 };
         }
-        // Each window's counter moves only if the amount still fits (a new window is a new row).
+        // Each limited window: its counter (written from the ledger's sum if it has no row yet) must
+        // take the amount; then every existing counter of the payment's windows takes it.
         for (const w of windows) {
-          const moved = yield windowUpsert(w, amount);
-          if (moved.length === 0) {
-            const row = (yield db.selectFrom("spend_windows").select("spent_micros").where("scope_id", "=", w.scopeId).where("kind", "=", w.kind).where("window_start", "=", w.start).compile())[0] as { spent_micros: number } | undefined;
-            throw new WindowRefused(windowRefusal(w, Number(row?.spent_micros ?? 0), amount));
-          }
+          yield windowSeed(w, input.projectId);
+          const row = (yield db.selectFrom("spend_windows").select("spent_micros").where("scope_id", "=", w.scopeId).where("kind", "=", w.kind).where("window_start", "=", w.start).compile())[0] as { spent_micros: number };
+          const spent = Number(row.spent_micros);
+          if (spent + amount > w.limitMicros) throw new WindowRefused(windowRefusal(w, spent, amount));
         }
+        yield countInWindows(counted, amount);
         for (const q of plan.records(Number(debited.tx_count))) yield q;
         return { kind: "held", payment: plan.payment };
       });
@@ -426,15 +434,33 @@ export class Ledger {
     return q.execute();
   }
 
-  /** What is spent in each window (0 for a window without a row yet), in the order asked. */
-  async windowSpending(windows: { scopeId: string; kind: string; start: string }[]): Promise<number[]> {
+  /**
+   * What is spent in each window, in the order asked: its counter, or for a window without one the sum of
+   * its payments in the ledger (what the window's first judged hold will write; 0 when `projectId` is not given).
+   */
+  async windowSpending(windows: { scopeId: string; kind: string; start: string; scope?: "token" | "project"; projectId?: string }[]): Promise<number[]> {
     if (windows.length === 0) return [];
     const rows = await this.db
       .selectFrom("spend_windows")
       .selectAll()
       .where((eb) => eb.or(windows.map((w) => eb.and([eb("scope_id", "=", w.scopeId), eb("kind", "=", w.kind), eb("window_start", "=", w.start)]))))
       .execute();
-    return windows.map((w) => Number(rows.find((r) => r.scope_id === w.scopeId && r.kind === w.kind && r.window_start === w.start)?.spent_micros ?? 0));
+    return Promise.all(
+      windows.map(async (w) => {
+        const row = rows.find((r) => r.scope_id === w.scopeId && r.kind === w.kind && r.window_start === w.start);
+        if (row || !w.projectId) return Number(row?.spent_micros ?? 0);
+        const { from, to } = windowBounds(w.kind as WindowKind, w.start);
+        let q = this.db
+          .selectFrom("payments")
+          .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("amount_micros"), eb.lit(0)).as("spent"))
+          .where("project_id", "=", w.projectId)
+          .where("created_at", ">=", from)
+          .where("created_at", "<", to)
+          .where("status", "not in", ["failed", "reversed"]);
+        if (w.scope === "token") q = q.where("token_id", "=", w.scopeId);
+        return Number((await q.executeTakeFirstOrThrow()).spent);
+      }),
+    );
   }
 
   /** The newest refusals, of one project or all, newest first. */
@@ -451,11 +477,11 @@ export class Ledger {
    * inserts (`records`). On PostgreSQL the rows go into one statement with the project's other holds
    * (pgHolds.ts).
    */
-  private holdPlan(input: NewPayment, total: number, windows: SpendWindow[], approval: boolean) {
-    const at = this.now();
+  private holdPlan(input: NewPayment, total: number, counted: WindowKey[], tokenId: string | null, approval: boolean, now: Date) {
+    const at = now.toISOString();
     // A payment awaiting approval belongs to no process: it is due when its approval runs out
     // (the worker then fails it), or at once when a person approves it.
-    const approvalUntil = approval ? new Date(this.clock().getTime() + input.controls!.approvalTimeoutMs).toISOString() : null;
+    const approvalUntil = approval ? new Date(now.getTime() + input.controls!.approvalTimeoutMs).toISOString() : null;
     const id = this.newId("txn");
     const feeTxnId = this.newId("txn");
     const status = input.status ?? "pending";
@@ -492,8 +518,8 @@ export class Ledger {
       updated_at: at,
       completed_at: null,
       metadata: input.metadata ? JSON.stringify(input.metadata) : null,
-      token_id: input.controls?.tokenId ?? null,
-      spend_windows: windows.length ? JSON.stringify(windows.map((w) => [w.scopeId, w.kind, w.start])) : null,
+      token_id: tokenId,
+      spend_windows: JSON.stringify(counted),
       approval: approvalUntil ? "awaiting" : null,
       approval_until: approvalUntil,
       approval_decided_by: null,
@@ -728,12 +754,22 @@ export class Ledger {
 }
 
 /**
- * Adds `amount` to a window's counter if it still fits under the limit: a row for a new window, else
- * `spent + amount <= limit` or nothing (no row returned).
+ * SQLite: writes a window's counter that has no row yet as the sum of the window's payments that are
+ * neither failed nor reversed (of the token, or of the whole project); an existing row is left as it is.
  */
-function windowUpsert(w: SpendWindow, amount: number): CompiledQuery {
+function windowSeed(w: SpendWindow, projectId: string): CompiledQuery {
+  const { from, to } = windowBounds(w.kind, w.start);
+  const token = w.scope === "token";
   return CompiledQuery.raw(
-    `insert into "spend_windows" ("scope_id", "kind", "window_start", "spent_micros") values (?, ?, ?, ?) on conflict ("scope_id", "kind", "window_start") do update set "spent_micros" = "spend_windows"."spent_micros" + excluded."spent_micros" where "spend_windows"."spent_micros" + excluded."spent_micros" <= ? returning "spent_micros"`,
-    [w.scopeId, w.kind, w.start, amount, w.limitMicros],
+    `insert into "spend_windows" ("scope_id", "kind", "window_start", "spent_micros") select ?, ?, ?, coalesce(sum("amount_micros"), 0) from "payments" where "project_id" = ?${token ? ` and "token_id" = ?` : ""} and "created_at" >= ? and "created_at" < ? and "status" not in ('failed', 'reversed') on conflict ("scope_id", "kind", "window_start") do nothing`,
+    [w.scopeId, w.kind, w.start, projectId, ...(token ? [w.scopeId] : []), from, to],
+  );
+}
+
+/** SQLite: adds `amount` to each of these counters that exists (a window without a row is summed when first judged). */
+function countInWindows(keys: WindowKey[], amount: number): CompiledQuery {
+  return CompiledQuery.raw(
+    `update "spend_windows" set "spent_micros" = "spent_micros" + ? where ("scope_id", "kind", "window_start") in (select json_extract(e.value, '$[0]'), json_extract(e.value, '$[1]'), json_extract(e.value, '$[2]') from json_each(?) e)`,
+    [amount, JSON.stringify(keys)],
   );
 }

@@ -3,7 +3,7 @@
  * stored form (ledger/spending.ts), the controls a payment's hold is judged by, and the 403 a refusal
  * becomes. The judging itself happens in the ledger's hold.
  */
-import { limits } from "@agentwallet/api";
+import { AccountNumber, RoutingNumber, limits } from "@agentwallet/api";
 import type { Clock } from "../ids.ts";
 import type { PaymentStore, ProjectStore, TokenStore } from "../ledger/ports.ts";
 import type { Principal } from "../domain/principal.ts";
@@ -66,26 +66,29 @@ function amountMicros(value: unknown, field: string): number {
 /** A recipient as written by an operator → its key: a host (`api.example.com`, `*.example.com`), an address, or a bank account. */
 export function parseRecipient(r: WireRecipient, bankKey: BankKey, field: string): string {
   const key = () => (typeof bankKey === "function" ? bankKey() : bankKey);
-  if (typeof r === "object" && r !== null) {
-    const routing = String(r.routing_number ?? "");
-    const account = String(r.account_number ?? "");
-    if (!/^\d{9}$/.test(routing)) throw badRequest("invalid_request", `${field}: routing_number must be 9 digits.`);
-    if (!/^\d{4,17}$/.test(account)) throw badRequest("invalid_request", `${field}: account_number must be 4 to 17 digits.`);
-    return recipientKey({ routingNumber: routing, accountNumber: account }, key());
-  }
+  if (typeof r === "object" && r !== null) return bankKeyOfAccount(r.routing_number, r.account_number, key, field);
   if (typeof r !== "string" || r.length === 0 || r.length > 253) throw badRequest("invalid_request", `${field}: each recipient is a host, an EVM address or {routing_number, account_number}.`);
   const text = r.trim();
   if (/^0x/i.test(text)) {
     if (!isAddress(text, { strict: false })) throw badRequest("invalid_request", `${field}: "${text.slice(0, 50)}" is not an EVM address (0x and 40 hexadecimal characters).`);
     return recipientKey({ address: text }, new Uint8Array(0));
   }
-  const bank = /^bank:(\d{9}):(\d{4,17})$/.exec(text);
-  if (bank) return recipientKey({ routingNumber: bank[1]!, accountNumber: bank[2]! }, key());
+  const bank = /^bank:([^:]*):(.*)$/.exec(text);
+  if (bank) return bankKeyOfAccount(bank[1], bank[2], key, field);
   const host = text.toLowerCase();
   if (!/^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(host) && !/^\d{1,3}(\.\d{1,3}){3}$/.test(host)) {
     throw badRequest("invalid_request", `${field}: "${text.slice(0, 80)}" is not a host name (api.example.com or *.example.com), an EVM address, or bank:ROUTING:ACCOUNT.`);
   }
   return recipientKey({ host }, new Uint8Array(0));
+}
+
+/** A listed bank account's key, its numbers checked by the very schemas a payment's recipient is (packages/api). */
+function bankKeyOfAccount(routing: unknown, account: unknown, key: () => Uint8Array, field: string): string {
+  for (const [name, schema, value] of [["routing_number", RoutingNumber, routing], ["account_number", AccountNumber, account]] as const) {
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) throw badRequest("invalid_request", `${field}: ${name} ${parsed.error.issues[0]?.message ?? "is invalid"}${name === "account_number" ? " (4 to 34 characters)" : ""}.`);
+  }
+  return recipientKey({ routingNumber: routing as string, accountNumber: account as string }, key());
 }
 
 function recipients(list: unknown, bankKey: BankKey, field: string): string[] {
@@ -184,7 +187,7 @@ async function limitsOf(ctx: SpendingContext, of: { tokenId: string; projectId: 
       .filter((l) => l.interval !== "per_payment")
       .map((l) => ({ scope: s.scope, scopeId: s.id, kind: l.interval as WindowKind, start: windowStart(l.interval as WindowKind, now), limitMicros: l.amountMicros })),
   );
-  const spent = await ctx.ledger.windowSpending(windows.map((w) => ({ scopeId: w.scopeId, kind: w.kind, start: w.start })));
+  const spent = await ctx.ledger.windowSpending(windows.map((w) => ({ scope: w.scope, scopeId: w.scopeId, kind: w.kind, start: w.start, projectId: of.projectId })));
   return {
     token: renderControls(of.token),
     project: renderControls(of.project),

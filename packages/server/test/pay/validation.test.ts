@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { parseDecimalAmount, feeFor } from "../../src/money.ts";
 import { buildApp, createTestContext, projectWithToken, type TestContext } from "../support/context.ts";
+import { updateTokenControls } from "../../src/services/spendingControls.ts";
 
 const bank = { name: "Ann Lee", account_number: "12345678", routing_number: "021000021" };
 const addr = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
@@ -55,10 +56,19 @@ describe("payment validation (no rail needed: every case is refused before money
   let token: string;
   let readOnly: string;
   let pausedToken: string;
+  /** A token with every kind of spending control: the controls' rules read what validation let through. */
+  let controlled: string;
   beforeAll(async () => {
     t = await createTestContext("sqlite");
     app = buildApp(t.ctx);
     token = (await projectWithToken(t.ctx)).token;
+    const c = await projectWithToken(t.ctx);
+    await updateTokenControls(t.ctx, c.tokenId, {
+      spending_limits: [{ amount_usd: 50, interval: "daily" }, { amount_usd: 10, interval: "per_payment" }],
+      blocked_recipients: ["blocked.example.com", { routing_number: "021000021", account_number: "99999999" }],
+      approval_above_usd: 5,
+    });
+    controlled = c.token;
     readOnly = (await projectWithToken(t.ctx, ["read"])).token;
     const paused = await projectWithToken(t.ctx);
     await t.ctx.ledger.projects.setPaused(paused.project.id, true);
@@ -120,10 +130,18 @@ describe("payment validation (no rail needed: every case is refused before money
     ["legacy x402: url missing", "/v1/x402/pay", { max_amount_usdc: 10 }, /url is required/],
     ["legacy x402: max missing", "/v1/x402/pay", { url: "https://example.com" }, /max_amount_usdc is required/],
     ["legacy x402: url too long", "/v1/x402/pay", { url: `https://e.com/${"a".repeat(2048)}`, max_amount_usdc: 1 }, /url must be at most 2048/],
+    ["legacy x402: url not a URL", "/v1/x402/pay", { url: "true", max_amount_usdc: 20_000 }, /url must be an https URL/],
+    ["legacy x402: url not http", "/v1/x402/pay", { url: "ftp://example.com/x", max_amount_usdc: 20_000 }, /url must use https/],
   ];
 
   test.each(cases)("%s → 400 with a detail that says so", async (_name, url, body, detail) => {
     const res = await post(url, body);
+    expect(res.statusCode).toBe(400);
+    expect(ErrorBody.parse(res.json()).detail).toMatch(detail);
+  });
+
+  test.each(cases)("%s, with a token that has spending controls → the same 400", async (_name, url, body, detail) => {
+    const res = await post(url, body, controlled);
     expect(res.statusCode).toBe(400);
     expect(ErrorBody.parse(res.json()).detail).toMatch(detail);
   });
@@ -160,10 +178,14 @@ describe("payment validation (no rail needed: every case is refused before money
     expect(res.json().detail).toMatch(/'x402'/);
   });
 
-  test("property: 10,000 generated invalid bodies give only 4xx with {detail}, never 5xx", async () => {
+  test.each([
+    ["a token without controls", 10_000, () => token],
+    ["a token with spending controls", 3_000, () => controlled],
+  ])("property: generated invalid bodies for every payment endpoint, %s, give only 4xx with {detail}, never 5xx", async (_who, runs, tokenOf) => {
     const junk = fc.oneof(fc.string(), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(fc.anything(), { maxLength: 3 }), fc.dictionary(fc.string(), fc.anything(), { maxKeys: 3 }));
     const bankArb = fc.record({ name: fc.oneof(fc.string({ maxLength: 250 }), junk), account_number: fc.oneof(fc.string({ maxLength: 40 }), junk), routing_number: fc.oneof(fc.stringMatching(/^\d{0,10}$/), junk), email: fc.oneof(fc.string({ maxLength: 300 }), junk) }, { requiredKeys: [] });
-    const recipient = fc.oneof(junk, bankArb, fc.constantFrom(addr, `0x${"0".repeat(40)}`, "0x12", "https://x", "http://[::1]/", "ftp://x", ""));
+    const urlish = fc.constantFrom("true", "https://x", "http://[::1]/", "ftp://x", "", "https://", "http://a b/", "https://blocked.example.com/x", "//x", "https://%zz/");
+    const recipient = fc.oneof(junk, bankArb, urlish, fc.constantFrom(addr, `0x${"0".repeat(40)}`, "0x12"));
     const body = fc.record(
       {
         recipient,
@@ -175,7 +197,7 @@ describe("payment validation (no rail needed: every case is refused before money
         headers: junk,
         body: junk,
         amount: junk,
-        url: junk,
+        url: fc.oneof(junk, urlish),
         to_address: junk,
         amount_usdc: junk,
         chain: junk,
@@ -183,13 +205,25 @@ describe("payment validation (no rail needed: every case is refused before money
       { requiredKeys: [] },
     );
     const urls = ["/v1/pay", "/v1/payments", "/v1/usdc/transfer", "/v1/x402/pay"];
+    // Besides bodies of random fields, valid bodies of each endpoint with a few fields replaced: these
+    // pass the schema often and reach what reads the values (the recipient's rules, the controls).
+    const valid: Record<string, Record<string, unknown>> = {
+      "/v1/pay": { recipient: addr, amount_usd: 1 },
+      "/v1/payments": { amount: 100, recipient: bank },
+      "/v1/usdc/transfer": { amount_usdc: 1, to_address: addr },
+      "/v1/x402/pay": { url: "https://example.com/paid", max_amount_usdc: 10_000 },
+    };
+    const field = fc.constantFrom("recipient", "url", "to_address", "amount_usd", "amount", "amount_usdc", "max_amount_usdc", "method", "headers", "body");
+    const value = fc.oneof(junk, urlish, bankArb, fc.constantFrom(addr, 1, 20_000, 0.5));
+    const nearValid = fc.tuple(fc.constantFrom(...urls), fc.dictionary(field, value, { minKeys: 1, maxKeys: 2 })).map(([url, changes]) => [url, { ...valid[url], ...changes }] as const);
+    const request = fc.oneof(fc.tuple(fc.constantFrom(...urls), body), nearValid);
     // Bodies that happen to be valid would try to pay; this project has no balance and no rail,
     // so they end in 400 (insufficient) or 503 (rail not configured) — never a 5xx from a bug.
     let n = 0;
     await fc.assert(
-      fc.asyncProperty(body, fc.constantFrom(...urls), async (b, url) => {
+      fc.asyncProperty(request, async ([url, b]) => {
         n++;
-        const res = await post(url, b);
+        const res = await post(url, b, tokenOf());
         if (res.statusCode === 503) expect(res.json().code).toBe("rail_unavailable");
         else {
           expect(res.statusCode).toBeGreaterThanOrEqual(400);
@@ -197,9 +231,9 @@ describe("payment validation (no rail needed: every case is refused before money
         }
         expect(typeof res.json().detail).toBe("string");
       }),
-      { numRuns: 10_000 },
+      { numRuns: runs },
     );
-    expect(n).toBe(10_000);
+    expect(n).toBe(runs);
     // 10,000 requests through the whole app: ~15 s on a quiet machine, near a minute on a busy one.
   }, 180_000);
 });

@@ -109,3 +109,15 @@ test("behavior: CLI control options change only what they name; bank accounts ar
   expect(c.approvalAboveMicros).toBe(50 * USD);
   expect(() => controlsFromOptions({ rails: "x402,carrier_pigeon" }, null, KEY)).toThrow(/allowed_rails/);
 });
+
+test("error: allow/block lists take exactly the bank accounts POST /v1/pay takes (one validator): a routing number failing its ABA check is refused in every form", () => {
+  // 021000022: nine digits, but its check digit does not match (POST /v1/pay refuses it).
+  for (const input of [{ blocked_recipients: [{ routing_number: "021000022", account_number: "123456789" }] }, { allowed_recipients: ["bank:021000022:123456789"] }]) {
+    expect(() => parseControlsInput(input, KEY)).toThrow(/routing_number .*ABA/);
+  }
+  expect(() => controlsFromOptions({ block: ["bank:021000022:123456789"] }, null, KEY)).toThrow(/routing_number .*ABA/);
+  // An account number /v1/pay accepts (up to 34 characters) can be listed, so such a payee can be blocked.
+  const long = parseControlsInput({ blocked_recipients: [{ routing_number: "021000021", account_number: "1234567890123456789012" }] }, KEY);
+  expect(long.blockedRecipients[0]).toMatch(/^bank:021000021:9012:/);
+  expect(() => parseControlsInput({ blocked_recipients: [{ routing_number: "021000021", account_number: "123" }] }, KEY)).toThrow(/account_number/);
+});

@@ -61,6 +61,15 @@ describe.each(["sqlite", "postgres"] as const)("x402 under spending controls (%s
     expect(listener.accepted()).toBe(1);
   });
 
+  test("error: a url that is not a URL, with a controlled token and the rail running → 400 naming the field, never a 500", async () => {
+    const token = await tokenWith({ spending_limits: [{ amount_usd: 1, interval: "daily" }] });
+    for (const url of ["true", "https://", "//example.com/x"]) {
+      const answer = await w.post("/v1/x402/pay", { url, max_amount_usdc: 20_000 }, token);
+      expect([answer.status, answer.body.code], url).toEqual([400, "invalid_recipient"]);
+      expect(answer.body.detail).toMatch(/^url must be an https URL/);
+    }
+  });
+
   test("behavior: within the limits and on the allow-list → the merchant is paid its price", async () => {
     const token = await tokenWith({ spending_limits: [{ amount_usd: 0.05, interval: "per_payment" }, { amount_usd: 1, interval: "daily" }], allowed_recipients: ["127.0.0.1"], allowed_rails: ["x402"] });
     const paid = await w.balanceOf(merchant.payTo);

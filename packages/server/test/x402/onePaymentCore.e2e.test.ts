@@ -87,4 +87,45 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (database) => {
     expect(await send(free.path, free.body, free.key)).toEqual({ ...freeAnswer, replayed: true });
     expect(holds).toHaveLength(requests.length);
   });
+
+  test("behavior: a key sent to another endpoint is answered in that endpoint's units, or refused with 409 idempotency_key_reused when that endpoint cannot show the payment's rail", async () => {
+    // One payment of each rail: 1 USDC on /v1/pay, $3.00 (300 cents) on /v1/payments, the merchant's price on /v1/x402/pay.
+    const made = {
+      usdc_transfer: await send("/v1/pay", { recipient, amount_usd: 1 }, "cross-usdc"),
+      fiat: await send("/v1/payments", { recipient: bank, amount: 300 }, "cross-fiat"),
+      x402: await send("/v1/x402/pay", { url: `${merchantUrl}/paid`, max_amount_usdc: Number(PRICE) }, "cross-x402"),
+    };
+    expect([made.usdc_transfer.status, made.fiat.status, made.x402.status]).toEqual([201, 201, 200]);
+    const keys = { usdc_transfer: "cross-usdc", fiat: "cross-fiat", x402: "cross-x402" } as const;
+    const endpoints = {
+      "/v1/pay": { body: { recipient, amount_usd: 5 }, rail: null },
+      "/v1/payments": { body: { recipient: bank, amount: 700 }, rail: "fiat" },
+      "/v1/usdc/transfer": { body: { to_address: recipient, amount_usdc: 5 }, rail: "usdc_transfer" },
+      "/v1/x402/pay": { body: { url: `${merchantUrl}/paid`, max_amount_usdc: Number(PRICE) }, rail: "x402" },
+    } as const;
+    // The original payment as each endpoint states it, in its own units.
+    const shown: Record<string, Record<string, Record<string, unknown>>> = {
+      "/v1/pay": {
+        usdc_transfer: { rail: "usdc_transfer", amount_charged: 1_000_000, currency: "usdc" },
+        fiat: { rail: "fiat", amount_charged: 300, currency: "usd" },
+        x402: { rail: "x402", amount_charged: Number(PRICE), currency: "usdc" },
+      },
+      "/v1/payments": { fiat: { amount: 300, recipient_name: "Payee" } },
+      "/v1/usdc/transfer": { usdc_transfer: { amount_usdc: 1, to_address: recipient } },
+      "/v1/x402/pay": { x402: { payment_amount: Number(PRICE) } },
+    };
+    const heldBefore = holds.length;
+    for (const [path, e] of Object.entries(endpoints)) {
+      for (const rail of ["usdc_transfer", "fiat", "x402"] as const) {
+        const answer = await send(path, e.body, keys[rail]);
+        if (e.rail === null || e.rail === rail) {
+          expect(answer, `${rail} → ${path}`).toMatchObject({ status: 200, replayed: true, body: shown[path]![rail] });
+        } else {
+          expect(answer, `${rail} → ${path}`).toMatchObject({ status: 409, replayed: false, body: { code: "idempotency_key_reused" } });
+          expect(answer.body.detail).toContain(keys[rail]);
+        }
+      }
+    }
+    expect(holds).toHaveLength(heldBefore);
+  });
 });

@@ -30,12 +30,13 @@ export function railUnavailable(name: string): DomainError {
   return unavailable("rail_unavailable", `The ${name} rail is not configured on this deployment.`);
 }
 
-export async function holdPayment(ctx: PaymentContext, principal: Principal, p: Omit<NewPayment, "projectId" | "leaseOwner" | "controls">): Promise<CreatedPayment> {
+export async function holdPayment(ctx: PaymentContext, principal: Principal, p: Omit<NewPayment, "projectId" | "leaseOwner" | "controls" | "tokenId">): Promise<CreatedPayment> {
   const held = await ctx.ledger.hold({
     ...p,
     projectId: principal.projectId,
     leaseOwner: ctx.instanceId,
     controls: holdControls(ctx, principal, recipientOf(p)),
+    tokenId: principal.tokenId,
   });
   if (held.kind === "insufficient") throw insufficient(held.availableMicros, p.amountMicros, p.feeMicros);
   if (held.kind === "refused") throw refusalError(held.refusal);

@@ -17,18 +17,26 @@ export function classifyRecipient(recipient: PayRequest["recipient"]): Recipient
   if (typeof recipient === "object") return { rail: "fiat", bank: recipient };
   const text = recipient.trim();
   if (/^0x/i.test(text)) return { rail: "usdc_transfer", address: checkAddress(text, "recipient") };
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
-    if (text.length > limits.urlMaxChars) throw badRequest("invalid_recipient", `recipient URL must be at most ${limits.urlMaxChars} characters.`);
-    let url: URL;
-    try {
-      url = new URL(text);
-    } catch {
-      throw badRequest("invalid_recipient", "recipient is not a valid URL.");
-    }
-    if (url.protocol !== "https:" && url.protocol !== "http:") throw badRequest("invalid_recipient", "recipient URL must use https.");
-    return { rail: "x402", url: text };
-  }
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return { rail: "x402", url: checkUrl(text, "recipient") };
   throw badRequest("invalid_recipient", "recipient must be an https URL (x402), a 0x-prefixed EVM address (USDC on Base), or a bank details object {name, account_number, routing_number}.");
+}
+
+/**
+ * An x402 target as every later step reads it (the controls' host rule, the fetcher, the stored
+ * recipient): an absolute http(s) URL with a host, within the length bound. Checked here, before any
+ * rule or rail sees it, for `POST /v1/pay` and `POST /v1/x402/pay` alike.
+ */
+export function checkUrl(text: string, field: string): string {
+  if (text.length > limits.urlMaxChars) throw badRequest("invalid_recipient", `${field} must be a URL of at most ${limits.urlMaxChars} characters.`);
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw badRequest("invalid_recipient", `${field} must be an https URL (https://host/path); "${text.slice(0, 80)}" is not a URL.`);
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw badRequest("invalid_recipient", `${field} must use https.`);
+  if (url.hostname === "") throw badRequest("invalid_recipient", `${field} must be a URL that names a host.`);
+  return text;
 }
 
 /**
