@@ -598,7 +598,7 @@ export const AdminRefusalsQuery = z.object({
 // Webhooks to clients, managed through the admin API (and the `agentwallet webhooks` CLI)
 
 export const WebhookEventType = z
-  .enum(["payment.created", "payment.processing", "payment.completed", "payment.failed", "payment.reversed", "payment.approval_required", "deposit.pending", "deposit.credited"])
+  .enum(["payment.created", "payment.processing", "payment.completed", "payment.failed", "payment.reversed", "payment.approval_required", "deposit.pending", "deposit.credited", "wallet.frozen", "wallet.unfrozen"])
   .meta({ id: "WebhookEventType" });
 
 export const AdminWebhookEndpoint = z
