@@ -33,9 +33,8 @@ export const usdcAbi = parseAbi([
   "function version() view returns (string)",
   "event Transfer(address indexed from, address indexed to, uint256 value)",
   // Circle's FiatToken: its blacklister freezes an address (every transfer from or to it reverts).
+  // (Its `Blacklisted(address)` / `UnBlacklisted(address)` events: BLACKLIST_TOPICS.)
   "function isBlacklisted(address account) view returns (bool)",
-  "event Blacklisted(address indexed _account)",
-  "event UnBlacklisted(address indexed _account)",
 ]);
 export const transferEvent = parseAbiItem("event Transfer(address indexed from, address indexed to, uint256 value)");
 const BLACKLIST_TOPICS = [toEventSelector("Blacklisted(address)"), toEventSelector("UnBlacklisted(address)")];
