@@ -86,6 +86,11 @@ export const Balance = z
     total_funded: microsUsdc.describe("Cumulative confirmed funding, micro-USDC."),
     total_spent: microsUsdc.describe("Cumulative amount + fee of payments not failed or reversed, micro-USDC."),
     wallet_address: z.string().nullable().describe("Deposit wallet address; null until one is created."),
+    frozen: z
+      .boolean()
+      .describe("True while USDC's blacklister has frozen the deposit wallet: no payment can move its USDC, so `available` is 0 and payments are refused (403 `wallet_frozen`) until it is released."),
+    frozen_amount: microsUsdc.describe("While frozen, the balance that would be available but cannot move, micro-USDC; 0 otherwise."),
+    frozen_since: z.string().nullable().describe("When the freeze was first seen (ISO 8601); null while the wallet is not frozen."),
   })
   .meta({ id: "Balance" });
 export type Balance = z.infer<typeof Balance>;
@@ -600,7 +605,7 @@ export const AdminRefusalsQuery = z.object({
 // Webhooks to clients, managed through the admin API (and the `agentwallet webhooks` CLI)
 
 export const WebhookEventType = z
-  .enum(["payment.created", "payment.processing", "payment.completed", "payment.failed", "payment.reversed", "payment.approval_required", "deposit.pending", "deposit.credited"])
+  .enum(["payment.created", "payment.processing", "payment.completed", "payment.failed", "payment.reversed", "payment.approval_required", "deposit.pending", "deposit.credited", "wallet.frozen", "wallet.unfrozen"])
   .meta({ id: "WebhookEventType" });
 
 export const AdminWebhookEndpoint = z

@@ -189,6 +189,9 @@ export function overviewPage(
     `${p.name} — overview`,
     html`<h1>${p.name}</h1>
 ${p.paused ? html`<p class="notice warn">This project is paused: payments are refused until an operator resumes it.</p>` : ""}
+${b.frozen
+  ? html`<p class="notice warn" role="alert" id="frozen-wallet">This project's wallet has been frozen by USDC's issuer since ${b.frozen_since ?? "an unknown time"}: its $${formatMicros(b.frozen_amount)} cannot move, so nothing is available and every payment is refused. Payments resume by themselves once the freeze is lifted.</p>`
+  : ""}
 ${o.funded ? html`<p class="notice" role="status">10 test USDC sent to the deposit address; the balance updates once the deposit is confirmed.</p>` : ""}
 <section aria-labelledby="bal" data-live-src="/console/p/${p.id}/live">
 <h2 id="bal">Balance</h2>
@@ -569,7 +572,7 @@ function deliveryTable(pc: PageContext, rows: WebhookDelivery[], withUrl: boolea
 <thead><tr><th scope="col">Event</th>${withUrl ? html`<th scope="col">Endpoint</th>` : html`<th scope="col">Transaction</th>`}<th scope="col">State</th><th scope="col">Attempts</th><th scope="col">Last attempt</th>${manage ? html`<th scope="col">Send again</th>` : ""}</tr></thead>
 <tbody>${rows.map(
     (d) => html`<tr><td><strong>${d.type}</strong> <span class="muted">${formatTime(d.occurred_at)}</span><br><span class="address muted">${d.event_id}</span></td>
-${withUrl ? html`<td class="address" data-label="Endpoint">${d.url}</td>` : html`<td data-label="Transaction"><a class="address" href="/console/p/${p.id}/transactions/${d.object_id}">${d.object_id}</a></td>`}
+${withUrl ? html`<td class="address" data-label="Endpoint">${d.url}</td>` : html`<td data-label="Transaction">${d.type.startsWith("wallet.") ? html`<span class="muted">the project's wallet</span>` : html`<a class="address" href="/console/p/${p.id}/transactions/${d.object_id}">${d.object_id}</a>`}</td>`}
 <td data-label="State"><span class="status status-${d.state === "delivered" ? "completed" : d.state === "failed" ? "failed" : "pending"}">${d.state}</span>${d.state === "pending" ? html` <span class="muted">next ${formatTime(d.next_attempt_at)}</span>` : ""}</td>
 <td class="num" data-label="Attempts">${d.attempts}</td>
 <td data-label="Last attempt">${d.last_attempt_at ? html`${formatTime(d.last_attempt_at)}: ${d.last_status !== null ? `HTTP ${d.last_status}` : ""}${d.last_error ? ` ${d.last_error}` : ""}` : html`<span class="muted">none yet</span>`}</td>

@@ -167,6 +167,29 @@ describe("console overview", () => {
     await context.close();
   });
 
+  it("says the wallet is frozen while USDC's blacklister holds it, offers nothing as available, and stops saying so once released", async () => {
+    const { recordWalletFreeze } = await import("../../server/src/rails/walletFreeze.ts");
+    const ctx = server.server.ctx;
+    const project = (await ctx.ledger.projects.get(server.projectId))!;
+    const wallet = { id: project.id, wallet_address: project.wallet_address! };
+    // (axe is injected as a script, which the console's CSP would refuse.)
+    const context = await browser.newContext({ bypassCSP: true });
+    try {
+      await recordWalletFreeze(ctx, wallet, true, "console test");
+      const page = await signInWithToken(context, server.token);
+      await page.goto(`${server.baseUrl}/console/p/${server.projectId}`);
+      await expect(page.locator("#frozen-wallet").textContent()).resolves.toMatch(/frozen by USDC's issuer since .*every payment is refused/);
+      await expect(page.locator('[data-live="available"]').textContent()).resolves.toBe("0.00");
+      expect(await seriousViolations(page)).toEqual([]);
+      await recordWalletFreeze(ctx, wallet, false, "console test");
+      await page.reload();
+      expect(await page.locator("#frozen-wallet").count()).toBe(0);
+    } finally {
+      await recordWalletFreeze(ctx, wallet, false, "console test");
+      await context.close();
+    }
+  });
+
   it("a read token sees the project but no fund button, and a forged fund request is refused", async () => {
     const token = await server.createToken(["read"]);
     const context = await browser.newContext();

@@ -27,6 +27,7 @@ export {
   testUsdcArtifact,
   type Artifact,
 } from "./artifacts.ts";
+export { BASE_USDC_ADDRESS, deployCircleUsdc, fiatTokenAbi, type CircleUsdc } from "./circleUsdc.ts";
 export { usdcBalanceOf } from "./usdcBalanceOf.ts";
 export { startFacilitator, type Facilitator, type StartFacilitatorOptions } from "./facilitator.ts";
 export {

@@ -4,6 +4,7 @@ import { createTestClient, getContractAddress, http, type Address, type Hex } fr
 import { devAccounts, type DevAccounts } from "./accounts.ts";
 import { startAnvil, type StartAnvilOptions } from "./anvil.ts";
 import { MULTICALL3_ADDRESS, multicall3Artifact, testUsdcAbi, testUsdcArtifact } from "./artifacts.ts";
+import { type CircleUsdc, deployCircleUsdc } from "./circleUsdc.ts";
 import { RECEIPT_TIMEOUT_MS, devChainDefinition, devPublicClient, devWalletClient } from "./chain.ts";
 
 export type StartDevChainOptions = StartAnvilOptions & {
@@ -13,6 +14,12 @@ export type StartDevChainOptions = StartAnvilOptions & {
    * TestUSDC keeps no constructor state (its EIP-712 domain reads `address(this)`), so its code alone works.
    */
   usdcAddress?: Address;
+  /**
+   * Which USDC: our test token (default), or Circle's own FiatTokenV2_2 behind its proxy (circleUsdc.ts;
+   * at Base's USDC address unless `usdcAddress` says otherwise), whose blacklist and pause the chain's
+   * `circle` handle drives.
+   */
+  usdc?: "test" | "circle";
 };
 
 export type DevChain = {
@@ -23,6 +30,8 @@ export type DevChain = {
   accounts: DevAccounts;
   /** Mints TestUSDC base units to `to` and waits for the receipt; resolves to the transaction hash. */
   mint(to: Address, amountMicros: bigint): Promise<Hex>;
+  /** Circle's USDC as its owner, pauser and blacklister (with `usdc: "circle"` only). */
+  circle?: CircleUsdc;
   /** Stops anvil (writing the state file, if any). Idempotent. */
   stop(): Promise<void>;
 };
@@ -33,10 +42,12 @@ export class DevChainError extends Error {
 
 export async function startDevChain(options: StartDevChainOptions = {}): Promise<DevChain> {
   const chainId = options.chainId ?? 8453;
-  const { usdcAddress: _usdcAt, ...anvilOptions } = options;
+  const { usdcAddress: _usdcAt, usdc: _usdc, ...anvilOptions } = options;
   const anvil = await startAnvil({ ...anvilOptions, chainId });
   try {
-    return { ...(await connectDevChain({ rpcUrl: anvil.rpcUrl, chainId, usdcAddress: options.usdcAddress })), stop: anvil.stop };
+    const circle = options.usdc === "circle" ? await deployCircleUsdc({ rpcUrl: anvil.rpcUrl, chainId, address: options.usdcAddress }) : undefined;
+    const dev = await connectDevChain({ rpcUrl: anvil.rpcUrl, chainId, usdcAddress: circle?.address ?? options.usdcAddress });
+    return { ...dev, ...(circle ? { circle } : {}), stop: anvil.stop };
   } catch (error) {
     await anvil.stop();
     throw error;
@@ -45,7 +56,8 @@ export async function startDevChain(options: StartDevChainOptions = {}): Promise
 
 /**
  * A dev chain over an anvil that runs already (started by someone else, or behind a proxy): places
- * Multicall3 and TestUSDC as startDevChain does (keeping a TestUSDC that is there). `stop` does nothing:
+ * Multicall3 and TestUSDC as startDevChain does (keeping a TestUSDC that is there; with `usdcAddress`,
+ * keeping any contract already there, such as Circle's USDC placed by whoever started the chain). `stop` does nothing:
  * the chain belongs to whoever started it.
  */
 export async function connectDevChain(options: { rpcUrl: string; chainId?: number; usdcAddress?: Address }): Promise<DevChain> {
@@ -62,7 +74,8 @@ export async function connectDevChain(options: { rpcUrl: string; chainId?: numbe
     bytecode: multicall3Artifact.deployedBytecode,
   });
   const usdcAddress = options.usdcAddress ?? (await ensureTestUsdc(publicClient, deployer));
-  if (options.usdcAddress) {
+  const placed = options.usdcAddress ? await publicClient.getCode({ address: options.usdcAddress }) : undefined;
+  if (options.usdcAddress && (placed === undefined || placed === "0x")) {
     await createTestClient({ mode: "anvil", chain, transport: http(options.rpcUrl) }).setCode({ address: options.usdcAddress, bytecode: testUsdcArtifact.deployedBytecode });
   }
 

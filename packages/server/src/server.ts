@@ -73,9 +73,9 @@ function sandboxWebhookSecrets(config: Config): void {
 }
 
 export async function startServer(config: Config, logger: Logger, opts: StartServerOptions = {}): Promise<RunningServer> {
-  const metrics = createMetrics({ defaultMetrics: opts.defaultMetrics ?? true });
   const deps = await openDeps(config, logger, { serveRequests: true, checkpointPages: config.workers.settlement === "thread" ? REQUEST_THREAD_CHECKPOINT_PAGES : undefined });
   const { base } = deps;
+  const metrics = createMetrics({ defaultMetrics: opts.defaultMetrics ?? true, frozenWallets: () => base.ledger.projects.countFrozen() });
   try {
     if (config.mode === "sandbox") sandboxWebhookSecrets(config);
   } catch (err) {
@@ -159,6 +159,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       // A fresh sandbox chain is scanned from genesis; a live deployment starts near the head.
       startBlock: (head) => (config.mode === "sandbox" ? 0 : Math.max(0, head - config.chain.depositScanMaxBlocks)),
       onCredit: () => metrics.deposits.inc(),
+      clock: base.clock,
       // The off-ramp refunds failed and returned payouts on-chain; the ledger credited those already.
       ignoreFrom: sandboxFiat ? [sandboxFiat.depositAddress] : [],
       isRefundFrom: bridgeFiat ? (from) => bridgeFiat.isRefundSender(from) : undefined,

@@ -33,7 +33,7 @@ describe.each(dialects)("read API on %s", (dialect) => {
     const res = await get("/v1/balance", a.token);
     expect(res.statusCode).toBe(200);
     const body = Balance.parse(res.json());
-    expect(body).toEqual({ project_id: a.project.id, currency: "usdc", available: 0, pending: 0, total_funded: 0, total_spent: 0, wallet_address: null });
+    expect(body).toEqual({ project_id: a.project.id, currency: "usdc", available: 0, pending: 0, total_funded: 0, total_spent: 0, wallet_address: null, frozen: false, frozen_amount: 0, frozen_since: null });
   });
 
   test("deposit address: created on first call, stable after, and shown in the balance", async () => {

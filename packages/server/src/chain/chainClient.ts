@@ -12,6 +12,16 @@ import {
   http,
   parseAbi,
   parseAbiItem,
+  BaseError,
+  ContractFunctionRevertedError,
+  ContractFunctionZeroDataError,
+  ExecutionRevertedError,
+  RawContractError,
+  decodeErrorResult,
+  getAddress,
+  pad,
+  toEventSelector,
+  toHex,
 } from "viem";
 
 export const usdcAbi = parseAbi([
@@ -22,8 +32,12 @@ export const usdcAbi = parseAbi([
   "function name() view returns (string)",
   "function version() view returns (string)",
   "event Transfer(address indexed from, address indexed to, uint256 value)",
+  // Circle's FiatToken: its blacklister freezes an address (every transfer from or to it reverts).
+  // (Its `Blacklisted(address)` / `UnBlacklisted(address)` events: BLACKLIST_TOPICS.)
+  "function isBlacklisted(address account) view returns (bool)",
 ]);
 export const transferEvent = parseAbiItem("event Transfer(address indexed from, address indexed to, uint256 value)");
+const BLACKLIST_TOPICS = [toEventSelector("Blacklisted(address)"), toEventSelector("UnBlacklisted(address)")];
 export const multicall3Abi = parseAbi([
   "struct Call3 { address target; bool allowFailure; bytes callData; }",
   "struct Result { bool success; bytes returnData; }",
@@ -52,6 +66,21 @@ function shared<K, V>(read: (key: K) => Promise<V>, maxAgeMs: number): (key: K) 
     if (entries.size > SHARED_READ_KEYS_MAX) entries.delete(entries.keys().next().value as K);
     return value;
   };
+}
+
+/** The text of a revert: the decoded `Error(string)` of its data, else what the node said. */
+function decodeRevertReason(err: BaseError & { details?: string; data?: Hex | { data?: Hex } }): string {
+  const data = typeof err.data === "string" ? err.data : err.data?.data;
+  if (data && data.length > 10) {
+    try {
+      const decoded = decodeErrorResult({ data });
+      if (decoded.errorName === "Error" && typeof decoded.args?.[0] === "string") return decoded.args[0];
+    } catch {
+      // Not an Error(string): fall through to the node's words.
+    }
+  }
+  const said = err.details ?? err.shortMessage;
+  return said.replace(/^execution reverted:?\s*/i, "").trim() || "execution reverted";
 }
 
 export type ChainSettings = { rpcUrl: string; chainId: number; usdcAddress: Address; timeoutMs: number; retries: number; pollingIntervalMs?: number };
@@ -136,6 +165,50 @@ export function createChainClient(s: ChainSettings) {
     /** Whether the authorization was used, at the latest block or at `blockNumber`. */
     authorizationUsed: (authorizer: Address, nonce: Hex, blockNumber?: number) =>
       client.readContract({ address: s.usdcAddress, abi: usdcAbi, functionName: "authorizationState", args: [authorizer, nonce], ...(blockNumber === undefined ? {} : { blockNumber: BigInt(blockNumber) }) }),
+    /**
+     * Whether USDC's blacklister froze `account`; undefined when the token has no blacklist (the test
+     * token) or the answer is not a boolean.
+     */
+    isBlacklisted: async (account: Address): Promise<boolean | undefined> => {
+      try {
+        return await client.readContract({ address: s.usdcAddress, abi: usdcAbi, functionName: "isBlacklisted", args: [account] });
+      } catch (err) {
+        if (err instanceof BaseError && err.walk((e) => e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError)) return undefined;
+        throw err;
+      }
+    },
+    /** The accounts of any of `accounts` that USDC blacklisted or unblacklisted in [fromBlock, toBlock]; the caller bounds the range. */
+    blacklistChanges: async (accounts: Address[], fromBlock: number, toBlock: number): Promise<Address[]> => {
+      // One request for both events: topic 0 either signature, topic 1 any of the accounts.
+      const logs = await client.request({
+        method: "eth_getLogs",
+        params: [{ address: s.usdcAddress, fromBlock: toHex(fromBlock), toBlock: toHex(toBlock), topics: [BLACKLIST_TOPICS, accounts.map((a) => pad(a.toLowerCase() as Hex))] }],
+      });
+      return [...new Set(logs.map((l) => getAddress(`0x${(l.topics[1] ?? "").slice(26)}`)))];
+    },
+    /**
+     * Why this transferWithAuthorization reverts (its revert reason, e.g. "Blacklistable: account is
+     * blacklisted"), run at the end of `blockNumber` (or the latest block); undefined if it would succeed.
+     * A node that no longer keeps that block's state answers at the latest block instead.
+     */
+    revertReason: async (data: Hex, blockNumber?: number): Promise<string | undefined> => {
+      const run = async (at?: bigint) => {
+        try {
+          await client.call({ to: s.usdcAddress, data, ...(at === undefined ? {} : { blockNumber: at }) });
+          return undefined;
+        } catch (err) {
+          const reverted = err instanceof BaseError ? (err.walk((e) => e instanceof ExecutionRevertedError || e instanceof RawContractError) as (BaseError & { details?: string; data?: Hex }) | null) : null;
+          if (!reverted) throw err;
+          return decodeRevertReason(reverted);
+        }
+      };
+      if (blockNumber === undefined) return run();
+      try {
+        return await run(BigInt(blockNumber));
+      } catch {
+        return run();
+      }
+    },
     nonceOf: (address: Address, blockTag: "latest" | "pending") => client.getTransactionCount({ address, blockTag }),
     fees: () => client.estimateFeesPerGas(),
     sendRaw: (raw: Hex) => client.sendRawTransaction({ serializedTransaction: raw }),

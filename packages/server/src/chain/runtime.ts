@@ -50,8 +50,9 @@ export async function startChainRuntime(config: Config, opts: ChainRuntimeOption
   const { startDevChain, connectDevChain } = await import("@agentwallet/devchain");
   // A chain kept apart from the sandbox keeps its own state; the sandbox writes none for it.
   const statePath = opts.chainState === "memory" || config.chain.sandboxRpcUrl ? undefined : join(config.dataDir, "chain-state.json");
+  // A chain running apart may carry its own USDC (Circle's, at USDC_ADDRESS): it is kept, not replaced.
   // Instant blocks for transactions plus one empty block a second, so deposits gain confirmations.
-  const dev = config.chain.sandboxRpcUrl ? await connectDevChain({ rpcUrl: config.chain.sandboxRpcUrl }) : await startDevChain({ statePath, blockTime: 1, mixedMining: true });
+  const dev = config.chain.sandboxRpcUrl ? await connectDevChain({ rpcUrl: config.chain.sandboxRpcUrl, usdcAddress: config.chain.usdcAddress as Address | undefined }) : await startDevChain({ statePath, blockTime: 1, mixedMining: true });
   return {
     client: createChainClient({ rpcUrl: dev.rpcUrl, chainId: dev.chainId, usdcAddress: dev.usdcAddress, timeoutMs: config.chain.rpcTimeoutMs, retries: config.chain.rpcRetries, pollingIntervalMs: opts.rpcPollingMs ?? 100 }),
     relayerKey: dev.accounts.relayer.privateKey,

@@ -5,11 +5,17 @@
  * (chain, tx_hash, log_index) in the ledger, so overlapping scans, restarts and webhook hints can
  * never credit twice. The cursor stays `confirmations` blocks behind the head, so the unconfirmed
  * tail is rescanned each tick and a reorg that moves a transfer is seen again.
+ *
+ * The same ranges are read for USDC's `Blacklisted` / `UnBlacklisted` events naming a project wallet:
+ * each names a wallet whose freeze may have changed, and `isBlacklisted` says what it is now (so events
+ * seen twice or out of order change nothing), stored by walletFreeze.ts.
  */
 import { type Address, type Hex, getAddress } from "viem";
 import type { Logger } from "pino";
 import type { ChainClient } from "../chain/chainClient.ts";
 import type { DepositStore, KvStore, ProjectStore } from "../ledger/ports.ts";
+import { type Clock, systemClock } from "../ids.ts";
+import { recordWalletFreeze } from "../rails/walletFreeze.ts";
 
 export type WatcherOptions = {
   chainName: string;
@@ -25,13 +31,15 @@ export type WatcherOptions = {
   /** Refunds whose senders are known only at run time (a Bridge transfer's deposit address). */
   isRefundFrom?: (from: Address) => Promise<boolean>;
   onCredit?: (amountMicros: number) => void;
+  /** When a freeze is recorded (walletFreeze.ts). */
+  clock?: Clock;
 };
 
 export type TickResult = { head: number; scannedFrom: number; scannedTo: number; seen: number; credited: number; dropped: number };
 
 export type DepositWatcher = ReturnType<typeof createDepositWatcher>;
 
-export function createDepositWatcher(ledger: { deposits: DepositStore; kv: KvStore } & { projects: Pick<ProjectStore, "withWallets"> }, chain: ChainClient, logger: Logger, o: WatcherOptions) {
+export function createDepositWatcher(ledger: { deposits: DepositStore; kv: KvStore } & { projects: Pick<ProjectStore, "withWallets" | "setWalletFrozen"> }, chain: ChainClient, logger: Logger, o: WatcherOptions) {
   const cursorKey = `deposits:cursor:${o.chainName}`;
   const perQuery = o.maxAddressesPerQuery ?? 500;
   const ignore = new Set((o.ignoreFrom ?? []).map((a) => a.toLowerCase()));
@@ -98,6 +106,13 @@ export function createDepositWatcher(ledger: { deposits: DepositStore; kv: KvSto
     return { credited, dropped };
   }
 
+  /** A blacklist event named this wallet: store whether USDC's blacklister has it frozen now. */
+  async function followFreeze(wallet: Address, byAddress: Map<string, string>): Promise<void> {
+    const projectId = byAddress.get(wallet.toLowerCase());
+    const frozen = projectId ? await chain.isBlacklisted(wallet) : undefined;
+    if (projectId && frozen !== undefined) await recordWalletFreeze({ ledger, clock: o.clock ?? systemClock, logger }, { id: projectId, wallet_address: getAddress(wallet) }, frozen, "USDC blacklist event");
+  }
+
   async function tick(): Promise<TickResult> {
     const head = await chain.blockNumber();
     const saved = await ledger.kv.get(cursorKey);
@@ -109,8 +124,10 @@ export function createDepositWatcher(ledger: { deposits: DepositStore; kv: KvSto
       const byAddress = await wallets();
       const addresses = [...byAddress.keys()] as Address[];
       for (let i = 0; i < addresses.length; i += perQuery) {
-        const logs = await chain.transfersTo(addresses.slice(i, i + perQuery), from, to);
+        const some = addresses.slice(i, i + perQuery);
+        const logs = await chain.transfersTo(some, from, to);
         for (const log of logs) if (await record(log as Log, byAddress)) seen++;
+        for (const wallet of await chain.blacklistChanges(some, from, to)) await followFreeze(wallet, byAddress);
       }
       // Keep the unconfirmed tail in the next scan; never move backwards.
       const next = Math.max(cursor, Math.min(to, head - o.confirmations));

@@ -8,7 +8,15 @@ import type { Plan } from "./project.ts";
 import type { PrincipalControls } from "./spending.ts";
 
 /** The project's balance as read in the authenticating statement, at the start of this request. */
-export type BalanceSnapshot = { availableMicros: number; pendingMicros: number; totalFundedMicros: number; totalSpentMicros: number; walletAddress: string | null };
+export type BalanceSnapshot = {
+  availableMicros: number;
+  pendingMicros: number;
+  totalFundedMicros: number;
+  totalSpentMicros: number;
+  walletAddress: string | null;
+  /** Since when USDC's blacklister has frozen the wallet (as last seen on-chain); null while it can move money. */
+  walletFrozenAt: string | null;
+};
 
 export type Principal = { tokenId: string; projectId: string; permissions: Set<Permission>; paused: boolean; plan: Plan; balance: BalanceSnapshot; controls?: PrincipalControls };
 
@@ -21,4 +29,10 @@ export function requirePermission(p: Principal, ...needed: Permission[]): void {
 
 export function requireActive(p: Principal): void {
   if (p.paused) throw forbidden("project_paused", "This project is paused: payments are refused until an operator resumes it (`agentwallet projects resume`).");
+  if (p.balance.walletFrozenAt !== null) {
+    throw forbidden(
+      "wallet_frozen",
+      `This project's wallet ${p.balance.walletAddress} has been frozen by USDC's issuer since ${p.balance.walletFrozenAt}: no payment from it can move money, so none is accepted. Retrying will not help; the operator must have the freeze lifted (payments resume by themselves once it is).`,
+    );
+  }
 }

@@ -56,6 +56,7 @@ async function authenticate(ctx: HttpDeps, req: FastifyRequest): Promise<Princip
       totalFundedMicros: row.total_funded_micros,
       totalSpentMicros: row.total_spent_micros,
       walletAddress: row.wallet_address,
+      walletFrozenAt: row.wallet_frozen_at,
     },
     controls: row.token_controls || row.project_controls ? { token: parseControls(row.token_controls), project: parseControls(row.project_controls) } : undefined,
   };

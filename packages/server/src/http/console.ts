@@ -168,15 +168,21 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
     async overview(projectId) {
       const b = await ctx.ledger.balances.get(projectId);
       const project = await ctx.ledger.projects.get(projectId);
+      const available = Number(b?.available_micros ?? 0);
+      const frozenAt = project?.wallet_frozen_at ?? null;
+      // As GET /v1/balance shows it: a frozen wallet offers nothing (services/getBalance.ts).
       return {
         project_id: projectId,
         currency: "usdc" as const,
-        available: Number(b?.available_micros ?? 0),
+        available: frozenAt === null ? available : 0,
         pending: Number(b?.pending_micros ?? 0),
         held: Number(b?.held_micros ?? 0),
         total_funded: Number(b?.total_funded_micros ?? 0),
         total_spent: Number(b?.total_spent_micros ?? 0),
         wallet_address: project?.wallet_address ?? null,
+        frozen: frozenAt !== null,
+        frozen_amount: frozenAt === null ? 0 : available,
+        frozen_since: frozenAt,
       };
     },
     depositAddress: (projectId) => getDepositAddress(ctx, projectId),

@@ -1,9 +1,10 @@
 /** Prometheus metrics on a registry of our own (tests build many apps in one process). */
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
-export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
+export function createMetrics(opts: { defaultMetrics?: boolean; frozenWallets?: () => Promise<number> } = {}) {
+  const frozenWallets = opts.frozenWallets;
   const registry = new Registry();
   if (opts.defaultMetrics) collectDefaultMetrics({ register: registry });
   return {
@@ -22,5 +23,14 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
       registers: [registry],
     }),
     deposits: new Counter({ name: "agentwallet_deposits_credited_total", help: "Deposits credited", registers: [registry] }),
+    // Read from the ledger at each scrape, so it is right whichever process or thread saw the freeze.
+    frozenWallets: new Gauge({
+      name: "agentwallet_frozen_wallets",
+      help: "Project wallets frozen by USDC's blacklister now (their payments are refused)",
+      registers: [registry],
+      async collect() {
+        if (frozenWallets) this.set(await frozenWallets());
+      },
+    }),
   };
 }

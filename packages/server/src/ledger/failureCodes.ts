@@ -10,6 +10,14 @@ export const FAILURE_CODES = [
   "signing_refused",
   /** The on-chain transfer reverted (e.g. the project wallet on-chain held less than the ledger). */
   "onchain_reverted",
+  /** USDC's issuer froze (blacklisted) the project's wallet: no transfer from it can move; payments are refused until it is released. */
+  "wallet_frozen",
+  /** USDC's issuer blocked (blacklisted) the recipient: no USDC can be sent to that address. */
+  "recipient_blocked",
+  /** USDC is paused by its issuer: no transfer moves until it is unpaused. */
+  "token_paused",
+  /** The project wallet held less USDC on-chain than the transfer (the ledger counts more than the chain). */
+  "wallet_underfunded",
   /** The signed EIP-3009 authorization expired before any transaction used it. */
   "authorization_expired",
   /** A step kept failing with errors a retry may cure (RPC unreachable, relayer not mined) until the retry bound. */

@@ -276,6 +276,13 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await moveKvIdempotencyKeys(db);
       },
     },
+    "0021_frozen_wallets": {
+      // Since when USDC's blacklister has frozen the project's deposit address (null: spendable). Set and
+      // cleared by what the chain says (services/walletFreeze.ts); read with the token on every request.
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable("projects").addColumn("wallet_frozen_at", "text").execute();
+      },
+    },
     "0007_spending_controls": {
       // Spending controls (ledger/spending.ts): controls on tokens and projects, window counters moved
       // in the hold's write, the windows each payment was counted in (given back when it fails or is

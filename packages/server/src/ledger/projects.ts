@@ -6,6 +6,7 @@ import { sql } from "kysely";
 import type { Clock, IdGenerator } from "../ids.ts";
 import type { Db } from "./db.ts";
 import type { Plan, ProjectsTable } from "./schema.ts";
+import { enqueueEvent } from "./webhookOutbox.ts";
 
 export type ProjectRow = ProjectsTable;
 
@@ -35,6 +36,7 @@ export class Projects {
         wallet_address: null,
         created_at: this.clock().toISOString(),
         spending_controls: null,
+        wallet_frozen_at: null,
       };
       await trx.insertInto("projects").values(project).execute();
       await trx.insertInto("balances").values({ project_id: project.id, available_micros: 0, held_micros: 0, pending_micros: 0, total_funded_micros: 0, total_spent_micros: 0, tx_count: 0 }).execute();
@@ -55,6 +57,32 @@ export class Projects {
     return r.numUpdatedRows > 0n;
   }
 
+  /**
+   * Marks the project's wallet frozen (`frozenAt`) or spendable again (null), and writes the
+   * `wallet.frozen` / `wallet.unfrozen` event for its webhook endpoints in the same transaction. Only a
+   * change writes anything: answers whether this call changed it (another process may have first).
+   */
+  async setWalletFrozen(id: string, frozenAt: string | null, event: { at: string; payload: (frozenAt: string | null) => string }): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const r = await trx
+        .updateTable("projects")
+        .set({ wallet_frozen_at: frozenAt })
+        .where("id", "=", id)
+        .where("wallet_frozen_at", frozenAt === null ? "is not" : "is", null)
+        .executeTakeFirst();
+      if (r.numUpdatedRows === 0n) return false;
+      const type = frozenAt === null ? "wallet.unfrozen" : "wallet.frozen";
+      await enqueueEvent(trx, { projectId: id, type, objectId: id, status: frozenAt === null ? "active" : "frozen", occurredAt: event.at, payload: event.payload(frozenAt) });
+      return true;
+    });
+  }
+
+  /** How many projects' wallets are frozen now (the metric). */
+  async countFrozen(): Promise<number> {
+    const r = await this.db.selectFrom("projects").select((eb) => eb.fn.countAll<number | string>().as("n")).where("wallet_frozen_at", "is not", null).executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
   /** Stores the derived deposit address once; later calls keep the first one. */
   async setWalletAddress(id: string, address: string): Promise<string> {
     await this.db.updateTable("projects").set({ wallet_address: address }).where("id", "=", id).where("wallet_address", "is", null).execute();
@@ -67,8 +95,8 @@ export class Projects {
     return (await this.db.selectFrom("projects").select("id").where("wallet_address", "=", address).executeTakeFirst()) !== undefined;
   }
 
-  async withWallets(): Promise<{ id: string; wallet_address: string }[]> {
-    const rows = await this.db.selectFrom("projects").select(["id", "wallet_address"]).where("wallet_address", "is not", null).execute();
-    return rows as { id: string; wallet_address: string }[];
+  async withWallets(): Promise<{ id: string; wallet_address: string; wallet_frozen_at: string | null }[]> {
+    const rows = await this.db.selectFrom("projects").select(["id", "wallet_address", "wallet_frozen_at"]).where("wallet_address", "is not", null).execute();
+    return rows as { id: string; wallet_address: string; wallet_frozen_at: string | null }[];
   }
 }

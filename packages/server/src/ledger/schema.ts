@@ -18,6 +18,7 @@ export interface ProjectsTable {
   wallet_address: string | null;
   created_at: string;
   spending_controls: string | null; // JSON SpendingControls (spending.ts): every token of the project obeys them too
+  wallet_frozen_at: string | null; // since when USDC's blacklister has frozen the wallet; null while it can move money
 }
 
 export interface ApiTokensTable {

@@ -30,6 +30,7 @@ const compileTokenQuery = (db: Db, n: number) =>
       "projects.paused",
       "projects.plan",
       "projects.wallet_address",
+      "projects.wallet_frozen_at",
       "balances.available_micros",
       "balances.pending_micros",
       "balances.total_funded_micros",

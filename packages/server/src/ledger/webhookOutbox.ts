@@ -12,6 +12,7 @@
  * locked` on PostgreSQL), so several processes on one database send each attempt once, and a process
  * killed mid-delivery leaves a lease that expires and is taken again.
  */
+import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import type { Db, Dialect } from "./db.ts";
 import type { WebhookDeliveriesTable, WebhookEndpointsTable, WebhookOutboxTable } from "./schema.ts";
@@ -30,6 +31,9 @@ export const WEBHOOK_EVENT_TYPES = [
   "payment.approval_required",
   "deposit.pending",
   "deposit.credited",
+  // Written by Projects.setWalletFrozen (not a trigger): USDC's blacklister froze or released the wallet.
+  "wallet.frozen",
+  "wallet.unfrozen",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
@@ -165,6 +169,26 @@ export function statusHistoryTriggers(dialect: Dialect): string[] {
 /** Stores `events` as ",a,b," so a trigger matches one with a substring test; null = every event. */
 export const eventsColumn = (events: readonly string[] | null) => (events && events.length ? `,${events.join(",")},` : null);
 export const eventsOf = (column: string | null) => (column ? column.split(",").filter(Boolean) : null);
+
+/**
+ * Writes an event that no trigger writes (a project's wallet frozen or released) and its deliveries, in
+ * the caller's transaction, for the project's enabled endpoints that want it; its body is stored now, so
+ * the deliverer sends it as it is. Nothing when no endpoint wants it.
+ */
+export async function enqueueEvent(
+  trx: Db,
+  e: { projectId: string; type: WebhookEventType; objectId: string; status: string; occurredAt: string; payload: string },
+): Promise<void> {
+  const endpoints = await trx.selectFrom("webhook_endpoints").select(["id", "events"]).where("project_id", "=", e.projectId).where("disabled_at", "is", null).execute();
+  const wanting = endpoints.filter((x) => x.events === null || x.events.includes(`,${e.type},`));
+  if (!wanting.length) return;
+  const id = `evt_${randomBytes(12).toString("hex")}`;
+  await trx.insertInto("webhook_outbox").values({ id, project_id: e.projectId, type: e.type, object_id: e.objectId, status: e.status, occurred_at: e.occurredAt, payload: e.payload }).execute();
+  await trx
+    .insertInto("webhook_deliveries")
+    .values(wanting.map((x) => ({ event_id: id, endpoint_id: x.id, state: "pending", attempts: 0, next_attempt_at: e.occurredAt })))
+    .execute();
+}
 
 export class WebhookOutbox {
   constructor(

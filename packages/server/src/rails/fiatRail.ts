@@ -76,7 +76,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
       if (leg === "pending") return { done: false, retryInMs: 500 };
       // Nothing moved: the transfer at the provider waits for funds that never come.
       if (leg !== "confirmed") {
-        const f = legFailure(leg, payment.tx_hash, "the off-ramp");
+        const f = await legFailure(d, payment, leg, "the off-ramp");
         return fail(payment, f.failureCode, f.failureReason);
       }
       await ctx.ledger.updatePayment(payment.id, { rail_state: JSON.stringify({ ...state, stage: "payout" }) });
@@ -145,7 +145,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
         const leg = await checkLeg(d, payment);
         if (leg === "pending") return { done: false, retryInMs: 500 };
         if (leg !== "confirmed") {
-          const r = await ctx.ledger.resolve(payment.id, "failed", legFailure(leg, payment.tx_hash, "the off-ramp"));
+          const r = await ctx.ledger.resolve(payment.id, "failed", await legFailure(d, payment, leg, "the off-ramp"));
           if (r.changed) d.onFinal?.(r.payment, "failed");
           return { done: true };
         }

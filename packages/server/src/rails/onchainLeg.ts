@@ -6,11 +6,12 @@
  */
 import type { Address, Hex } from "viem";
 import type { RailDeps } from "./railDeps.ts";
-import type { FailureCode } from "../ledger/failureCodes.ts";
 import type { PaymentRow } from "../ledger/store.ts";
 import type { Relayer } from "../chain/relayer.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
 import { type Authorization, authorizationUsedIn, randomNonce, signAuthorization } from "./eip3009.ts";
+import { type LegFailure, revertFailure } from "./revertFailure.ts";
+import { PermanentFailure } from "./settlementRetry.ts";
 
 /** How long the relayer has to get an authorization mined; past it the leg can be failed safely. */
 export const AUTHORIZATION_VALIDITY_SECONDS = 3_600;
@@ -40,17 +41,25 @@ export async function relayTransfers(
   payment: PaymentRow,
   transfers: Transfer[],
   patch: (t: { hash: Hex; nonce: number; auths: Authorization[] }) => Record<string, unknown>,
+  o: { refuseFrozen?: boolean } = {},
 ): Promise<Hex> {
-  const auths = await signTransfers(d, payment, transfers);
+  const auths = await signTransfers(d, payment, transfers, o);
   const tx = await d.relayer.prepare(payment.id, encodeCalls(d, auths), (t) => patch({ hash: t.hash, nonce: t.nonce, auths }), { tx_hash: payment.tx_hash, rail_state: payment.rail_state });
   await d.relayer.broadcast(tx.raw);
   return tx.hash;
 }
 
 /** Authorizations from the project wallet for `transfers` (never more than the payment's hold). */
-export async function signTransfers(d: LegDeps, payment: PaymentRow, transfers: Transfer[]): Promise<Authorization[]> {
+export async function signTransfers(d: LegDeps, payment: PaymentRow, transfers: Transfer[], o: { refuseFrozen?: boolean } = {}): Promise<Authorization[]> {
   const project = await d.ctx.ledger.projects.get(payment.project_id);
   if (!project) throw new Error(`project ${payment.project_id} missing`);
+  // A wallet known frozen cannot move anything: its payment fails now, before any gas is spent on it.
+  if (o.refuseFrozen && project.wallet_frozen_at !== null) {
+    throw new PermanentFailure(
+      "wallet_frozen",
+      `USDC's issuer has frozen this project's wallet ${project.wallet_address} (since ${project.wallet_frozen_at}); nothing was sent, the amount and fee were credited back. Payments are refused until the freeze is lifted.`,
+    );
+  }
   const total = transfers.reduce((s, t) => s + t.micros, 0);
   // Invariant: never sign for more than the hold.
   if (total > payment.amount_micros + payment.fee_micros) throw new Error(`transfers of ${total} exceed hold of payment ${payment.id}`);
@@ -73,7 +82,7 @@ export function encodeCalls(d: LegDeps, auths: Authorization[]) {
 
 /** The payment's main leg: status → processing with its tx_hash, authorizations in rail_state. */
 export function startLeg(d: LegDeps, payment: PaymentRow, transfers: Transfer[], extraState: Record<string, unknown> = {}): Promise<Hex> {
-  return relayTransfers(d, payment, transfers, (t) => legPatch(t, extraState));
+  return relayTransfers(d, payment, transfers, (t) => legPatch(t, extraState), { refuseFrozen: true });
 }
 
 /** The payment row's new state once its main leg is stored. */
@@ -81,11 +90,14 @@ export function legPatch(t: { hash: Hex; nonce: number; auths: Authorization[] }
   return { status: "processing", tx_hash: t.hash, rail_state: JSON.stringify({ ...extraState, transfers: t.auths, relayNonce: t.nonce } satisfies LegState) };
 }
 
-/** The failure code and message of a leg that can no longer move the money (reverted or expired). */
-export function legFailure(status: "reverted" | "expired", txHash: string | null, to: string): { failureCode: FailureCode; failureReason: string } {
-  return status === "reverted"
-    ? { failureCode: "onchain_reverted", failureReason: `The USDC transfer to ${to} reverted on-chain${txHash ? ` in transaction ${txHash}` : ""} and moved nothing; the amount and fee were credited back.` }
-    : { failureCode: "authorization_expired", failureReason: `The transfer authorization to ${to} expired before it was mined; nothing moved, the amount and fee were credited back.` };
+/**
+ * The failure code and message of the payment's main leg that can no longer move the money: expired, or
+ * reverted, named by the token's revert reason (revertFailure.ts: `wallet_frozen`, `recipient_blocked`,
+ * `token_paused`, …).
+ */
+export async function legFailure(d: LegDeps, payment: PaymentRow, status: "reverted" | "expired", to: string): Promise<LegFailure> {
+  if (status === "reverted") return revertFailure(d, payment, legState(payment)?.transfers ?? [], payment.tx_hash, to);
+  return { failureCode: "authorization_expired", failureReason: `The transfer authorization to ${to} expired before it was mined; nothing moved, the amount and fee were credited back.` };
 }
 
 export function checkLeg(d: LegDeps, payment: PaymentRow): Promise<LegStatus> {

@@ -21,7 +21,7 @@ export function createUsdcRail(d: LegDeps & { onFinal?: (p: PaymentRow, outcome:
       const status = await checkLeg(d, payment);
       if (status === "pending") return { done: false, retryInMs: 500 };
       const outcome = status === "confirmed" ? "completed" : "failed";
-      const r = await d.ctx.ledger.resolve(payment.id, outcome, status === "confirmed" ? { failureReason: null } : legFailure(status, payment.tx_hash, "the recipient"));
+      const r = await d.ctx.ledger.resolve(payment.id, outcome, status === "confirmed" ? { failureReason: null } : await legFailure(d, payment, status, "the recipient"));
       if (r.changed) d.onFinal?.(r.payment, outcome);
       return { done: true };
     },

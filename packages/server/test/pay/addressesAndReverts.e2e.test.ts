@@ -1,6 +1,6 @@
 // On the real chain and both ledgers: an all-uppercase address (a valid unchecksummed form, EIP-55) is
 // accepted, normalised to its checksum and paid; a mixed-case address that fails its checksum is a 400
-// and holds nothing; a transfer that reverts on-chain fails at once, credited back, with its code; a row
+// and holds nothing; a transfer that reverts on-chain fails at once, credited back, with its code (named by the token's revert reason); a row
 // stored before addresses were normalised fails at once instead of retrying for ever; a payout the
 // off-ramp refuses fails, credited back, with the off-ramp's words.
 import { Balance, PayResponse, TransactionList, UsdcTransferResponse } from "@agentwallet/api";
@@ -71,7 +71,7 @@ describe.each(dialects)("recipient addresses and reverted transfers on a real ch
     expect(Balance.parse((await call("/v1/balance")).json).available).toBe(before.available);
   });
 
-  test("a transfer that reverts on-chain (the wallet holds less than the ledger) fails at once, credited back: onchain_reverted", async () => {
+  test("a transfer that reverts on-chain (the wallet holds less than the ledger) fails at once, credited back: wallet_underfunded", async () => {
     // A second project whose ledger credit has no USDC behind it on-chain: its transfer must revert.
     const ctx = s.server.ctx;
     const project = await ctx.ledger.projects.create({ name: "unbacked", plan: "free" });
@@ -83,13 +83,13 @@ describe.each(dialects)("recipient addresses and reverted transfers on a real ch
     const res = await call("/v1/pay", { recipient: CHECKSUMMED, amount_usd: 1, idempotency_key: "reverts" }, token);
     expect(res.status).toBe(201);
     const p = await final(res.json.id);
-    expect(p).toMatchObject({ status: "failed", failure_code: "onchain_reverted" });
+    expect(p).toMatchObject({ status: "failed", failure_code: "wallet_underfunded" });
     expect(p.failure_reason).toMatch(/reverted on-chain in transaction 0x[0-9a-f]{64}/);
     const replay = await call("/v1/pay", { recipient: CHECKSUMMED, amount_usd: 1, idempotency_key: "reverts" }, token);
-    expect(replay.json).toMatchObject({ id: p.id, status: "failed", failure_code: "onchain_reverted", failure_message: p.failure_reason });
+    expect(replay.json).toMatchObject({ id: p.id, status: "failed", failure_code: "wallet_underfunded", failure_message: p.failure_reason });
     expect(Balance.parse((await call("/v1/balance", undefined, token)).json).available).toBe(5_000_000);
     const list = TransactionList.parse((await call("/v1/transactions?limit=1", undefined, token)).json);
-    expect(list.transactions[0]).toMatchObject({ id: p.id, status: "failed", failure_code: "onchain_reverted" });
+    expect(list.transactions[0]).toMatchObject({ id: p.id, status: "failed", failure_code: "wallet_underfunded" });
   });
 
   test("a payment stored with an address the wallet cannot sign for (before normalisation) fails at once, credited back: signing_refused", async () => {
