@@ -275,6 +275,43 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await moveKvIdempotencyKeys(db);
       },
     },
+    "0019_bank_returns_watch": {
+      // Completed bank payments stay watched for returns (rails/fiat/returnWatch.ts): one state row per
+      // provider (the cursor of its list of changed payouts and the lease of the process reading it), when
+      // each payment was last read (the fallback sweep), the refund's transaction a provider named, and the
+      // refunds seen on-chain from an off-ramp (reconcile names the ones no payment accounts for).
+      async up(db: Kysely<any>) {
+        for (const column of ["return_checked_at", "refund_tx_hash"]) await db.schema.alterTable("payments").addColumn(column, "text").execute();
+        await db.schema
+          .createIndex("payments_fiat_completed")
+          .on("payments")
+          .column("completed_at")
+          .where(sql.ref("rail"), "=", "fiat")
+          .where(sql.ref("status"), "=", "completed")
+          .execute();
+        await db.schema.createIndex("payments_refund_tx").on("payments").column("refund_tx_hash").execute();
+        await db.schema
+          .createTable("return_watch")
+          .addColumn("provider", "text", (c) => c.primaryKey())
+          .addColumn("cursor_ms", "bigint")
+          .addColumn("sweep_from", "text")
+          .addColumn("lease_owner", "text")
+          .addColumn("lease_until", "text")
+          .execute();
+        await db.schema
+          .createTable("provider_refunds")
+          .addColumn("chain", "text", (c) => c.notNull())
+          .addColumn("tx_hash", "text", (c) => c.notNull())
+          .addColumn("log_index", "integer", (c) => c.notNull())
+          .addColumn("project_id", "text", (c) => c.notNull())
+          .addColumn("from_address", "text", (c) => c.notNull())
+          .addColumn("amount_micros", "bigint", (c) => c.notNull())
+          .addColumn("block_number", "bigint", (c) => c.notNull())
+          .addColumn("seen_at", "text", (c) => c.notNull())
+          .addPrimaryKeyConstraint("provider_refunds_pk", ["chain", "tx_hash", "log_index"])
+          .execute();
+      },
+    },
     "0007_spending_controls": {
       // Spending controls (ledger/spending.ts): controls on tokens and projects, window counters moved
       // in the hold's write, the windows each payment was counted in (given back when it fails or is

@@ -13,6 +13,7 @@
  *   world:chain             deposits' origin           world:payouts      money that left by a rail
  *   revenue:fees            platform fees earned
  */
+import { ReturnWatch } from "./returnWatch.ts";
 import { CompiledQuery, type Insertable, sql } from "kysely";
 import { type Db, type Dialect, sqliteDirectOf, withParameters } from "./db.ts";
 import { ConsoleSessions } from "./consoleSessions.ts";
@@ -171,6 +172,8 @@ export class Ledger {
   readonly kv: KvRows;
   /** Deposits seen, credited or dropped (deposits.ts). */
   readonly deposits: Deposits;
+  /** Completed bank payments watched for returns, and off-ramp refunds seen on-chain (returnWatch.ts). */
+  readonly returnWatch: ReturnWatch;
 
   /** Projects: created, paused, given their wallet address (projects.ts). */
   readonly projects: Projects;
@@ -204,6 +207,7 @@ export class Ledger {
     this.relayerNonces = new RelayerNonces(db, this.writes);
     this.kv = new KvRows(db);
     this.deposits = new Deposits(db, clock, newId);
+    this.returnWatch = new ReturnWatch(db, clock);
     this.projects = new Projects(db, clock, newId);
     this.tokens = new Tokens(db, clock, direct?.read);
     this.balances = new Balances(db);
@@ -498,6 +502,8 @@ export class Ledger {
       approval_until: approvalUntil,
       approval_decided_by: null,
       approval_decided_at: null,
+      return_checked_at: null,
+      refund_tx_hash: null,
     };
     // Fee first so the rail transaction, inserted last, lists first among equal timestamps. Positions:
     // the rail transaction's is the debited count (`pos`), the fee's one less.

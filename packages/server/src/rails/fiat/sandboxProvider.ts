@@ -57,7 +57,14 @@ export function createSandboxFiatProvider(deps: { ledger: { kv: KvStore }; chain
     return v ? (JSON.parse(v) as Stored) : undefined;
   };
   const save = (p: Stored) => deps.ledger.kv.set(key(p.payoutId), JSON.stringify(p));
-  const view = (p: Stored): Payout => ({ payoutId: p.payoutId, reference: p.reference, status: p.status, reason: p.reason, ...(p.refused ? { refused: true } : {}) });
+  const view = (p: Stored): Payout => ({
+    payoutId: p.payoutId,
+    reference: p.reference,
+    status: p.status,
+    reason: p.reason,
+    ...(p.refused ? { refused: true } : {}),
+    ...(p.refunded && p.refundTx ? { refundTxHash: p.refundTx.toLowerCase() } : {}),
+  });
 
   /**
    * Sends the payout's USDC back, once. The transaction is signed and stored before it is sent, so a
