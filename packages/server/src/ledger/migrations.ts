@@ -312,6 +312,17 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    "0023_mask_bank_accounts": {
+      // A bank payment keeps its whole account number only sealed, and only until its payout is created
+      // (domain/bankAccount.ts): a trigger forgets it at any final status, whichever path ends the payment
+      // (denied, expired, refused, failed, completed), and rows written before are masked here. Open ones
+      // still awaiting their payout keep it until a process with the key seals it (deps.ts).
+      async up(db: Kysely<any>) {
+        for (const statement of forgetBankAccountTrigger(dialect)) await sql.raw(statement).execute(db);
+        await sql.raw(maskBankAccountsSql(dialect)).execute(db);
+        await maskSandboxPayouts(db);
+      },
+    },
     "0007_spending_controls": {
       // Spending controls (ledger/spending.ts): controls on tokens and projects, window counters moved
       // in the hold's write, the windows each payment was counted in (given back when it fails or is
@@ -483,6 +494,53 @@ async function moveKvIdempotencyKeys(db: Kysely<any>, nowMs = Date.now()): Promi
     await db.deleteFrom("kv").where("key", "=", row.key).execute();
   }
   return rows.length;
+}
+
+/** Payments whose final status leaves no account number but the last four digits (migration 0023). */
+function forgetBankAccountTrigger(dialect: Dialect): string[] {
+  const masked = dialect === "postgres"
+    ? `(jsonb_set(new.recipient_json::jsonb - 'account_sealed', '{account_number}', to_jsonb('****' || right(new.recipient_json::jsonb->>'account_number', 4))))::text`
+    : `json_set(json_remove(new.recipient_json, '$.account_sealed'), '$.account_number', '****' || substr(json_extract(new.recipient_json, '$.account_number'), -4))`;
+  const final = `new.rail = 'fiat' and new.status in ('completed', 'failed', 'reversed') and new.recipient_json is not null`;
+  if (dialect === "postgres") {
+    return [
+      `create or replace function payments_forget_bank_account() returns trigger language plpgsql as $$
+begin
+  if ${final} then new.recipient_json := ${masked}; end if;
+  return new;
+end $$`,
+      `create trigger payments_forget_bank_account before update of status on payments for each row execute function payments_forget_bank_account()`,
+    ];
+  }
+  return [`create trigger payments_forget_bank_account after update of status on payments for each row when ${final} begin update payments set recipient_json = ${masked} where id = new.id; end`];
+}
+
+/** Masks the account numbers that rows written before migration 0023 keep after their payout or final status. */
+function maskBankAccountsSql(dialect: Dialect): string {
+  const number = dialect === "postgres" ? `(recipient_json::jsonb->>'account_number')` : `json_extract(recipient_json, '$.account_number')`;
+  const masked = dialect === "postgres"
+    ? `(jsonb_set(recipient_json::jsonb - 'account_sealed', '{account_number}', to_jsonb('****' || right(${number}, 4))))::text`
+    : `json_set(json_remove(recipient_json, '$.account_sealed'), '$.account_number', '****' || substr(${number}, -4))`;
+  return `update payments set recipient_json = ${masked}
+    where rail = 'fiat' and recipient_json is not null and substr(${number}, 1, 4) <> '****'
+      and (status in ('completed', 'failed', 'reversed') or provider_ref is not null)`;
+}
+
+/** The sandbox off-ramp's payouts kept the whole account number to choose a test outcome: the outcome is kept instead. */
+async function maskSandboxPayouts(db: Kysely<any>): Promise<void> {
+  const outcomes: Record<string, string> = { "1111000000": "fail", "2222000000": "return", "3333000000": "refuse" };
+  let after = "";
+  for (;;) {
+    const rows: { key: string; value: string }[] = await db.selectFrom("kv").select(["key", "value"]).where("key", "like", "sandbox_payout:%").where("key", ">", after).orderBy("key").limit(500).execute();
+    for (const row of rows) {
+      const p = JSON.parse(row.value) as { accountNumber?: string; outcome?: string };
+      if (typeof p.accountNumber !== "string" || p.accountNumber.startsWith("****")) continue;
+      const value = JSON.stringify({ ...p, outcome: p.outcome ?? outcomes[p.accountNumber] ?? "complete", accountNumber: `****${p.accountNumber.slice(-4)}` });
+      await db.updateTable("kv").set({ value }).where("key", "=", row.key).execute();
+    }
+    if (rows.length < 500) return;
+    after = rows.at(-1)!.key;
+  }
 }
 
 /** Numbers rows without a position by creation time, then insertion sequence, per project. */

@@ -274,6 +274,29 @@ export class Ledger {
     return this.db.selectFrom("payments").selectAll().where("provider_ref", "=", providerRef).executeTakeFirst();
   }
 
+  /**
+   * Up to `limit` open bank payments whose account number is still in the clear, awaiting their payout: rows
+   * written before migration 0023, which a process holding the key seals (deps.ts).
+   */
+  openBankRecipientsInClear(limit: number): Promise<Pick<PaymentRow, "id" | "project_id" | "recipient_json">[]> {
+    return this.db
+      .selectFrom("payments")
+      .select(["id", "project_id", "recipient_json"])
+      .where("rail", "=", "fiat")
+      .where("status", "in", ["pending", "processing"])
+      .where("provider_ref", "is", null)
+      .where("recipient_json", "not like", "%account_sealed%")
+      .where("recipient_json", "not like", '%"account_number":"****%')
+      .limit(limit)
+      .execute();
+  }
+
+  /** Replaces a payment's stored recipient if it is still `before` (a compare-and-set). */
+  async replaceRecipientJson(id: string, before: string, after: string): Promise<boolean> {
+    const r = await this.db.updateTable("payments").set({ recipient_json: after }).where("id", "=", id).where("recipient_json", "=", before).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
   /** Makes a payment due at `at` (the worker advances it then), leaving its lease and the rest as they are. */
   async makePaymentDue(id: string, at: string): Promise<void> {
     await this.db.updateTable("payments").set({ next_attempt_at: at }).where("id", "=", id).execute();

@@ -6,7 +6,7 @@
  * A payout returned after completion (ACH return) moves the payment to `reversed`: the amount is credited
  * back, the fee stays earned (it is in the treasury, and the off-ramp refunds only the amount).
  */
-import type { BankRecipient } from "@agentwallet/api";
+import { forgetBankAccount, openBankRecipient } from "../domain/bankAccount.ts";
 import type { Address } from "viem";
 import type { PaymentRow } from "../ledger/store.ts";
 import { type FiatProvider, FiatProviderError, type Payout } from "./fiat/provider.ts";
@@ -43,7 +43,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
         payout = await provider.createPayout({
           reference: payment.id,
           amountCents: payment.amount_units,
-          recipient: JSON.parse(payment.recipient_json!) as BankRecipient,
+          recipient: openBankRecipient(ctx.bankAccountKey, payment.project_id, payment.recipient_json!),
           refundAddress: project!.wallet_address as Address,
         });
       } catch (err) {
@@ -55,12 +55,11 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
       if (!payout.deposit || payout.deposit.amountMicros !== payment.amount_micros) {
         return fail(payment, "payout_refused", `The off-ramp asked for ${payout.deposit ? `${payout.deposit.amountMicros} micro-USDC` : "no USDC deposit"} for a payout of ${payment.amount_micros}; nothing was sent`);
       }
-      const r = JSON.parse(payment.recipient_json!) as BankRecipient;
       await ctx.ledger.updatePayment(payment.id, {
         provider_ref: payout.payoutId,
         rail_state: JSON.stringify({ stage: "payout_created", deposit: payout.deposit }),
         // The provider holds the bank details now: keep only the last four digits of the account.
-        recipient_json: JSON.stringify({ ...r, account_number: `****${r.account_number.slice(-4)}` }),
+        recipient_json: forgetBankAccount(payment.recipient_json!),
       });
       return { done: false, retryInMs: 0 };
     }
@@ -186,11 +185,12 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
         const payout = await provider.createPayout({
           reference: payment.id,
           amountCents: payment.amount_units,
-          recipient: JSON.parse(payment.recipient_json!) as BankRecipient,
+          recipient: openBankRecipient(ctx.bankAccountKey, payment.project_id, payment.recipient_json!),
           refundAddress: project!.wallet_address as Address,
         });
         const state = legState(payment)!;
-        await ctx.ledger.updatePayment(payment.id, { provider_ref: payout.payoutId, rail_state: JSON.stringify({ ...state, stage: "payout" }) });
+        // The provider holds the bank details now: keep only the last four digits of the account.
+        await ctx.ledger.updatePayment(payment.id, { provider_ref: payout.payoutId, rail_state: JSON.stringify({ ...state, stage: "payout" }), recipient_json: forgetBankAccount(payment.recipient_json!) });
         return { done: false, retryInMs: 1_000 };
       }
       return applyPayout(payment);
