@@ -61,6 +61,7 @@ export async function createBenchContext(options: BenchContextOptions): Promise<
     rails: undefined,
     hooks: {},
     instanceId: `bench-${process.pid}`,
+    bankAccountKey: new Uint8Array(32).fill(7),
   };
   return {
     ctx,

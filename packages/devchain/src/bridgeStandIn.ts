@@ -29,6 +29,8 @@ const WEBHOOK_TIMEOUT_MS = 5_000;
 /** Blocks read per eth_getLogs call. */
 const LOG_RANGE_MAX = 1_000n;
 const BODY_BYTES_MAX = 64 * 1024;
+/** `GET /v0/transfers`: at most this many per page (Bridge: default 10, max 100). */
+const LIST_LIMIT_MAX = 100;
 
 type TransferState =
   | "awaiting_funds"
@@ -115,6 +117,16 @@ export type BridgeStandIn = {
    * released: the caller can die between Bridge creating the transfer and learning of it.
    */
   holdTransferAnswers(held: boolean): void;
+  /**
+   * While dropping, state changes make no webhook event at all: as when a deployment was down longer than
+   * Bridge retries a delivery. Only reading the transfers shows them.
+   */
+  dropWebhooks(dropping: boolean): void;
+  /**
+   * An ACH return of a paid-out transfer (`payment_processed`), as a bank sends one days later:
+   * `returned` at once, then the USDC is refunded on-chain to the return address (`refunded`).
+   */
+  returnTransfer(transferId: string, reason?: string): void;
   /** Refuse the next `times` calls of `method path-prefix` with this HTTP status (503, 429 …). */
   injectFault(f: { method: string; pathPrefix: string; status: number; times: number }): void;
   transfers(): Omit<Transfer, "_depositKey" | "_receivedMicros" | "_nextAt">[];
@@ -160,6 +172,7 @@ export async function startBridgeStandIn(o: BridgeStandInOptions): Promise<Bridg
   if (!st.customers.includes(customerId)) st.customers.push(customerId);
   let webhookUrl = o.webhookUrl;
   let paused = false;
+  let dropping = false;
   let held: Promise<void> = Promise.resolve();
   let release: (() => void) | undefined;
   const faults: { method: string; pathPrefix: string; status: number; times: number }[] = [];
@@ -192,7 +205,7 @@ export async function startBridgeStandIn(o: BridgeStandInOptions): Promise<Bridg
     t.updated_at = now();
     t.receipt = { ...t.receipt, ...extra };
     t._nextAt = Date.now() + stepMs;
-    events.push({ id: t.id, body: eventBody(t), attempts: 0, nextAt: 0 });
+    if (!dropping) events.push({ id: t.id, body: eventBody(t), attempts: 0, nextAt: 0 });
     save();
   }
 
@@ -290,6 +303,40 @@ export async function startBridgeStandIn(o: BridgeStandInOptions): Promise<Bridg
     return { status: 201, body: pub(t) };
   }
 
+  /**
+   * `GET /v0/transfers`, as Bridge documents it ("Fetching Transfers"): newest first by creation time,
+   * `limit` 1–100 (default 10), and at most one of `starting_after` / `ending_before` (a transfer id) or
+   * `updated_after_ms` / `updated_before_ms` (a timestamp in ms, the transfers updated strictly after or
+   * before it).
+   */
+  function listTransfers(q: URLSearchParams): { status: number; body: unknown } {
+    const limitText = q.get("limit") ?? "10";
+    const limit = /^\d{1,3}$/.test(limitText) ? Number(limitText) : NaN;
+    if (!(limit >= 1 && limit <= LIST_LIMIT_MAX)) throw new HttpError(400, "invalid_parameters", `limit must be an integer from 1 to ${LIST_LIMIT_MAX}.`, "limit");
+    const given = ["starting_after", "ending_before", "updated_after_ms", "updated_before_ms"].filter((k) => q.has(k));
+    if (given.length > 1) throw new HttpError(400, "invalid_parameters", `${given.join(", ")} are mutually exclusive; specify at most one of them.`, given[1]);
+    const ms = (k: string) => {
+      const v = q.get(k)!;
+      if (!/^\d{1,15}$/.test(v)) throw new HttpError(400, "invalid_parameters", `${k} must be an integer timestamp in milliseconds.`, k);
+      return Number(v);
+    };
+    let list = [...st.transfers].reverse(); // newest first by creation
+    const by = given[0];
+    if (by === "updated_after_ms") {
+      const after = ms(by);
+      list = list.filter((t) => Date.parse(t.updated_at) > after);
+    } else if (by === "updated_before_ms") {
+      const before = ms(by);
+      list = list.filter((t) => Date.parse(t.updated_at) < before);
+    } else if (by === "starting_after" || by === "ending_before") {
+      const at = list.findIndex((t) => t.id === q.get(by));
+      if (at < 0) throw new HttpError(400, "invalid_parameters", `${by} does not name a transfer.`, by);
+      list = by === "starting_after" ? list.slice(at + 1) : list.slice(Math.max(0, at - limit), at);
+    }
+    const data = list.slice(0, limit).map((t) => pub(t));
+    return { status: 200, body: { count: data.length, data } };
+  }
+
   async function route(req: IncomingMessage): Promise<{ status: number; body: unknown }> {
     const url = new URL(req.url ?? "/", "http://x");
     const method = req.method ?? "GET";
@@ -317,10 +364,7 @@ export async function startBridgeStandIn(o: BridgeStandInOptions): Promise<Bridg
       if (parts[1] === "transfers") await held;
       return out;
     }
-    if (method === "GET" && parts[1] === "transfers" && parts.length === 2) {
-      const data = st.transfers.map((t) => pub(t));
-      return { status: 200, body: { count: data.length, data } };
-    }
+    if (method === "GET" && parts[1] === "transfers" && parts.length === 2) return listTransfers(url.searchParams);
     if (method === "GET" && parts[1] === "transfers" && parts.length === 3) {
       const t = st.transfers.find((x) => x.id === parts[2]);
       if (!t) throw new HttpError(404, "not_found", `Transfer ${parts[2]} not found.`);
@@ -457,6 +501,15 @@ export async function startBridgeStandIn(o: BridgeStandInOptions): Promise<Bridg
         release();
         release = undefined;
       }
+    },
+    dropWebhooks(d) {
+      dropping = d;
+    },
+    returnTransfer(transferId, reason = "R01: Insufficient funds") {
+      const t = st.transfers.find((x) => x.id === transferId);
+      if (!t) throw new Error(`no transfer ${transferId}`);
+      if (t.state !== "payment_processed") throw new Error(`transfer ${transferId} is ${t.state}; only a paid-out transfer can be returned`);
+      moveTo(t, "returned", { return_reason: reason });
     },
     injectFault(f) {
       faults.push({ ...f });

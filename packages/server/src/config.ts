@@ -112,6 +112,16 @@ const EnvSchema = z.object({
   /** An endpoint answering nothing but failures this long (default 2 days) is disabled when a delivery gives up. */
   WEBHOOK_DISABLE_AFTER_FAILING_MS: int(2 * 86_400_000, 60_000, 30 * 86_400_000),
   FIAT_SANDBOX_DELAY_MS: int(3_000, 0, 3_600_000),
+  /**
+   * Completed bank payments stay watched for an ACH return this long (60 days: the longest a consumer
+   * account may return a debit it did not authorize), read by one pass this often, each pass reading at most
+   * FIAT_RETURN_WATCH_BATCH payouts (Bridge lists at most 100 a page). A provider that cannot list its
+   * changes (the sandbox off-ramp) has each watched payout read again once per FIAT_RETURN_RECHECK_MS.
+   */
+  FIAT_RETURN_WINDOW_DAYS: int(60, 1, 120),
+  FIAT_RETURN_WATCH_INTERVAL_MS: int(60_000, 50, 3_600_000),
+  FIAT_RETURN_WATCH_BATCH: int(100, 1, 100),
+  FIAT_RETURN_RECHECK_MS: int(3_600_000, 50, 7 * 86_400_000),
   /** Sandbox only: `bridge` runs the real Bridge adapter against the local Bridge stand-in. */
   FIAT_PROVIDER: z.enum(["sandbox", "bridge"]).optional(),
   BRIDGE_API_KEY: z.string().min(1).optional(),
@@ -173,6 +183,8 @@ export type Config = {
   spending: { approvalTimeoutMs: number };
   fiat: {
     sandboxDelayMs: number;
+    /** Completed bank payments watched for returns (rails/fiat/returnWatch.ts). */
+    returnWatch: { windowMs: number; intervalMs: number; batchMax: number; recheckMs: number };
     /** `sandbox`: the built-in off-ramp; `bridge`: the Bridge adapter; `none`: live without Bridge settings (503). */
     provider: "sandbox" | "bridge" | "none";
     /** Live: from BRIDGE_*; sandbox with FIAT_PROVIDER=bridge: filled in when the stand-in starts. */
@@ -263,7 +275,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
     },
     workers: { watcherIntervalMs: e.WATCHER_INTERVAL_MS, workerIntervalMs: e.WORKER_INTERVAL_MS, paymentRequestLeaseMs: e.PAYMENT_REQUEST_LEASE_MS, settlement: e.SETTLEMENT, retry: { stepErrorsMax: e.SETTLEMENT_STEP_ERRORS_MAX, backoffMinMs: e.SETTLEMENT_BACKOFF_MIN_MS, backoffMaxMs: Math.max(e.SETTLEMENT_BACKOFF_MIN_MS, e.SETTLEMENT_BACKOFF_MAX_MS) } },
     spending: { approvalTimeoutMs: e.APPROVAL_TIMEOUT_MS },
-    fiat: { sandboxDelayMs: e.FIAT_SANDBOX_DELAY_MS, ...fiatSettings(e, mode) },
+    fiat: {
+      sandboxDelayMs: e.FIAT_SANDBOX_DELAY_MS,
+      returnWatch: { windowMs: e.FIAT_RETURN_WINDOW_DAYS * 86_400_000, intervalMs: e.FIAT_RETURN_WATCH_INTERVAL_MS, batchMax: e.FIAT_RETURN_WATCH_BATCH, recheckMs: e.FIAT_RETURN_RECHECK_MS },
+      ...fiatSettings(e, mode),
+    },
     x402: {
       allowHttp: e.X402_ALLOW_HTTP,
       allowPrivateNetworks: e.X402_ALLOW_PRIVATE_NETWORKS,

@@ -13,7 +13,9 @@ import type { AppContext } from "./context.ts";
 import type { ChainRuntime } from "./chain/runtime.ts";
 import { createHdCustody, loadMasterMnemonic } from "./chain/custody.ts";
 import { createSigningPool } from "./chain/signingPool.ts";
+import { sealBankRecipient } from "./domain/bankAccount.ts";
 import { openLedger } from "./ledger/open.ts";
+import type { Ledger } from "./ledger/store.ts";
 import type { HttpHooks } from "./http/httpDeps.ts";
 import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from "./http/rateLimit.ts";
 import { type BuiltRails, buildRails } from "./rails/buildRails.ts";
@@ -66,6 +68,14 @@ export function loadWebhookSecretKey(config: Config): Uint8Array {
   return createHmac("sha256", masterMnemonic(config)).update("agentwallet webhook secret key v1").digest();
 }
 
+/**
+ * The AES-256 key the account numbers of bank payments awaiting their payout are sealed with, derived from
+ * the master key source like the others (domain/bankAccount.ts).
+ */
+export function loadBankAccountKey(config: Config): Uint8Array {
+  return createHmac("sha256", masterMnemonic(config)).update("agentwallet bank account key v1").digest();
+}
+
 function masterMnemonic(config: Config): string {
   return loadMasterMnemonic({
     mnemonic: config.custody.mnemonic,
@@ -77,6 +87,22 @@ function masterMnemonic(config: Config): string {
 export function loadCustody(config: Config) {
   const mnemonic = masterMnemonic(config);
   return createHdCustody(mnemonic, { pool: createSigningPool(mnemonic, 1) });
+}
+
+/** Bank payments read per batch when sealing account numbers written before they were sealed. */
+const SEAL_BATCH = 500;
+
+/**
+ * Seals the account numbers of open bank payments written before migration 0023, which kept them in the
+ * clear until their payout (the migration runs without the key). Each row is changed only if still as read.
+ */
+async function sealBankAccountsInClear(ledger: Ledger, key: Uint8Array): Promise<void> {
+  for (;;) {
+    const rows = await ledger.openBankRecipientsInClear(SEAL_BATCH);
+    let changed = 0;
+    for (const r of rows) if (await ledger.replaceRecipientJson(r.id, r.recipient_json!, sealBankRecipient(key, r.project_id, r.recipient_json!))) changed++;
+    if (rows.length < SEAL_BATCH || changed === 0) return;
+  }
 }
 
 type DepsOptions = {
@@ -109,7 +135,9 @@ export async function openDeps(config: Config, logger: Logger, opts: DepsOptions
   // (an open database or signing thread would keep a failed process alive).
   const recipientHashKey = loadRecipientHashKey(config);
   const webhookSecretKey = loadWebhookSecretKey(config);
+  const bankAccountKey = loadBankAccountKey(config);
   const { ledger, opened } = await openLedger(config, { checkpointPages: opts.checkpointPages });
+  await sealBankAccountsInClear(ledger, bankAccountKey);
   const rateLimiter = opts.serveRequests ? createRateLimiter(config) : undefined;
   const custody = loadCustody(config);
   const base: BaseDeps = {
@@ -122,6 +150,7 @@ export async function openDeps(config: Config, logger: Logger, opts: DepsOptions
     instanceId: opts.instanceId ?? `${process.pid}-${randomBytes(4).toString("hex")}`,
     recipientHashKey,
     webhookSecretKey,
+    bankAccountKey,
   };
   return {
     base: Object.freeze(base),

@@ -2,7 +2,7 @@
  * Operator commands over the chain: move open payments forward once (after filling relayer nonces the
  * chain lost), and reconcile wallets with the ledger.
  */
-import type { Address } from "viem";
+import type { Address, Hex } from "viem";
 import { connectChain } from "../chain/connectSandbox.ts";
 import { connectRails, createLogger, openDeps } from "../deps.ts";
 import { findLostLegs, resendLostLegs, resendLostX402Settlements } from "../rails/lostLegs.ts";
@@ -44,7 +44,12 @@ export const reconcileCommand: Command = async ({ config, io }) => {
   const { ledger } = deps.base;
   try {
     const chain = await connectChain(config);
-    const report = await reconcile(ledger, (a: Address) => chain.client.usdcBalance(a), () => findLostLegs(ledger, chain.client, config.chain.paymentConfirmations));
+    const report = await reconcile(
+      ledger,
+      (a: Address) => chain.client.usdcBalance(a),
+      () => findLostLegs(ledger, chain.client, config.chain.paymentConfirmations),
+      async (hash) => (await chain.client.receipt(hash as Hex))?.status === "success",
+    );
     io.out(formatReconcile(report), report);
     return report.ok ? 0 : 1;
   } finally {

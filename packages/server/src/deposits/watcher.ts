@@ -13,7 +13,7 @@
 import { type Address, type Hex, getAddress } from "viem";
 import type { Logger } from "pino";
 import type { ChainClient } from "../chain/chainClient.ts";
-import type { DepositStore, KvStore, ProjectStore } from "../ledger/ports.ts";
+import type { DepositStore, KvStore, ProjectStore, ReturnWatchStore } from "../ledger/ports.ts";
 import { type Clock, systemClock } from "../ids.ts";
 import { recordWalletFreeze } from "../rails/walletFreeze.ts";
 
@@ -39,7 +39,12 @@ export type TickResult = { head: number; scannedFrom: number; scannedTo: number;
 
 export type DepositWatcher = ReturnType<typeof createDepositWatcher>;
 
-export function createDepositWatcher(ledger: { deposits: DepositStore; kv: KvStore } & { projects: Pick<ProjectStore, "withWallets" | "setWalletFrozen"> }, chain: ChainClient, logger: Logger, o: WatcherOptions) {
+export function createDepositWatcher(
+  ledger: { deposits: DepositStore; kv: KvStore; returnWatch: Pick<ReturnWatchStore, "recordRefund"> } & { projects: Pick<ProjectStore, "withWallets" | "setWalletFrozen"> },
+  chain: ChainClient,
+  logger: Logger,
+  o: WatcherOptions,
+) {
   const cursorKey = `deposits:cursor:${o.chainName}`;
   const perQuery = o.maxAddressesPerQuery ?? 500;
   const ignore = new Set((o.ignoreFrom ?? []).map((a) => a.toLowerCase()));
@@ -56,10 +61,15 @@ export function createDepositWatcher(ledger: { deposits: DepositStore; kv: KvSto
     const projectId = byAddress.get(log.args.to.toLowerCase());
     // A transfer from a wallet to itself moves nothing: it is no deposit (it would inflate total_funded).
     const from = log.args.from.toLowerCase();
-    if (!projectId || log.args.value === 0n || ignore.has(from) || from === log.args.to.toLowerCase()) return false;
-    if (o.isRefundFrom && (await o.isRefundFrom(log.args.from))) return false;
+    if (!projectId || log.args.value === 0n || from === log.args.to.toLowerCase()) return false;
     if (log.args.value > BigInt(Number.MAX_SAFE_INTEGER)) {
       logger.error({ tx: log.transactionHash }, "deposit amount beyond safe integer range; not credited");
+      return false;
+    }
+    // An off-ramp's refund is never a deposit: the payment it belongs to is credited back (failed or
+    // reversed) when the provider says so. It is kept, so `reconcile` names one that no payment accounts for.
+    if (ignore.has(from) || (o.isRefundFrom && (await o.isRefundFrom(log.args.from)))) {
+      await ledger.returnWatch.recordRefund({ chain: o.chainName, txHash: log.transactionHash, logIndex: log.logIndex, projectId, fromAddress: getAddress(log.args.from), amountMicros: Number(log.args.value), blockNumber: Number(log.blockNumber) });
       return false;
     }
     return ledger.deposits.recordSeen({

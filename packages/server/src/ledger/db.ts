@@ -2,7 +2,7 @@
  * Opens the database: better-sqlite3 (WAL, synchronous=FULL by default: this is money) in the data
  * directory, or PostgreSQL when a URL is given. One Kysely code path serves both.
  */
-import { mkdirSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import SQLite from "better-sqlite3";
 import { type CompiledQuery, Kysely, PostgresDialect, SqliteDialect } from "kysely";
@@ -58,11 +58,25 @@ function toSafeInteger(text: string): number {
 }
 pg.types.setTypeParser(20, toSafeInteger);
 
+/** The ledger's files hold what the mnemonic's file does (balances, bank details): readable by their owner only. */
+const DB_FILE_MODE = 0o600;
+
+/**
+ * Creates the database file `0600` before SQLite opens it (SQLite gives its `-wal` and `-shm` files the
+ * database file's mode), in a directory created `0700`; a file made by an older version is narrowed.
+ */
+function ownerOnly(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  closeSync(openSync(path, "a", DB_FILE_MODE));
+  for (const f of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(f)) chmodSync(f, DB_FILE_MODE);
+}
+
 export function openDb(options: OpenDbOptions): OpenedDb {
   if (options.kind === "sqlite") {
-    if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+    if (options.path !== ":memory:") ownerOnly(options.path);
     const sqlite = new SQLite(options.path);
     sqlite.pragma("journal_mode = WAL");
+    if (options.path !== ":memory:") for (const f of [`${options.path}-wal`, `${options.path}-shm`]) if (existsSync(f)) chmodSync(f, DB_FILE_MODE);
     sqlite.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
     sqlite.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5_000}`);
     sqlite.pragma(`wal_autocheckpoint = ${options.checkpointPages ?? 1_000}`);

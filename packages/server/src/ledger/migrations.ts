@@ -278,9 +278,57 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     },
     "0021_frozen_wallets": {
       // Since when USDC's blacklister has frozen the project's deposit address (null: spendable). Set and
-      // cleared by what the chain says (services/walletFreeze.ts); read with the token on every request.
+      // cleared by what the chain says (rails/walletFreeze.ts); read with the token on every request.
       async up(db: Kysely<any>) {
         await db.schema.alterTable("projects").addColumn("wallet_frozen_at", "text").execute();
+      },
+    },
+    "0019_bank_returns_watch": {
+      // Completed bank payments stay watched for returns (rails/fiat/returnWatch.ts): one state row per
+      // provider (the cursor of its list of changed payouts and the lease of the process reading it), when
+      // each payment was last read (the fallback sweep), the refund's transaction a provider named, and the
+      // refunds seen on-chain from an off-ramp (reconcile names the ones no payment accounts for).
+      async up(db: Kysely<any>) {
+        for (const column of ["return_checked_at", "refund_tx_hash"]) await db.schema.alterTable("payments").addColumn(column, "text").execute();
+        await db.schema
+          .createIndex("payments_fiat_completed")
+          .on("payments")
+          .column("completed_at")
+          .where(sql.ref("rail"), "=", "fiat")
+          .where(sql.ref("status"), "=", "completed")
+          .execute();
+        await db.schema.createIndex("payments_refund_tx").on("payments").column("refund_tx_hash").execute();
+        await db.schema
+          .createTable("return_watch")
+          .addColumn("provider", "text", (c) => c.primaryKey())
+          .addColumn("cursor_ms", "bigint")
+          .addColumn("sweep_from", "text")
+          .addColumn("lease_owner", "text")
+          .addColumn("lease_until", "text")
+          .execute();
+        await db.schema
+          .createTable("provider_refunds")
+          .addColumn("chain", "text", (c) => c.notNull())
+          .addColumn("tx_hash", "text", (c) => c.notNull())
+          .addColumn("log_index", "integer", (c) => c.notNull())
+          .addColumn("project_id", "text", (c) => c.notNull())
+          .addColumn("from_address", "text", (c) => c.notNull())
+          .addColumn("amount_micros", "bigint", (c) => c.notNull())
+          .addColumn("block_number", "bigint", (c) => c.notNull())
+          .addColumn("seen_at", "text", (c) => c.notNull())
+          .addPrimaryKeyConstraint("provider_refunds_pk", ["chain", "tx_hash", "log_index"])
+          .execute();
+      },
+    },
+    "0023_mask_bank_accounts": {
+      // A bank payment keeps its whole account number only sealed, and only until its payout is created
+      // (domain/bankAccount.ts): a trigger forgets it at any final status, whichever path ends the payment
+      // (denied, expired, refused, failed, completed), and rows written before are masked here. Open ones
+      // still awaiting their payout keep it until a process with the key seals it (deps.ts).
+      async up(db: Kysely<any>) {
+        for (const statement of forgetBankAccountTrigger(dialect)) await sql.raw(statement).execute(db);
+        await sql.raw(maskBankAccountsSql(dialect)).execute(db);
+        await maskSandboxPayouts(db);
       },
     },
     "0007_spending_controls": {
@@ -526,6 +574,53 @@ async function listCountedWindows(db: Kysely<any>): Promise<void> {
     }
     if (rows.length < COUNTED_BACKFILL_PAGE) return;
     after = rows[rows.length - 1]!.id;
+  }
+}
+
+/** Payments whose final status leaves no account number but the last four digits (migration 0023). */
+function forgetBankAccountTrigger(dialect: Dialect): string[] {
+  const masked = dialect === "postgres"
+    ? `(jsonb_set(new.recipient_json::jsonb - 'account_sealed', '{account_number}', to_jsonb('****' || right(new.recipient_json::jsonb->>'account_number', 4))))::text`
+    : `json_set(json_remove(new.recipient_json, '$.account_sealed'), '$.account_number', '****' || substr(json_extract(new.recipient_json, '$.account_number'), -4))`;
+  const final = `new.rail = 'fiat' and new.status in ('completed', 'failed', 'reversed') and new.recipient_json is not null`;
+  if (dialect === "postgres") {
+    return [
+      `create or replace function payments_forget_bank_account() returns trigger language plpgsql as $$
+begin
+  if ${final} then new.recipient_json := ${masked}; end if;
+  return new;
+end $$`,
+      `create trigger payments_forget_bank_account before update of status on payments for each row execute function payments_forget_bank_account()`,
+    ];
+  }
+  return [`create trigger payments_forget_bank_account after update of status on payments for each row when ${final} begin update payments set recipient_json = ${masked} where id = new.id; end`];
+}
+
+/** Masks the account numbers that rows written before migration 0023 keep after their payout or final status. */
+function maskBankAccountsSql(dialect: Dialect): string {
+  const number = dialect === "postgres" ? `(recipient_json::jsonb->>'account_number')` : `json_extract(recipient_json, '$.account_number')`;
+  const masked = dialect === "postgres"
+    ? `(jsonb_set(recipient_json::jsonb - 'account_sealed', '{account_number}', to_jsonb('****' || right(${number}, 4))))::text`
+    : `json_set(json_remove(recipient_json, '$.account_sealed'), '$.account_number', '****' || substr(${number}, -4))`;
+  return `update payments set recipient_json = ${masked}
+    where rail = 'fiat' and recipient_json is not null and substr(${number}, 1, 4) <> '****'
+      and (status in ('completed', 'failed', 'reversed') or provider_ref is not null)`;
+}
+
+/** The sandbox off-ramp's payouts kept the whole account number to choose a test outcome: the outcome is kept instead. */
+async function maskSandboxPayouts(db: Kysely<any>): Promise<void> {
+  const outcomes: Record<string, string> = { "1111000000": "fail", "2222000000": "return", "3333000000": "refuse" };
+  let after = "";
+  for (;;) {
+    const rows: { key: string; value: string }[] = await db.selectFrom("kv").select(["key", "value"]).where("key", "like", "sandbox_payout:%").where("key", ">", after).orderBy("key").limit(500).execute();
+    for (const row of rows) {
+      const p = JSON.parse(row.value) as { accountNumber?: string; outcome?: string };
+      if (typeof p.accountNumber !== "string" || p.accountNumber.startsWith("****")) continue;
+      const value = JSON.stringify({ ...p, outcome: p.outcome ?? outcomes[p.accountNumber] ?? "complete", accountNumber: `****${p.accountNumber.slice(-4)}` });
+      await db.updateTable("kv").set({ value }).where("key", "=", row.key).execute();
+    }
+    if (rows.length < 500) return;
+    after = rows.at(-1)!.key;
   }
 }
 

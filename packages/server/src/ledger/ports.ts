@@ -39,6 +39,9 @@ export type NonceStore = Ledger["relayerNonces"];
 /** Deposits seen on-chain, credited or dropped (deposits.ts). */
 export type DepositStore = Ledger["deposits"];
 
+/** Completed bank payments watched for returns; off-ramp refunds seen on-chain (returnWatch.ts). */
+export type ReturnWatchStore = Ledger["returnWatch"];
+
 /** Projects: created, paused, given their wallet (projects.ts). */
 export type ProjectStore = Ledger["projects"];
 

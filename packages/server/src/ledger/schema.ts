@@ -114,6 +114,10 @@ export interface PaymentsTable {
   /** Who approved or denied it (migration 0014): "operator adm_…" (console), the admin credential's id (admin API), "token tok_… (aw_test_abcd…)", "cli:<user>"; null if nobody did. */
   approval_decided_by: string | null;
   approval_decided_at: string | null;
+  /** Fiat, completed: when the return watch last read its payout directly (migration 0019). */
+  return_checked_at: string | null;
+  /** Fiat: the on-chain transaction by which the provider sent its USDC back, as the provider named it (migration 0019). */
+  refund_tx_hash: string | null;
 }
 
 export interface DepositsTable {
@@ -227,6 +231,31 @@ export interface Database {
   webhook_outbox: WebhookOutboxTable;
   webhook_deliveries: WebhookDeliveriesTable;
   admin_credentials: AdminCredentialsTable;
+  return_watch: ReturnWatchTable;
+  provider_refunds: ProviderRefundsTable;
+}
+
+/** Per off-ramp: how far the return watch has read its changed payouts, and who reads now (migration 0019). */
+export interface ReturnWatchTable {
+  provider: string;
+  /** The provider's `updated_after` cursor, in ms of its clock; null before the first pass. */
+  cursor_ms: number | null;
+  /** Set while the list overflowed: every watched payment not read since then is read directly. */
+  sweep_from: string | null;
+  lease_owner: string | null;
+  lease_until: string | null;
+}
+
+/** USDC an off-ramp sent back to a project wallet, seen on-chain (never a deposit; migration 0019). */
+export interface ProviderRefundsTable {
+  chain: string;
+  tx_hash: string;
+  log_index: number;
+  project_id: string;
+  from_address: string;
+  amount_micros: number;
+  block_number: number;
+  seen_at: string;
 }
 
 /** Where a project's events are sent (migration 0012, webhookOutbox.ts). */

@@ -13,6 +13,7 @@
  *   world:chain             deposits' origin           world:payouts      money that left by a rail
  *   revenue:fees            platform fees earned
  */
+import { ReturnWatch } from "./returnWatch.ts";
 import { CompiledQuery, type Insertable, sql } from "kysely";
 import { type Db, type Dialect, sqliteDirectOf, withParameters } from "./db.ts";
 import { ConsoleSessions } from "./consoleSessions.ts";
@@ -173,6 +174,8 @@ export class Ledger {
   readonly kv: KvRows;
   /** Deposits seen, credited or dropped (deposits.ts). */
   readonly deposits: Deposits;
+  /** Completed bank payments watched for returns, and off-ramp refunds seen on-chain (returnWatch.ts). */
+  readonly returnWatch: ReturnWatch;
 
   /** Projects: created, paused, given their wallet address (projects.ts). */
   readonly projects: Projects;
@@ -206,6 +209,7 @@ export class Ledger {
     this.relayerNonces = new RelayerNonces(db, this.writes);
     this.kv = new KvRows(db);
     this.deposits = new Deposits(db, clock, newId);
+    this.returnWatch = new ReturnWatch(db, clock);
     this.projects = new Projects(db, clock, newId);
     this.tokens = new Tokens(db, clock, direct?.read);
     this.balances = new Balances(db);
@@ -270,6 +274,29 @@ export class Ledger {
   /** The payment a fiat provider knows by `providerRef` (its payout id), or undefined. */
   paymentByProviderRef(providerRef: string): Promise<PaymentRow | undefined> {
     return this.db.selectFrom("payments").selectAll().where("provider_ref", "=", providerRef).executeTakeFirst();
+  }
+
+  /**
+   * Up to `limit` open bank payments whose account number is still in the clear, awaiting their payout: rows
+   * written before migration 0023, which a process holding the key seals (deps.ts).
+   */
+  openBankRecipientsInClear(limit: number): Promise<Pick<PaymentRow, "id" | "project_id" | "recipient_json">[]> {
+    return this.db
+      .selectFrom("payments")
+      .select(["id", "project_id", "recipient_json"])
+      .where("rail", "=", "fiat")
+      .where("status", "in", ["pending", "processing"])
+      .where("provider_ref", "is", null)
+      .where("recipient_json", "not like", "%account_sealed%")
+      .where("recipient_json", "not like", '%"account_number":"****%')
+      .limit(limit)
+      .execute();
+  }
+
+  /** Replaces a payment's stored recipient if it is still `before` (a compare-and-set). */
+  async replaceRecipientJson(id: string, before: string, after: string): Promise<boolean> {
+    const r = await this.db.updateTable("payments").set({ recipient_json: after }).where("id", "=", id).where("recipient_json", "=", before).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
   }
 
   /** Makes a payment due at `at` (the worker advances it then), leaving its lease and the rest as they are. */
@@ -524,6 +551,8 @@ export class Ledger {
       approval_until: approvalUntil,
       approval_decided_by: null,
       approval_decided_at: null,
+      return_checked_at: null,
+      refund_tx_hash: null,
     };
     // Fee first so the rail transaction, inserted last, lists first among equal timestamps. Positions:
     // the rail transaction's is the debited count (`pos`), the fee's one less.

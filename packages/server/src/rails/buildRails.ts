@@ -8,6 +8,7 @@ import { createRelayer } from "../chain/relayer.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
 import { createFiatRail } from "./fiatRail.ts";
 import type { FiatProvider } from "./fiat/provider.ts";
+import { watchReturns } from "./fiat/returnWatch.ts";
 import type { Rails } from "./rails.ts";
 import { createUsdcRail } from "./usdcRail.ts";
 import { createX402Rail } from "./x402/x402Rail.ts";
@@ -20,7 +21,10 @@ export async function buildRails(ctx: RailDeps, chain: ChainRuntime, opts: { fia
   const legDeps = { ctx, chain, relayer, onFinal: opts.onFinal };
   const rails: Rails = { chain, relayer, fiatProvider: opts.fiatProvider, byName: { usdc_transfer: createUsdcRail(legDeps) }, onFinal: opts.onFinal };
   const fiatRail = opts.fiatProvider ? createFiatRail({ ...legDeps, provider: opts.fiatProvider }) : undefined;
-  if (fiatRail) rails.byName.fiat = fiatRail;
+  if (fiatRail) {
+    rails.byName.fiat = fiatRail;
+    rails.watchReturns = (wake) => watchReturns(ctx, fiatRail, wake);
+  }
   // The off-ramp's address is ours too: an x402 payTo there is refused like a project wallet.
   rails.x402 = createX402Rail({ ...legDeps, otherOwnAddresses: opts.fiatProvider?.depositAddress ? [opts.fiatProvider.depositAddress] : [] });
   return { rails, fiatRail };

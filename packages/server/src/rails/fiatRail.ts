@@ -6,7 +6,7 @@
  * A payout returned after completion (ACH return) moves the payment to `reversed`: the amount is credited
  * back, the fee stays earned (it is in the treasury, and the off-ramp refunds only the amount).
  */
-import type { BankRecipient } from "@agentwallet/api";
+import { forgetBankAccount, openBankRecipient } from "../domain/bankAccount.ts";
 import type { Address } from "viem";
 import type { PaymentRow } from "../ledger/store.ts";
 import { type FiatProvider, FiatProviderError, type Payout } from "./fiat/provider.ts";
@@ -43,7 +43,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
         payout = await provider.createPayout({
           reference: payment.id,
           amountCents: payment.amount_units,
-          recipient: JSON.parse(payment.recipient_json!) as BankRecipient,
+          recipient: openBankRecipient(ctx.bankAccountKey, payment.project_id, payment.recipient_json!),
           refundAddress: project!.wallet_address as Address,
         });
       } catch (err) {
@@ -55,12 +55,11 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
       if (!payout.deposit || payout.deposit.amountMicros !== payment.amount_micros) {
         return fail(payment, "payout_refused", `The off-ramp asked for ${payout.deposit ? `${payout.deposit.amountMicros} micro-USDC` : "no USDC deposit"} for a payout of ${payment.amount_micros}; nothing was sent`);
       }
-      const r = JSON.parse(payment.recipient_json!) as BankRecipient;
       await ctx.ledger.updatePayment(payment.id, {
         provider_ref: payout.payoutId,
         rail_state: JSON.stringify({ stage: "payout_created", deposit: payout.deposit }),
         // The provider holds the bank details now: keep only the last four digits of the account.
-        recipient_json: JSON.stringify({ ...r, account_number: `****${r.account_number.slice(-4)}` }),
+        recipient_json: forgetBankAccount(payment.recipient_json!),
       });
       return { done: false, retryInMs: 0 };
     }
@@ -94,6 +93,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
     // is released. Seen paid out before, it completes and is reversed below instead.
     const seenPaidOut = legState(payment)?.paidOut === true || legState(payment)?.feeSweep !== undefined;
     if (payout.status === "failed" || (payout.status === "refunded" && !seenPaidOut)) {
+      if (payout.refundTxHash) await ctx.ledger.returnWatch.noteRefundTx(payment.id, payout.refundTxHash);
       return fail(payment, payout.refused ? "payout_refused" : "payout_failed", payout.reason ?? `The payout ${payout.refused ? "was refused by" : "failed at"} ${provider.name}; the amount and fee were credited back.`);
     }
     if (provider.flow === "payout_first" && !seenPaidOut) {
@@ -125,15 +125,47 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
     // Asked again now that the payment is completed: a return that came after the read above was
     // announced by a webhook that, finding the payment still open, only woke this worker; the
     // answer read before the completion would lose it for good.
-    const backWithUs = (x: Payout | undefined) => x?.status === "returned" || x?.status === "refunded";
     const now = backWithUs(payout) ? payout : await provider.getPayout(payment.provider_ref!);
-    if (now && backWithUs(now) && (await ctx.ledger.reverse(payment.id, now.reason ?? "returned", "ach_returned"))) {
-      d.onFinal?.(payment, "reversed");
-    } else if (payout.note) await noteWhere(r.payment, payout);
+    if (now && backWithUs(now)) await reverseReturned(r.payment, now);
+    else if (payout.note) await noteWhere(r.payment, payout);
     return { done: true };
   }
 
-  const rail: Rail & { onProviderHint(payoutId: string, wake: () => void): Promise<void> } = {
+  /** Credited back once the USDC is back with us: `returned` (sandbox) or `refunded` (Bridge). */
+  const backWithUs = (x: Payout | undefined) => x?.status === "returned" || x?.status === "refunded";
+
+  /** A completed payment whose payout came back: reversed through the ledger, once (amount back, fee kept). */
+  async function reverseReturned(payment: PaymentRow, payout: Payout): Promise<boolean> {
+    if (payout.refundTxHash) await ctx.ledger.returnWatch.noteRefundTx(payment.id, payout.refundTxHash);
+    const reversed = await ctx.ledger.reverse(payment.id, payout.reason ?? "returned", "ach_returned");
+    if (reversed) d.onFinal?.(payment, "reversed");
+    return reversed;
+  }
+
+  /**
+   * What the provider says of a payout now, applied to its payment when no lease is needed: an open one is
+   * made due (the worker, holding its lease, reads and applies it); a completed one whose payout came back is
+   * reversed; otherwise where its USDC is is noted. `wake` asks for a worker pass.
+   */
+  async function applyProviderState(payment: PaymentRow, payout: Payout | undefined, wake: () => void): Promise<"woken" | "reversed" | "unchanged"> {
+    if (payment.status === "processing") {
+      await ctx.ledger.makePaymentDue(payment.id, ctx.clock().toISOString());
+      wake();
+      return "woken";
+    }
+    if (payment.status !== "completed" || !payout) return "unchanged";
+    if (backWithUs(payout)) return (await reverseReturned(payment, payout)) ? "reversed" : "unchanged";
+    await noteWhere(payment, payout);
+    return "unchanged";
+  }
+
+  const rail: Rail & {
+    onProviderHint(payoutId: string, wake: () => void): Promise<void>;
+    applyProviderState(payment: PaymentRow, payout: Payout | undefined, wake: () => void): Promise<"woken" | "reversed" | "unchanged">;
+    provider: FiatProvider;
+  } = {
+    provider,
+    applyProviderState,
     async advance(payment) {
       if (provider.flow === "payout_first") return advancePayoutFirst(payment);
       if (payment.status === "pending" && !payment.tx_hash) {
@@ -153,11 +185,12 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
         const payout = await provider.createPayout({
           reference: payment.id,
           amountCents: payment.amount_units,
-          recipient: JSON.parse(payment.recipient_json!) as BankRecipient,
+          recipient: openBankRecipient(ctx.bankAccountKey, payment.project_id, payment.recipient_json!),
           refundAddress: project!.wallet_address as Address,
         });
         const state = legState(payment)!;
-        await ctx.ledger.updatePayment(payment.id, { provider_ref: payout.payoutId, rail_state: JSON.stringify({ ...state, stage: "payout" }) });
+        // The provider holds the bank details now: keep only the last four digits of the account.
+        await ctx.ledger.updatePayment(payment.id, { provider_ref: payout.payoutId, rail_state: JSON.stringify({ ...state, stage: "payout" }), recipient_json: forgetBankAccount(payment.recipient_json!) });
         return { done: false, retryInMs: 1_000 };
       }
       return applyPayout(payment);
@@ -170,15 +203,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
     async onProviderHint(payoutId, wake) {
       const payment = await ctx.ledger.paymentByProviderRef(payoutId);
       if (!payment) return;
-      if (payment.status === "processing") {
-        await ctx.ledger.makePaymentDue(payment.id, ctx.clock().toISOString());
-        wake();
-      } else if (payment.status === "completed") {
-        const payout = await provider.getPayout(payoutId);
-        // Credited back once the USDC is back with us: `returned` (sandbox) or `refunded` (Bridge).
-        if ((payout?.status === "returned" || payout?.status === "refunded") && (await ctx.ledger.reverse(payment.id, payout.reason ?? "returned", "ach_returned"))) d.onFinal?.(payment, "reversed");
-        else if (payout) await noteWhere(payment, payout);
-      }
+      await applyProviderState(payment, payment.status === "completed" ? await provider.getPayout(payoutId) : undefined, wake);
     },
   };
   return rail;

@@ -5,14 +5,15 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { Custody } from "../chain/custody.ts";
-import type { KvStore, NonceStore, PaymentStore, ProjectStore } from "../ledger/ports.ts";
+import type { KvStore, NonceStore, PaymentStore, ProjectStore, ReturnWatchStore } from "../ledger/ports.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 
 /**
  * What the rails do to the ledger: move their payments (hold to resolution, leases, reversal), keep their
- * small state in kv rows, read a project's wallet, and find the relayer's transaction behind a payment.
+ * small state in kv rows, read a project's wallet, find the relayer's transaction behind a payment, and watch
+ * completed bank payments for returns.
  */
-export type RailLedger = PaymentStore & { kv: KvStore; projects: ProjectStore; relayerNonces: NonceStore };
+export type RailLedger = PaymentStore & { kv: KvStore; projects: ProjectStore; relayerNonces: NonceStore; returnWatch: ReturnWatchStore };
 
 export type RailDeps = {
   config: Config;
@@ -23,4 +24,6 @@ export type RailDeps = {
   logger: Logger;
   /** Identifies this process in payment leases. */
   instanceId: string;
+  /** The key bank account numbers awaiting their payout are sealed with (deps.ts `loadBankAccountKey`). */
+  bankAccountKey: Uint8Array;
 };

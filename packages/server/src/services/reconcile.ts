@@ -6,10 +6,14 @@
  *     may or may not stay: available <= on-chain <= available + held + pending.
  * A project without a wallet holds nothing on-chain, so its ledger must hold nothing either.
  * Anything outside is drift, and the report is not ok. So is a completed payment whose relayed transfer
- * is not on the chain at the confirmation depth (`lostLegs`, rails/lostLegs.ts), whatever the balances say.
+ * is not on the chain at the confirmation depth (`lostLegs`, rails/lostLegs.ts), whatever the balances say,
+ * and so is USDC an off-ramp sent back to a wallet that no failed or reversed payment names as its refund
+ * (`unmatched_refunds`): never credited as a deposit, it is money the ledger cannot place until a person
+ * looks (or the return watch reads the payout it belongs to).
  */
 import type { Address } from "viem";
-import type { BalanceStore } from "../ledger/ports.ts";
+import type { BalanceStore, ReturnWatchStore } from "../ledger/ports.ts";
+import type { UnmatchedRefund } from "../ledger/returnWatch.ts";
 import type { LostLeg } from "../rails/lostLegs.ts";
 
 export type ReconcileRow = {
@@ -29,9 +33,18 @@ export type ReconcileRow = {
   ok: boolean;
 };
 
-export type ReconcileReport = { ok: boolean; checked: number; drifted: number; rows: ReconcileRow[]; lost_legs: LostLeg[] };
+export type ReconcileReport = { ok: boolean; checked: number; drifted: number; rows: ReconcileRow[]; lost_legs: LostLeg[]; unmatched_refunds: UnmatchedRefund[] };
 
-export async function reconcile(ledger: { balances: Pick<BalanceStore, "ofWallets"> }, balanceOf: (a: Address) => Promise<bigint>, lostLegs?: () => Promise<LostLeg[]>): Promise<ReconcileReport> {
+/** Unmatched refunds listed at most (the report says when there are more). */
+export const UNMATCHED_REFUNDS_SHOWN_MAX = 1_000;
+
+export async function reconcile(
+  ledger: { balances: Pick<BalanceStore, "ofWallets">; returnWatch?: Pick<ReturnWatchStore, "unmatchedRefunds"> },
+  balanceOf: (a: Address) => Promise<bigint>,
+  lostLegs?: () => Promise<LostLeg[]>,
+  /** Whether a refund's transaction is still on the chain (a rollback or reorg may have taken it away). */
+  onChain?: (txHash: string) => Promise<boolean>,
+): Promise<ReconcileReport> {
   const rows: ReconcileRow[] = [];
   for (const b of await ledger.balances.ofWallets()) {
     const onchain = b.wallet_address ? Number(await balanceOf(b.wallet_address as Address)) : 0;
@@ -57,7 +70,11 @@ export async function reconcile(ledger: { balances: Pick<BalanceStore, "ofWallet
   }
   const drifted = rows.filter((r) => !r.ok).length;
   const lost = (await lostLegs?.()) ?? [];
-  return { ok: drifted === 0 && lost.length === 0, checked: rows.length, drifted, rows, lost_legs: lost };
+  const refunds: UnmatchedRefund[] = [];
+  for (const r of (await ledger.returnWatch?.unmatchedRefunds(UNMATCHED_REFUNDS_SHOWN_MAX)) ?? []) {
+    if (!onChain || (await onChain(r.tx_hash))) refunds.push(r);
+  }
+  return { ok: drifted === 0 && lost.length === 0 && refunds.length === 0, checked: rows.length, drifted, rows, lost_legs: lost, unmatched_refunds: refunds };
 }
 
 /** The report as text: every figure of the JSON, one line per project, then a verdict. */
@@ -82,10 +99,16 @@ export function formatReconcile(report: ReconcileReport): string {
     lines.push(`LOST   ${l.payment_id}  project ${l.project_id}  ${l.rail} ${l.leg}  tx ${l.tx_hash}  ${l.state === "missing" ? "completed, but its transfer is not on the chain" : "completed, but its transfer is not yet confirmed"}`);
   }
   if (report.lost_legs.length) lines.push(`Completed payments not on the chain: ${report.lost_legs.length}.`);
+  for (const r of report.unmatched_refunds) {
+    lines.push(`REFUND ${r.tx_hash}:${r.log_index}  project ${r.project_id}  from ${r.from_address}  ${r.amount_micros} micro-USDC  block ${r.block_number}  matches no failed or returned payment; not credited`);
+  }
+  if (report.unmatched_refunds.length) lines.push(`Off-ramp refunds no payment accounts for: ${report.unmatched_refunds.length}${report.unmatched_refunds.length === UNMATCHED_REFUNDS_SHOWN_MAX ? " or more" : ""}.`);
   lines.push(
     report.ok
       ? `Reconciled: ${report.checked} project(s) checked, every wallet matches the ledger.`
-      : `Drift found: ${report.drifted} of ${report.checked} project(s) do not match the ledger (figures in micro-USDC; negative drift: the ledger shows more than the wallet holds).`,
+      : report.drifted === 0
+        ? `Not reconciled: ${report.checked} project(s) checked and every wallet matches the ledger, but the lines above need a look.`
+        : `Drift found: ${report.drifted} of ${report.checked} project(s) do not match the ledger (figures in micro-USDC; negative drift: the ledger shows more than the wallet holds).`,
   );
   return lines.join("\n");
 }

@@ -51,10 +51,13 @@ export function startInlineSettlement(ctx: RailDeps, rails: Rails): Settlement {
   const lostSettlements = startLoop("lost-x402-settlements", ctx.config.chain.lostSettlementCheckMs, async () => {
     await resendLostX402Settlements({ ctx, chain: rails.chain, relayer: rails.relayer });
   }, ctx.logger);
+  // Completed bank payments the off-ramp may still return (rails/fiat/returnWatch.ts): one process at a time by lease.
+  const returns = rails.watchReturns ? startLoop("bank-returns", ctx.config.fiat.returnWatch.intervalMs, () => rails.watchReturns!(() => loop.kick()), ctx.logger) : undefined;
   return {
     dispatch: (p) => dispatcher.submit(p),
     kick: () => loop.kick(),
     async stop() {
+      await returns?.stop();
       await gaps.stop();
       await lostSettlements.stop();
       await loop.stop();

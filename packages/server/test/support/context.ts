@@ -40,6 +40,7 @@ export async function createTestContext(dialect: TestDialect, opts: { rateLimit?
     rails: undefined,
     hooks: {},
     instanceId: "test",
+    bankAccountKey: new Uint8Array(32).fill(7),
   };
   return {
     ctx,

@@ -31,7 +31,11 @@ type BridgeTransfer = {
   source_deposit_instructions?: { payment_rail?: string; amount?: string; currency?: string; to_address?: string };
   return_instructions?: { address?: string } | null;
   receipt?: { return_reason?: string; refund_tx_hash?: string };
+  updated_at?: string;
 };
+
+/** `GET /v0/transfers` answers at most this many per page (Bridge's documented maximum). */
+export const BRIDGE_LIST_LIMIT_MAX = 100;
 
 /** Key under which a Bridge deposit address is remembered (the deposit watcher ignores refunds from it). */
 export const bridgeDepositKey = (address: string) => `bridge:deposit:${address.toLowerCase()}`;
@@ -114,6 +118,10 @@ export function createBridgeFiatProvider(deps: { settings: BridgeSettings; ledge
     const reason = t.receipt?.return_reason ? t.receipt.return_reason.slice(0, REASON_CHARS_MAX) : null;
     const back = t.return_instructions?.address ?? "the return address";
     const p: Payout = { payoutId: t.id, reference, status: "processing", reason };
+    const refundTx = t.receipt?.refund_tx_hash;
+    if (typeof refundTx === "string" && /^0x[0-9a-fA-F]{64}$/.test(refundTx)) p.refundTxHash = refundTx.toLowerCase();
+    const updated = t.updated_at ? Date.parse(t.updated_at) : NaN;
+    if (Number.isFinite(updated)) p.updatedAtMs = updated;
     const sdi = t.source_deposit_instructions;
     if (sdi?.to_address && isAddress(sdi.to_address) && sdi.amount) {
       const micros = usdMicros(sdi.amount);
@@ -174,6 +182,12 @@ export function createBridgeFiatProvider(deps: { settings: BridgeSettings; ledge
       const { status, json } = await call<BridgeTransfer>("GET", `/v0/transfers/${encodeURIComponent(id)}`);
       if (status === 404 || !json) return undefined;
       return toPayout(json, "");
+    },
+    async changedSince(afterMs, limit) {
+      const n = Math.max(1, Math.min(BRIDGE_LIST_LIMIT_MAX, limit));
+      const { json } = await call<{ data?: BridgeTransfer[] }>("GET", `/v0/transfers?updated_after_ms=${Math.max(0, Math.floor(afterMs))}&limit=${n}`);
+      const data = Array.isArray(json?.data) ? json.data : [];
+      return data.filter((t) => typeof t?.id === "string" && typeof t.state === "string").map((t) => toPayout(t, ""));
     },
     async isRefundSender(from) {
       return refundSenders.has(from.toLowerCase()) || (await deps.ledger.kv.get(bridgeDepositKey(from))) !== undefined;

@@ -28,6 +28,10 @@ export type Payout = {
   deposit?: { address: Address; amountMicros: number };
   /** Where the USDC is when the status alone does not say (a refund under way), for the ledger. */
   note?: string | null;
+  /** `refunded`/`returned`: the on-chain transaction that sent the USDC back, when the provider names it. */
+  refundTxHash?: string;
+  /** When the provider last changed it (ms of the provider's clock), from `changedSince`. */
+  updatedAtMs?: number;
 };
 
 /**
@@ -66,4 +70,10 @@ export interface FiatProvider {
    */
   createPayout(req: { reference: string; amountCents: number; recipient: BankRecipient; refundAddress: Address }): Promise<Payout>;
   getPayout(payoutId: string): Promise<Payout | undefined>;
+  /**
+   * Payouts the provider changed strictly after `afterMs` (its clock), at most `limit` of them, each with its
+   * `updatedAtMs` (Bridge: `GET /v0/transfers?updated_after_ms=`). A provider without such a list leaves it
+   * out, and the return watch reads each watched payout instead (rails/fiat/returnWatch.ts).
+   */
+  changedSince?(afterMs: number, limit: number): Promise<Payout[]>;
 }

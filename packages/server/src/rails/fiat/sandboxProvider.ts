@@ -25,8 +25,17 @@ export const SANDBOX_RETURN_ACCOUNT = "2222000000";
 /** The sandbox off-ramp refuses payouts to this account itself (refunding the USDC), as a provider refuses bank details. */
 export const SANDBOX_REFUSE_ACCOUNT = "3333000000";
 
+/** What a test account number makes the sandbox do; the number itself is never kept (only its last four digits). */
+export type SandboxOutcome = "complete" | "fail" | "refuse" | "return";
+
+export function sandboxOutcomeOf(accountNumber: string): SandboxOutcome {
+  return accountNumber === SANDBOX_FAIL_ACCOUNT ? "fail" : accountNumber === SANDBOX_REFUSE_ACCOUNT ? "refuse" : accountNumber === SANDBOX_RETURN_ACCOUNT ? "return" : "complete";
+}
+
 type Stored = Payout & {
   amountCents: number;
+  outcome: SandboxOutcome;
+  /** `****` and the last four digits, for a person reading the row. */
   accountNumber: string;
   refundAddress: Address;
   dueAt: number;
@@ -57,7 +66,14 @@ export function createSandboxFiatProvider(deps: { ledger: { kv: KvStore }; chain
     return v ? (JSON.parse(v) as Stored) : undefined;
   };
   const save = (p: Stored) => deps.ledger.kv.set(key(p.payoutId), JSON.stringify(p));
-  const view = (p: Stored): Payout => ({ payoutId: p.payoutId, reference: p.reference, status: p.status, reason: p.reason, ...(p.refused ? { refused: true } : {}) });
+  const view = (p: Stored): Payout => ({
+    payoutId: p.payoutId,
+    reference: p.reference,
+    status: p.status,
+    reason: p.reason,
+    ...(p.refused ? { refused: true } : {}),
+    ...(p.refunded && p.refundTx ? { refundTxHash: p.refundTx.toLowerCase() } : {}),
+  });
 
   /**
    * Sends the payout's USDC back, once. The transaction is signed and stored before it is sent, so a
@@ -132,7 +148,8 @@ export function createSandboxFiatProvider(deps: { ledger: { kv: KvStore }; chain
         status: "processing",
         reason: null,
         amountCents: req.amountCents,
-        accountNumber: req.recipient.account_number,
+        outcome: sandboxOutcomeOf(req.recipient.account_number),
+        accountNumber: `****${req.recipient.account_number.slice(-4)}`,
         refundAddress: req.refundAddress,
         dueAt: now + deps.delayMs,
         returnAt: null,
@@ -161,18 +178,18 @@ export function createSandboxFiatProvider(deps: { ledger: { kv: KvStore }; chain
         const p = JSON.parse(row.value) as Stored;
         try {
           if (p.status === "processing" && now >= p.dueAt) {
-            if (p.accountNumber === SANDBOX_FAIL_ACCOUNT) {
+            if (p.outcome === "fail") {
               await refund(p);
               p.status = "failed";
               p.reason = "R03: No account / unable to locate account";
-            } else if (p.accountNumber === SANDBOX_REFUSE_ACCOUNT) {
+            } else if (p.outcome === "refuse") {
               await refund(p);
               p.status = "failed";
               p.refused = true;
               p.reason = `The sandbox off-ramp does not pay out to account ${SANDBOX_REFUSE_ACCOUNT}; the USDC was refunded.`;
             } else {
               p.status = "completed";
-              if (p.accountNumber === SANDBOX_RETURN_ACCOUNT) p.returnAt = now + deps.delayMs;
+              if (p.outcome === "return") p.returnAt = now + deps.delayMs;
             }
             await save(p);
           } else if (p.status === "completed" && p.returnAt !== null && now >= p.returnAt) {

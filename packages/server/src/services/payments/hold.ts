@@ -5,6 +5,7 @@
  * first come back as what the caller sees.
  */
 import type { PayResponse } from "@agentwallet/api";
+import { sealBankRecipient } from "../../domain/bankAccount.ts";
 import { type DomainError, badRequest, unavailable } from "../../domain/errors.ts";
 import type { Principal } from "../../domain/principal.ts";
 import { type RecipientOf, refusalError } from "../../domain/spending.ts";
@@ -33,6 +34,8 @@ export function railUnavailable(name: string): DomainError {
 export async function holdPayment(ctx: PaymentContext, principal: Principal, p: Omit<NewPayment, "projectId" | "leaseOwner" | "controls" | "tokenId">): Promise<CreatedPayment> {
   const held = await ctx.ledger.hold({
     ...p,
+    // The controls judge the whole number (its keyed hash); only its last four digits are kept in the clear.
+    recipientJson: p.rail === "fiat" && p.recipientJson ? sealBankRecipient(ctx.bankAccountKey, principal.projectId, p.recipientJson) : p.recipientJson,
     projectId: principal.projectId,
     leaseOwner: ctx.instanceId,
     controls: holdControls(ctx, principal, recipientOf(p)),

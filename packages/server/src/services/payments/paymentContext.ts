@@ -18,4 +18,6 @@ export type PaymentContext = SpendingContext & {
   dispatch?: (payment: PaymentRow) => void;
   /** Identifies this process in payment leases. */
   instanceId: string;
+  /** Seals a bank payment's account number until its payout is created (domain/bankAccount.ts). */
+  bankAccountKey: Uint8Array;
 };

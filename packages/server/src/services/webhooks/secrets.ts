@@ -6,12 +6,12 @@
  * source (deps.ts `loadWebhookSecretKey`), the endpoint's id bound in as associated data: the database
  * alone (a dump, a backup, a read-only replica) never yields a secret (decisions.md, "Webhook secrets").
  */
-import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
+import { openText, sealText } from "../../domain/secretBox.ts";
 
 const SECRET_PREFIX = "whsec_";
 /** 256 bits, the HMAC-SHA256 block-size-safe length Standard Webhooks suggests (24–64 bytes). */
 const SECRET_BYTES = 32;
-const BOX_VERSION = "v1";
 
 export function newWebhookSecret(): string {
   return `${SECRET_PREFIX}${randomBytes(SECRET_BYTES).toString("base64")}`;
@@ -19,22 +19,12 @@ export function newWebhookSecret(): string {
 
 /** Encrypts a secret for the endpoint `endpointId`: `v1.<base64 iv>.<base64 ciphertext+tag>`. */
 export function sealSecret(key: Uint8Array, endpointId: string, secret: string): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv("aes-256-gcm", key, iv);
-  cipher.setAAD(Buffer.from(endpointId));
-  const body = Buffer.concat([cipher.update(secret, "utf8"), cipher.final(), cipher.getAuthTag()]);
-  return `${BOX_VERSION}.${iv.toString("base64")}.${body.toString("base64")}`;
+  return sealText(key, endpointId, secret);
 }
 
 /** The secret sealed for `endpointId`; throws if the key is not the one it was sealed with. */
 export function openSecret(key: Uint8Array, endpointId: string, box: string): string {
-  const [version, iv, body] = box.split(".");
-  if (version !== BOX_VERSION || !iv || !body) throw new Error(`webhook secret of ${endpointId} is not a ${BOX_VERSION} box`);
-  const bytes = Buffer.from(body, "base64");
-  const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(iv, "base64"));
-  decipher.setAAD(Buffer.from(endpointId));
-  decipher.setAuthTag(bytes.subarray(bytes.length - 16));
-  return Buffer.concat([decipher.update(bytes.subarray(0, bytes.length - 16)), decipher.final()]).toString("utf8");
+  return openText(key, endpointId, box, `webhook secret of ${endpointId}`);
 }
 
 /**
