@@ -191,7 +191,11 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { dataDir?: string; port?: number; host?: string } = {}): Config {
+/**
+ * `signs: false` is for processes that sign nothing and reach no chain (the CLI's project, token and
+ * approval commands): live mode then does not ask for the master key source, relayer key and treasury.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { dataDir?: string; port?: number; host?: string } = {}, opts: { signs?: boolean } = {}): Config {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
     const first = parsed.error.issues[0]!;
@@ -252,7 +256,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
       maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS,
     },
   };
-  if (mode === "live") assertLiveSettings(config);
+  if (mode === "live") assertLiveSettings(config, opts.signs ?? true);
   if (mode === "live" && config.chain.sandboxRpcUrl) throw new ConfigError("SANDBOX_CHAIN_RPC_URL is for the sandbox only; live mode uses BASE_RPC_URL.");
   return config;
 }
@@ -288,11 +292,11 @@ export function bridgeSettings(
 }
 
 /** Live mode guards real money: every missing or unsafe setting is named. */
-function assertLiveSettings(c: Config): void {
+function assertLiveSettings(c: Config, signs: boolean): void {
   const missing: string[] = [];
-  if (!c.custody.mnemonic && !c.custody.mnemonicFile) missing.push("AGENTWALLET_MASTER_MNEMONIC or AGENTWALLET_MASTER_MNEMONIC_FILE (the master key source)");
-  if (!c.custody.relayerPrivateKey) missing.push("RELAYER_PRIVATE_KEY (the account that submits transfers and pays gas)");
-  if (!c.custody.treasuryAddress) missing.push("TREASURY_ADDRESS (where platform fees go)");
+  if (signs && !c.custody.mnemonic && !c.custody.mnemonicFile) missing.push("AGENTWALLET_MASTER_MNEMONIC or AGENTWALLET_MASTER_MNEMONIC_FILE (the master key source)");
+  if (signs && !c.custody.relayerPrivateKey) missing.push("RELAYER_PRIVATE_KEY (the account that submits transfers and pays gas)");
+  if (signs && !c.custody.treasuryAddress) missing.push("TREASURY_ADDRESS (where platform fees go)");
   if (missing.length) throw new ConfigError(`Live mode (BASE_RPC_URL is set) needs: ${missing.join("; ")}.`);
   if (c.x402.allowHttp || c.x402.allowPrivateNetworks) {
     throw new ConfigError("X402_ALLOW_HTTP and X402_ALLOW_PRIVATE_NETWORKS are for the sandbox and tests only; live mode refuses them.");

@@ -22,6 +22,7 @@ import { IdempotencyKeys } from "./idempotencyKeys.ts";
 import { AtomicWrites, type Steps } from "./atomicWrites.ts";
 import { RelayerNonces } from "./relayerNonces.ts";
 import { KvRows } from "./kvRows.ts";
+import { Deployment } from "./deployment.ts";
 import { Deposits } from "./deposits.ts";
 import { Projects } from "./projects.ts";
 import { Tokens } from "./tokens.ts";
@@ -169,6 +170,8 @@ export class Ledger {
   readonly relayerNonces: RelayerNonces;
   /** Small persistent state: the `kv` rows (kvRows.ts). */
   readonly kv: KvRows;
+  /** The deployment's mode and chain (deployment.ts). */
+  readonly deployment: Deployment;
   /** Deposits seen, credited or dropped (deposits.ts). */
   readonly deposits: Deposits;
 
@@ -203,6 +206,7 @@ export class Ledger {
     this.transactions = new TransactionReads(db, dialect);
     this.relayerNonces = new RelayerNonces(db, this.writes);
     this.kv = new KvRows(db);
+    this.deployment = new Deployment(db);
     this.deposits = new Deposits(db, clock, newId);
     this.projects = new Projects(db, clock, newId);
     this.tokens = new Tokens(db, clock, direct?.read);
