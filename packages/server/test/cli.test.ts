@@ -174,7 +174,8 @@ describe.each(dialects)("agentwallet CLI on %s", (dialect) => {
     const port = await exec(["serve", "--port", "99999", ...at], env);
     expectOneErrorLine(port, /--port must be an integer/);
     expect(port.code).toBe(2);
-  }, slow);
+    // About twenty processes one after another: twice the others' room on a busy machine.
+  }, 2 * slow);
 
   test.runIf(dialect === "sqlite")("--help after a command prints that command's help, exit 0", async () => {
     const help = await exec(["tokens", "create", "--help"]);
