@@ -18,8 +18,8 @@ type Op = {
   headers?: Record<string, string>;
   responses: Record<string, { description: string; schema: z.ZodType }>;
   deprecated?: boolean;
-  /** `admin`: authenticated by an operator's admin credential instead of a project's API token. */
-  auth?: "admin";
+  /** `admin`: authenticated by an operator's admin credential instead of a project's API token; `none`: public (probes). */
+  auth?: "admin" | "none";
 };
 
 const errorResponses = {
@@ -146,6 +146,32 @@ const adminOperations: Record<string, Record<string, Op>> = {
 };
 
 const operations: Record<string, Record<string, Op>> = {
+  // Public probes; like every route they answer 400 malformed_http to a request HTTP itself does not allow.
+  "/healthz": {
+    get: {
+      operationId: "getHealth",
+      summary: "Liveness: the process answers",
+      permission: "none (for load balancers and orchestrators)",
+      auth: "none",
+      responses: {
+        "200": { description: "The process is up.", schema: s.Health },
+        "400": { description: "The HTTP request itself is malformed (malformed_http); the connection is closed.", schema: s.ErrorBody },
+      },
+    },
+  },
+  "/readyz": {
+    get: {
+      operationId: "getReadiness",
+      summary: "Readiness: the database answers, and whether settlement runs",
+      permission: "none (for load balancers and orchestrators)",
+      auth: "none",
+      responses: {
+        "200": { description: "Ready to serve requests.", schema: s.Readiness },
+        "400": { description: "The HTTP request itself is malformed (malformed_http); the connection is closed.", schema: s.ErrorBody },
+        "503": { description: "The database does not answer (not_ready): take the instance out of rotation.", schema: s.ErrorBody },
+      },
+    },
+  },
   "/v1/balance": {
     get: {
       operationId: "getBalance",
@@ -314,9 +340,9 @@ export function buildOpenApiDocument(serverUrl = "/"): Record<string, unknown> {
       item[method] = {
         operationId: op.operationId ?? operationIdOf(method, path),
         summary: op.summary,
-        description: op.auth === "admin" ? `Authentication: ${op.permission}.` : `Permission: ${op.permission}.`,
+        description: op.auth === undefined ? `Permission: ${op.permission}.` : `Authentication: ${op.permission}.`,
         deprecated: op.deprecated ?? false,
-        security: [op.auth === "admin" ? { admin: [] } : { bearer: [] }],
+        security: op.auth === "none" ? [] : [op.auth === "admin" ? { admin: [] } : { bearer: [] }],
         ...(parameters ? { parameters } : {}),
         ...(op.request
           ? { requestBody: { required: true, content: { "application/json": { schema: jsonSchema(op.request, "input") } } } }

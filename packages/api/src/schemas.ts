@@ -74,6 +74,20 @@ export const ErrorBody = z
   .meta({ id: "Error" });
 export type ErrorBody = z.infer<typeof ErrorBody>;
 
+/** `GET /healthz`: the process answers (liveness). */
+export const Health = z.object({ status: z.literal("ok") }).meta({ id: "Health" });
+
+/** `GET /readyz`: the database answers (readiness), and whether settlement follows payments yet. */
+export const Readiness = z
+  .object({
+    status: z.literal("ready"),
+    settlement: z
+      .enum(["running", "starting"])
+      .optional()
+      .describe("Whether settlement follows accepted payments yet (its thread may still be starting); payments accepted meanwhile settle once it runs."),
+  })
+  .meta({ id: "Readiness" });
+
 // ---------------------------------------------------------------------------------------------
 // Resources
 

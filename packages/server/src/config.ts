@@ -221,7 +221,11 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { dataDir?: string; port?: number; host?: string } = {}): Config {
+/**
+ * `signs: false` is for processes that sign nothing and reach no chain (the CLI's project, token and
+ * approval commands): live mode then does not ask for the master key source, relayer key and treasury.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { dataDir?: string; port?: number; host?: string } = {}, opts: { signs?: boolean } = {}): Config {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
     const first = parsed.error.issues[0]!;
@@ -233,7 +237,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
   const config: Config = {
     mode,
     dataDir,
-    databaseUrl: e.DATABASE_URL,
+    databaseUrl: checkDatabaseUrl(e.DATABASE_URL),
     sqlitePath: resolve(dataDir, "agentwallet.db"),
     sqliteSynchronous: e.SQLITE_SYNCHRONOUS,
     host: overrides.host ?? e.HOST,
@@ -289,7 +293,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
       maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS,
     },
   };
-  if (mode === "live") assertLiveSettings(config);
+  if (mode === "live") assertLiveSettings(config, opts.signs ?? true);
   if (mode === "live" && config.chain.sandboxRpcUrl) throw new ConfigError("SANDBOX_CHAIN_RPC_URL is for the sandbox only; live mode uses BASE_RPC_URL.");
   return config;
 }
@@ -360,15 +364,45 @@ export function bridgeSettings(
 }
 
 /** Live mode guards real money: every missing or unsafe setting is named. */
-function assertLiveSettings(c: Config): void {
+function assertLiveSettings(c: Config, signs: boolean): void {
   const missing: string[] = [];
-  if (!c.custody.mnemonic && !c.custody.mnemonicFile) missing.push("AGENTWALLET_MASTER_MNEMONIC or AGENTWALLET_MASTER_MNEMONIC_FILE (the master key source)");
-  if (!c.custody.relayerPrivateKey) missing.push("RELAYER_PRIVATE_KEY (the account that submits transfers and pays gas)");
-  if (!c.custody.treasuryAddress) missing.push("TREASURY_ADDRESS (where platform fees go)");
+  if (signs && !c.custody.mnemonic && !c.custody.mnemonicFile) missing.push("AGENTWALLET_MASTER_MNEMONIC or AGENTWALLET_MASTER_MNEMONIC_FILE (the master key source)");
+  if (signs && !c.custody.relayerPrivateKey) missing.push("RELAYER_PRIVATE_KEY (the account that submits transfers and pays gas)");
+  if (signs && !c.custody.treasuryAddress) missing.push("TREASURY_ADDRESS (where platform fees go)");
   if (missing.length) throw new ConfigError(`Live mode (BASE_RPC_URL is set) needs: ${missing.join("; ")}.`);
   if (c.x402.allowHttp || c.x402.allowPrivateNetworks) {
     throw new ConfigError("X402_ALLOW_HTTP and X402_ALLOW_PRIVATE_NETWORKS are for the sandbox and tests only; live mode refuses them.");
   }
+}
+
+const DATABASE_URL_SHAPE = "postgres://USER:PASSWORD@HOST:PORT/DATABASE";
+
+/**
+ * DATABASE_URL as the PostgreSQL driver will read it, or a ConfigError saying what is wrong with it. The
+ * driver itself reads almost anything (`mysql://…` as a role to log in with, `garbage` as a host), so its
+ * errors name the wrong thing. Nothing of the value is echoed but its scheme: it may hold a password.
+ * Empty is unset (SQLite).
+ */
+function checkDatabaseUrl(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(value)?.[1]?.toLowerCase();
+  if (!scheme || !value.slice(scheme.length + 1).startsWith("//")) {
+    throw new ConfigError(`DATABASE_URL is not a URL; it must look like ${DATABASE_URL_SHAPE} (or be unset for SQLite in the data directory).`);
+  }
+  if (scheme !== "postgres" && scheme !== "postgresql") {
+    throw new ConfigError(`DATABASE_URL must start with postgres:// or postgresql:// (it starts with ${scheme}://): Agent Wallet keeps its ledger in PostgreSQL, or in SQLite when DATABASE_URL is unset.`);
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`DATABASE_URL cannot be read as ${DATABASE_URL_SHAPE}: check that the port is a number from 1 to 65535 and that the user name and password percent-encode any of : / @ # ? % (e.g. # as %23).`);
+  }
+  if (url.hash) throw new ConfigError("DATABASE_URL has a '#' outside the password's percent-encoding (write # as %23 in a password).");
+  if (!url.hostname && !url.searchParams.get("host")) {
+    throw new ConfigError(`DATABASE_URL names no host; it must look like ${DATABASE_URL_SHAPE} (or postgres:///DATABASE?host=/path/of/the/socket/directory).`);
+  }
+  return value;
 }
 
 /** A database URL as it may be shown: the password, if any, replaced by `***`. */

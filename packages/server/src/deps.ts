@@ -7,7 +7,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import pino, { type Logger } from "pino";
-import type { Config } from "./config.ts";
+import { type Config, describeDatabase } from "./config.ts";
 import type { Hex } from "viem";
 import type { AppContext } from "./context.ts";
 import type { ChainRuntime } from "./chain/runtime.ts";
@@ -24,6 +24,7 @@ import { type BuiltFiatProvider, buildFiatProvider } from "./rails/fiat/buildFia
 import type { RailDeps } from "./rails/railDeps.ts";
 import type { Rails } from "./rails/rails.ts";
 import type { ServiceDeps } from "./services/serviceDeps.ts";
+import { claimDeployment } from "./services/deployment.ts";
 import { newId, systemClock } from "./ids.ts";
 
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
@@ -137,7 +138,15 @@ export async function openDeps(config: Config, logger: Logger, opts: DepsOptions
   const webhookSecretKey = loadWebhookSecretKey(config);
   const bankAccountKey = loadBankAccountKey(config);
   const { ledger, opened } = await openLedger(config, { checkpointPages: opts.checkpointPages });
-  await sealBankAccountsInClear(ledger, bankAccountKey);
+  // A live process on a test deployment's database (or the reverse) stops here, before it opens anything else;
+  // then bank account numbers written before they were sealed are sealed under the key.
+  try {
+    await claimDeployment({ ledger, clock: systemClock }, config, describeDatabase(config));
+    await sealBankAccountsInClear(ledger, bankAccountKey);
+  } catch (err) {
+    await opened.close();
+    throw err;
+  }
   const rateLimiter = opts.serveRequests ? createRateLimiter(config) : undefined;
   const custody = loadCustody(config);
   const base: BaseDeps = {

@@ -228,6 +228,8 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     loops.push(startLoop("sandbox-fiat", 200, () => sandboxFiat!.tick(), logger));
   }
   bridgeStandIn?.setWebhookUrl(`${address}/v1/webhooks/bridge`);
+  // Only a start that succeeded moves what the next start reuses (a failed second start leaves the first's).
+  x402Demo?.keepPort();
   if (config.mode === "sandbox" && chain?.sandbox) {
     writeFileSync(
       join(config.dataDir, "sandbox.json"),

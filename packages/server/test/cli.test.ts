@@ -18,7 +18,7 @@ type Outcome = { code: number; stdout: string; stderr: string };
 /** Runs the CLI to completion, whatever its exit code. DATABASE_URL is unset unless `env` sets it. */
 async function exec(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Outcome> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { cwd: root, env: { ...process.env, BASE_RPC_URL: "", ...env, DATABASE_URL: env.DATABASE_URL ?? "" }, timeout: 30_000 });
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { cwd: root, env: { ...process.env, BASE_RPC_URL: "", ...env, DATABASE_URL: env.DATABASE_URL ?? "" }, timeout: 120_000 });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -59,7 +59,7 @@ describe.each(dialects)("agentwallet CLI on %s", (dialect) => {
 
   test("projects, tokens and verify-ledger, with one JSON shape per object", async () => {
     const env = await database();
-    expect(await cli(dir, ["migrate"], env)).toEqual({ ok: true, dialect });
+    expect(await cli(dir, ["migrate"], env)).toEqual({ ok: true, dialect, mode: "test" });
     const p = await cli(dir, ["projects", "create", "--name", "Acme agent", "--plan", "pro"], env);
     const projectShape = { id: expect.stringMatching(/^prj_/), name: "Acme agent", plan: "pro", paused: false, wallet_index: expect.any(Number), wallet_address: null, spending_controls: null, created_at: expect.any(String) };
     expect(p).toEqual(projectShape);
@@ -86,6 +86,45 @@ describe.each(dialects)("agentwallet CLI on %s", (dialect) => {
     expect(v).toMatchObject({ ok: true, problems: [] });
   }, slow);
 
+  // A shell holds no signing secret: the deployment's database says whether its tokens are live.
+  const NO_SECRETS = { AGENTWALLET_MASTER_MNEMONIC: "", AGENTWALLET_MASTER_MNEMONIC_FILE: "", RELAYER_PRIVATE_KEY: "", TREASURY_ADDRESS: "" };
+  const LIVE_SETTINGS = { BASE_RPC_URL: "http://127.0.0.1:1", AGENTWALLET_MASTER_MNEMONIC: "legal winner thank year wave sausage worth useful legal winner thank yellow", RELAYER_PRIVATE_KEY: `0x${"11".repeat(32)}`, TREASURY_ADDRESS: "0x90F79bf6EB2c4f870365E785982E1f101E93b906" };
+
+  test("behavior: on a database recorded live, projects and tokens need no secret and tokens are aw_live_", async () => {
+    const at = join(dir, "live");
+    const env = { ...(await database()), ...NO_SECRETS };
+    // Migrated by the live deployment's configuration, without its secrets: recorded live.
+    expect(await cli(at, ["migrate"], { ...env, BASE_RPC_URL: "http://127.0.0.1:1" })).toEqual({ ok: true, dialect, mode: "live" });
+    // An operator's shell with only the database: no BASE_RPC_URL, no mnemonic, no relayer key.
+    const p = await cli(at, ["projects", "create", "--name", "live agents"], env);
+    const tok = await cli(at, ["tokens", "create", "--project", p.id, "--permissions", "read,pay"], env);
+    expect(tok.token).toMatch(/^aw_live_[0-9A-Za-z]{38}$/);
+    expect((await cli(at, ["tokens", "list", "--project", p.id], env))[0].display_prefix).toMatch(/^aw_live_/);
+    // The same with BASE_RPC_URL in the shell and still no secret.
+    const again = await cli(at, ["tokens", "create", "--project", p.id, "--permissions", "read"], { ...env, BASE_RPC_URL: "http://127.0.0.1:1" });
+    expect(again.token).toMatch(/^aw_live_/);
+    // Nothing of the sandbox's was made beside a live deployment (its key file above all).
+    expect(existsSync(join(at, "master-mnemonic"))).toBe(false);
+  }, slow);
+
+  test("error: a live server refuses a test deployment's database and a sandbox refuses a live one", async () => {
+    const testDb = join(dir, "recorded-test");
+    const testEnv = { ...(await database()), ...NO_SECRETS };
+    expect(await cli(testDb, ["migrate"], testEnv)).toMatchObject({ mode: "test" });
+    const live = await exec(["serve", "--port", "0", "--data-dir", testDb], { ...testEnv, ...LIVE_SETTINGS, LOG_LEVEL: "silent" });
+    expectOneErrorLine(live, /holds a test deployment \(recorded .*\), and this process runs in live mode.*Run it in the sandbox \(BASE_RPC_URL unset\), or point DATABASE_URL \(or --data-dir\) at the live deployment's own database/);
+    // The CLI with a live shell is refused the same way on that database.
+    const p = await cli(testDb, ["projects", "create", "--name", "sandbox agents"], testEnv);
+    expectOneErrorLine(await exec(["tokens", "create", "--project", p.id, "--permissions", "read", "--data-dir", testDb], { ...testEnv, BASE_RPC_URL: "http://127.0.0.1:1" }), /holds a test deployment/);
+
+    const liveDb = join(dir, "recorded-live");
+    const liveEnv = { ...(await database()), ...NO_SECRETS };
+    expect(await cli(liveDb, ["migrate"], { ...liveEnv, BASE_RPC_URL: "http://127.0.0.1:1" })).toMatchObject({ mode: "live" });
+    const sandbox = await exec(["serve", "--port", "0", "--data-dir", liveDb], { ...liveEnv, LOG_LEVEL: "silent" });
+    expectOneErrorLine(sandbox, /holds a live deployment \(recorded .*\), and this process runs in the sandbox \(BASE_RPC_URL unset\).*Run it in live mode/);
+    expect(existsSync(join(liveDb, "sandbox.json"))).toBe(false);
+  }, slow);
+
   test.runIf(dialect === "sqlite")("admin credentials: created once as aw_admin_…, stored as a hash, listed without it, revoked", async () => {
     const at = join(dir, "admin");
     await cli(at, ["migrate"]);
@@ -104,19 +143,51 @@ describe.each(dialects)("agentwallet CLI on %s", (dialect) => {
     await cli(dir, ["migrate"], env);
     const p = await cli(dir, ["projects", "create", "--name", "errors"], env);
     const at = ["--data-dir", dir];
-    expectOneErrorLine(await exec(["tokens", "create", "--project", p.id, "--permissions", "admin", ...at], env), /--permissions: .*subset of read,pay,x402/);
-    expectOneErrorLine(await exec(["tokens", "create", "--project", p.id, "--permissions", "read", "--expires-in", "forever", ...at], env), /--expires-in: duration must look like 30d/);
-    expectOneErrorLine(await exec(["tokens", "create", "--project", "prj_missing", "--permissions", "read", ...at], env), /no project with id prj_missing/);
-    expectOneErrorLine(await exec(["projects", "pause", "prj_missing", ...at], env), /no project with id/);
-    expectOneErrorLine(await exec(["projects", "create", ...at], env), /--name is required/);
-    expectOneErrorLine(await exec(["tokens", "revoke", "tok_missing", "--json", ...at], env), /no active token/);
+    // Usage mistakes exit 2 (README, "Admin CLI"); failures at run time exit 1.
+    const usage = async (args: string[], pattern: RegExp) => {
+      const r = await exec([...args, ...at], env);
+      expectOneErrorLine(r, pattern);
+      expect(r.code, args.join(" ")).toBe(2);
+    };
+    const failure = async (args: string[], pattern: RegExp) => {
+      const r = await exec([...args, ...at], env);
+      expectOneErrorLine(r, pattern);
+      expect(r.code, args.join(" ")).toBe(1);
+    };
+    await usage(["tokens", "create", "--project", p.id, "--permissions", "admin"], /--permissions: .*subset of read,pay,x402/);
+    await usage(["tokens", "create", "--project", p.id, "--permissions", "read", "--expires-in", "forever"], /--expires-in: duration must look like 30d/);
+    await usage(["tokens", "create", "--project", p.id, "--permissions", "read", "--daily-limit-usd", "lots"], /--daily-limit-usd must be an amount in USD/);
+    await usage(["tokens", "create", "--project", p.id, "--permissions", "read", "--allow", "bank:12:34"], /routing/i);
+    await usage(["projects", "create"], /--name is required/);
+    await usage(["tokens", "revoke"], /usage: agentwallet tokens revoke TOKEN_ID/);
+    await usage(["payments", "approve"], /usage: agentwallet payments approve PAYMENT_ID/);
+    await usage(["webhooks", "delete"], /usage: agentwallet webhooks delete ENDPOINT_ID/);
+    await failure(["tokens", "create", "--project", "prj_missing", "--permissions", "read"], /no project with id prj_missing/);
+    await failure(["projects", "pause", "prj_missing"], /no project with id/);
+    await failure(["tokens", "revoke", "tok_missing", "--json"], /no active token/);
     const unknown = await exec(["frobnicate", ...at], env);
     expectOneErrorLine(unknown, /unknown command "frobnicate"/);
     expect(unknown.code).toBe(2);
     const option = await exec(["projects", "list", "--frob", ...at], env);
     expectOneErrorLine(option, /Unknown option '--frob'/);
     expect(option.code).toBe(2);
-    expectOneErrorLine(await exec(["serve", "--port", "99999", ...at], env), /--port must be an integer/);
+    const port = await exec(["serve", "--port", "99999", ...at], env);
+    expectOneErrorLine(port, /--port must be an integer/);
+    expect(port.code).toBe(2);
+    // About twenty processes one after another: twice the others' room on a busy machine.
+  }, 2 * slow);
+
+  test.runIf(dialect === "sqlite")("--help after a command prints that command's help, exit 0", async () => {
+    const help = await exec(["tokens", "create", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: agentwallet tokens create --project ID --permissions LIST/);
+    for (const part of ["--expires-in", "--daily-limit-usd", "aw_live_", "Example:\n  npm run -s agentwallet -- tokens create"]) expect(help.stdout).toContain(part);
+    expect(help.stdout).not.toContain("Commands:");
+    const short = await exec(["webhooks", "deliveries", "-h"]);
+    expect(short).toMatchObject({ code: 0, stderr: "" });
+    expect(short.stdout).toMatch(/^Usage: agentwallet webhooks deliveries ENDPOINT_ID/);
+    expect((await exec(["--help"])).stdout).toMatch(/^Usage: agentwallet <command>/);
+    expect((await exec(["frobnicate", "--help"])).code).toBe(2);
   }, slow);
 });
 

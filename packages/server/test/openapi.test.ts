@@ -66,6 +66,21 @@ describe("OpenAPI document", () => {
     expect(loose).toEqual([]);
   });
 
+  test("the probes /healthz and /readyz are documented as public, with what they answer", async () => {
+    const paths = doc.paths as unknown as Record<string, { get?: { security?: unknown[]; responses: Record<string, { content: { "application/json": { schema: { $ref: string } } } }> } }>;
+    for (const [path, ok, schema] of [["/healthz", "200", "Health"], ["/readyz", "200", "Readiness"]] as const) {
+      const op = paths[path]?.get;
+      expect(op, path).toBeDefined();
+      expect(op!.security).toEqual([]);
+      expect(op!.responses[ok]!.content["application/json"].schema.$ref).toBe(`#/components/schemas/${schema}`);
+      const answer = await fetch(`${origin}${path}`);
+      expect(answer.status).toBe(200);
+      const body = (await answer.json()) as Record<string, unknown>;
+      expect(Object.keys(body).every((k) => k in (doc.components.schemas[schema]!.properties ?? {}))).toBe(true);
+    }
+    expect(paths["/readyz"]!.get!.responses["503"]).toBeDefined();
+  });
+
   test("redocly lint: zero errors, zero warnings", async () => {
     const file = join(dir, "openapi.json");
     writeFileSync(file, JSON.stringify(doc));

@@ -63,7 +63,7 @@ export function createHdCustody(mnemonic: string, opts: { pool?: SigningPool } =
 export function loadMasterMnemonic(opts: { mnemonic?: string; file?: string; sandboxFile?: string }): string {
   if (opts.mnemonic) return validate(opts.mnemonic.trim(), "AGENTWALLET_MASTER_MNEMONIC");
   if (opts.file) return validate(readFileSync(opts.file, "utf8").trim(), opts.file);
-  if (!opts.sandboxFile) throw new Error("no master key source configured");
+  if (!opts.sandboxFile) throw new Error("no master key source configured: set AGENTWALLET_MASTER_MNEMONIC or AGENTWALLET_MASTER_MNEMONIC_FILE (live mode keeps none in the data directory)");
   if (existsSync(opts.sandboxFile)) return validate(readFileSync(opts.sandboxFile, "utf8").trim(), opts.sandboxFile);
   mkdirSync(dirname(opts.sandboxFile), { recursive: true });
   const fresh = generateMnemonic(english, 256);

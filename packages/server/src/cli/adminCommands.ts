@@ -3,7 +3,7 @@
  * and the console's operator sign-in accept (services/adminCredentials.ts). Only this CLI, run where the
  * database is, creates one: it is the root of trust.
  */
-import { type Command, CliError, withServices } from "./command.ts";
+import { type Command, needArg, withServices } from "./command.ts";
 import { createAdminCredential, listAdminCredentials, revokeAdminCredential } from "../services/adminCredentials.ts";
 
 export const adminCommands: Record<string, Command> = {
@@ -23,8 +23,7 @@ export const adminCommands: Record<string, Command> = {
   },
 
   "admin credentials revoke": async ({ config, args, io }) => {
-    const id = args[0];
-    if (!id) throw new CliError("usage: agentwallet admin credentials revoke ID");
+    const id = needArg(args, "admin credentials revoke ID");
     const row = await withServices(config, (c) => revokeAdminCredential(c, id));
     io.out(`Revoked ${id}; the admin API and the console refuse it from now on.`, row);
     return 0;

@@ -1,21 +1,36 @@
 /** What a CLI command is: a function of (config, args, options) → exit code, and its expected failure. */
-import type { Config } from "../config.ts";
+import { type Config, describeDatabase } from "../config.ts";
 import { loadRecipientHashKey } from "../deps.ts";
 import { openLedger } from "../ledger/open.ts";
 import { newId, systemClock } from "../ids.ts";
 import type { Ledger } from "../ledger/store.ts";
+import { type DeploymentRecord, mismatch, modeOfConfig } from "../services/deployment.ts";
 
 export type CommandIo = { json: boolean; out(human: string, data: unknown): void };
-export type CommandInput = { config: Config; args: string[]; options: Record<string, string | string[] | boolean | undefined>; io: CommandIo };
+/** `deployment`: the database's record (services/deployment.ts); undefined for `serve`, `migrate`, `sandbox info`, and a database no server has recorded yet. */
+export type CommandInput = { config: Config; deployment?: DeploymentRecord; args: string[]; options: Record<string, string | string[] | boolean | undefined>; io: CommandIo };
 export type Command = (input: CommandInput) => Promise<number>;
 
+/** A command's expected failure at run time (a project that does not exist, a state that forbids it): exit 1. */
 export class CliError extends Error {
   override name = "CliError";
 }
 
+/** A usage mistake (a missing or malformed option or argument, an unknown command): exit 2, as the README says. */
+export class UsageError extends CliError {
+  override name = "UsageError";
+}
+
 export function need(options: CommandInput["options"], name: string): string {
   const v = options[name];
-  if (typeof v !== "string" || v === "") throw new CliError(`--${name} is required`);
+  if (typeof v !== "string" || v === "") throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+/** The first argument, or a usage mistake naming the command's usage. */
+export function needArg(args: string[], usage: string): string {
+  const v = args[0];
+  if (!v) throw new UsageError(`usage: agentwallet ${usage}`);
   return v;
 }
 
@@ -33,4 +48,21 @@ export async function withServices<T>(config: Config, fn: (s: CliServices) => Pr
   } finally {
     await opened.close();
   }
+}
+
+/** The deployment's record, or undefined on a database that has none yet. */
+export function readDeployment(config: Config): Promise<DeploymentRecord | undefined> {
+  return withServices(config, (c) => c.ledger.deployment.get());
+}
+
+/**
+ * The configuration a command runs with on a database of this record. A shell without BASE_RPC_URL says
+ * nothing of the mode, so a command that signs nothing (`adopts`) runs in the recorded one: live tokens on
+ * a live deployment, no sandbox key file beside it. A shell that names the other mode is refused, as a
+ * server would be.
+ */
+export function configOfDeployment(config: Config, record: DeploymentRecord, adopts: boolean): Config {
+  if (modeOfConfig(config) === record.mode) return config;
+  if (adopts && config.mode === "sandbox" && record.mode === "live") return { ...config, mode: "live" };
+  throw mismatch(record, config, describeDatabase(config));
 }

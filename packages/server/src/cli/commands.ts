@@ -1,8 +1,12 @@
 /** The CLI's commands, each a function of (config, args, options) → exit code; the work is the services'. */
+import { describeDatabase } from "../config.ts";
+import { systemClock } from "../ids.ts";
 import { openLedger } from "../ledger/open.ts";
+import { claimDeployment } from "../services/deployment.ts";
+import { DomainError } from "../domain/errors.ts";
 import { createProject, listProjects, setProjectPaused } from "../services/projects.ts";
 import { issueToken, listTokens, parseDuration, parsePermissions, revokeToken } from "../services/tokens.ts";
-import { type Command, type CommandInput, type CommandIo, CliError, need, withServices } from "./command.ts";
+import { type Command, type CommandInput, type CommandIo, CliError, UsageError, configOfDeployment, need, needArg, withServices } from "./command.ts";
 import { spendingCommands, wireFromOptions } from "./spendingCommands.ts";
 import { adminCommands } from "./adminCommands.ts";
 import { webhookCommands } from "./webhookCommands.ts";
@@ -22,9 +26,17 @@ export const commands: Record<string, Command> = {
   reconcile: async (input) => (await import("./opsCommands.ts")).reconcileCommand(input),
 
   migrate: async ({ config, io }) => {
-    const { opened } = await openLedger(config);
-    await opened.close();
-    io.out(`Database is at the latest schema (${opened.dialect}).`, { ok: true, dialect: opened.dialect });
+    const { ledger, opened } = await openLedger(config);
+    let mode;
+    try {
+      // A new database takes this configuration's mode; a recorded one keeps its own (and refuses the other mode's shell).
+      const recorded = await ledger.deployment.get();
+      const record = recorded ?? (await claimDeployment({ ledger, clock: systemClock }, config, describeDatabase(config)));
+      mode = configOfDeployment(config, record, true).mode === "live" ? "live" : "test";
+    } finally {
+      await opened.close();
+    }
+    io.out(`Database is at the latest schema (${opened.dialect}); deployment mode: ${mode}.`, { ok: true, dialect: opened.dialect, mode });
     return 0;
   },
 
@@ -44,13 +56,23 @@ export const commands: Record<string, Command> = {
   "projects pause": async ({ config, args, io }) => setPaused(config, args, io, true),
   "projects resume": async ({ config, args, io }) => setPaused(config, args, io, false),
 
-  "tokens create": async ({ config, options, io }) => {
+  "tokens create": async ({ config, deployment, options, io }) => {
     const projectId = need(options, "project");
     const permissions = parseOption("permissions", () => parsePermissions(need(options, "permissions")));
     const expiresIn = options["expires-in"];
     const expiresInMs = typeof expiresIn === "string" ? parseOption("expires-in", () => parseDuration(expiresIn)) : undefined;
     const controls = wireFromOptions(options, null) ?? undefined;
-    const created = await withServices(config, (c) => issueToken(c, { projectId, permissions, mode: config.mode === "live" ? "live" : "test", expiresInMs, controls }));
+    // The token's prefix is the deployment's mode, as its database records it: never the shell's.
+    if (!deployment) throw new CliError(`${describeDatabase(config)} records no deployment mode yet (it was created before the record existed): start its server once (\`agentwallet serve\` with the deployment's settings), which records it, then issue tokens`);
+    const created = await withServices(config, async (c) => {
+      try {
+        return await issueToken(c, { projectId, permissions, mode: deployment.mode, expiresInMs, controls });
+      } catch (err) {
+        // The only invalid input issueToken finds is in the control options: a usage mistake.
+        if (err instanceof DomainError && err.kind === "invalid") throw new UsageError(err.detail);
+        throw err;
+      }
+    });
     io.out(
       `Token ${created.id} for ${projectId} (${permissions.join(",")}${created.expires_at ? `, expires ${created.expires_at}` : ""}):\n\n  ${created.token}\n\nIt is shown once; only its hash is stored.`,
       created,
@@ -66,8 +88,7 @@ export const commands: Record<string, Command> = {
   },
 
   "tokens revoke": async ({ config, args, io }) => {
-    const id = args[0];
-    if (!id) throw new CliError("usage: agentwallet tokens revoke TOKEN_ID");
+    const id = needArg(args, "tokens revoke TOKEN_ID");
     const row = await withServices(config, (c) => revokeToken(c, id));
     io.out(`Revoked ${id}; requests with it are refused from now on.`, row);
     return 0;
@@ -86,8 +107,7 @@ export const commands: Record<string, Command> = {
 };
 
 async function setPaused(config: CommandInput["config"], args: string[], io: CommandIo, paused: boolean): Promise<number> {
-  const id = args[0];
-  if (!id) throw new CliError(`usage: agentwallet projects ${paused ? "pause" : "resume"} ID`);
+  const id = needArg(args, `projects ${paused ? "pause" : "resume"} ID`);
   const project = await withServices(config, (c) => setProjectPaused(c, id, paused));
   io.out(`Project ${id} ${paused ? "paused: payments are refused" : "resumed"}.`, project);
   return 0;
@@ -99,6 +119,6 @@ function parseOption<T>(flag: string, parse: () => T): T {
     return parse();
   } catch (err) {
     if (err instanceof CliError) throw err;
-    throw new CliError(`--${flag}: ${(err as Error).message}`);
+    throw new UsageError(`--${flag}: ${(err as Error).message}`);
   }
 }

@@ -5,7 +5,8 @@
 import { parseArgs } from "node:util";
 import { describeDatabase, loadConfig, redactUrl } from "../config.ts";
 import { ledgerExists } from "../ledger/open.ts";
-import { CliError, type CommandIo } from "./command.ts";
+import { CliError, type CommandIo, UsageError, configOfDeployment, readDeployment } from "./command.ts";
+import { COMMAND_HELP } from "./help.ts";
 import { commands } from "./commands.ts";
 import type { CommandInput } from "./command.ts";
 import { CONTROL_OPTIONS } from "./spendingCommands.ts";
@@ -45,7 +46,7 @@ Commands:
   workers run-once                                 fill lost relayer nonces, move every open payment forward once
   reconcile                                        compare on-chain wallet balances with the ledger
 
-Global options: --json, --data-dir DIR
+Global options: --json, --data-dir DIR, --help (after a command: that command's options and an example)
 
 The database is SQLite in the data directory unless DATABASE_URL names a PostgreSQL one; every command
 says which on stderr. Only serve and migrate create a database that does not exist yet.`;
@@ -54,9 +55,13 @@ says which on stderr. Only serve and migrate create a database that does not exi
 const CREATES_DATABASE = new Set(["serve", "migrate"]);
 /** Commands that do not open the database at all. */
 const NO_DATABASE = new Set(["sandbox info"]);
+/**
+ * Commands that sign or reach the chain, and so run in the mode of their configuration (live mode asks for
+ * its signing settings). Every other command signs nothing and runs in the mode its database records,
+ * whatever the shell says (services/deployment.ts).
+ */
+const SIGNS = new Set(["serve", "workers run-once", "reconcile", "fund"]);
 
-/** A usage mistake: exit code 2 instead of 1. */
-class UsageError extends CliError {}
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -84,30 +89,37 @@ async function main(argv: string[]): Promise<number> {
     throw new UsageError(`${(err as Error).message.split(". To specify a positional")[0]} (agentwallet --help lists the options)`);
   }
   const { values, positionals } = parsed;
-  if (values.help || positionals.length === 0) {
-    (positionals.length === 0 && !values.help ? process.stderr : process.stdout).write(`${USAGE}\n`);
-    return positionals.length === 0 && !values.help ? 2 : 0;
+  if (positionals.length === 0) {
+    (values.help ? process.stdout : process.stderr).write(`${USAGE}\n`);
+    return values.help ? 0 : 2;
   }
   // The longest command the words name: `admin credentials create`, `tokens list`, `serve`.
   const words = [3, 2, 1].find((n) => positionals.length >= n && commands[positionals.slice(0, n).join(" ")]) ?? 1;
   const name = positionals.slice(0, words).join(" ");
   const command = commands[name];
   if (!command) throw new UsageError(`unknown command "${positionals.join(" ")}" (agentwallet --help lists the commands)`);
+  if (values.help) {
+    process.stdout.write(`${COMMAND_HELP[name] ?? USAGE}\n`);
+    return 0;
+  }
   const args = positionals.slice(words);
   const port = values.port === undefined ? undefined : Number(values.port);
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     throw new UsageError(`--port must be an integer from 0 to 65535 (got "${values.port}")`);
   }
-  const config = loadConfig(process.env, { dataDir: values["data-dir"], port, host: values.host });
+  const shellConfig = loadConfig(process.env, { dataDir: values["data-dir"], port, host: values.host }, { signs: SIGNS.has(name) });
   // Which database this is, before anything else (`serve` logs it as its first line instead).
-  if (name !== "serve") process.stderr.write(`database: ${describeDatabase(config)}\n`);
-  if (!CREATES_DATABASE.has(name) && !NO_DATABASE.has(name) && !(await ledgerExists(config))) {
+  if (name !== "serve") process.stderr.write(`database: ${describeDatabase(shellConfig)}\n`);
+  if (!CREATES_DATABASE.has(name) && !NO_DATABASE.has(name) && !(await ledgerExists(shellConfig))) {
     throw new CliError(
-      config.databaseUrl
-        ? `no Agent Wallet ledger in PostgreSQL ${redactUrl(config.databaseUrl)}; check DATABASE_URL, or create the tables with \`agentwallet migrate\``
-        : `no Agent Wallet database at ${config.sqlitePath}; set DATABASE_URL=postgres://… for a PostgreSQL deployment, --data-dir DIR (or AGENTWALLET_DATA_DIR) for another SQLite directory, or create this one with \`agentwallet migrate\``,
+      shellConfig.databaseUrl
+        ? `no Agent Wallet ledger in PostgreSQL ${redactUrl(shellConfig.databaseUrl)}; check DATABASE_URL, or create the tables with \`agentwallet migrate\``
+        : `no Agent Wallet database at ${shellConfig.sqlitePath}; set DATABASE_URL=postgres://… for a PostgreSQL deployment, --data-dir DIR (or AGENTWALLET_DATA_DIR) for another SQLite directory, or create this one with \`agentwallet migrate\``,
     );
   }
+  // The deployment's record decides the mode of what the command issues; `serve` and `migrate` write it.
+  const deployment = CREATES_DATABASE.has(name) || NO_DATABASE.has(name) ? undefined : await readDeployment(shellConfig);
+  const config = deployment ? configOfDeployment(shellConfig, deployment, !SIGNS.has(name)) : shellConfig;
   const io: CommandIo = {
     json: values.json ?? false,
     out(human, data) {
@@ -115,7 +127,7 @@ async function main(argv: string[]): Promise<number> {
       else process.stdout.write(`${human}\n`);
     },
   };
-  return command({ config, args, options: values as CommandInput["options"], io });
+  return command({ config, deployment, args, options: values as CommandInput["options"], io });
 }
 
 /**

@@ -6,7 +6,7 @@ import { loadCustody } from "../deps.ts";
 import { openLedger } from "../ledger/open.ts";
 import { parseDecimalAmount, formatUsdc } from "../money.ts";
 import type { Command } from "./command.ts";
-import { CliError } from "./command.ts";
+import { CliError, UsageError } from "./command.ts";
 
 type SandboxInfo = NonNullable<ReturnType<typeof readSandboxFile>>;
 
@@ -27,12 +27,12 @@ export const sandboxInfo: Command = async ({ config, io }) => {
 export const fund: Command = async ({ config, options, io }) => {
   if (config.mode !== "sandbox") throw new CliError("fund mints test USDC and is only for sandbox mode; fund a live project by sending USDC on Base to its deposit address.");
   const projectId = options.project;
-  if (typeof projectId !== "string") throw new CliError("--project is required");
+  if (typeof projectId !== "string") throw new UsageError("--project is required");
   const amountText = options["amount-usdc"];
-  if (typeof amountText !== "string") throw new CliError("--amount-usdc is required");
+  if (typeof amountText !== "string") throw new UsageError("--amount-usdc is required");
   const parsed = parseDecimalAmount(Number(amountText), 6);
-  if (!/^\d+(\.\d+)?$/.test(amountText) || !parsed.ok) throw new CliError(`--amount-usdc must be a positive USDC amount with at most 6 decimals (got "${amountText}")`);
-  if (parsed.units > 1_000_000 * 1_000_000) throw new CliError("--amount-usdc must be at most 1,000,000 in the sandbox");
+  if (!/^\d+(\.\d+)?$/.test(amountText) || !parsed.ok) throw new UsageError(`--amount-usdc must be a positive USDC amount with at most 6 decimals (got "${amountText}")`);
+  if (parsed.units > 1_000_000 * 1_000_000) throw new UsageError("--amount-usdc must be at most 1,000,000 in the sandbox");
   const s = readSandbox(config.dataDir);
   const { ledger, opened } = await openLedger(config);
   try {

@@ -5,7 +5,7 @@
  * function the admin API calls too (services/spendingControls.ts, services/approvals.ts).
  */
 import { userInfo } from "node:os";
-import { type Command, type CommandInput, CliError, withServices } from "./command.ts";
+import { type Command, type CommandInput, CliError, UsageError, needArg, withServices } from "./command.ts";
 import { parseControls } from "../domain/spending.ts";
 import { DomainError } from "../domain/errors.ts";
 import { type BankKey, type WireControls, controlsColumn, listRefusals, parseControlsInput, renderControls, updateControls } from "../services/spendingControls.ts";
@@ -37,7 +37,7 @@ const LIMIT_FLAGS = [
 function usdOption(v: unknown, name: string): number | null {
   if (v === "none") return null;
   const n = Number(v);
-  if (typeof v !== "string" || !/^\d+(\.\d{1,6})?$/.test(v) || !(n > 0)) throw new CliError(`--${name} must be an amount in USD such as 10 or 2.50 (or "none" to remove it)`);
+  if (typeof v !== "string" || !/^\d+(\.\d{1,6})?$/.test(v) || !(n > 0)) throw new UsageError(`--${name} must be an amount in USD such as 10 or 2.50 (or "none" to remove it)`);
   return n;
 }
 
@@ -73,7 +73,7 @@ export function controlsFromOptions(options: CommandInput["options"], stored: st
   try {
     return { changed: true, column: controlsColumn(parseControlsInput(wire, bankKey, parseControls(stored))) };
   } catch (err) {
-    if (err instanceof DomainError) throw new CliError(err.detail);
+    if (err instanceof DomainError) throw new UsageError(err.detail);
     throw err;
   }
 }
@@ -94,7 +94,7 @@ function describeControls(c: ReturnType<typeof renderControls>): string {
 async function changeControls({ config, args, options, io }: CommandInput, scope: "token" | "project"): Promise<number> {
   const id = args[0];
   if (!id) {
-    throw new CliError(scope === "token"
+    throw new UsageError(scope === "token"
       ? "usage: agentwallet tokens update TOKEN_ID [--daily-limit-usd N] [--max-payment-usd N] [--allow HOST|0x…|bank:ROUTING:ACCOUNT …] [--rails x402,usdc_transfer,fiat] [--approval-above-usd N]"
       : "usage: agentwallet projects limits PROJECT_ID [the same options as tokens update]");
   }
@@ -140,8 +140,7 @@ export const spendingCommands: Record<string, Command> = {
 };
 
 async function decide({ config, args, io }: CommandInput, decision: "approved" | "denied"): Promise<number> {
-  const id = args[0];
-  if (!id) throw new CliError(`usage: agentwallet payments ${decision === "approved" ? "approve" : "deny"} PAYMENT_ID`);
+  const id = needArg(args, `payments ${decision === "approved" ? "approve" : "deny"} PAYMENT_ID`);
   const out = await withServices(config, (c) => decidePayment(c, id, decision, cliActor()));
   if (out.kind === "not_awaiting") throw new CliError(`payment ${id} is not waiting for approval (${out.detail})`);
   io.out(

@@ -9,7 +9,7 @@ import { DomainError } from "../domain/errors.ts";
 import { newId, systemClock } from "../ids.ts";
 import type { Ledger } from "../ledger/store.ts";
 import { createWebhookEndpoint, deleteWebhookEndpoint, enableWebhookEndpoint, endpointJson, listWebhookDeliveries, listWebhookEndpoints, redeliverWebhookEvent } from "../services/webhooks/endpoints.ts";
-import { type Command, CliError, need } from "./command.ts";
+import { type Command, CliError, need, needArg } from "./command.ts";
 
 /** The options of these commands (`--project` and `--limit` are shared with others). */
 export const WEBHOOK_OPTIONS = {
@@ -27,12 +27,6 @@ async function withLedger<T>(config: Config, fn: (l: Ledger) => Promise<T>): Pro
   } finally {
     await opened.close();
   }
-}
-
-function idArg(args: string[], usage: string): string {
-  const id = args[0];
-  if (!id) throw new CliError(`usage: agentwallet ${usage}`);
-  return id;
 }
 
 export const webhookCommands: Record<string, Command> = {
@@ -64,20 +58,20 @@ export const webhookCommands: Record<string, Command> = {
   },
 
   "webhooks delete": async ({ config, args, io }) => {
-    const id = idArg(args, "webhooks delete ENDPOINT_ID");
+    const id = needArg(args, "webhooks delete ENDPOINT_ID");
     io.out(`Deleted ${id}: nothing more is sent to it.`, await withLedger(config, (ledger) => deleteWebhookEndpoint({ ledger, clock: systemClock }, id)));
     return 0;
   },
 
   "webhooks enable": async ({ config, args, io }) => {
-    const id = idArg(args, "webhooks enable ENDPOINT_ID");
+    const id = needArg(args, "webhooks enable ENDPOINT_ID");
     const endpoint = await withLedger(config, (ledger) => enableWebhookEndpoint({ ledger, clock: systemClock }, id));
     io.out(`Enabled ${id}: what is pending is sent now.`, endpointJson(endpoint));
     return 0;
   },
 
   "webhooks deliveries": async ({ config, args, options, io }) => {
-    const id = idArg(args, "webhooks deliveries ENDPOINT_ID [--limit N]");
+    const id = needArg(args, "webhooks deliveries ENDPOINT_ID [--limit N]");
     const limit = Math.min(1_000, Math.max(1, Number(options.limit ?? 50) || 50));
     const rows = await withLedger(config, (l) => listWebhookDeliveries(l, id, limit));
     io.out(
@@ -90,7 +84,7 @@ export const webhookCommands: Record<string, Command> = {
   },
 
   "webhooks redeliver": async ({ config, args, io }) => {
-    const id = idArg(args, "webhooks redeliver EVENT_ID");
+    const id = needArg(args, "webhooks redeliver EVENT_ID");
     const scheduled = await withLedger(config, (ledger) => redeliverWebhookEvent({ ledger, clock: systemClock }, id));
     io.out(`Event ${id}: ${scheduled} deliver${scheduled === 1 ? "y" : "ies"} scheduled now (the running server sends ${scheduled === 1 ? "it" : "them"}).`, { event_id: id, scheduled });
     return 0;

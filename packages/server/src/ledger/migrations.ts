@@ -331,6 +331,20 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await maskSandboxPayouts(db);
       },
     },
+    "0020_deployment": {
+      // The deployment's mode (live or test) and chain, one row, written by the first server or `migrate`
+      // that runs with a configuration (ledger/deployment.ts, services/deployment.ts); a database that
+      // existed before gets it at its next start (decisions.md, "The deployment's mode").
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable("deployment")
+          .addColumn("id", "integer", (c) => c.primaryKey().check(sql`id = 1`))
+          .addColumn("mode", "text", (c) => c.notNull().check(sql`mode in ('live','test')`))
+          .addColumn("chain_id", "integer", (c) => c.notNull())
+          .addColumn("created_at", "text", (c) => c.notNull())
+          .execute();
+      },
+    },
     "0007_spending_controls": {
       // Spending controls (ledger/spending.ts): controls on tokens and projects, window counters moved
       // in the hold's write, the windows each payment was counted in (given back when it fails or is

@@ -60,5 +60,8 @@ export type WebhookStore = Ledger["webhooks"];
 /** Operators' admin credentials (adminCredentials.ts). */
 export type AdminCredentialStore = Ledger["adminCredentials"];
 
+/** The deployment's mode and chain (deployment.ts). */
+export type DeploymentStore = Ledger["deployment"];
+
 /** Small persistent state: the `kv` rows (kvRows.ts). */
 export type KvStore = Ledger["kv"];

@@ -136,6 +136,14 @@ export interface DepositsTable {
   credited_at: string | null;
 }
 
+/** The deployment's mode and chain, one row (migration 0020, ledger/deployment.ts). */
+export interface DeploymentTable {
+  id: number;
+  mode: string; // 'live' | 'test'
+  chain_id: number;
+  created_at: string;
+}
+
 export interface KvTable {
   key: string;
   value: string;
@@ -217,6 +225,7 @@ export interface Database {
   payments: PaymentsTable;
   deposits: DepositsTable;
   kv: KvTable;
+  deployment: DeploymentTable;
   idempotency_keys: IdempotencyKeysTable;
   relayer_txs: RelayerTxsTable;
   webhook_events: WebhookEventsTable;

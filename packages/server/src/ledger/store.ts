@@ -23,6 +23,7 @@ import { IdempotencyKeys } from "./idempotencyKeys.ts";
 import { AtomicWrites, type Steps } from "./atomicWrites.ts";
 import { RelayerNonces } from "./relayerNonces.ts";
 import { KvRows } from "./kvRows.ts";
+import { Deployment } from "./deployment.ts";
 import { Deposits } from "./deposits.ts";
 import { Projects } from "./projects.ts";
 import { Tokens } from "./tokens.ts";
@@ -172,6 +173,8 @@ export class Ledger {
   readonly relayerNonces: RelayerNonces;
   /** Small persistent state: the `kv` rows (kvRows.ts). */
   readonly kv: KvRows;
+  /** The deployment's mode and chain (deployment.ts). */
+  readonly deployment: Deployment;
   /** Deposits seen, credited or dropped (deposits.ts). */
   readonly deposits: Deposits;
   /** Completed bank payments watched for returns, and off-ramp refunds seen on-chain (returnWatch.ts). */
@@ -208,6 +211,7 @@ export class Ledger {
     this.transactions = new TransactionReads(db, dialect);
     this.relayerNonces = new RelayerNonces(db, this.writes);
     this.kv = new KvRows(db);
+    this.deployment = new Deployment(db);
     this.deposits = new Deposits(db, clock, newId);
     this.returnWatch = new ReturnWatch(db, clock);
     this.projects = new Projects(db, clock, newId);

@@ -11,12 +11,22 @@ import type { ChainRuntime } from "../chain/runtime.ts";
 /** $0.01 in test USDC per request: small enough to pay many times from a 1 USDC fund. */
 export const DEMO_PRICE_MICROS = 10_000;
 
-export type X402Demo = { facilitatorUrl: string; merchantUrl: string; paidUrl: string; priceMicros: number; stop(): Promise<void> };
+export type X402Demo = {
+  facilitatorUrl: string;
+  merchantUrl: string;
+  paidUrl: string;
+  priceMicros: number;
+  /** Writes the merchant's port as the one to take next time: called once the whole start succeeded. */
+  keepPort(): void;
+  stop(): Promise<void>;
+};
 
 /**
  * The merchant keeps its port across restarts (kept in `x402-demo.json` in the data directory), so a URL
  * copied from the banner or the README keeps working. If another process took that port meanwhile, the
- * merchant takes a free one and `onPortTaken` is told.
+ * merchant takes a free one and `onPortTaken` is told; that port is kept only if the server's start
+ * succeeds (`keepPort`), so a second start that fails — on a port the running sandbox holds — leaves the
+ * running sandbox's port in place.
  */
 export async function startX402Demo(chain: ChainRuntime, opts: { dataDir?: string; onPortTaken?: (port: number) => void } = {}): Promise<X402Demo> {
   const sandbox = chain.sandbox;
@@ -39,12 +49,15 @@ export async function startX402Demo(chain: ChainRuntime, opts: { dataDir?: strin
       opts.onPortTaken?.(keptPort);
       merchant = await start(undefined);
     }
-    if (file) writeFileSync(file, `${JSON.stringify({ merchant_port: Number(new URL(merchant.url).port) })}\n`);
+    const merchantPort = Number(new URL(merchant.url).port);
     return {
       facilitatorUrl: facilitator.url,
       merchantUrl: merchant.url,
       paidUrl: `${merchant.url}/paid`,
       priceMicros: DEMO_PRICE_MICROS,
+      keepPort() {
+        if (file && merchantPort !== keptPort) writeFileSync(file, `${JSON.stringify({ merchant_port: merchantPort })}\n`);
+      },
       async stop() {
         await merchant.stop();
         await facilitator.stop();

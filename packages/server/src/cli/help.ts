@@ -1,0 +1,162 @@
+/**
+ * Each command's own `--help`: its usage line, what it does, its options and an example. `agentwallet
+ * --help` lists every command; `agentwallet <command> --help` prints the command's entry here (exit 0).
+ */
+
+const CONTROLS = `Spending controls (each optional; "none" removes a value):
+  --max-payment-usd N        the most one payment may be
+  --daily-limit-usd N        per UTC day; also --weekly-limit-usd (from Monday), --monthly-limit-usd,
+                             --total-limit-usd (all time); --clear-limits removes every limit
+  --allow RECIPIENT          only these (repeat): HOST, *.HOST, 0x… address, bank:ROUTING:ACCOUNT; "any" clears
+  --block RECIPIENT          never these (repeat; "none" clears)
+  --rails LIST               x402,usdc_transfer,fiat ("any" clears)
+  --approval-above-usd N     USDC and bank payments above N wait for \`payments approve\``;
+
+const ID_ONLY = (usage: string, what: string, example: string) => `Usage: agentwallet ${usage}
+
+${what}
+
+Example:
+  npm run -s agentwallet -- ${example}`;
+
+/** The help of every command, by the command's words. */
+export const COMMAND_HELP: Record<string, string> = {
+  serve: `Usage: agentwallet serve [--port N] [--host H] [--data-dir DIR]
+
+Starts the API (and the console at /console). Without BASE_RPC_URL it is the sandbox: SQLite in the data
+directory, a local chain, a demo project and token printed. With BASE_RPC_URL it is live mode. The first start
+on a database records its mode; a live server refuses a test database and the reverse.
+
+Options:
+  --port N          port to listen on (default PORT or 8787; 0 takes a free one)
+  --host H          address to listen on (default HOST or 127.0.0.1)
+
+Example:
+  npm start`,
+
+  migrate: `Usage: agentwallet migrate
+
+Creates the database if it does not exist and applies every migration. A new database records this
+configuration's mode: live with BASE_RPC_URL set (no secret needed), test without.
+
+Example:
+  DATABASE_URL=postgres://agentwallet@db.internal/wallet BASE_RPC_URL=https://mainnet.base.org npm run -s agentwallet -- migrate`,
+
+  "projects create": `Usage: agentwallet projects create --name NAME [--plan free|pro|business]
+
+Creates a project: a wallet on Base and a balance of its own.
+
+Options:
+  --name NAME       required; shown in the console and lists
+  --plan PLAN       free (default), pro or business: sets the platform fee
+
+Example:
+  npm run -s agentwallet -- projects create --name "Research agent" --plan pro`,
+
+  "projects list": ID_ONLY("projects list", "Lists every project: id, plan, whether it is paused, name.", "projects list --json"),
+  "projects pause": ID_ONLY("projects pause PROJECT_ID", "Pauses a project: its payments are refused (403) until it is resumed.", "projects pause prj_…"),
+  "projects resume": ID_ONLY("projects resume PROJECT_ID", "Resumes a paused project.", "projects resume prj_…"),
+  "projects limits": `Usage: agentwallet projects limits PROJECT_ID [controls]
+
+Shows or changes the spending controls every token of the project obeys too (the stricter wins). Only the
+options given change; with none, prints the current controls.
+
+${CONTROLS}
+
+Example:
+  npm run -s agentwallet -- projects limits prj_… --daily-limit-usd 500`,
+
+  "tokens create": `Usage: agentwallet tokens create --project ID --permissions LIST [--expires-in DURATION] [controls]
+
+Issues an API token for a project and prints it once (only its hash is stored). Its prefix is the
+deployment's mode as its database records it: aw_live_ on a live deployment, aw_test_ on the sandbox. No
+signing secret is needed (a bank:… recipient in --allow/--block needs the master key source, to hash it).
+
+Options:
+  --project ID          required: the project (prj_…)
+  --permissions LIST    required: a comma-separated subset of read,pay,x402
+  --expires-in D        30d, 12h or 90m; without it the token does not expire
+
+${CONTROLS}
+
+Example:
+  npm run -s agentwallet -- tokens create --project prj_… --permissions read,pay,x402 --daily-limit-usd 10 --approval-above-usd 1`,
+
+  "tokens list": `Usage: agentwallet tokens list --project ID
+
+Lists a project's tokens: id, the first characters, permissions, state (active, expired, revoked). Never the token.
+
+Example:
+  npm run -s agentwallet -- tokens list --project prj_…`,
+
+  "tokens revoke": ID_ONLY("tokens revoke TOKEN_ID", "Revokes a token: requests with it are refused from the next one on.", "tokens revoke tok_…"),
+  "tokens update": `Usage: agentwallet tokens update TOKEN_ID [controls]
+
+Changes a token's spending controls; only the options given change (a limit flag changes only its window).
+With none, prints the current controls.
+
+${CONTROLS}
+
+Example:
+  npm run -s agentwallet -- tokens update tok_… --monthly-limit-usd 100 --block bank:021000021:123456789`,
+
+  "verify-ledger": ID_ONLY("verify-ledger", "Recomputes every balance from the journal and checks the ledger's invariants; exit 1 if one fails.", "verify-ledger"),
+  fund: `Usage: agentwallet fund --project ID --amount-usdc N
+
+Sandbox only: mints test USDC to the project's deposit address on the local chain; the running sandbox
+credits it after its confirmations.
+
+Options:
+  --project ID          required
+  --amount-usdc N       required: up to 6 decimals, at most 1,000,000
+
+Example:
+  npm run -s agentwallet -- fund --project prj_… --amount-usdc 25`,
+
+  "sandbox info": ID_ONLY("sandbox info", "Sandbox only: the running sandbox's chain RPC, USDC, relayer and treasury addresses, facilitator and demo merchant URLs.", "sandbox info --json"),
+  "payments pending": `Usage: agentwallet payments pending [--project ID]
+
+Lists payments waiting for a person's approval (above an --approval-above-usd threshold), oldest first.
+
+Example:
+  npm run -s agentwallet -- payments pending --project prj_…`,
+  "payments approve": ID_ONLY("payments approve PAYMENT_ID", "Approves a waiting payment: the running server sends it.", "payments approve txn_…"),
+  "payments deny": ID_ONLY("payments deny PAYMENT_ID", "Denies a waiting payment: it fails and is credited back.", "payments deny txn_…"),
+  "refusals list": `Usage: agentwallet refusals list [--project ID] [--limit N]
+
+Lists payment attempts the spending controls refused, newest first (--limit: how many, default 50).
+
+Example:
+  npm run -s agentwallet -- refusals list --project prj_… --limit 20`,
+
+  "webhooks create": `Usage: agentwallet webhooks create --project ID --url URL [--events LIST]
+
+Sends the project's events to URL, signed per Standard Webhooks; prints the whsec_ signing secret once.
+Live mode takes https only; the sandbox also http://127.0.0.1.
+
+Options:
+  --project ID      required
+  --url URL         required
+  --events LIST     a comma-separated subset of payment.created, payment.processing, payment.completed,
+                    payment.failed, payment.reversed, payment.approval_required, deposit.pending,
+                    deposit.credited (default: every event)
+
+Example:
+  npm run -s agentwallet -- webhooks create --project prj_… --url https://hooks.example.com/agentwallet`,
+  "webhooks list": ID_ONLY("webhooks list --project ID", "Lists the project's endpoints with their state (disabled after days of failures).", "webhooks list --project prj_…"),
+  "webhooks delete": ID_ONLY("webhooks delete ENDPOINT_ID", "Stops sending to an endpoint and deletes it.", "webhooks delete whe_…"),
+  "webhooks enable": ID_ONLY("webhooks enable ENDPOINT_ID", "Sends again to a disabled endpoint, starting with what is pending.", "webhooks enable whe_…"),
+  "webhooks deliveries": ID_ONLY("webhooks deliveries ENDPOINT_ID [--limit N]", "Shows an endpoint's newest deliveries and their attempts (--limit: 1–1000, default 50).", "webhooks deliveries whe_… --limit 10"),
+  "webhooks redeliver": ID_ONLY("webhooks redeliver EVENT_ID", "Sends an event again to its endpoints.", "webhooks redeliver evt_…"),
+
+  "admin credentials create": ID_ONLY(
+    "admin credentials create [--name NAME]",
+    "Creates an operator's admin credential (aw_admin_…) for /v1/admin/… and the console's operator sign-in; printed once, only its hash is stored.",
+    'admin credentials create --name "ops laptop"',
+  ),
+  "admin credentials list": ID_ONLY("admin credentials list", "Lists admin credentials: id, first characters, state, name.", "admin credentials list"),
+  "admin credentials revoke": ID_ONLY("admin credentials revoke ID", "Revokes an admin credential: the admin API and the console refuse it from now on.", "admin credentials revoke adm_…"),
+
+  "workers run-once": ID_ONLY("workers run-once", "Fills relayer nonces the chain lost, then moves every open payment forward once (needs the deployment's chain settings).", "workers run-once --json"),
+  reconcile: ID_ONLY("reconcile", "Compares on-chain wallet balances with the ledger; exit 1 on a difference.", "reconcile --json"),
+};
