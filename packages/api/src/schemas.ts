@@ -100,11 +100,13 @@ export const Balance = z
     total_funded: microsUsdc.describe("Cumulative confirmed funding, micro-USDC."),
     total_spent: microsUsdc.describe("Cumulative amount + fee of payments not failed or reversed, micro-USDC."),
     wallet_address: z.string().nullable().describe("Deposit wallet address; null until one is created."),
+    // Added after the contract: optional to a reader, so a client of this package still reads an older server.
     frozen: z
       .boolean()
+      .optional()
       .describe("True while USDC's blacklister has frozen the deposit wallet: no payment can move its USDC, so `available` is 0 and payments are refused (403 `wallet_frozen`) until it is released."),
-    frozen_amount: microsUsdc.describe("While frozen, the balance that would be available but cannot move, micro-USDC; 0 otherwise."),
-    frozen_since: z.string().nullable().describe("When the freeze was first seen (ISO 8601); null while the wallet is not frozen."),
+    frozen_amount: microsUsdc.optional().describe("While frozen, the balance that would be available but cannot move, micro-USDC; 0 otherwise."),
+    frozen_since: z.string().nullable().optional().describe("When the freeze was first seen (ISO 8601); null while the wallet is not frozen."),
   })
   .meta({ id: "Balance" });
 export type Balance = z.infer<typeof Balance>;

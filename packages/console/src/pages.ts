@@ -190,7 +190,7 @@ export function overviewPage(
     html`<h1>${p.name}</h1>
 ${p.paused ? html`<p class="notice warn">This project is paused: payments are refused until an operator resumes it.</p>` : ""}
 ${b.frozen
-  ? html`<p class="notice warn" role="alert" id="frozen-wallet">This project's wallet has been frozen by USDC's issuer since ${b.frozen_since ?? "an unknown time"}: its $${formatMicros(b.frozen_amount)} cannot move, so nothing is available and every payment is refused. Payments resume by themselves once the freeze is lifted.</p>`
+  ? html`<p class="notice warn" role="alert" id="frozen-wallet">This project's wallet has been frozen by USDC's issuer since ${b.frozen_since ?? "an unknown time"}: its $${formatMicros(b.frozen_amount ?? 0)} cannot move, so nothing is available and every payment is refused. Payments resume by themselves once the freeze is lifted.</p>`
   : ""}
 ${o.funded ? html`<p class="notice" role="status">10 test USDC sent to the deposit address; the balance updates once the deposit is confirmed.</p>` : ""}
 <section aria-labelledby="bal" data-live-src="/console/p/${p.id}/live">

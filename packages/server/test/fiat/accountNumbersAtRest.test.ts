@@ -95,7 +95,7 @@ describe.each(dialects)("bank account numbers at rest (%s)", (dialect) => {
 
   test("behavior: the migration masks rows and sandbox payouts written before it, keeping open ones for their payout", async () => {
     const { opened, path, schema } = await openTestDb(dialect, cleanups);
-    await migrateToLatest(opened.db, dialect, "0019_bank_returns_watch");
+    await migrateToLatest(opened.db, dialect, "0022_spending_windows");
     const ledger = new Ledger(opened.db, dialect, systemClock, newId);
     const project = await ledger.projects.create({ name: "p", plan: "free" });
     await dbOf(ledger).updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", project.id).execute();

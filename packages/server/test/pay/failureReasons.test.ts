@@ -90,7 +90,6 @@ describe.each(dialects)("failure reasons and replays as they are now (%s)", (dia
       for (const [url, body] of [
         ["/v1/pay", { recipient, amount_usd: 1, idempotency_key: "returned" }],
         ["/v1/usdc/transfer", { amount_usdc: 1, to_address: recipient, idempotency_key: "returned" }],
-        ["/v1/payments", { amount: 100, recipient: { name: "Ann Lee", account_number: "12345678", routing_number: "021000021" }, idempotency_key: "returned" }],
       ] as const) {
         const replay = await post(url, body);
         expect(replay.statusCode).toBe(200);
@@ -100,6 +99,9 @@ describe.each(dialects)("failure reasons and replays as they are now (%s)", (dia
         expect(fresh.statusCode).toBe(403);
         expect(fresh.json()).toMatchObject({ code: "project_paused" });
       }
+      // The bank endpoint answers only bank payments' keys: this USDC payment's key is refused there, paused or not.
+      const bank = await post("/v1/payments", { amount: 100, recipient: { name: "Ann Lee", account_number: "12345678", routing_number: "021000021" }, idempotency_key: "returned" });
+      expect([bank.statusCode, bank.json().code]).toEqual([409, "idempotency_key_reused"]);
       const x402 = await post("/v1/pay", { recipient: "https://example.com/paid", idempotency_key: "new-while-paused" });
       expect(x402.statusCode).not.toBe(200);
       expect(await t.ctx.ledger.findPaymentByKey(projectId, "new-while-paused")).toBeUndefined();

@@ -65,7 +65,7 @@ describe.each(["sqlite", "postgres"] as const)("x402 under spending controls (%s
     const token = await tokenWith({ spending_limits: [{ amount_usd: 1, interval: "daily" }] });
     for (const url of ["true", "https://", "//example.com/x"]) {
       const answer = await w.post("/v1/x402/pay", { url, max_amount_usdc: 20_000 }, token);
-      expect([answer.status, answer.body.code], url).toEqual([400, "invalid_recipient"]);
+      expect([answer.status, answer.body.code], url).toEqual([400, "url_invalid"]);
       expect(answer.body.detail).toMatch(/^url must be an https URL/);
     }
   });

@@ -24,18 +24,22 @@ export function classifyRecipient(recipient: PayRequest["recipient"]): Recipient
 /**
  * An x402 target as every later step reads it (the controls' host rule, the fetcher, the stored
  * recipient): an absolute http(s) URL with a host, within the length bound. Checked here, before any
- * rule or rail sees it, for `POST /v1/pay` and `POST /v1/x402/pay` alike.
+ * rule or rail sees it, for `POST /v1/pay` and `POST /v1/x402/pay` alike. Each endpoint keeps the codes it
+ * has always answered: `/v1/pay` its `recipient`'s `invalid_recipient`, the deprecated endpoint the
+ * fetcher's `url_invalid` / `scheme_not_allowed` (docs/errors.md).
  */
-export function checkUrl(text: string, field: string): string {
-  if (text.length > limits.urlMaxChars) throw badRequest("invalid_recipient", `${field} must be a URL of at most ${limits.urlMaxChars} characters.`);
+export function checkUrl(text: string, field: "recipient" | "url"): string {
+  const invalid = field === "recipient" ? "invalid_recipient" : "url_invalid";
+  const scheme = field === "recipient" ? "invalid_recipient" : "scheme_not_allowed";
+  if (text.length > limits.urlMaxChars) throw badRequest(invalid, `${field} must be a URL of at most ${limits.urlMaxChars} characters.`);
   let url: URL;
   try {
     url = new URL(text);
   } catch {
-    throw badRequest("invalid_recipient", `${field} must be an https URL (https://host/path); "${text.slice(0, 80)}" is not a URL.`);
+    throw badRequest(invalid, `${field} must be an https URL (https://host/path); "${text.slice(0, 80)}" is not a URL.`);
   }
-  if (url.protocol !== "https:" && url.protocol !== "http:") throw badRequest("invalid_recipient", `${field} must use https.`);
-  if (url.hostname === "") throw badRequest("invalid_recipient", `${field} must be a URL that names a host.`);
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw badRequest(scheme, `${field} must use https.`);
+  if (url.hostname === "") throw badRequest(invalid, `${field} must be a URL that names a host.`);
   return text;
 }
 
