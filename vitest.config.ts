@@ -9,7 +9,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: "forks",
-    maxWorkers: 3,
+    // Two files at once on the two cores: with three, files that start servers and chains starve the settlement
+    // thread each server runs at a lower priority (workers/settlement.ts) for minutes, and its start-up times out.
+    maxWorkers: 2,
     sequence: { sequencer: LongestFirstSequencer },
     reporters: ["default", "./vitest.summary.ts"],
   },
