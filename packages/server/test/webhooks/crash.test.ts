@@ -67,5 +67,6 @@ describe("webhooks across a kill -9", () => {
     } finally {
       await receiver.close();
     }
-  });
+    // Two server starts (each allowed 90 s by spawnServer) on two cores shared with the rest of the suite.
+  }, 300_000);
 });

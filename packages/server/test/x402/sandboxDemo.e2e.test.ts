@@ -60,7 +60,7 @@ test("behavior: the printed fund command and curl pay the demo merchant through 
 
   const base = url!.replace(/\/v1\/pay$/, "");
   let statuses: string[] = [];
-  for (let i = 0; i < 100 && !(statuses.length === 2 && statuses.every((s) => s === "completed")); i++) {
+  for (let i = 0; i < 600 && !(statuses.length === 2 && statuses.every((s) => s === "completed")); i++) {
     const read = await fetch(`${base}/v1/transactions?limit=2`, { headers: { authorization: `Bearer ${token}` } });
     // A loaded machine can meet the token's rate limit while settlement runs: wait as a client would.
     if (read.status === 429) {
