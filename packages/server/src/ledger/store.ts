@@ -794,8 +794,10 @@ function windowSeed(w: SpendWindow, projectId: string): CompiledQuery {
   const { from, to } = windowBounds(w.kind, w.start);
   const token = w.scope === "token";
   return CompiledQuery.raw(
-    `insert into "spend_windows" ("scope_id", "kind", "window_start", "spent_micros") select ?, ?, ?, coalesce(sum("amount_micros"), 0) from "payments" where "project_id" = ?${token ? ` and "token_id" = ?` : ""} and "created_at" >= ? and "created_at" < ? and "status" not in ('failed', 'reversed') on conflict ("scope_id", "kind", "window_start") do nothing`,
-    [w.scopeId, w.kind, w.start, projectId, ...(token ? [w.scopeId] : []), from, to],
+    // The ledger's sum is read only when the counter has no row yet: once it has one, this selects nothing, so a
+    // hold never scans its window's payments again.
+    `insert into "spend_windows" ("scope_id", "kind", "window_start", "spent_micros") select ?, ?, ?, (select coalesce(sum("amount_micros"), 0) from "payments" where "project_id" = ?${token ? ` and "token_id" = ?` : ""} and "created_at" >= ? and "created_at" < ? and "status" not in ('failed', 'reversed')) where not exists (select 1 from "spend_windows" where "scope_id" = ? and "kind" = ? and "window_start" = ?) on conflict ("scope_id", "kind", "window_start") do nothing`,
+    [w.scopeId, w.kind, w.start, projectId, ...(token ? [w.scopeId] : []), from, to, w.scopeId, w.kind, w.start],
   );
 }
 
