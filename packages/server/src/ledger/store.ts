@@ -99,7 +99,8 @@ export const REFUSALS_KEPT_MAX = 10_000;
 
 /** Thrown inside a hold's write so that it rolls back (the debit and any counter moved), answered as a value. */
 class WindowRefused extends Error {
-  constructor(readonly refusal: Refusal) {
+  /** `index`: the refusing window's place among the hold's limited windows. */
+  constructor(readonly refusal: Refusal, readonly index: number) {
     super(refusal.detail);
   }
 }
@@ -366,18 +367,26 @@ export class Ledger {
         }
         // Each limited window: its counter (written from the ledger's sum if it has no row yet) must
         // take the amount; then every existing counter of the payment's windows takes it.
-        for (const w of windows) {
+        for (const [i, w] of windows.entries()) {
           yield windowSeed(w, input.projectId);
           const row = (yield db.selectFrom("spend_windows").select("spent_micros").where("scope_id", "=", w.scopeId).where("kind", "=", w.kind).where("window_start", "=", w.start).compile())[0] as { spent_micros: number };
           const spent = Number(row.spent_micros);
-          if (spent + amount > w.limitMicros) throw new WindowRefused(windowRefusal(w, spent, amount));
+          if (spent + amount > w.limitMicros) throw new WindowRefused(windowRefusal(w, spent, amount), i);
         }
         yield countInWindows(counted, amount);
         for (const q of plan.records(Number(debited.tx_count))) yield q;
         return { kind: "held", payment: plan.payment };
       });
     } catch (err) {
-      if (err instanceof WindowRefused) return this.refuse(input, err.refusal);
+      if (err instanceof WindowRefused) {
+        // The refusal rolled the hold back, seeds included; keep the counters judged up to the refusing one, as
+        // PostgreSQL's function does: each equals its window's sum, and the next hold need not sum it again.
+        const judged = windows.slice(0, err.index + 1);
+        await this.writes.atomically(function* (): Steps<void> {
+          for (const w of judged) yield windowSeed(w, input.projectId);
+        });
+        return this.refuse(input, err.refusal);
+      }
       if (isUniqueViolation(err) && input.idempotencyKey !== null) {
         const existing = await this.findPaymentByKey(input.projectId, input.idempotencyKey);
         if (existing) return { kind: "duplicate", payment: existing };
