@@ -4,21 +4,36 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, test } from "vitest";
+import { runCli } from "../src/cli/run.ts";
 import { createPgSchema, dialects } from "./support/db.ts";
 
 const run = promisify(execFile);
 const root = resolve(import.meta.dirname, "../../..");
 const bin = join(root, "packages/server/bin/agentwallet.js");
 
-/** Each command is a Node process that loads the service: about a second alone, many beside a busy suite. */
-const slow = 240_000;
+/** A command in this process: about 100 ms. */
+const slow = 60_000;
+/** A command as a process of its own loads the whole service through tsx: seconds each on a busy machine. */
+const spawned = 240_000;
 
 type Outcome = { code: number; stdout: string; stderr: string };
 
-/** Runs the CLI to completion, whatever its exit code. DATABASE_URL is unset unless `env` sets it. */
+/** The environment of a command: DATABASE_URL and BASE_RPC_URL are unset unless `env` sets them. */
+function cliEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return { ...process.env, BASE_RPC_URL: "", ...env, DATABASE_URL: env.DATABASE_URL ?? "" };
+}
+
+/** Runs the CLI's code in this process, as main.ts does, to its exit code. */
 async function exec(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Outcome> {
+  const out = { stdout: "", stderr: "" };
+  const code = await runCli(args, { env: cliEnv(env), stdout: { write: (s: string) => (out.stdout += s) }, stderr: { write: (s: string) => (out.stderr += s) } });
+  return { code, ...out };
+}
+
+/** Runs the `agentwallet` binary as a process of its own, whatever its exit code: `serve`, and the exit codes themselves. */
+async function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Outcome> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { cwd: root, env: { ...process.env, BASE_RPC_URL: "", ...env, DATABASE_URL: env.DATABASE_URL ?? "" }, timeout: 120_000 });
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { cwd: root, env: cliEnv(env), timeout: 120_000 });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -111,7 +126,7 @@ describe.each(dialects)("agentwallet CLI on %s", (dialect) => {
     const testDb = join(dir, "recorded-test");
     const testEnv = { ...(await database()), ...NO_SECRETS };
     expect(await cli(testDb, ["migrate"], testEnv)).toMatchObject({ mode: "test" });
-    const live = await exec(["serve", "--port", "0", "--data-dir", testDb], { ...testEnv, ...LIVE_SETTINGS, LOG_LEVEL: "silent" });
+    const live = await spawnCli(["serve", "--port", "0", "--data-dir", testDb], { ...testEnv, ...LIVE_SETTINGS, LOG_LEVEL: "silent" });
     expectOneErrorLine(live, /holds a test deployment \(recorded .*\), and this process runs in live mode.*Run it in the sandbox \(BASE_RPC_URL unset\), or point DATABASE_URL \(or --data-dir\) at the live deployment's own database/);
     // The CLI with a live shell is refused the same way on that database.
     const p = await cli(testDb, ["projects", "create", "--name", "sandbox agents"], testEnv);
@@ -120,10 +135,10 @@ describe.each(dialects)("agentwallet CLI on %s", (dialect) => {
     const liveDb = join(dir, "recorded-live");
     const liveEnv = { ...(await database()), ...NO_SECRETS };
     expect(await cli(liveDb, ["migrate"], { ...liveEnv, BASE_RPC_URL: "http://127.0.0.1:1" })).toMatchObject({ mode: "live" });
-    const sandbox = await exec(["serve", "--port", "0", "--data-dir", liveDb], { ...liveEnv, LOG_LEVEL: "silent" });
+    const sandbox = await spawnCli(["serve", "--port", "0", "--data-dir", liveDb], { ...liveEnv, LOG_LEVEL: "silent" });
     expectOneErrorLine(sandbox, /holds a live deployment \(recorded .*\), and this process runs in the sandbox \(BASE_RPC_URL unset\).*Run it in live mode/);
     expect(existsSync(join(liveDb, "sandbox.json"))).toBe(false);
-  }, slow);
+  }, spawned);
 
   test.runIf(dialect === "sqlite")("admin credentials: created once as aw_admin_…, stored as a hash, listed without it, revoked", async () => {
     const at = join(dir, "admin");
@@ -174,8 +189,7 @@ describe.each(dialects)("agentwallet CLI on %s", (dialect) => {
     const port = await exec(["serve", "--port", "99999", ...at], env);
     expectOneErrorLine(port, /--port must be an integer/);
     expect(port.code).toBe(2);
-    // About twenty processes one after another: twice the others' room on a busy machine.
-  }, 2 * slow);
+  }, slow);
 
   test.runIf(dialect === "sqlite")("--help after a command prints that command's help, exit 0", async () => {
     const help = await exec(["tokens", "create", "--help"]);
@@ -189,6 +203,16 @@ describe.each(dialects)("agentwallet CLI on %s", (dialect) => {
     expect((await exec(["--help"])).stdout).toMatch(/^Usage: agentwallet <command>/);
     expect((await exec(["frobnicate", "--help"])).code).toBe(2);
   }, slow);
+
+  test.runIf(dialect === "sqlite")("the agentwallet binary exits with the command's code and prints its lines", async () => {
+    const usage = await spawnCli(["frobnicate"]);
+    expectOneErrorLine(usage, /unknown command "frobnicate"/);
+    expect(usage.code).toBe(2);
+    const failed = await spawnCli(["projects", "list", "--data-dir", join(dir, "never-created")]);
+    expectOneErrorLine(failed, /no Agent Wallet database at/);
+    expect(failed.code).toBe(1);
+    expect(await spawnCli(["--help"])).toMatchObject({ code: 0, stdout: expect.stringMatching(/^Usage: agentwallet <command>/), stderr: "" });
+  }, spawned);
 });
 
 describe("the CLI names the database it uses and never creates one by accident", () => {
