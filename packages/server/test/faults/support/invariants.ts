@@ -9,29 +9,28 @@
  * A failure throws one message with everything needed to see what stuck and why: the seed, the
  * scenario's events, each problem, and the open payments with their rail state and relayer nonces.
  */
-import { execFile } from "node:child_process";
-import { resolve } from "node:path";
 import type { Address, Hex } from "viem";
 import type { PaymentsTable } from "../../../src/ledger/schema.ts";
 import type { FaultWorld } from "./faultWorld.ts";
 import { type Answer, pay, type Spec } from "./stream.ts";
 import { dbOf } from "../../../src/ledger/connection.ts";
+import { runCli as runCommandLine } from "../../../src/cli/run.ts";
 
-const root = resolve(import.meta.dirname, "../../../../..");
-const bin = resolve(root, "packages/server/bin/agentwallet.js");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Payment = Pick<PaymentsTable, "id" | "project_id" | "rail" | "status" | "amount_micros" | "fee_micros" | "recipient" | "recipient_json" | "idempotency_key" | "tx_hash" | "provider_ref" | "rail_state" | "failure_reason" | "attempts" | "next_attempt_at" | "lease_owner">;
 
 export type CliResult = { code: number | null; stdout: string; stderr: string };
 
-export function runCli(world: FaultWorld, args: string[], timeoutMs = 60_000): Promise<CliResult> {
-  return new Promise((done) => {
-    execFile(process.execPath, [bin, ...args, "--data-dir", world.dir], { cwd: root, env: { ...process.env, ...world.env }, timeout: timeoutMs, maxBuffer: 10_000_000 }, (err, stdout, stderr) => {
-      const code = err ? ((err as NodeJS.ErrnoException & { code?: unknown }).code as number | null | undefined) ?? 1 : 0;
-      done({ code: typeof code === "number" ? code : 1, stdout, stderr });
-    });
+/** The operator's command, run by the CLI's own code in this process against the world's database and chain. */
+export async function runCli(world: FaultWorld, args: string[]): Promise<CliResult> {
+  const out = { stdout: "", stderr: "" };
+  const code = await runCommandLine([...args, "--data-dir", world.dir], {
+    env: { ...process.env, ...world.env },
+    stdout: { write: (s: string) => (out.stdout += s) },
+    stderr: { write: (s: string) => (out.stderr += s) },
   });
+  return { code, ...out };
 }
 
 async function payments(world: FaultWorld): Promise<Payment[]> {
