@@ -43,7 +43,7 @@ test("backoff doubles from the minimum and stops at the maximum", () => {
 
 test("classification: refused connections are transient, a signer's refusal and a rail's PermanentFailure are permanent", async () => {
   const { SigningRefusedError } = await import("../../src/chain/signingPool.ts");
-  const { PermanentFailure } = await import("../../src/rails/settlementRetry.ts");
+  const { PermanentFailure } = await import("../../src/rails/permanentFailure.ts");
   expect(classifyStepError(new Error("fetch failed: ECONNREFUSED")).kind).toBe("transient");
   expect(classifyStepError(new SigningRefusedError("signing failed: Address must match its checksum counterpart"))).toMatchObject({ kind: "permanent", code: "signing_refused" });
   expect(classifyStepError(new PermanentFailure("payout_refused", "The bank refused the account."))).toEqual({ kind: "permanent", code: "payout_refused", message: "The bank refused the account." });
