@@ -1,4 +1,4 @@
-// The one rule for settlement steps that throw (rails/settlementRetry.ts), driven through the payment
+// The one rule for settlement steps that throw (settlement/settlementRetry.ts), driven through the payment
 // worker on both ledgers with a clock the test moves: an error no retry can cure fails the payment at
 // once and credits it back with its code; an error a retry may cure (here a chain RPC that refuses
 // connections: a real closed port) is retried after delays that double, and the payment fails with
@@ -14,9 +14,9 @@ import { newId } from "../../src/ids.ts";
 import { Ledger, type PaymentRow } from "../../src/ledger/store.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import type { Rails } from "../../src/rails/rails.ts";
-import { backoffMs, classifyStepError } from "../../src/rails/settlementRetry.ts";
+import { backoffMs, classifyStepError } from "../../src/settlement/settlementRetry.ts";
 import { createUsdcRail } from "../../src/rails/usdcRail.ts";
-import { createPaymentWorker } from "../../src/workers/paymentWorker.ts";
+import { createPaymentWorker } from "../../src/settlement/paymentWorker.ts";
 import { createTestContext, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";

@@ -18,7 +18,7 @@ import { RelayerBusyError, StaleStepError } from "../chain/relayer.ts";
 import type { FailureCode } from "../ledger/failureCodes.ts";
 import type { PaymentStore } from "../ledger/ports.ts";
 import type { PaymentRow } from "../ledger/store.ts";
-import { PermanentFailure } from "./permanentFailure.ts";
+import { PermanentFailure } from "../rails/permanentFailure.ts";
 
 export type StepError = { kind: "stale" } | { kind: "permanent"; code: FailureCode; message: string } | { kind: "transient"; message: string };
 

@@ -19,9 +19,9 @@ import type { ChainClient } from "../chain/chainClient.ts";
 import { LOST_TX_KEY_PREFIX } from "../chain/relayer.ts";
 import type { PaymentStore } from "../ledger/ports.ts";
 import type { PaymentRow } from "../ledger/store.ts";
-import type { Authorization } from "./eip3009.ts";
-import { type LegDeps, legState, relayTransfers } from "./onchainLeg.ts";
-import { type X402State, x402State } from "./x402/x402State.ts";
+import type { Authorization } from "../rails/eip3009.ts";
+import { type LegDeps, legState, relayTransfers } from "../rails/onchainLeg.ts";
+import { type X402State, x402State } from "../rails/x402/x402State.ts";
 
 /** Completed payments one `findLostLegs` looks at, most recently completed first: a rollback only takes recent blocks. */
 export const LOST_LEG_CHECK_MAX = 1_000;
