@@ -14,7 +14,12 @@
 import type { Address } from "viem";
 import type { BalanceStore, ReturnWatchStore } from "../ledger/ports.ts";
 import type { UnmatchedRefund } from "../ledger/returnWatch.ts";
-import type { LostLeg } from "../settlement/lostLegs.ts";
+
+/**
+ * A completed payment's leg not on the chain at the confirmation depth (found by settlement/lostLegs.ts):
+ * `missing`: not used at the latest block; `shallow`: used, but not yet as deep as a payment needs to complete.
+ */
+export type LostLeg = { payment_id: string; project_id: string; rail: string; leg: "transfer" | "fee_sweep"; tx_hash: string; state: "missing" | "shallow" };
 
 export type ReconcileRow = {
   project_id: string;
