@@ -15,7 +15,7 @@ import { Ledger, type PaymentRow } from "../../src/ledger/store.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import type { Rails } from "../../src/rails/rails.ts";
 import { backoffMs, classifyStepError } from "../../src/settlement/settlementRetry.ts";
-import { createUsdcRail } from "../../src/rails/usdcRail.ts";
+import { createUsdcRail } from "../../src/rails/usdc/usdcRail.ts";
 import { createPaymentWorker } from "../../src/settlement/paymentWorker.ts";
 import { createTestContext, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
