@@ -2,10 +2,10 @@
  * Import rules of the server: layers only point down, and nothing imports in a circle.
  *
  *   domain (principal, errors, plan)                             ← lowest
- *   ledger / chain / leaf modules (config, ids, money, tokens, tokenScan)
+ *   ledger / chain / net / leaf modules (config, ids, money, tokens, tokenScan)
  *   rails
  *   services
- *   http / workers / deposits
+ *   http / workers / deposits / settlement
  *   server, settlementMain, cli, deps, context, sandbox, testing ← highest (wiring and entry points)
  *
  * Only ledger/ touches the database (no Kysely, ledger/db.ts or ledger/connection.ts elsewhere in the server).
@@ -15,7 +15,7 @@
 const src = "^packages/server/src/";
 const topFiles = `${src}(server|settlementMain|settlementThread|deps|context)\\.(ts|mjs)$`;
 const top = `${topFiles}|${src}(cli|sandbox|testing)/`;
-const entry = `${src}(http|workers|deposits)/`;
+const entry = `${src}(http|workers|deposits|settlement)/`;
 const layer = (name, above) => ({
   name: `no-upward-from-${name}`,
   comment: `${name} may only import layers below it`,
@@ -33,7 +33,7 @@ module.exports = {
       from: {},
       to: { circular: true },
     },
-    layer("domain", `${src}(ledger|chain|rails|services)/|${src}(config|ids|money|tokens|tokenScan)\\.ts$|${entry}|${top}`),
+    layer("domain", `${src}(ledger|chain|net|rails|services)/|${src}(config|ids|money|tokens|tokenScan)\\.ts$|${entry}|${top}`),
     {
       name: "ledger-owns-the-database",
       comment: "only ledger/ touches the database: Kysely, the connection (ledger/db.ts) and its accessor (ledger/connection.ts) stay inside it",
@@ -43,17 +43,21 @@ module.exports = {
     },
     layer("ledger", `${src}(rails|services)/|${entry}|${top}`),
     layer("chain", `${src}(rails|services)/|${entry}|${top}`),
+    // The SSRF-safe fetcher and its address policy: used by the x402 rail and by webhooks alike.
+    layer("net", `${src}(ledger|chain|rails|services)/|${entry}|${top}`),
     layer("rails", `${src}services/|${entry}|${top}`),
     layer("services", `${entry}|${top}`),
-    layer("http", `${src}(workers|deposits)/|${top}`),
-    layer("workers", `${src}http/|${top}`),
-    layer("deposits", `${src}http/|${top}`),
+    layer("http", `${src}(workers|deposits|settlement)/|${top}`),
+    layer("workers", `${src}(http|settlement)/|${top}`),
+    layer("deposits", `${src}(http|settlement)/|${top}`),
+    // The dispatcher, payment worker, settlement thread, retry rule and lost-leg repair: entered by the wiring only.
+    layer("settlement", `${src}(http|deposits)/|${top}`),
     {
       name: "no-upward-from-leaf-modules",
       comment: "config, ids, money, tokens and tokenScan are leaves of the server",
       severity: "error",
       from: { path: `${src}(config|ids|money|tokens|tokenScan)\\.ts$` },
-      to: { path: `${src}(ledger|chain|rails|services|http|workers|deposits|cli|sandbox|testing)/|${topFiles}` },
+      to: { path: `${src}(ledger|chain|net|rails|services|http|workers|deposits|settlement|cli|sandbox|testing)/|${topFiles}` },
     },
     {
       name: "api-stands-alone",

@@ -10,7 +10,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: "forks",
     // Two files at once on the two cores: with three, files that start servers and chains starve the settlement
-    // thread each server runs at a lower priority (workers/settlement.ts) for minutes, and its start-up times out.
+    // thread each server runs at a lower priority (settlement/settlement.ts) for minutes, and its start-up times out.
     maxWorkers: 2,
     sequence: { sequencer: LongestFirstSequencer },
     reporters: ["default", "./vitest.summary.ts"],

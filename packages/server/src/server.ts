@@ -18,7 +18,7 @@ import { createMetrics } from "./http/metrics.ts";
 import type { Clock } from "./ids.ts";
 import { type Loop, startLoop } from "./workers/loop.ts";
 import { type WebhookDeliverer, createWebhookDeliverer } from "./workers/webhookDelivery.ts";
-import { type Settlement, startInlineSettlement, startSettlementThread } from "./workers/settlement.ts";
+import { type Settlement, startInlineSettlement, startSettlementThread } from "./settlement/settlement.ts";
 import type { SandboxFiatProvider } from "./rails/fiat/sandboxProvider.ts";
 import { type X402Demo, startX402Demo } from "./sandbox/x402Demo.ts";
 

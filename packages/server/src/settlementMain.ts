@@ -1,14 +1,14 @@
 /**
  * The settlement thread: its own ledger connection, custody (and signing thread), chain client and
  * rails, built by deps.ts like the request process's (without what serving requests needs), running
- * the dispatcher and the payment worker (workers/settlement.ts) for the process that started it, under
+ * the dispatcher and the payment worker (settlement/settlement.ts) for the process that started it, under
  * that process's lease owner. Payments arrive by message; every state it needs is in the database.
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { createChainClient } from "./chain/chainClient.ts";
 import type { ChainRuntime } from "./chain/runtime.ts";
 import { connectRails, createLogger, openDeps } from "./deps.ts";
-import { type SettlementChain, type SettlementCommand, type SettlementMessage, type SettlementThreadData, startInlineSettlement } from "./workers/settlement.ts";
+import { type SettlementChain, type SettlementCommand, type SettlementMessage, type SettlementThreadData, startInlineSettlement } from "./settlement/settlement.ts";
 
 const data = workerData as SettlementThreadData;
 const port = parentPort!;

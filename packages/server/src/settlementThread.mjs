@@ -1,4 +1,4 @@
-// Entry of the settlement thread (workers/settlement.ts; server.ts names it). Plain JavaScript, so it runs
+// Entry of the settlement thread (settlement/settlement.ts; server.ts names it). Plain JavaScript, so it runs
 // before tsx is registered: tsx is registered here, and the thread does not depend on how its process was
 // started. Its body, settlementMain.ts, builds its dependencies through deps.ts.
 import { readlinkSync } from "node:fs";

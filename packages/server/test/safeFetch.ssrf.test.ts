@@ -4,9 +4,9 @@
 
 import fc from "fast-check";
 import { afterAll, describe, expect, test } from "vitest";
-import { isPublicAddress } from "../src/rails/ipPolicy.ts";
-import { createSafeFetcher, type SafeFetch } from "../src/rails/safeFetch.ts";
-import { SafeFetchError } from "../src/rails/safeFetchErrors.ts";
+import { isPublicAddress } from "../src/net/ipPolicy.ts";
+import { createSafeFetcher, type SafeFetch } from "../src/net/safeFetch.ts";
+import { SafeFetchError } from "../src/net/safeFetchErrors.ts";
 import { type SsrfCase, casesFor, startCountingListener, testLookup } from "./support/ssrfTargets.ts";
 
 // --- the tests -------------------------------------------------------------------------------------------

@@ -4,8 +4,8 @@
 import http from "node:http";
 import net from "node:net";
 import { afterEach, describe, expect, test } from "vitest";
-import { createSafeFetcher, type LookupFunction, type SafeFetchOptions } from "../src/rails/safeFetch.ts";
-import { SafeFetchError } from "../src/rails/safeFetchErrors.ts";
+import { createSafeFetcher, type LookupFunction, type SafeFetchOptions } from "../src/net/safeFetch.ts";
+import { SafeFetchError } from "../src/net/safeFetchErrors.ts";
 
 // --- servers ---------------------------------------------------------------------------------------------
 

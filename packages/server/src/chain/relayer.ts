@@ -338,7 +338,7 @@ export function createRelayer(ledger: { relayerNonces: NonceStore; kv: KvStore }
       // Below `pending` nothing is missing; above it a transaction may wait in the pool for the gap.
       if (row && nonce > pending && (await chain.client.transactionKnown(row.tx_hash as Hex))) continue;
       // Recorded first, sent again or replaced: once the nonce is taken, the completed payments it carried
-      // are checked against the chain and signed again if their transfer did not move (lostLegs.ts).
+      // are checked against the chain and signed again if their transfer did not move (settlement/lostLegs.ts).
       if (row) await ledger.kv.set(`${LOST_TX_KEY_PREFIX}${row.tx_hash}`, String(nonce));
       if (row && (await mayStillMove(row.raw_tx as Hex))) {
         await send(row.raw_tx as Hex);

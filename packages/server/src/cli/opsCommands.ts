@@ -5,9 +5,9 @@
 import type { Address, Hex } from "viem";
 import { connectChain } from "../chain/connectSandbox.ts";
 import { connectRails, createLogger, openDeps } from "../deps.ts";
-import { findLostLegs, resendLostLegs, resendLostX402Settlements } from "../rails/lostLegs.ts";
+import { findLostLegs, resendLostLegs, resendLostX402Settlements } from "../settlement/lostLegs.ts";
 import { formatReconcile, reconcile } from "../services/reconcile.ts";
-import { createPaymentWorker } from "../workers/paymentWorker.ts";
+import { createPaymentWorker } from "../settlement/paymentWorker.ts";
 import type { Command } from "./command.ts";
 
 export const workersRunOnce: Command = async ({ config, io }) => {

@@ -185,7 +185,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
     "0004_failure_codes": {
       // Why a payment failed or was reversed, for programs: a stable code (failureCodes.ts) beside the
       // human message that `failure_reason` already holds. `step_errors` counts the failed steps of a
-      // payment, so retries back off and stop at a bound (rails/settlementRetry.ts). PostgreSQL: the
+      // payment, so retries back off and stop at a bound (settlement/settlementRetry.ts). PostgreSQL: the
       // resolution batch stores the code too.
       async up(db: Kysely<any>) {
         await db.schema.alterTable("payments").addColumn("failure_code", "text").execute();
@@ -238,7 +238,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       },
     },
     "0016_x402_completed": {
-      // The completed x402 payments of the last hour, newest first (rails/lostLegs.ts looks for settlements
+      // The completed x402 payments of the last hour, newest first (settlement/lostLegs.ts looks for settlements
       // the chain lost). Partial: only those rows are in it, so no other payment's write maintains it.
       async up(db: Kysely<any>) {
         await db.schema

@@ -92,7 +92,7 @@ export interface PaymentsTable {
   rail_state: string | null; // JSON: authorizations, nonces, signed relayer tx, deadlines
   failure_reason: string | null; // failed/reversed: the human message (the revert, the ACH return code, the merchant's answer)
   failure_code: string | null; // failed/reversed: a FailureCode (failureCodes.ts), stable for programs
-  step_errors: number; // steps of this payment that failed (a retry's backoff and bound, rails/settlementRetry.ts)
+  step_errors: number; // steps of this payment that failed (a retry's backoff and bound, settlement/settlementRetry.ts)
   in_flight_until: string | null; // the creating request is still running until then (409 for repeats)
   lease_owner: string | null;
   lease_until: string | null;

@@ -6,11 +6,11 @@
 import type { RailDeps } from "./railDeps.ts";
 import { createRelayer } from "../chain/relayer.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
-import { createFiatRail } from "./fiatRail.ts";
+import { createFiatRail } from "./fiat/fiatRail.ts";
 import type { FiatProvider } from "./fiat/provider.ts";
 import { watchReturns } from "./fiat/returnWatch.ts";
 import type { Rails } from "./rails.ts";
-import { createUsdcRail } from "./usdcRail.ts";
+import { createUsdcRail } from "./usdc/usdcRail.ts";
 import { createX402Rail } from "./x402/x402Rail.ts";
 
 export type BuiltRails = { rails: Rails; fiatRail: ReturnType<typeof createFiatRail> | undefined };

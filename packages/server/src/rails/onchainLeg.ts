@@ -11,7 +11,7 @@ import type { Relayer } from "../chain/relayer.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
 import { type Authorization, authorizationUsedIn, randomNonce, signAuthorization } from "./eip3009.ts";
 import { type LegFailure, revertFailure } from "./revertFailure.ts";
-import { PermanentFailure } from "./settlementRetry.ts";
+import { PermanentFailure } from "./permanentFailure.ts";
 
 /** How long the relayer has to get an authorization mined; past it the leg can be failed safely. */
 export const AUTHORIZATION_VALIDITY_SECONDS = 3_600;

@@ -69,7 +69,7 @@ export type Rails = {
   byName: Partial<Record<PaymentRow["rail"], Rail>>;
   /** One pass of the return watch over completed bank payments (fiat/returnWatch.ts), when there is an off-ramp. */
   watchReturns?: (wake: () => void) => Promise<unknown>;
-  /** Told of every payment that reached a final state outside a rail (settlementRetry.ts): metrics. */
+  /** Told of every payment that reached a final state outside a rail (settlement/settlementRetry.ts): metrics. */
   onFinal?: (p: PaymentRow, outcome: "failed") => void;
 };
 

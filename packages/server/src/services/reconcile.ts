@@ -6,7 +6,7 @@
  *     may or may not stay: available <= on-chain <= available + held + pending.
  * A project without a wallet holds nothing on-chain, so its ledger must hold nothing either.
  * Anything outside is drift, and the report is not ok. So is a completed payment whose relayed transfer
- * is not on the chain at the confirmation depth (`lostLegs`, rails/lostLegs.ts), whatever the balances say,
+ * is not on the chain at the confirmation depth (`lostLegs`, settlement/lostLegs.ts), whatever the balances say,
  * and so is USDC an off-ramp sent back to a wallet that no failed or reversed payment names as its refund
  * (`unmatched_refunds`): never credited as a deposit, it is money the ledger cannot place until a person
  * looks (or the return watch reads the payout it belongs to).
@@ -14,7 +14,12 @@
 import type { Address } from "viem";
 import type { BalanceStore, ReturnWatchStore } from "../ledger/ports.ts";
 import type { UnmatchedRefund } from "../ledger/returnWatch.ts";
-import type { LostLeg } from "../rails/lostLegs.ts";
+
+/**
+ * A completed payment's leg not on the chain at the confirmation depth (found by settlement/lostLegs.ts):
+ * `missing`: not used at the latest block; `shallow`: used, but not yet as deep as a payment needs to complete.
+ */
+export type LostLeg = { payment_id: string; project_id: string; rail: string; leg: "transfer" | "fee_sweep"; tx_hash: string; state: "missing" | "shallow" };
 
 export type ReconcileRow = {
   project_id: string;

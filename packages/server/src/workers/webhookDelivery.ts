@@ -19,9 +19,9 @@ import type { Clock } from "../ids.ts";
 import type { TransactionReadStore, WebhookStore } from "../ledger/ports.ts";
 import { createCallBatcher } from "../ledger/batching.ts";
 import type { AttemptOutcome, ClaimedDelivery } from "../ledger/webhookOutbox.ts";
-import { checkAddress, ipLiteralFromHostname } from "../rails/ipPolicy.ts";
-import { type SafeFetch, createSafeFetcher } from "../rails/safeFetch.ts";
-import { isSafeFetchError } from "../rails/safeFetchErrors.ts";
+import { checkAddress, ipLiteralFromHostname } from "../net/ipPolicy.ts";
+import { type SafeFetch, createSafeFetcher } from "../net/safeFetch.ts";
+import { isSafeFetchError } from "../net/safeFetchErrors.ts";
 import { renderWebhookEvent } from "../services/webhooks/renderEvent.ts";
 import { openSecret, signWebhook } from "../services/webhooks/secrets.ts";
 

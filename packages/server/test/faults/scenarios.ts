@@ -182,7 +182,7 @@ export function defineFaultSuite(dialect: TestDialect): void {
     }, SCENARIO_TIMEOUT_MS);
 
     // An x402 payment is completed on the facilitator's transaction: the rollback takes it away, and once
-    // the authorization expired unused the service pays the merchant again (rails/lostLegs.ts).
+    // the authorization expired unused the service pays the merchant again (settlement/lostLegs.ts).
     on(dialect, "postgres")("a chain rollback after x402 payments completed: the merchants are paid again", async () => {
       await rollback(dialect, "rollback-x402", ["x402_v1", "x402_v2"]);
     }, SCENARIO_TIMEOUT_MS);

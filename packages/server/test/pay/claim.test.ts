@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, test } from "vitest";
 import type { PaymentRow } from "../../src/ledger/store.ts";
 import type { Rails } from "../../src/rails/rails.ts";
-import { createPaymentWorker, startPaymentWorkerLoop } from "../../src/workers/paymentWorker.ts";
+import { createPaymentWorker, startPaymentWorkerLoop } from "../../src/settlement/paymentWorker.ts";
 import { dialects } from "../support/db.ts";
 import { type TestContext, createTestContext } from "../support/context.ts";
 import { fundedProject, holdSmall } from "../support/holds.ts";

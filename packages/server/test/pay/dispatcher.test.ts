@@ -5,7 +5,7 @@
 import { afterEach, expect, test } from "vitest";
 import type { PaymentRow } from "../../src/ledger/store.ts";
 import type { Rails } from "../../src/rails/rails.ts";
-import { createDispatcher } from "../../src/services/payments/dispatcher.ts";
+import { createDispatcher } from "../../src/settlement/dispatcher.ts";
 import { type TestContext, createTestContext } from "../support/context.ts";
 import { fundedProject, holdSmall } from "../support/holds.ts";
 

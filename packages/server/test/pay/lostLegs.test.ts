@@ -5,7 +5,7 @@ import type { Address, Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Relayer, createRelayer } from "../../src/chain/relayer.ts";
 import type { ChainRuntime } from "../../src/chain/runtime.ts";
-import { findLostLegs } from "../../src/rails/lostLegs.ts";
+import { findLostLegs } from "../../src/settlement/lostLegs.ts";
 import { getDepositAddress } from "../../src/services/getDepositAddress.ts";
 import { reconcile } from "../../src/services/reconcile.ts";
 import { startTestChain, type TestChain } from "../support/chain.ts";

@@ -9,7 +9,7 @@ import { LOST_TX_KEY_PREFIX, createRelayer } from "../../src/chain/relayer.ts";
 import type { PaymentRow } from "../../src/ledger/store.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { signAuthorization, randomNonce } from "../../src/rails/eip3009.ts";
-import { findLostLegs } from "../../src/rails/lostLegs.ts";
+import { findLostLegs } from "../../src/settlement/lostLegs.ts";
 import { type LegDeps, encodeCalls, legPatch } from "../../src/rails/onchainLeg.ts";
 import { getDepositAddress } from "../../src/services/getDepositAddress.ts";
 import { reconcile } from "../../src/services/reconcile.ts";

@@ -1,4 +1,4 @@
-// The one rule for settlement steps that throw (rails/settlementRetry.ts), driven through the payment
+// The one rule for settlement steps that throw (settlement/settlementRetry.ts), driven through the payment
 // worker on both ledgers with a clock the test moves: an error no retry can cure fails the payment at
 // once and credits it back with its code; an error a retry may cure (here a chain RPC that refuses
 // connections: a real closed port) is retried after delays that double, and the payment fails with
@@ -14,9 +14,9 @@ import { newId } from "../../src/ids.ts";
 import { Ledger, type PaymentRow } from "../../src/ledger/store.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import type { Rails } from "../../src/rails/rails.ts";
-import { backoffMs, classifyStepError } from "../../src/rails/settlementRetry.ts";
-import { createUsdcRail } from "../../src/rails/usdcRail.ts";
-import { createPaymentWorker } from "../../src/workers/paymentWorker.ts";
+import { backoffMs, classifyStepError } from "../../src/settlement/settlementRetry.ts";
+import { createUsdcRail } from "../../src/rails/usdc/usdcRail.ts";
+import { createPaymentWorker } from "../../src/settlement/paymentWorker.ts";
 import { createTestContext, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
@@ -43,7 +43,7 @@ test("backoff doubles from the minimum and stops at the maximum", () => {
 
 test("classification: refused connections are transient, a signer's refusal and a rail's PermanentFailure are permanent", async () => {
   const { SigningRefusedError } = await import("../../src/chain/signingPool.ts");
-  const { PermanentFailure } = await import("../../src/rails/settlementRetry.ts");
+  const { PermanentFailure } = await import("../../src/rails/permanentFailure.ts");
   expect(classifyStepError(new Error("fetch failed: ECONNREFUSED")).kind).toBe("transient");
   expect(classifyStepError(new SigningRefusedError("signing failed: Address must match its checksum counterpart"))).toMatchObject({ kind: "permanent", code: "signing_refused" });
   expect(classifyStepError(new PermanentFailure("payout_refused", "The bank refused the account."))).toEqual({ kind: "permanent", code: "payout_refused", message: "The bank refused the account." });

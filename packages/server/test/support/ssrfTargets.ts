@@ -5,8 +5,8 @@
 
 import dns from "node:dns";
 import net from "node:net";
-import type { LookupFunction } from "../../src/rails/safeFetch.ts";
-import type { SafeFetchErrorCode } from "../../src/rails/safeFetchErrors.ts";
+import type { LookupFunction } from "../../src/net/safeFetch.ts";
+import type { SafeFetchErrorCode } from "../../src/net/safeFetchErrors.ts";
 
 // --- counting listeners ----------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import dns from "node:dns/promises";
 import os from "node:os";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createX402Rail } from "../../src/rails/x402/x402Rail.ts";
-import { isPublicAddress } from "../../src/rails/ipPolicy.ts";
+import { isPublicAddress } from "../../src/net/ipPolicy.ts";
 import { type CountingListener, casesFor, startCountingListener, testLookup } from "../support/ssrfTargets.ts";
 import { startHandBuiltTarget } from "./support/handBuiltTarget.ts";
 import { type X402World, startX402World } from "./support/x402World.ts";

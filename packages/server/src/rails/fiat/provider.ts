@@ -65,7 +65,7 @@ export interface FiatProvider {
    * Idempotent by `reference` (our payment id): a repeat returns the same payout. `deposit_first`: a
    * payout the provider will not make is answered as a `failed` payout (its USDC refunded to
    * `refundAddress`), never thrown: a throw is taken as an error a retry may cure
-   * (rails/settlementRetry.ts), and the USDC already reached the provider. `payout_first`: nothing was
+   * (settlement/settlementRetry.ts), and the USDC already reached the provider. `payout_first`: nothing was
    * sent yet, so a refusal is thrown as `FiatProviderError` ("refused") and fails the payment at once.
    */
   createPayout(req: { reference: string; amountCents: number; recipient: BankRecipient; refundAddress: Address }): Promise<Payout>;

@@ -7,7 +7,7 @@
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import type { PaymentRequired } from "@x402/core/types";
 import { z } from "zod";
-import type { SafeFetchResponse } from "../safeFetch.ts";
+import type { SafeFetchResponse } from "../../net/safeFetch.ts";
 import { paymentRequiredInvalid } from "./x402Errors.ts";
 
 /** Real merchants offer a handful of options; more is not an x402 answer we should walk through. */

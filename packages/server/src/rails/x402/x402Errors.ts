@@ -20,7 +20,7 @@
  * | `x402_payment_required_invalid`    | upstream | the 402 answer carries no readable payment requirements            |
  */
 import { type DomainError, badRequest, upstream } from "../../domain/errors.ts";
-import { SafeFetchError } from "../safeFetchErrors.ts";
+import { SafeFetchError } from "../../net/safeFetchErrors.ts";
 
 export const X402_REFUSAL_CODES = [
   "x402_price_above_max",

@@ -13,8 +13,8 @@
 import { type ProxiedResponse, limits } from "@agentwallet/api";
 import { type Address, type Hex, getAddress } from "viem";
 import type { X402Rail, X402Call, X402Quote, X402Signature, X402PaidOutcome } from "../rails.ts";
-import { HOP_BY_HOP, type LookupFunction, type PreparedRequest, type SafeFetch, type SafeFetchResponse, createSafeFetcher } from "../safeFetch.ts";
-import { SafeFetchError } from "../safeFetchErrors.ts";
+import { HOP_BY_HOP, type LookupFunction, type PreparedRequest, type SafeFetch, type SafeFetchResponse, createSafeFetcher } from "../../net/safeFetch.ts";
+import { SafeFetchError } from "../../net/safeFetchErrors.ts";
 import { redactServiceTokens } from "../../tokenScan.ts";
 import { USDC_EIP712 } from "../eip3009.ts";
 import { type X402Deps, advanceX402Payment, settledState } from "./advanceX402Payment.ts";

@@ -25,7 +25,7 @@ export type X402State = {
   /**
    * The chain lost the settlement after the payment completed (a rollback deeper than the confirmation
    * depth) and the authorization expired unused: the same transfer to `payTo`, signed again and relayed
-   * by us (rails/lostLegs.ts). The payment's `tx_hash` is then this transaction's.
+   * by us (settlement/lostLegs.ts). The payment's `tx_hash` is then this transaction's.
    */
   resent?: { lostTxHash: Hex | null; transfers: Authorization[]; relayNonce: number };
   /** The relayed fee transfer to the treasury, once signed (see onchainLeg.ts). */

@@ -6,7 +6,7 @@
  */
 import { badRequest, notFound } from "../../domain/errors.ts";
 import type { Clock, IdGenerator } from "../../ids.ts";
-import { checkAddress, ipLiteralFromHostname } from "../../rails/ipPolicy.ts";
+import { checkAddress, ipLiteralFromHostname } from "../../net/ipPolicy.ts";
 import type { ProjectStore, WebhookStore } from "../../ledger/ports.ts";
 import { WEBHOOK_EVENT_TYPES, type WebhookEndpointRow, eventsColumn, eventsOf } from "../../ledger/webhookOutbox.ts";
 import { newWebhookSecret, sealSecret } from "./secrets.ts";

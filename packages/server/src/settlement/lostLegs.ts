@@ -19,17 +19,15 @@ import type { ChainClient } from "../chain/chainClient.ts";
 import { LOST_TX_KEY_PREFIX } from "../chain/relayer.ts";
 import type { PaymentStore } from "../ledger/ports.ts";
 import type { PaymentRow } from "../ledger/store.ts";
-import type { Authorization } from "./eip3009.ts";
-import { type LegDeps, legState, relayTransfers } from "./onchainLeg.ts";
-import { type X402State, x402State } from "./x402/x402State.ts";
+import type { LostLeg } from "../services/reconcile.ts";
+import type { Authorization } from "../rails/eip3009.ts";
+import { type LegDeps, legState, relayTransfers } from "../rails/onchainLeg.ts";
+import { type X402State, x402State } from "../rails/x402/x402State.ts";
 
 /** Completed payments one `findLostLegs` looks at, most recently completed first: a rollback only takes recent blocks. */
 export const LOST_LEG_CHECK_MAX = 1_000;
 /** Lost transactions whose payments one `resendLostLegs` pass looks at (the rest wait for the next pass). */
 const LOST_TXS_PER_PASS = 16;
-
-/** `missing`: not used at the latest block; `shallow`: used, but not yet as deep as a payment needs to complete. */
-export type LostLeg = { payment_id: string; project_id: string; rail: string; leg: "transfer" | "fee_sweep"; tx_hash: string; state: "missing" | "shallow" };
 
 /** What a leg is judged by: whether its first authorization was used on-chain. */
 type LegAuthorization = Pick<Authorization, "from" | "nonce">;

@@ -18,18 +18,7 @@ import { RelayerBusyError, StaleStepError } from "../chain/relayer.ts";
 import type { FailureCode } from "../ledger/failureCodes.ts";
 import type { PaymentStore } from "../ledger/ports.ts";
 import type { PaymentRow } from "../ledger/store.ts";
-
-/** A rail's word that no retry of this step can succeed: the payment fails with `code` if nothing was sent. */
-export class PermanentFailure extends Error {
-  override name = "PermanentFailure";
-  constructor(
-    readonly code: FailureCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
+import { PermanentFailure } from "../rails/permanentFailure.ts";
 
 export type StepError = { kind: "stale" } | { kind: "permanent"; code: FailureCode; message: string } | { kind: "transient"; message: string };
 

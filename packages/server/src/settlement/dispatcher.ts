@@ -12,11 +12,11 @@
  * settles after, instead of filling the write path with releases (in the pay benchmark they were nine
  * in ten of settlement's writes); a payment taken from the queue without its row is read again.
  */
-import { MAX_BATCH_PAYMENTS } from "../../chain/relayer.ts";
-import type { LeaseRelease, PaymentRow } from "../../ledger/store.ts";
-import type { RailDeps } from "../../rails/railDeps.ts";
-import { type Rails, railFor } from "../../rails/rails.ts";
-import { handleStepError } from "../../rails/settlementRetry.ts";
+import { MAX_BATCH_PAYMENTS } from "../chain/relayer.ts";
+import type { LeaseRelease, PaymentRow } from "../ledger/store.ts";
+import type { RailDeps } from "../rails/railDeps.ts";
+import { type Rails, railFor } from "../rails/rails.ts";
+import { handleStepError } from "./settlementRetry.ts";
 
 export type Dispatcher = { submit(p: PaymentRow): void; drain(): Promise<void> };
 

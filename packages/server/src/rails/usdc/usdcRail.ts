@@ -4,9 +4,9 @@
  * credited back) if it reverts or can no longer be mined.
  */
 import type { Address } from "viem";
-import type { PaymentRow } from "../ledger/store.ts";
-import { type LegDeps, checkLeg, legFailure, startLeg } from "./onchainLeg.ts";
-import type { AdvanceResult, Rail } from "./rails.ts";
+import type { PaymentRow } from "../../ledger/store.ts";
+import { type LegDeps, checkLeg, legFailure, startLeg } from "../onchainLeg.ts";
+import type { AdvanceResult, Rail } from "../rails.ts";
 
 export function createUsdcRail(d: LegDeps & { onFinal?: (p: PaymentRow, outcome: "completed" | "failed") => void }): Rail {
   return {

@@ -6,9 +6,9 @@
 import type { RailDeps } from "../rails/railDeps.ts";
 import type { LeaseRelease } from "../ledger/store.ts";
 import { type Rails, railFor } from "../rails/rails.ts";
-import { handleStepError } from "../rails/settlementRetry.ts";
+import { handleStepError } from "./settlementRetry.ts";
 import type { Logger } from "pino";
-import { type Loop, startLoop } from "./loop.ts";
+import { type Loop, startLoop } from "../workers/loop.ts";
 
 export type PaymentWorkerOptions = { leaseMs?: number; batchMax?: number; backoffMaxMs?: number };
 

@@ -6,15 +6,15 @@
  * A payout returned after completion (ACH return) moves the payment to `reversed`: the amount is credited
  * back, the fee stays earned (it is in the treasury, and the off-ramp refunds only the amount).
  */
-import { forgetBankAccount, openBankRecipient } from "../domain/bankAccount.ts";
+import { forgetBankAccount, openBankRecipient } from "../../domain/bankAccount.ts";
 import type { Address } from "viem";
-import type { PaymentRow } from "../ledger/store.ts";
-import { type FiatProvider, FiatProviderError, type Payout } from "./fiat/provider.ts";
+import type { PaymentRow } from "../../ledger/store.ts";
+import { type FiatProvider, FiatProviderError, type Payout } from "./provider.ts";
 import type { Hex } from "viem";
-import type { Authorization } from "./eip3009.ts";
-import { type LegDeps, checkLeg, checkRelayed, legFailure, legState, relayTransfers, startLeg } from "./onchainLeg.ts";
-import type { AdvanceResult, Rail } from "./rails.ts";
-import type { FailureCode } from "../ledger/failureCodes.ts";
+import type { Authorization } from "../eip3009.ts";
+import { type LegDeps, checkLeg, checkRelayed, legFailure, legState, relayTransfers, startLeg } from "../onchainLeg.ts";
+import type { AdvanceResult, Rail } from "../rails.ts";
+import type { FailureCode } from "../../ledger/failureCodes.ts";
 
 export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: (p: PaymentRow, outcome: "completed" | "failed" | "reversed") => void }) {
   const { ctx, provider } = d;

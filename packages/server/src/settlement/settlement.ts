@@ -17,9 +17,9 @@ import type { ChainRuntime } from "../chain/runtime.ts";
 import type { PaymentRow } from "../ledger/store.ts";
 import type { RailDeps } from "../rails/railDeps.ts";
 import type { Rails } from "../rails/rails.ts";
-import { createDispatcher } from "../services/payments/dispatcher.ts";
-import { resendLostLegs, resendLostX402Settlements } from "../rails/lostLegs.ts";
-import { startLoop } from "./loop.ts";
+import { createDispatcher } from "./dispatcher.ts";
+import { resendLostLegs, resendLostX402Settlements } from "./lostLegs.ts";
+import { startLoop } from "../workers/loop.ts";
 import { createPaymentWorker, startPaymentWorkerLoop } from "./paymentWorker.ts";
 
 export type Settlement = {
