@@ -41,6 +41,14 @@ module.exports = {
       from: { path: src, pathNot: `${src}ledger/` },
       to: { path: `(^|/)node_modules/kysely/|${src}ledger/(db|connection)\\.ts$` },
     },
+    {
+      name: "http-makes-no-ledger-calls",
+      comment:
+        "http/ reaches the ledger only through services/: it imports nothing from ledger/ but a row's type (decisions.md, \"The console's backend in services/\")",
+      severity: "error",
+      from: { path: `${src}http/` },
+      to: { path: `${src}ledger/`, dependencyTypesNot: ["type-only"] },
+    },
     layer("ledger", `${src}(rails|services)/|${entry}|${top}`),
     layer("chain", `${src}(rails|services)/|${entry}|${top}`),
     // The SSRF-safe fetcher and its address policy: used by the x402 rail and by webhooks alike.

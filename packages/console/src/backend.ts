@@ -1,7 +1,7 @@
 /**
- * What the console needs from the service, as one port. The server implements it over the same service
- * functions the API and the CLI use (packages/server/src/http/console.ts), so a permission or a control has
- * one rule wherever a person or an agent acts. Shapes are the wire contract's (`@agentwallet/api`).
+ * What the console needs from the service, as one port. The server answers it with the console's use cases
+ * (packages/server/src/services/console/), which reuse the service functions the API and the CLI use, so a
+ * permission or a control has one rule wherever a person or an agent acts. Shapes are the wire contract's (`@agentwallet/api`).
  */
 import type { Balance, DepositAddress, Permission, Transaction, TransactionList } from "@agentwallet/api";
 

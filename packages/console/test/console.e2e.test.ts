@@ -105,7 +105,7 @@ describe("console sign-in", () => {
   });
 
   it("a one-time sign-in code works once", async () => {
-    const { createSignInCode } = await import("../../server/src/http/console.ts");
+    const { createSignInCode } = await import("../../server/src/services/console/signIn.ts");
     const tokens = await server.server.ctx.ledger.tokens.list(server.projectId);
     const code = await createSignInCode(server.server.ctx, tokens[0]!.id);
     const context = await browser.newContext();

@@ -3,7 +3,7 @@ import { type Config, describeDatabase } from "../config.ts";
 import { createLogger } from "../deps.ts";
 import { startServer } from "../server.ts";
 import { ensureSandboxDemo } from "../sandbox/demo.ts";
-import { createSignInCode } from "../http/console.ts";
+import { createSignInCode } from "../services/console/signIn.ts";
 import type { X402Demo } from "../sandbox/x402Demo.ts";
 
 export async function runServe(config: Config): Promise<number> {

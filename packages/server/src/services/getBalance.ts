@@ -5,12 +5,16 @@
  * money); what it holds is `frozen_amount` until the freeze is lifted (decisions.md, "Frozen wallets").
  */
 import type { Balance } from "@agentwallet/api";
-import type { Principal } from "../domain/principal.ts";
+import type { BalanceSnapshot, Principal } from "../domain/principal.ts";
 
 export function getBalance(principal: Principal): Balance {
-  const b = principal.balance;
+  return balanceOf(principal.projectId, principal.balance);
+}
+
+/** A project's balance as the API shows it, from its figures however they were read (the console reads them by project). */
+export function balanceOf(projectId: string, b: BalanceSnapshot): Balance {
   return {
-    project_id: principal.projectId,
+    project_id: projectId,
     currency: "usdc",
     available: b.walletFrozenAt === null ? b.availableMicros : 0,
     pending: b.pendingMicros,

@@ -1,0 +1,69 @@
+/**
+ * Payments that wait for a person, and the refusals of the spending controls, on the console's Approvals,
+ * overview and token pages; a decision is the CLI's and the admin API's own (services/approvals.ts
+ * `decidePayment`), recorded under the name `authorizeChange` gives the viewer.
+ */
+import type { ApprovalItem, RefusalItem, Viewer } from "@agentwallet/console";
+import type { PaymentRow } from "../../ledger/store.ts";
+import { decidePayment } from "../approvals.ts";
+import { type ConsoleDeps, authorizeChange } from "./viewers.ts";
+
+/** Awaiting payments shown at most; the decided ones shown. */
+const AWAITING_SHOWN_MAX = 100;
+const DECIDED_SHOWN_MAX = 20;
+
+function approvalItem(p: PaymentRow, prefixes: Map<string, string>): ApprovalItem {
+  return {
+    id: p.id,
+    rail: p.rail,
+    amount_micros: Number(p.amount_micros),
+    recipient: p.rail === "fiat" ? `${p.recipient} (bank account)` : p.recipient,
+    description: p.description,
+    token_id: p.token_id,
+    token_prefix: p.token_id ? (prefixes.get(p.token_id) ?? null) : null,
+    status: p.status,
+    created_at: p.created_at,
+    approval: p.approval as ApprovalItem["approval"],
+    approval_until: p.approval_until,
+    decided_by: p.approval_decided_by,
+    decided_at: p.approval_decided_at,
+    tx_hash: p.rail === "fiat" ? null : p.tx_hash,
+  };
+}
+
+/** The display prefix of each token of the project, by id: a list names the token that paid, never its secret. */
+async function tokenPrefixes(deps: Pick<ConsoleDeps, "ledger">, projectId: string): Promise<Map<string, string>> {
+  return new Map((await deps.ledger.tokens.list(projectId)).map((t) => [t.id, t.display_prefix]));
+}
+
+/** Payments waiting for a person (oldest first) and the latest decided ones (newest first). */
+export async function listApprovals(deps: Pick<ConsoleDeps, "ledger">, projectId: string) {
+  const [awaiting, decided, prefixes] = await Promise.all([
+    deps.ledger.listAwaitingApprovals({ projectId, limit: AWAITING_SHOWN_MAX }),
+    deps.ledger.listDecidedApprovals(projectId, DECIDED_SHOWN_MAX),
+    tokenPrefixes(deps, projectId),
+  ]);
+  return { awaiting: awaiting.map((p) => approvalItem(p, prefixes)), decided: decided.map((p) => approvalItem(p, prefixes)) };
+}
+
+/** The approval of one payment of the project, if it had one. */
+export async function getApproval(deps: Pick<ConsoleDeps, "ledger">, projectId: string, paymentId: string): Promise<ApprovalItem | null> {
+  const p = await deps.ledger.getPayment(paymentId);
+  if (!p || p.project_id !== projectId || p.approval === null) return null;
+  const t = p.token_id ? await deps.ledger.tokens.get(p.token_id) : undefined;
+  return approvalItem(p, new Map(t ? [[t.id, t.display_prefix]] : []));
+}
+
+export async function decideApproval(deps: ConsoleDeps, viewer: Viewer, projectId: string, paymentId: string, decision: "approved" | "denied"): Promise<{ ok: true } | { ok: false; detail: string }> {
+  const who = await authorizeChange(deps, viewer, projectId, "decide");
+  const p = await deps.ledger.getPayment(paymentId);
+  if (!p || p.project_id !== projectId) return { ok: false, detail: "There is no such payment in this project." };
+  const out = await decidePayment(deps, paymentId, decision, who);
+  return out.kind === "decided" ? { ok: true } : { ok: false, detail: `This payment no longer waits for approval: ${out.detail}.` };
+}
+
+/** Payments the controls refused lately, of one token or the whole project, newest first. */
+export async function listRefusals(deps: Pick<ConsoleDeps, "ledger">, projectId: string, tokenId: string | null, limit: number): Promise<RefusalItem[]> {
+  const [rows, prefixes] = await Promise.all([deps.ledger.listRefusals({ projectId, ...(tokenId ? { tokenId } : {}), limit }), tokenPrefixes(deps, projectId)]);
+  return rows.map((r) => ({ at: r.created_at, token_prefix: r.token_id ? (prefixes.get(r.token_id) ?? null) : null, code: r.code, detail: r.detail, rail: r.rail, recipient: r.recipient, amount_micros: r.amount_micros === null ? null : Number(r.amount_micros) }));
+}

@@ -1,0 +1,35 @@
+/**
+ * Who may change what through the console: the server's rule, whatever the pages show or hide. The operator
+ * may change every project; a project token only its own project, while it is active and may manage it
+ * (services/tokens.ts `mayManageProject`), and it decides approvals only when the project sets no approval
+ * threshold of its own (`mayDecideApprovals`). The token is read again at each change, so a revocation counts at once.
+ */
+import type { Viewer } from "@agentwallet/console";
+import { forbidden } from "../../domain/errors.ts";
+import type { ServiceDeps } from "../serviceDeps.ts";
+import { mayDecideApprovals, mayManageProject } from "../tokens.ts";
+
+/** What the console's use cases read: the ledger and the time. */
+export type ConsoleDeps = Pick<ServiceDeps, "ledger" | "clock">;
+
+/** Whether a token is in force at `now` (ISO): neither revoked nor expired. A token that is not there is not. */
+export function tokenActive(t: { expires_at: string | null; revoked_at: string | null } | undefined, now: string): boolean {
+  return !!t && !t.revoked_at && !(t.expires_at && t.expires_at <= now);
+}
+
+/**
+ * Refuses (403 `permission_denied`) a viewer who may not change this project (`manage`: tokens, webhooks) or
+ * decide its approvals (`decide`); otherwise names who acts, as the change records it: the admin credential the
+ * operator signed in with, or the token by its id and prefix.
+ */
+export async function authorizeChange(deps: ConsoleDeps, viewer: Viewer, projectId: string, what: "manage" | "decide" = "manage"): Promise<string> {
+  if (viewer.kind === "operator") return `operator ${viewer.credentialId}`;
+  const t = await deps.ledger.tokens.get(viewer.tokenId);
+  if (!t || !tokenActive(t, deps.clock().toISOString()) || t.project_id !== projectId || !mayManageProject(t)) {
+    throw forbidden("permission_denied", "This token may not manage tokens or approvals: that needs the operator, or a token with read, pay and x402 and no spending controls of its own.");
+  }
+  if (what === "decide" && !mayDecideApprovals(t, (await deps.ledger.projects.get(projectId))?.spending_controls ?? null)) {
+    throw forbidden("permission_denied", "This project's own approval threshold is the operator's: only the operator approves or denies its payments.");
+  }
+  return `token ${t.id} (${t.display_prefix}…)`;
+}
