@@ -146,7 +146,7 @@ const EnvSchema = z.object({
   X402_MAX_TIMEOUT_SECONDS: int(600, 1, 86_400),
 });
 
-export type Config = {
+export type Config = DeepReadonly<{
   mode: "sandbox" | "live";
   dataDir: string;
   databaseUrl: string | undefined;
@@ -195,7 +195,9 @@ export type Config = {
    * sandbox, its own demo merchant and facilitator (added once they listen). Not an environment setting.
    */
   x402: { allowHttp: boolean; allowPrivateNetworks: boolean; allowedTargets: string[]; timeoutMs: number; maxResponseBytes: number; maxTimeoutSeconds: number };
-};
+}>;
+
+type DeepReadonly<T> = T extends (infer E)[] ? readonly DeepReadonly<E>[] : T extends object ? { readonly [K in keyof T]: DeepReadonly<T[K]> } : T;
 
 export type BridgeSettings = {
   apiKey: string;
@@ -210,7 +212,7 @@ export type BridgeSettings = {
   /** Retries of one call on a timeout, a 5xx or a 429 (so at most retries + 1 attempts). */
   retries: number;
   /** Addresses Bridge refunds from, besides each transfer's deposit address (not credited as deposits). */
-  refundFromAddresses: Address[];
+  refundFromAddresses: readonly Address[];
 };
 
 /** Base mainnet USDC (Circle). */
@@ -295,7 +297,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
   };
   if (mode === "live") assertLiveSettings(config, opts.signs ?? true);
   if (mode === "live" && config.chain.sandboxRpcUrl) throw new ConfigError("SANDBOX_CHAIN_RPC_URL is for the sandbox only; live mode uses BASE_RPC_URL.");
-  return config;
+  return freezeConfig(config);
+}
+
+/**
+ * A configuration frozen to its leaves, so that it is settled before anything opens: an assignment to any
+ * field, or a push to any of its lists, throws a TypeError instead of changing what another part already
+ * read (every process and every part of one holds the same object). `loadConfig` returns one; the sandbox
+ * (sandbox/startSandbox.ts) builds its own from a loaded one, then freezes that.
+ */
+export function freezeConfig(config: Config): Config {
+  return deepFreeze(config);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object") {
+    for (const field of Object.values(value)) deepFreeze(field);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 export type TrustProxy = false | number | readonly string[];

@@ -38,12 +38,16 @@ describe("OpenAPI document", () => {
   test("servers: the listen address without PUBLIC_BASE_URL, PUBLIC_BASE_URL when set", async () => {
     expect(origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(doc.servers).toEqual([{ url: origin }]);
-    t.ctx.config.publicBaseUrl = "https://wallet.example.com";
+    // A configuration is frozen once loaded: a deployment with PUBLIC_BASE_URL is one loaded with it.
+    const withPublic = await createTestContext("sqlite", { env: { PUBLIC_BASE_URL: "https://wallet.example.com" } });
+    const publicApp = buildApp(withPublic.ctx);
     try {
-      const pub = (await (await fetch(`${origin}/openapi.json`)).json()) as Doc;
+      const publicOrigin = await publicApp.listen({ port: 0, host: "127.0.0.1" });
+      const pub = (await (await fetch(`${publicOrigin}/openapi.json`)).json()) as Doc;
       expect(pub.servers).toEqual([{ url: "https://wallet.example.com" }]);
     } finally {
-      t.ctx.config.publicBaseUrl = undefined;
+      await publicApp.close();
+      await withPublic.close();
     }
   });
 

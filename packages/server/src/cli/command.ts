@@ -1,5 +1,5 @@
 /** What a CLI command is: a function of (config, args, options) → exit code, and its expected failure. */
-import { type Config, describeDatabase } from "../config.ts";
+import { type Config, describeDatabase, freezeConfig } from "../config.ts";
 import { loadRecipientHashKey } from "../deps.ts";
 import { openLedger } from "../ledger/open.ts";
 import { newId, systemClock } from "../ids.ts";
@@ -63,6 +63,6 @@ export function readDeployment(config: Config): Promise<DeploymentRecord | undef
  */
 export function configOfDeployment(config: Config, record: DeploymentRecord, adopts: boolean): Config {
   if (modeOfConfig(config) === record.mode) return config;
-  if (adopts && config.mode === "sandbox" && record.mode === "live") return { ...config, mode: "live" };
+  if (adopts && config.mode === "sandbox" && record.mode === "live") return freezeConfig({ ...config, mode: "live" });
   throw mismatch(record, config, describeDatabase(config));
 }

@@ -3,18 +3,19 @@ import { type Config, describeDatabase } from "../config.ts";
 import { createLogger } from "../deps.ts";
 import { startServer } from "../server.ts";
 import { ensureSandboxDemo } from "../sandbox/demo.ts";
+import { startSandbox } from "../sandbox/startSandbox.ts";
 import { createSignInCode } from "../services/console/signIn.ts";
 import type { X402Demo } from "../sandbox/x402Demo.ts";
 
 export async function runServe(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel);
   logger.info({ database: describeDatabase(config), mode: config.mode }, `starting on ${describeDatabase(config)}`);
-  if (config.mode === "sandbox") allowLoopbackX402(config);
-  const server = await startServer(config, logger, { x402Demo: config.mode === "sandbox" });
-  if (config.mode === "sandbox") {
+  const sandbox = config.mode === "sandbox" ? await startSandbox(config, logger, { x402Demo: true }) : undefined;
+  const server = sandbox ?? (await startServer(config, logger));
+  if (sandbox) {
     const demo = await ensureSandboxDemo(server.ctx);
     const consoleUrl = `${server.baseUrl}/console/signin?code=${await createSignInCode(server.ctx, demo.tokenId)}`;
-    process.stdout.write(sandboxBanner(server.baseUrl, describeDatabase(config), demo, server.x402Demo, consoleUrl));
+    process.stdout.write(sandboxBanner(server.baseUrl, describeDatabase(config), demo, sandbox.x402Demo, consoleUrl));
   }
   let stopping = false;
   const stop = (signal: string) => {
@@ -32,16 +33,6 @@ export async function runServe(config: Config): Promise<number> {
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
   return -1;
-}
-
-/**
- * The sandbox pays its own demo merchant over plain http on loopback, so it allows http unless told
- * otherwise. Private networks stay refused: the demo merchant and facilitator are allowed by address and
- * port (server.ts), not the chain's RPC, this server, the database or Redis — unless the operator sets
- * X402_ALLOW_PRIVATE_NETWORKS=1. Live mode refuses both settings (config.ts).
- */
-function allowLoopbackX402(config: Config, env: NodeJS.ProcessEnv = process.env): void {
-  if (env.X402_ALLOW_HTTP === undefined) config.x402.allowHttp = true;
 }
 
 function sandboxBanner(baseUrl: string, database: string, demo: { projectId: string; token: string; depositAddress: string }, x402: X402Demo | undefined, consoleUrl: string): string {

@@ -10,7 +10,7 @@ import type { Address, Hex } from "viem";
 import { loadConfig } from "../config.ts";
 import type { Clock } from "../ids.ts";
 import { createLogger } from "../deps.ts";
-import { startServer, type RunningServer } from "../server.ts";
+import { type RunningSandbox, startSandbox } from "../sandbox/startSandbox.ts";
 import { createToken } from "../services/tokens.ts";
 import { getDepositAddress } from "../services/getDepositAddress.ts";
 
@@ -24,7 +24,7 @@ export type TestServer = {
   createToken(permissions: Permission[]): Promise<string>;
   /** A real on-chain deposit to the project's wallet; resolves once the ledger has credited it. */
   fund(amountMicros: bigint): Promise<void>;
-  server: RunningServer;
+  server: RunningSandbox;
   stop(): Promise<void>;
 };
 
@@ -43,22 +43,20 @@ export type StartTestServerOptions = {
 export async function startTestServer(options: StartTestServerOptions = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), "aw-harness-"));
   const databaseUrl = options.database === "postgres" ? (options.databaseUrl ?? process.env.TEST_DATABASE_URL) : undefined;
-  const config = loadConfig(
-    {
-      AGENTWALLET_DATA_DIR: dataDir,
-      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-      DEPOSIT_CONFIRMATIONS: "1",
-      WATCHER_INTERVAL_MS: "100",
-      WORKER_INTERVAL_MS: "100",
-      FIAT_SANDBOX_DELAY_MS: "200",
-      X402_ALLOW_HTTP: "1",
-      X402_ALLOW_PRIVATE_NETWORKS: "1",
-      ...options.env,
-    },
-    { port: 0, host: "127.0.0.1" },
-  );
+  const env: NodeJS.ProcessEnv = {
+    AGENTWALLET_DATA_DIR: dataDir,
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    DEPOSIT_CONFIRMATIONS: "1",
+    WATCHER_INTERVAL_MS: "100",
+    WORKER_INTERVAL_MS: "100",
+    FIAT_SANDBOX_DELAY_MS: "200",
+    X402_ALLOW_HTTP: "1",
+    X402_ALLOW_PRIVATE_NETWORKS: "1",
+    ...options.env,
+  };
+  const config = loadConfig(env, { port: 0, host: "127.0.0.1" });
   // The data directory is removed at stop, so the chain keeps no state file either.
-  const server = await startServer(config, createLogger(process.env.AW_TEST_LOG_LEVEL ?? "silent"), { defaultMetrics: false, chainState: "memory", webhookClock: options.webhookClock, x402Demo: options.x402Demo ?? false });
+  const server = await startSandbox(config, createLogger(process.env.AW_TEST_LOG_LEVEL ?? "silent"), { defaultMetrics: false, chainState: "memory", webhookClock: options.webhookClock, x402Demo: options.x402Demo ?? false, env });
   // Tests and benches start measuring with settlement running (a served request does not wait for it).
   await server.settlement.ready();
   const ctx = server.ctx;

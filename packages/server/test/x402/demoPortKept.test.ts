@@ -8,10 +8,10 @@ import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger } from "../../src/deps.ts";
-import { type RunningServer, startServer } from "../../src/server.ts";
+import { type RunningSandbox, startSandbox } from "../../src/sandbox/startSandbox.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "aw-demo-port-"));
-let first: RunningServer | undefined;
+let first: RunningSandbox | undefined;
 afterAll(async () => {
   await first?.stop();
   rmSync(dir, { recursive: true, force: true });
@@ -24,11 +24,11 @@ function sandboxConfig(port: number) {
 const keptPort = () => (JSON.parse(readFileSync(join(dir, "x402-demo.json"), "utf8")) as { merchant_port: number }).merchant_port;
 
 test("behavior: a second start that fails on the API's port leaves the demo merchant's kept port as it was", async () => {
-  first = await startServer(sandboxConfig(0), createLogger("silent"), { chainState: "memory", x402Demo: true, defaultMetrics: false });
+  first = await startSandbox(sandboxConfig(0), createLogger("silent"), { chainState: "memory", x402Demo: true, defaultMetrics: false });
   const merchantPort = Number(new URL(first.x402Demo!.merchantUrl).port);
   expect(keptPort()).toBe(merchantPort);
 
   const apiPort = Number(new URL(first.baseUrl).port);
-  await expect(startServer(sandboxConfig(apiPort), createLogger("silent"), { chainState: "memory", x402Demo: true, defaultMetrics: false })).rejects.toThrow(/EADDRINUSE/);
+  await expect(startSandbox(sandboxConfig(apiPort), createLogger("silent"), { chainState: "memory", x402Demo: true, defaultMetrics: false })).rejects.toThrow(/EADDRINUSE/);
   expect(keptPort()).toBe(merchantPort);
 }, 120_000);
