@@ -1,4 +1,4 @@
-/** The console's pages as functions of data to HTML. No I/O here: routes (index.ts) read, pages render. */
+/** The console's pages as functions of data to HTML. No I/O here: routes (routes/) read, pages render. */
 import type { DepositAddress, Transaction, TransactionList } from "@agentwallet/api";
 import type { ApprovalItem, Controls, DailySpend, HistoryEntry, RefusalItem, WebhookDelivery, WebhookEndpoint, Interval, LimitWindow, NewToken, Overview, ProjectSummary, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
 import { formatAmount, formatMicros, formatTime } from "./format.ts";
