@@ -3,25 +3,27 @@
  * text that says what happened and what to do. Only http/errorStatus.ts knows which HTTP status each
  * kind becomes, so services, rails and the CLI raise and catch the same error without naming one.
  * Anything else reaching the error handler is a server fault: 500 with a generic detail, the cause
- * logged and never echoed.
+ * logged and never echoed. Codes are one union (domain/errorCodes.ts), so a misspelt one fails the typecheck.
  */
+import type { ErrorCode } from "./errorCodes.ts";
+
 export type ErrorKind = "invalid" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "upstream" | "unavailable";
 
 export class DomainError extends Error {
   override name = "DomainError";
   constructor(
     readonly kind: ErrorKind,
-    readonly code: string,
+    readonly code: ErrorCode,
     readonly detail: string,
   ) {
     super(detail);
   }
 }
 
-export const badRequest = (code: string, detail: string) => new DomainError("invalid", code, detail);
+export const badRequest = (code: ErrorCode, detail: string) => new DomainError("invalid", code, detail);
 export const unauthorized = (detail: string) => new DomainError("unauthorized", "unauthorized", detail);
-export const forbidden = (code: string, detail: string) => new DomainError("forbidden", code, detail);
-export const notFound = (code: string, detail: string) => new DomainError("not_found", code, detail);
-export const conflict = (code: string, detail: string) => new DomainError("conflict", code, detail);
-export const upstream = (code: string, detail: string) => new DomainError("upstream", code, detail);
-export const unavailable = (code: string, detail: string) => new DomainError("unavailable", code, detail);
+export const forbidden = (code: ErrorCode, detail: string) => new DomainError("forbidden", code, detail);
+export const notFound = (code: ErrorCode, detail: string) => new DomainError("not_found", code, detail);
+export const conflict = (code: ErrorCode, detail: string) => new DomainError("conflict", code, detail);
+export const upstream = (code: ErrorCode, detail: string) => new DomainError("upstream", code, detail);
+export const unavailable = (code: ErrorCode, detail: string) => new DomainError("unavailable", code, detail);

@@ -16,7 +16,8 @@ import { getTransaction } from "../services/getTransaction.ts";
 import { listTransactions } from "../services/listTransactions.ts";
 import { principalOf, tokenAuth } from "./auth.ts";
 import { DomainError, badRequest } from "../domain/errors.ts";
-import { ApiError } from "./apiError.ts";
+import type { ErrorCode } from "../domain/errorCodes.ts";
+import { ApiError, errorBody } from "./apiError.ts";
 import { statusOf } from "./errorStatus.ts";
 import { parseListQuery } from "./listQuery.ts";
 import type { Metrics } from "./metrics.ts";
@@ -45,7 +46,7 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
     // a malformed URL, and a request while closing (answered by the onRequest hook below).
     clientErrorHandler: answerClientError,
     frameworkErrors: (err, _req, reply: FastifyReply) => {
-      reply.code(400).send({ detail: `Malformed request: ${err.code === "FST_ERR_BAD_URL" ? "the URL is not valid (bad percent-encoding)" : err.message}.`, code: "malformed_http" });
+      reply.code(400).send(errorBody("malformed_http", `Malformed request: ${err.code === "FST_ERR_BAD_URL" ? "the URL is not valid (bad percent-encoding)" : err.message}.`));
     },
     return503OnClosing: false,
     // The client's address and protocol (sign-in limits, logs, the Secure cookie) as the trusted proxies report them.
@@ -69,12 +70,12 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
   app.addHook("onRequest", (req, reply, done) => {
     reply.header("x-request-id", req.id);
     if (closing) {
-      reply.code(503).header("connection", "close").send({ detail: "The server is shutting down; retry in a moment (or on another instance).", code: "shutting_down" });
+      reply.code(503).header("connection", "close").send(errorBody("shutting_down", "The server is shutting down; retry in a moment (or on another instance)."));
       return;
     }
     const refused = refuseAtTheEdge(req.raw.httpVersion, req.headers);
     if (refused) {
-      reply.code(refused.status).header("connection", "close").send({ detail: refused.detail, code: refused.code });
+      reply.code(refused.status).header("connection", "close").send(errorBody(refused.code, refused.detail));
       return;
     }
     done();
@@ -107,13 +108,13 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
         : fe.code === "FST_ERR_CTP_BODY_TOO_LARGE" ? "Request body is too large."
         : fe.code === "FST_ERR_CTP_EMPTY_JSON_BODY" ? "Request body is empty; send a JSON object."
         : `Malformed request: ${fe.message ?? "invalid"}`;
-      return reply.code(fe.statusCode).send({ detail, code: fe.statusCode === 415 ? "unsupported_media_type" : "invalid_request" });
+      return reply.code(fe.statusCode).send(errorBody(fe.statusCode === 415 ? "unsupported_media_type" : "invalid_request", detail));
     }
     req.log.error({ err }, "unhandled error");
-    return reply.code(500).send({ detail: `Internal error. Nothing was charged by this failure unless GET /v1/transactions shows it. Request id: ${req.id}.`, code: "internal_error" });
+    return reply.code(500).send(errorBody("internal_error", `Internal error. Nothing was charged by this failure unless GET /v1/transactions shows it. Request id: ${req.id}.`));
   });
   app.setNotFoundHandler((req, reply) => {
-    reply.code(404).send({ detail: `No route ${req.method} ${req.url.split("?")[0]}. See GET /openapi.json for the API.`, code: "not_found" });
+    reply.code(404).send(errorBody("not_found", `No route ${req.method} ${req.url.split("?")[0]}. See GET /openapi.json for the API.`));
   });
 
   app.get("/healthz", async () => ({ status: "ok" }));
@@ -125,7 +126,7 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
       return settlement === undefined ? { status: "ready" } : { status: "ready", settlement: settlement ? "running" : "starting" };
     } catch (err) {
       ctx.logger.warn({ err }, "readiness check failed");
-      return reply.code(503).send({ detail: "Database unavailable.", code: "not_ready" });
+      return reply.code(503).send(errorBody("not_ready", "Database unavailable."));
     }
   });
   app.get("/metrics", async (_req, reply) => {
@@ -192,11 +193,11 @@ function trustProxyOption(trust: Config["trustProxy"]): FastifyServerOptions["tr
  */
 function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
   if (err.code === "ECONNRESET" || socket.destroyed) return;
-  const [status, code, detail] =
+  const [status, code, detail]: [number, ErrorCode, string] =
     err.code === "HPE_HEADER_OVERFLOW" ? [431, "headers_too_large", "The request head (request line and headers) is too large; send fewer or shorter headers."]
     : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? [408, "request_timeout", "The request was not received in time; send it again."]
     : [400, "malformed_http", `Malformed HTTP request (${describeParseError(err.code)}); nothing was done. Send a well-formed HTTP/1.1 request.`];
-  const body = JSON.stringify({ detail, code });
+  const body = JSON.stringify(errorBody(code, detail));
   if (socket.writable) {
     socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   }

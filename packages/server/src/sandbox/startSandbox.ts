@@ -6,7 +6,7 @@
  * `stop()` stops the server, then the sandbox's world.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { type BridgeSettings, type Config, freezeConfig } from "../config.ts";
@@ -43,6 +43,8 @@ export type SandboxParts = {
 export async function startSandbox(config: Config, logger: Logger, opts: StartSandboxOptions = {}): Promise<RunningSandbox> {
   if (config.mode !== "sandbox") throw new Error("startSandbox needs a sandbox configuration (BASE_RPC_URL unset)");
   const { x402Demo: wantsDemo, chainState, env = process.env, ...serverOpts } = opts;
+  // The sandbox keeps its files there (secrets, chain state) even when its database is PostgreSQL.
+  mkdirSync(config.dataDir, { recursive: true });
   const webhookSecrets = sandboxWebhookSecrets(config.dataDir);
   const chain = await startChainRuntime(config, { chainState });
   let bridgeStandIn: { url: string; setWebhookUrl(url: string): void; stop(): Promise<void> } | undefined;

@@ -19,20 +19,11 @@
  * | `x402_amount_invalid`              | invalid  | amount is not a plain positive integer up to 100 USDC              |
  * | `x402_payment_required_invalid`    | upstream | the 402 answer carries no readable payment requirements            |
  */
+import { X402_REFUSAL_CODES } from "../../domain/errorCodes.ts";
 import { type DomainError, badRequest, upstream } from "../../domain/errors.ts";
 import { SafeFetchError } from "../../net/safeFetchErrors.ts";
 
-export const X402_REFUSAL_CODES = [
-  "x402_price_above_max",
-  "x402_no_supported_requirement",
-  "x402_asset_not_allowed",
-  "x402_eip712_domain_invalid",
-  "x402_transfer_method_unsupported",
-  "x402_pay_to_invalid",
-  "x402_pay_to_own_wallet",
-  "x402_max_timeout_invalid",
-  "x402_amount_invalid",
-] as const;
+export { X402_REFUSAL_CODES };
 
 export type X402RefusalCode = (typeof X402_REFUSAL_CODES)[number];
 
