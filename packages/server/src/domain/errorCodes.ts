@@ -83,6 +83,8 @@ export const ERROR_CODES = [
   "internal_error",
   "shutting_down",
   "not_ready",
+  // The console's answer to a JSON caller for any other refusal or fault (packages/console).
+  "console_error",
   // unavailable (503).
   "rail_unavailable",
   "chain_unavailable",
