@@ -20,16 +20,11 @@ export const AUTHORIZATION_VALIDITY_SECONDS = 3_600;
 const SHARED_HEAD_MS = 200;
 
 export type Transfer = { to: Address; micros: number };
-export type LegState = { transfers: Authorization[]; relayNonce: number; stage?: string; [k: string]: unknown };
 export type LegStatus = "confirmed" | "reverted" | "expired" | "pending";
+/** A relayed leg as signed: its transaction, the relayer nonce it claimed, and the authorizations it carries. */
+export type RelayedLeg = { hash: Hex; nonce: number; auths: Authorization[] };
 
 export type LegDeps = { ctx: RailDeps; chain: ChainRuntime; relayer: Relayer };
-
-export function legState(p: PaymentRow): LegState | undefined {
-  if (!p.rail_state) return undefined;
-  const s = JSON.parse(p.rail_state) as Partial<LegState>;
-  return s.transfers ? (s as LegState) : undefined;
-}
 
 /**
  * Signs authorizations for `transfers` from the project wallet and stores them, with the signed
@@ -40,7 +35,7 @@ export async function relayTransfers(
   d: LegDeps,
   payment: PaymentRow,
   transfers: Transfer[],
-  patch: (t: { hash: Hex; nonce: number; auths: Authorization[] }) => Record<string, unknown>,
+  patch: (t: RelayedLeg) => Record<string, unknown>,
   o: { refuseFrozen?: boolean } = {},
 ): Promise<Hex> {
   const auths = await signTransfers(d, payment, transfers, o);
@@ -80,14 +75,12 @@ export function encodeCalls(d: LegDeps, auths: Authorization[]) {
   }));
 }
 
-/** The payment's main leg: status → processing with its tx_hash, authorizations in rail_state. */
-export function startLeg(d: LegDeps, payment: PaymentRow, transfers: Transfer[], extraState: Record<string, unknown> = {}): Promise<Hex> {
-  return relayTransfers(d, payment, transfers, (t) => legPatch(t, extraState), { refuseFrozen: true });
-}
-
-/** The payment row's new state once its main leg is stored. */
-export function legPatch(t: { hash: Hex; nonce: number; auths: Authorization[] }, extraState: Record<string, unknown> = {}) {
-  return { status: "processing", tx_hash: t.hash, rail_state: JSON.stringify({ ...extraState, transfers: t.auths, relayNonce: t.nonce } satisfies LegState) };
+/**
+ * The payment's main leg: status → processing with its tx_hash, and the rail state `stateOf` writes
+ * (the rail's codec: the authorizations and the relayer nonce in the rail's next stage).
+ */
+export function startLeg(d: LegDeps, payment: PaymentRow, transfers: Transfer[], stateOf: (t: RelayedLeg) => string): Promise<Hex> {
+  return relayTransfers(d, payment, transfers, (t) => ({ status: "processing", tx_hash: t.hash, rail_state: stateOf(t) }), { refuseFrozen: true });
 }
 
 /**
@@ -95,15 +88,18 @@ export function legPatch(t: { hash: Hex; nonce: number; auths: Authorization[] }
  * reverted, named by the token's revert reason (revertFailure.ts: `wallet_frozen`, `recipient_blocked`,
  * `token_paused`, …).
  */
-export async function legFailure(d: LegDeps, payment: PaymentRow, status: "reverted" | "expired", to: string): Promise<LegFailure> {
-  if (status === "reverted") return revertFailure(d, payment, legState(payment)?.transfers ?? [], payment.tx_hash, to);
+export async function legFailure(d: LegDeps, payment: PaymentRow, transfers: Authorization[], status: "reverted" | "expired", to: string): Promise<LegFailure> {
+  if (status === "reverted") return revertFailure(d, payment, transfers, payment.tx_hash, to);
   return { failureCode: "authorization_expired", failureReason: `The transfer authorization to ${to} expired before it was mined; nothing moved, the amount and fee were credited back.` };
 }
 
-export function checkLeg(d: LegDeps, payment: PaymentRow): Promise<LegStatus> {
-  const state = legState(payment);
-  if (!state || !payment.tx_hash) throw new Error(`payment ${payment.id} has no on-chain leg`);
-  return checkRelayed(d, payment, payment.tx_hash as Hex, state.transfers, (t) => ({ tx_hash: t.hash, rail_state: JSON.stringify({ ...state, relayNonce: t.nonce }) }));
+/**
+ * Where the payment's main leg (`transfers`, relayed as its `tx_hash`) stands; `stateOf` is the rail state
+ * to store with a resubmission (the same authorizations under a new relayer nonce).
+ */
+export function checkLeg(d: LegDeps, payment: PaymentRow, transfers: Authorization[], stateOf: (t: { hash: Hex; nonce: number }) => string): Promise<LegStatus> {
+  if (!payment.tx_hash) throw new Error(`payment ${payment.id} has no on-chain leg`);
+  return checkRelayed(d, payment, payment.tx_hash as Hex, transfers, (t) => ({ tx_hash: t.hash, rail_state: stateOf(t) }));
 }
 
 /** Where a relayed transaction stands; re-broadcasts the stored transaction when the node lost it. */

@@ -8,12 +8,26 @@ import type { ChainRuntime } from "../chain/runtime.ts";
 import type { ProxiedResponse } from "@agentwallet/api";
 import type { PaymentRow } from "../ledger/store.ts";
 import type { FiatProvider } from "./fiat/provider.ts";
+import type { RailStateCodec } from "./railState.ts";
+import type { X402HeldState, X402SettledState, X402SignedState } from "./x402/x402State.ts";
 
 export type AdvanceResult = { done: boolean; retryInMs?: number };
 
 export interface Rail {
-  /** Moves an open payment forward; idempotent; safe to call after any crash. */
+  /**
+   * Moves an open payment forward; idempotent; safe to call after any crash. Throws `CorruptRailState`
+   * (railState.ts) when the payment's state does not parse, before anything is done.
+   */
   advance(payment: PaymentRow): Promise<AdvanceResult>;
+}
+
+/**
+ * A rail's `advance` from its step function: the payment's state is read once, by the rail's codec,
+ * and the step is given it parsed. The step writes the next stage through the same codec, in the same
+ * write as what it did (the relayer stores a signed transaction and its stage by compare-and-set).
+ */
+export function advanceByStage<S extends { stage: string }>(states: RailStateCodec<S>, step: (payment: PaymentRow, state: S) => Promise<AdvanceResult>): Rail["advance"] {
+  return (payment) => step(payment, states.read(payment));
 }
 
 /** A request to pay an HTTP API by x402: what is sent to the target, and the caller's cap on the price. */
@@ -29,15 +43,15 @@ export type X402Call = {
 export type TargetReply = { paymentRequired: boolean; raw: unknown; proxied: () => ProxiedResponse };
 
 /** The requirement `judge` chose: its price and the rail state of a payment held for it (`held`). */
-export type X402Quote = { amountMicros: number; state: unknown; fromBlock: Promise<number> };
+export type X402Quote = { amountMicros: number; state: X402HeldState; fromBlock: Promise<number> };
 
 /** A signed payment: the header to send, and the rail state that records it (`signed`). */
-export type X402Signature = { header: { name: string; value: string }; state: unknown };
+export type X402Signature = { header: { name: string; value: string }; state: X402SignedState };
 
 /** The paid retry's outcome: never sent (nothing can pay), or sent, with the reply and a proven settlement. */
 export type X402PaidOutcome =
   | { kind: "not_sent"; error: Error; reason: string }
-  | { kind: "sent"; reply: ProxiedResponse | undefined; settlement: { txHash: `0x${string}`; state: unknown } | undefined };
+  | { kind: "sent"; reply: ProxiedResponse | undefined; settlement: { txHash: `0x${string}`; state: X402SettledState } | undefined };
 
 /** A connection dialled for the paid retry, used once. */
 export type PaidRetry = { close(): void };

@@ -21,8 +21,12 @@ import type { PaymentStore } from "../ledger/ports.ts";
 import type { PaymentRow } from "../ledger/store.ts";
 import type { LostLeg } from "../services/reconcile.ts";
 import type { Authorization } from "../rails/eip3009.ts";
-import { type LegDeps, legState, relayTransfers } from "../rails/onchainLeg.ts";
-import { type X402State, x402State } from "../rails/x402/x402State.ts";
+import { fiatStates } from "../rails/fiat/fiatState.ts";
+import { type LegDeps, type RelayedLeg, relayTransfers } from "../rails/onchainLeg.ts";
+import { CorruptRailState, type FeeSweep } from "../rails/railState.ts";
+import { relayedState } from "../rails/usdc/usdcRail.ts";
+import { usdcStates } from "../rails/usdc/usdcState.ts";
+import { type X402State, x402States } from "../rails/x402/x402State.ts";
 
 /** Completed payments one `findLostLegs` looks at, most recently completed first: a rollback only takes recent blocks. */
 export const LOST_LEG_CHECK_MAX = 1_000;
@@ -39,21 +43,28 @@ type PaymentLeg = { leg: LostLeg["leg"]; hash: string; transfers: LegAuthorizati
  * sweep (fiat, x402).
  */
 function paymentLegs(p: PaymentRow): PaymentLeg[] {
-  if (!p.rail_state) return [];
-  const s = JSON.parse(p.rail_state) as { transfers?: Authorization[]; feeSweep?: { hash: string; transfers?: Authorization[] } };
+  const { main, feeSweep } = recordedLegs(p);
   const legs: PaymentLeg[] = [];
-  if (p.rail === "x402") {
-    const main = x402Transfers(s as X402State);
-    if (p.tx_hash && main.length) legs.push({ leg: "transfer", hash: p.tx_hash, transfers: main });
-  } else if (p.tx_hash && s.transfers?.length) legs.push({ leg: "transfer", hash: p.tx_hash, transfers: s.transfers });
-  if (s.feeSweep?.transfers?.length) legs.push({ leg: "fee_sweep", hash: s.feeSweep.hash, transfers: s.feeSweep.transfers });
+  if (p.tx_hash && main.length) legs.push({ leg: "transfer", hash: p.tx_hash, transfers: main });
+  if (feeSweep?.transfers.length) legs.push({ leg: "fee_sweep", hash: feeSweep.hash, transfers: feeSweep.transfers });
   return legs;
 }
 
-/** The authorization that pays an x402 merchant: ours once sent again, else the one the merchant settled. */
-function x402Transfers(s: X402State): LegAuthorization[] {
-  if (s.resent) return s.resent.transfers;
-  return s.authorization ? [s.authorization] : [];
+/** A payment's main transfer's authorizations and its fee sweep, read by its rail's codec. */
+function recordedLegs(p: PaymentRow): { main: LegAuthorization[]; feeSweep: FeeSweep | undefined } {
+  if (p.rail === "x402") {
+    const s = x402States.read(p);
+    if (s.stage !== "settled") return { main: s.stage === "signed" ? [s.authorization] : [], feeSweep: undefined };
+    // The authorization that pays the merchant: ours once sent again, else the one the merchant settled.
+    return { main: s.resent ? s.resent.transfers : [s.authorization], feeSweep: s.feeSweep };
+  }
+  if (p.rail === "fiat") {
+    const s = fiatStates.read(p);
+    if (s.stage === "held" || s.stage === "payout_created") return { main: [], feeSweep: undefined };
+    return { main: s.transfers, feeSweep: s.stage === "fee_sweep" ? s.feeSweep : undefined };
+  }
+  const s = usdcStates.read(p);
+  return { main: s.stage === "relayed" ? s.transfers : [], feeSweep: undefined };
 }
 
 /**
@@ -107,17 +118,22 @@ export async function resendLostLegs(d: LegDeps): Promise<number> {
 }
 
 /** A payment's main relayed leg: its transfers, and its new state once they are signed again. */
-function relayedMainLeg(p: PaymentRow): { transfers: Authorization[]; patch: (t: { hash: Hex; nonce: number; auths: Authorization[] }) => Record<string, unknown> } | undefined {
+function relayedMainLeg(p: PaymentRow): { transfers: Authorization[]; patch: (t: RelayedLeg) => Record<string, unknown> } | undefined {
   if (p.rail === "x402") {
     // Relayed only once sent again (its settlement was lost before).
-    const state = p.rail_state ? x402State(p) : undefined;
-    const resent = state?.resent;
-    if (!state || !resent) return undefined;
-    return { transfers: resent.transfers, patch: (t) => ({ tx_hash: t.hash, rail_state: JSON.stringify({ ...state, resent: { ...resent, transfers: t.auths, relayNonce: t.nonce } } satisfies X402State) }) };
+    const state = x402States.read(p);
+    const resent = state.stage === "settled" ? state.resent : undefined;
+    if (state.stage !== "settled" || !resent) return undefined;
+    return { transfers: resent.transfers, patch: (t) => ({ tx_hash: t.hash, rail_state: x402States.write(state.stage, { ...state, resent: { ...resent, transfers: t.auths, relayNonce: t.nonce } }) }) };
   }
-  const state = legState(p);
-  if (!state) return undefined;
-  return { transfers: state.transfers, patch: (t) => ({ tx_hash: t.hash, rail_state: JSON.stringify({ ...state, transfers: t.auths, relayNonce: t.nonce }) }) };
+  if (p.rail === "fiat") {
+    const state = fiatStates.read(p);
+    if (state.stage === "held" || state.stage === "payout_created") return undefined;
+    return { transfers: state.transfers, patch: (t) => ({ tx_hash: t.hash, rail_state: fiatStates.write(state.stage, { ...state, transfers: t.auths, relayNonce: t.nonce }) }) };
+  }
+  const state = usdcStates.read(p);
+  if (state.stage !== "relayed") return undefined;
+  return { transfers: state.transfers, patch: (t) => ({ tx_hash: t.hash, rail_state: relayedState(state.stage, t) }) };
 }
 
 async function resendLeg(d: LegDeps, p: PaymentRow, lostHash: Hex): Promise<"done" | "wait" | "resent"> {
@@ -152,20 +168,21 @@ export async function resendLostX402Settlements(d: LegDeps): Promise<number> {
   const payments = await d.ctx.ledger.recentCompletedX402(new Date(now.getTime() - X402_LOST_LOOKBACK_MS), X402_PER_PASS);
   let resent = 0;
   for (const p of payments) {
-    const state = x402State(p);
+    const state = readOrReport(d, p);
+    if (!state) continue;
+    // Sent again already (the relayer repairs it now), or never settled (nothing to lose).
+    if (state.stage !== "settled" || state.resent) continue;
     const auth = state.authorization;
-    // Sent again already (the relayer repairs it now), or never signed (nothing to lose).
-    if (state.resent || !auth) continue;
     if (await d.chain.client.authorizationUsed(auth.from, auth.nonce)) continue;
     if (Number(auth.validBefore) > Math.floor(now.getTime() / 1000)) continue;
     d.ctx.logger.error(
-      { payment_id: p.id, project_id: p.project_id, lost_tx: state.settlement?.txHash ?? null },
+      { payment_id: p.id, project_id: p.project_id, lost_tx: state.settlement.txHash },
       "a completed x402 payment's settlement was lost by the chain and its authorization expired unused; paying the merchant again from the wallet",
     );
     try {
       await relayTransfers(d, p, [{ to: auth.to, micros: Number(auth.value) }], (t) => ({
         tx_hash: t.hash,
-        rail_state: JSON.stringify({ ...state, resent: { lostTxHash: state.settlement?.txHash ?? null, transfers: t.auths, relayNonce: t.nonce } } satisfies X402State),
+        rail_state: x402States.write(state.stage, { ...state, resent: { lostTxHash: state.settlement.txHash, transfers: t.auths, relayNonce: t.nonce } }),
       }));
       resent++;
     } catch (err) {
@@ -175,4 +192,15 @@ export async function resendLostX402Settlements(d: LegDeps): Promise<number> {
     }
   }
   return resent;
+}
+
+/** The payment's x402 state; one that does not parse is logged with its id and skipped, never guessed at, and the pass goes on. */
+function readOrReport(d: LegDeps, p: PaymentRow): X402State | undefined {
+  try {
+    return x402States.read(p);
+  } catch (err) {
+    if (!(err instanceof CorruptRailState)) throw err;
+    d.ctx.logger.error({ payment_id: p.id, err: err.message }, "completed x402 payment's rail state does not parse; its settlement is not checked until an operator repairs it");
+    return undefined;
+  }
 }

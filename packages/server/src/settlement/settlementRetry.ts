@@ -6,6 +6,10 @@
  * - transient (RPC timeouts and connection errors, the relayer not mined, a database hiccup, anything
  *   unknown): tried again after a delay that doubles from `backoffMinMs` to `backoffMaxMs`; once the
  *   payment's steps failed `stepErrorsMax` times it fails, credited back, `retries_exhausted`.
+ * - corrupt (its rail state does not parse, rails/railState.ts `CorruptRailState`): nothing can be known of
+ *   what was sent, so nothing is guessed: the payment is left as it is (not failed, not counted), logged as an
+ *   error with its id at every look, and looked at again only after the maximum delay, until an operator
+ *   repairs or resolves it. The other payments settle on meanwhile.
  * Failing is only ever done while nothing was sent: the payment is `pending` without a relayer
  * transaction (re-read after the error), so no signed transfer of it exists that could still move money.
  * A payment with a transfer out (or money already moved) is never credited back on an error: the chain
@@ -19,8 +23,13 @@ import type { FailureCode } from "../ledger/failureCodes.ts";
 import type { PaymentStore } from "../ledger/ports.ts";
 import type { PaymentRow } from "../ledger/store.ts";
 import { PermanentFailure } from "../rails/permanentFailure.ts";
+import { CorruptRailState } from "../rails/railState.ts";
 
-export type StepError = { kind: "stale" } | { kind: "permanent"; code: FailureCode; message: string } | { kind: "transient"; message: string };
+export type StepError =
+  | { kind: "stale" }
+  | { kind: "corrupt"; message: string }
+  | { kind: "permanent"; code: FailureCode; message: string }
+  | { kind: "transient"; message: string };
 
 export type RetryPolicy = { stepErrorsMax: number; backoffMinMs: number; backoffMaxMs: number };
 
@@ -28,13 +37,14 @@ export type RetryPolicy = { stepErrorsMax: number; backoffMinMs: number; backoff
 export type RetryDeps = { ledger: Pick<PaymentStore, "getPayment" | "resolve">; logger: Logger; config: { workers: { retry: RetryPolicy } } };
 
 /** What to do after a failed step: nothing (another process has it, or it is final now), or look again in `inMs`. */
-export type StepErrorOutcome = { kind: "stale" } | { kind: "final"; payment: PaymentRow } | { kind: "retry"; inMs: number; stepErrors: number };
+export type StepErrorOutcome = { kind: "stale" } | { kind: "final"; payment: PaymentRow } | { kind: "retry"; inMs: number; stepErrors: number | undefined };
 
 /** Errors the signer raises for input it will never sign (viem's address checks when signing on the caller's thread). */
 const SIGNER_REFUSALS = new Set(["InvalidAddressError", "InvalidChecksumAddressError"]);
 
 export function classifyStepError(err: unknown): StepError {
   if (err instanceof StaleStepError) return { kind: "stale" };
+  if (err instanceof CorruptRailState) return { kind: "corrupt", message: err.message };
   if (err instanceof PermanentFailure) return { kind: "permanent", code: err.code, message: err.message };
   const name = (err as { name?: string } | null)?.name ?? "";
   if (err instanceof SigningRefusedError || SIGNER_REFUSALS.has(name)) {
@@ -67,6 +77,11 @@ export async function handleStepError(
   const policy = ctx.config.workers.retry;
   const e = classifyStepError(err);
   if (e.kind === "stale") return e;
+  if (e.kind === "corrupt") {
+    // Nothing is read again or written: the row is left exactly as it is for an operator.
+    ctx.logger.error({ payment_id: read.id, rail: read.rail, status: read.status, err: e.message }, "payment's rail state does not parse; it is left untouched for an operator and settles no further until repaired");
+    return { kind: "retry", inMs: policy.backoffMaxMs, stepErrors: undefined };
+  }
   const p = (await ctx.ledger.getPayment(read.id)) ?? read;
   if (p.status !== "pending" && p.status !== "processing") return { kind: "final", payment: p };
   const stepErrors = p.step_errors + 1;

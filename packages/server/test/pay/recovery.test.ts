@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { type Principal } from "../../src/domain/principal.ts";
 import { usdcIntent } from "../../src/services/payments/parsePay.ts";
-import { legState, relayTransfers } from "../../src/rails/onchainLeg.ts";
+import { relayTransfers } from "../../src/rails/onchainLeg.ts";
+import { relayedState } from "../../src/rails/usdc/usdcRail.ts";
+import { usdcStates } from "../../src/rails/usdc/usdcState.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { payingPrincipal, untilFinal } from "../support/holds.ts";
 import { dbOf } from "../../src/ledger/connection.ts";
@@ -40,13 +42,13 @@ describe("recovery: a payment interrupted at each step is finished by a worker, 
     const rails = ctx().rails!;
     // Store the leg exactly as the rail does, but "die" before broadcasting.
     const relayer = { ...rails.relayer, broadcast: async () => {} };
-    const hash = await relayTransfers({ ctx: ctx(), chain: rails.chain, relayer }, held.payment, [{ to: recipient, micros: 2_222_222 }, { to: rails.chain.treasuryAddress, micros: held.payment.fee_micros }], (t) => ({ status: "processing", tx_hash: t.hash, rail_state: JSON.stringify({ transfers: t.auths, relayNonce: t.nonce }) }));
+    const hash = await relayTransfers({ ctx: ctx(), chain: rails.chain, relayer }, held.payment, [{ to: recipient, micros: 2_222_222 }, { to: rails.chain.treasuryAddress, micros: held.payment.fee_micros }], (t) => ({ status: "processing", tx_hash: t.hash, rail_state: relayedState("held", t) }));
     expect(await s.server.chain!.client.transactionKnown(hash)).toBe(false);
     await ctx().ledger.updatePayment(held.payment.id, { lease_owner: null, lease_until: past(), in_flight_until: null, next_attempt_at: past() });
     const p = await final(held.payment.id);
     expect(p.status).toBe("completed");
     expect(p.tx_hash).toBe(hash); // the stored transaction, not a new one
-    expect(legState(p)!.transfers).toHaveLength(2);
+    expect(usdcStates.read(p)).toMatchObject({ stage: "relayed", transfers: [{}, {}] });
     expect((await s.server.chain!.client.usdcBalance(recipient)) - r0).toBe(2_222_222n);
     const relayed = await dbOf(ctx().ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();
     expect(relayed.map((r) => r.tx_hash)).toEqual([hash]);

@@ -10,14 +10,14 @@ import type { PaymentRow } from "../../src/ledger/store.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { signAuthorization, randomNonce } from "../../src/rails/eip3009.ts";
 import { findLostLegs } from "../../src/settlement/lostLegs.ts";
-import { type LegDeps, encodeCalls, legPatch } from "../../src/rails/onchainLeg.ts";
+import { type LegDeps, encodeCalls } from "../../src/rails/onchainLeg.ts";
 import { getDepositAddress } from "../../src/services/getDepositAddress.ts";
 import { reconcile } from "../../src/services/reconcile.ts";
 import { createToken } from "../../src/services/tokens.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { createPgSchema, dialects } from "../support/db.ts";
 import { poll } from "../support/poll.ts";
-import { finishByWorker, heldElsewhere } from "../support/relay.ts";
+import { finishByWorker, heldElsewhere, usdcLegPatch } from "../support/relay.ts";
 import { dbOf } from "../../src/ledger/connection.ts";
 
 const recipientA: Address = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc";
@@ -112,7 +112,7 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     const open = await heldElsewhere(ctx(), s.projectId, recipientC, 2_000_000, "short-lived-open");
     const validBefore = Math.floor(Date.now() / 1000) + 8;
     const auths = await Promise.all([done, open].map((p) => shortLivedLeg(d, p, validBefore)));
-    const txs = await Promise.all([done, open].map((p, i) => relayer.prepare(p.id, encodeCalls(d, auths[i]!), (t) => legPatch({ ...t, auths: auths[i]! }), { tx_hash: p.tx_hash, rail_state: p.rail_state })));
+    const txs = await Promise.all([done, open].map((p, i) => relayer.prepare(p.id, encodeCalls(d, auths[i]!), (t) => usdcLegPatch({ ...t, auths: auths[i]! }), { tx_hash: p.tx_hash, rail_state: p.rail_state })));
     expect(txs[1]!.hash).toBe(txs[0]!.hash);
     const lost = txs[0]!;
     await relayer.broadcast(lost.raw);

@@ -6,7 +6,7 @@
 // payment's next attempt.
 import { createServer } from "node:net";
 import type { Address, Hex } from "viem";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { createChainClient } from "../../src/chain/chainClient.ts";
 import { createRelayer } from "../../src/chain/relayer.ts";
 import type { ChainRuntime } from "../../src/chain/runtime.ts";
@@ -39,6 +39,24 @@ async function closedPort(): Promise<number> {
 test("backoff doubles from the minimum and stops at the maximum", () => {
   const policy = { stepErrorsMax: 10, backoffMinMs: 500, backoffMaxMs: 60_000 };
   expect([1, 2, 3, 4, 5, 6, 7, 8, 20].map((n) => backoffMs(policy, n))).toEqual([500, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000]);
+});
+
+test("error: a rail state that does not parse names its payment, whatever the rail; a stage change the rail's table does not list is refused", async () => {
+  const { CorruptRailState } = await import("../../src/rails/railState.ts");
+  const { usdcStates } = await import("../../src/rails/usdc/usdcState.ts");
+  const { fiatStates } = await import("../../src/rails/fiat/fiatState.ts");
+  const { x402States } = await import("../../src/rails/x402/x402State.ts");
+  for (const [codec, rail] of [[usdcStates, "usdc_transfer"], [fiatStates, "fiat"], [x402States, "x402"]] as const) {
+    for (const railState of ["{", '{"stage":"no_such_stage"}', "[]"]) {
+      const read = () => codec.read({ id: "pay_corrupt", rail_state: railState });
+      expect(read).toThrow(CorruptRailState);
+      expect(read).toThrow(`payment pay_corrupt: its ${rail} rail_state does not parse`);
+    }
+  }
+  // x402 is always held with its quote: no state at all is corrupt too, never a default.
+  expect(() => x402States.read({ id: "pay_none", rail_state: null })).toThrow("payment pay_none: its x402 rail_state does not parse");
+  expect(classifyStepError(new CorruptRailState("pay_corrupt", "fiat", "not JSON"))).toMatchObject({ kind: "corrupt" });
+  expect(() => fiatStates.write("fee_sweep", { stage: "held" })).toThrow("fiat rail state may not go from fee_sweep to held");
 });
 
 test("classification: refused connections are transient, a signer's refusal and a rail's PermanentFailure are permanent", async () => {
@@ -119,6 +137,33 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     // Final: nothing left for the worker.
     now += 60_000;
     expect(await worker.runOnce()).toBe(0);
+  });
+
+  test("error: a payment whose rail state does not parse is logged as an error with its id and left untouched, while the worker settles the others", async () => {
+    const before = await available();
+    const notJson = await abandoned("0x90F79bf6EB2c4f870365E785982E1f101E93b906", "corrupt-not-json");
+    const wrongShape = await abandoned("0x90F79bf6EB2c4f870365E785982E1f101E93b906", "corrupt-wrong-shape");
+    const healthy = await abandoned("0x90F79bf6EB2c4f870365E785982E1f101E93b906", "healthy-beside-corrupt");
+    const corrupt = { [notJson.id]: '{"stage":"relayed","transfers":[', [wrongShape.id]: '{"stage":"relayed","transfers":"0xdead","relayNonce":-1}' };
+    for (const [id, railState] of Object.entries(corrupt)) await t.ctx.ledger.updatePayment(id, { rail_state: railState });
+    const errors = vi.spyOn(t.ctx.logger, "error");
+    try {
+      // One pass takes all three: the corrupt ones do not stop it, the healthy one takes its own (transient) step.
+      expect(await worker.runOnce()).toBe(3);
+      for (const [id, railState] of Object.entries(corrupt)) {
+        const row = (await t.ctx.ledger.getPayment(id))!;
+        // Left as it was: not failed, not credited back, not counted towards the retry bound; looked at again after the longest delay.
+        expect(row).toMatchObject({ status: "pending", rail_state: railState, tx_hash: null, step_errors: 0, failure_code: null, lease_owner: null });
+        expect(Date.parse(row.next_attempt_at) - now).toBe(3_000);
+        const logged = errors.mock.calls.filter(([fields]) => (fields as { payment_id?: string }).payment_id === id);
+        expect(logged).toHaveLength(1);
+        expect(String((logged[0]![0] as { err: unknown }).err)).toContain(`payment ${id}: its usdc_transfer rail_state does not parse`);
+      }
+      expect(await t.ctx.ledger.getPayment(healthy.id)).toMatchObject({ status: "pending", step_errors: 1 });
+      expect(await available()).toBe(before - 3 * 1_020_000);
+    } finally {
+      errors.mockRestore();
+    }
   });
 
   test("the ledger verifies", async () => {

@@ -5,9 +5,13 @@ import type { Address, Hex } from "viem";
 import type { Relayer } from "../../src/chain/relayer.ts";
 import type { AppContext } from "../../src/context.ts";
 import type { PaymentRow } from "../../src/ledger/store.ts";
-import { type LegDeps, encodeCalls, legPatch, signTransfers } from "../../src/rails/onchainLeg.ts";
+import { type LegDeps, type RelayedLeg, encodeCalls, signTransfers } from "../../src/rails/onchainLeg.ts";
+import { relayedState } from "../../src/rails/usdc/usdcRail.ts";
 import { usdcIntent } from "../../src/services/payments/parsePay.ts";
 import { payingPrincipal, untilFinal } from "./holds.ts";
+
+/** The payment row once its usdc_transfer leg is relayed, as the rail stores it (usdcRail.ts, `startLeg`). */
+export const usdcLegPatch = (t: RelayedLeg) => ({ status: "processing", tx_hash: t.hash, rail_state: relayedState("held", t) });
 
 const past = () => new Date(Date.now() - 1_000).toISOString();
 
@@ -26,7 +30,7 @@ export async function heldElsewhere(ctx: AppContext, projectId: string, recipien
 export async function relayLegs(ctx: AppContext, relayer: Relayer, payments: PaymentRow[], recipient: Address): Promise<Hex[]> {
   const d: LegDeps = { ctx, chain: ctx.rails!.chain, relayer };
   const auths = await Promise.all(payments.map((p) => signTransfers(d, p, [{ to: recipient, micros: p.amount_micros }, { to: d.chain.treasuryAddress, micros: p.fee_micros }])));
-  const txs = await Promise.all(payments.map((p, i) => relayer.prepare(p.id, encodeCalls(d, auths[i]!), (t) => legPatch({ ...t, auths: auths[i]! }), { tx_hash: p.tx_hash, rail_state: p.rail_state })));
+  const txs = await Promise.all(payments.map((p, i) => relayer.prepare(p.id, encodeCalls(d, auths[i]!), (t) => usdcLegPatch({ ...t, auths: auths[i]! }), { tx_hash: p.tx_hash, rail_state: p.rail_state })));
   await Promise.all(txs.map((t) => relayer.broadcast(t.raw)));
   return txs.map((t) => t.hash);
 }

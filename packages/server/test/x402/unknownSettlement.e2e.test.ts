@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { usdcAbi } from "../../src/chain/chainClient.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { authorizationUsedIn } from "../../src/rails/eip3009.ts";
-import { x402State } from "../../src/rails/x402/x402State.ts";
+import { x402States } from "../../src/rails/x402/x402State.ts";
 import { feeFor } from "../../src/money.ts";
 import { reconcile } from "../../src/services/reconcile.ts";
 import { startCountingListener } from "../support/ssrfTargets.ts";
@@ -80,7 +80,9 @@ async function expectCompleted(rogue: Rogue, paymentId: string) {
   expect(rogue.settlements).toHaveLength(1);
   expect(payment.tx_hash).toBe(rogue.settlements[0]);
   expect(await w.balanceOf(rogue.payTo)).toBe(PRICE);
-  const sweep = x402State(payment).feeSweep!;
+  const state = x402States.read(payment);
+  if (state.stage !== "settled" || !state.feeSweep) throw new Error(`payment ${paymentId} completed without a recorded fee sweep (${state.stage})`);
+  const sweep = state.feeSweep;
   const receipt = await w.server.server.chain!.client.receipt(sweep.hash);
   // The sweep may share its relayer transaction with other payments' sweeps: this payment's own
   // authorization was used in it, and everything it moved is a fee from the wallet to the treasury.
@@ -98,7 +100,7 @@ async function expectFailedAndCredited(rogue: Rogue, paymentId: string) {
   expect(payment.tx_hash).toBeNull();
   expect(payment.failure_reason).toMatch(/expired/);
   expect(await w.balanceOf(rogue.payTo)).toBe(0n);
-  expect(x402State(payment).feeSweep).toBeUndefined();
+  expect(x402States.read(payment).stage).toBe("signed");
   expect(await dbOf(w.ctx.ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", paymentId).execute()).toEqual([]);
   expect(await txnStatuses(paymentId)).toEqual(["failed", "failed"]);
 }

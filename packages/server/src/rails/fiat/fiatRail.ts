@@ -10,11 +10,10 @@ import { forgetBankAccount, openBankRecipient } from "../../domain/bankAccount.t
 import type { Address } from "viem";
 import type { PaymentRow } from "../../ledger/store.ts";
 import { type FiatProvider, FiatProviderError, type Payout } from "./provider.ts";
-import type { Hex } from "viem";
-import type { Authorization } from "../eip3009.ts";
-import { type LegDeps, checkLeg, checkRelayed, legFailure, legState, relayTransfers, startLeg } from "../onchainLeg.ts";
-import type { AdvanceResult, Rail } from "../rails.ts";
+import { type LegDeps, checkLeg, checkRelayed, legFailure, relayTransfers, startLeg } from "../onchainLeg.ts";
+import { type AdvanceResult, type Rail, advanceByStage } from "../rails.ts";
 import type { FailureCode } from "../../ledger/failureCodes.ts";
+import { type FiatPaidOutState, type FiatState, fiatStates, seenPaidOut } from "./fiatState.ts";
 
 export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: (p: PaymentRow, outcome: "completed" | "failed" | "reversed") => void }) {
   const { ctx, provider } = d;
@@ -35,8 +34,8 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
    * `payout_first` (Bridge): the payout is created first (its deposit address and amount persisted
    * before anything is signed), then exactly that USDC goes on-chain, then the payout's state decides.
    */
-  async function advancePayoutFirst(payment: PaymentRow): Promise<AdvanceResult> {
-    if (payment.status === "pending" && !payment.provider_ref) {
+  async function advancePayoutFirst(payment: PaymentRow, state: FiatState): Promise<AdvanceResult> {
+    if (state.stage === "held") {
       const project = await ctx.ledger.projects.get(payment.project_id);
       let payout: Payout;
       try {
@@ -57,33 +56,38 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
       }
       await ctx.ledger.updatePayment(payment.id, {
         provider_ref: payout.payoutId,
-        rail_state: JSON.stringify({ stage: "payout_created", deposit: payout.deposit }),
+        rail_state: fiatStates.write(state.stage, { stage: "payout_created", deposit: payout.deposit }),
         // The provider holds the bank details now: keep only the last four digits of the account.
         recipient_json: forgetBankAccount(payment.recipient_json!),
       });
       return { done: false, retryInMs: 0 };
     }
-    if (payment.status === "pending") {
-      const state = JSON.parse(payment.rail_state!) as { deposit: { address: Address; amountMicros: number } };
-      await startLeg(d, payment, [{ to: state.deposit.address, micros: state.deposit.amountMicros }], { ...state, stage: "usdc_leg" });
+    if (state.stage === "payout_created") {
+      const { deposit } = state;
+      await startLeg(d, payment, [{ to: deposit.address, micros: deposit.amountMicros }], (t) => fiatStates.write(state.stage, { stage: "usdc_leg", deposit, transfers: t.auths, relayNonce: t.nonce }));
       return { done: false, retryInMs: 250 };
     }
-    if (payment.status !== "processing") return { done: true };
-    const state = legState(payment)!;
     if (state.stage === "usdc_leg") {
-      const leg = await checkLeg(d, payment);
+      const leg = await checkUsdcLeg(payment, state);
       if (leg === "pending") return { done: false, retryInMs: 500 };
       // Nothing moved: the transfer at the provider waits for funds that never come.
       if (leg !== "confirmed") {
-        const f = await legFailure(d, payment, leg, "the off-ramp");
+        const f = await legFailure(d, payment, state.transfers, leg, "the off-ramp");
         return fail(payment, f.failureCode, f.failureReason);
       }
-      await ctx.ledger.updatePayment(payment.id, { rail_state: JSON.stringify({ ...state, stage: "payout" }) });
+      const next: FiatPaidOutState = { ...state, stage: "payout" };
+      payment = await ctx.ledger.updatePayment(payment.id, { rail_state: fiatStates.write(state.stage, next) });
+      return applyPayout(payment, next);
     }
-    return applyPayout(payment);
+    return applyPayout(payment, state);
   }
 
-  async function applyPayout(payment: PaymentRow): Promise<AdvanceResult> {
+  /** Where the amount's leg to the off-ramp stands (sent again under a new nonce if the node lost it). */
+  function checkUsdcLeg(payment: PaymentRow, state: Extract<FiatState, { stage: "usdc_leg" }>) {
+    return checkLeg(d, payment, state.transfers, (t) => fiatStates.write(state.stage, { ...state, relayNonce: t.nonce }));
+  }
+
+  async function applyPayout(payment: PaymentRow, state: FiatPaidOutState): Promise<AdvanceResult> {
     const payout = await provider.getPayout(payment.provider_ref!);
     if (!payout || payout.status === "processing") {
       if (payout) await noteWhere(payment, payout);
@@ -91,32 +95,33 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
     }
     // `refunded` before it was ever seen paid out: the USDC is back in the project wallet, so the hold
     // is released. Seen paid out before, it completes and is reversed below instead.
-    const seenPaidOut = legState(payment)?.paidOut === true || legState(payment)?.feeSweep !== undefined;
-    if (payout.status === "failed" || (payout.status === "refunded" && !seenPaidOut)) {
+    const paidOutBefore = seenPaidOut(state);
+    if (payout.status === "failed" || (payout.status === "refunded" && !paidOutBefore)) {
       if (payout.refundTxHash) await ctx.ledger.returnWatch.noteRefundTx(payment.id, payout.refundTxHash);
       return fail(payment, payout.refused ? "payout_refused" : "payout_failed", payout.reason ?? `The payout ${payout.refused ? "was refused by" : "failed at"} ${provider.name}; the amount and fee were credited back.`);
     }
-    if (provider.flow === "payout_first" && !seenPaidOut) {
+    if (provider.flow === "payout_first" && !paidOutBefore) {
       // Remembered before anything else: a refund read later is then a return (reversed), never a failure.
-      payment = await ctx.ledger.updatePayment(payment.id, { rail_state: JSON.stringify({ ...legState(payment)!, paidOut: true }) });
+      const next: FiatPaidOutState = { ...state, paidOut: true };
+      payment = await ctx.ledger.updatePayment(payment.id, { rail_state: fiatStates.write(state.stage, next) });
+      state = next;
     }
     // completed or returned: the USD went out, so the fee is earned: sweep it to the treasury
     // (a relayed authorization of its own), and complete once that is confirmed on-chain.
     if (payment.fee_micros > 0) {
-      const state = legState(payment)!;
-      const sweep = state.feeSweep as { hash: Hex; transfers: Authorization[] } | undefined;
+      const sweep = state.stage === "fee_sweep" ? state.feeSweep : undefined;
       if (!sweep) {
         await relayTransfers(d, payment, [{ to: d.chain.treasuryAddress, micros: payment.fee_micros }], (t) => ({
-          rail_state: JSON.stringify({ ...state, stage: "fee_sweep", feeSweep: { hash: t.hash, transfers: t.auths } }),
+          rail_state: fiatStates.write(state.stage, { ...state, stage: "fee_sweep", feeSweep: { hash: t.hash, transfers: t.auths } }),
         }));
         return { done: false, retryInMs: 250 };
       }
-      const swept = await checkRelayed(d, payment, sweep.hash, sweep.transfers, (t) => ({ rail_state: JSON.stringify({ ...state, feeSweep: { ...sweep, hash: t.hash } }) }));
+      const swept = await checkRelayed(d, payment, sweep.hash, sweep.transfers, (t) => ({ rail_state: fiatStates.write(state.stage, { ...state, stage: "fee_sweep", feeSweep: { ...sweep, hash: t.hash } }) }));
       if (swept === "pending") return { done: false, retryInMs: 500 };
       if (swept !== "confirmed") {
         // The sweep can no longer be mined and moved nothing: sign a fresh one next time, after the
         // retry rule's growing delay (thrown so it counts: a sweep that keeps reverting must not spin).
-        await ctx.ledger.updatePayment(payment.id, { rail_state: JSON.stringify({ ...state, feeSweep: undefined }) });
+        await ctx.ledger.updatePayment(payment.id, { rail_state: fiatStates.write(state.stage, { ...state, stage: "fee_sweep", feeSweep: undefined }) });
         throw new Error(`the fee sweep ${swept} (transaction ${sweep.hash}); a fresh one is signed on the next try`);
       }
     }
@@ -166,18 +171,19 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
   } = {
     provider,
     applyProviderState,
-    async advance(payment) {
-      if (provider.flow === "payout_first") return advancePayoutFirst(payment);
-      if (payment.status === "pending" && !payment.tx_hash) {
-        await startLeg(d, payment, [{ to: provider.depositAddress!, micros: payment.amount_micros }], { stage: "usdc_leg" });
+    advance: advanceByStage(fiatStates, async (payment, state) => {
+      if (payment.status !== "pending" && payment.status !== "processing") return { done: true };
+      if (provider.flow === "payout_first") return advancePayoutFirst(payment, state);
+      if (state.stage === "held") {
+        await startLeg(d, payment, [{ to: provider.depositAddress!, micros: payment.amount_micros }], (t) => fiatStates.write(state.stage, { stage: "usdc_leg", transfers: t.auths, relayNonce: t.nonce }));
         return { done: false, retryInMs: 250 };
       }
-      if (payment.status !== "processing") return { done: true };
-      if (!payment.provider_ref) {
-        const leg = await checkLeg(d, payment);
+      if (state.stage === "payout_created") throw new Error(`payment ${payment.id}: a payout_first stage with a deposit_first off-ramp (${provider.name})`);
+      if (state.stage === "usdc_leg") {
+        const leg = await checkUsdcLeg(payment, state);
         if (leg === "pending") return { done: false, retryInMs: 500 };
         if (leg !== "confirmed") {
-          const r = await ctx.ledger.resolve(payment.id, "failed", await legFailure(d, payment, leg, "the off-ramp"));
+          const r = await ctx.ledger.resolve(payment.id, "failed", await legFailure(d, payment, state.transfers, leg, "the off-ramp"));
           if (r.changed) d.onFinal?.(r.payment, "failed");
           return { done: true };
         }
@@ -188,13 +194,12 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
           recipient: openBankRecipient(ctx.bankAccountKey, payment.project_id, payment.recipient_json!),
           refundAddress: project!.wallet_address as Address,
         });
-        const state = legState(payment)!;
         // The provider holds the bank details now: keep only the last four digits of the account.
-        await ctx.ledger.updatePayment(payment.id, { provider_ref: payout.payoutId, rail_state: JSON.stringify({ ...state, stage: "payout" }), recipient_json: forgetBankAccount(payment.recipient_json!) });
+        await ctx.ledger.updatePayment(payment.id, { provider_ref: payout.payoutId, rail_state: fiatStates.write(state.stage, { ...state, stage: "payout" }), recipient_json: forgetBankAccount(payment.recipient_json!) });
         return { done: false, retryInMs: 1_000 };
       }
-      return applyPayout(payment);
-    },
+      return applyPayout(payment, state);
+    }),
     /**
      * A provider webhook named this payout. An open payment is only woken up: the worker, holding its
      * lease, applies what the provider says (so no two processes ever sign for one payment). A return

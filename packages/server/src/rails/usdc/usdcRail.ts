@@ -1,29 +1,35 @@
 /**
  * usdc_transfer rail: amount to the recipient and fee to the treasury, both by EIP-3009 from the
  * project wallet, in one relayed transaction. Completed when the receipt is confirmed; failed (and
- * credited back) if it reverts or can no longer be mined.
+ * credited back) if it reverts or can no longer be mined. Its stages: usdcState.ts.
  */
 import type { Address } from "viem";
 import type { PaymentRow } from "../../ledger/store.ts";
-import { type LegDeps, checkLeg, legFailure, startLeg } from "../onchainLeg.ts";
-import type { AdvanceResult, Rail } from "../rails.ts";
+import { type LegDeps, type RelayedLeg, checkLeg, legFailure, startLeg } from "../onchainLeg.ts";
+import { type AdvanceResult, type Rail, advanceByStage } from "../rails.ts";
+import { type UsdcState, usdcStates } from "./usdcState.ts";
 
 export function createUsdcRail(d: LegDeps & { onFinal?: (p: PaymentRow, outcome: "completed" | "failed") => void }): Rail {
-  return {
-    async advance(payment): Promise<AdvanceResult> {
-      if (payment.status === "pending" && !payment.tx_hash) {
-        await startLeg(d, payment, [
-          { to: payment.recipient as Address, micros: payment.amount_micros },
-          { to: d.chain.treasuryAddress, micros: payment.fee_micros },
-        ]);
-        return { done: false, retryInMs: 250 };
-      }
-      const status = await checkLeg(d, payment);
-      if (status === "pending") return { done: false, retryInMs: 500 };
-      const outcome = status === "confirmed" ? "completed" : "failed";
-      const r = await d.ctx.ledger.resolve(payment.id, outcome, status === "confirmed" ? { failureReason: null } : await legFailure(d, payment, status, "the recipient"));
-      if (r.changed) d.onFinal?.(r.payment, outcome);
-      return { done: true };
-    },
-  };
+  async function step(payment: PaymentRow, state: UsdcState): Promise<AdvanceResult> {
+    if (payment.status !== "pending" && payment.status !== "processing") return { done: true };
+    if (state.stage === "held") {
+      await startLeg(d, payment, [
+        { to: payment.recipient as Address, micros: payment.amount_micros },
+        { to: d.chain.treasuryAddress, micros: payment.fee_micros },
+      ], (t) => relayedState("held", t));
+      return { done: false, retryInMs: 250 };
+    }
+    const status = await checkLeg(d, payment, state.transfers, (t) => usdcStates.write("relayed", { ...state, relayNonce: t.nonce }));
+    if (status === "pending") return { done: false, retryInMs: 500 };
+    const outcome = status === "confirmed" ? "completed" : "failed";
+    const r = await d.ctx.ledger.resolve(payment.id, outcome, status === "confirmed" ? { failureReason: null } : await legFailure(d, payment, state.transfers, status, "the recipient"));
+    if (r.changed) d.onFinal?.(r.payment, outcome);
+    return { done: true };
+  }
+  return { advance: advanceByStage(usdcStates, step) };
+}
+
+/** The stored state of a usdc_transfer payment whose leg was relayed (signed first, or again). */
+export function relayedState(from: UsdcState["stage"], t: RelayedLeg): string {
+  return usdcStates.write(from, { stage: "relayed", transfers: t.auths, relayNonce: t.nonce });
 }

@@ -11,13 +11,12 @@
  * when the merchant was paid, as on the fiat rail.
  */
 import type { Hex } from "viem";
-import type { RailDeps } from "../railDeps.ts";
 import type { FailureCode } from "../../ledger/failureCodes.ts";
 import type { PaymentRow } from "../../ledger/store.ts";
 import { type LegDeps, checkRelayed, relayTransfers } from "../onchainLeg.ts";
 import type { AdvanceResult } from "../rails.ts";
 import { authorizationStanding } from "./settlementOnChain.ts";
-import { type X402State, x402State } from "./x402State.ts";
+import { type X402SettledState, type X402SignedState, type X402State, x402States } from "./x402State.ts";
 
 export type X402Deps = LegDeps & { onFinal?: (p: PaymentRow, outcome: "completed" | "failed") => void };
 
@@ -25,9 +24,9 @@ export type X402Deps = LegDeps & { onFinal?: (p: PaymentRow, outcome: "completed
 const WATCH_INTERVAL_MS_MIN = 250;
 const WATCH_INTERVAL_MS_MAX = 2_000;
 
-export async function advanceX402Payment(d: X402Deps, payment: PaymentRow): Promise<AdvanceResult> {
+/** One step of an open x402 payment, from its parsed state (rails.ts `advanceByStage`). */
+export async function advanceX402Payment(d: X402Deps, payment: PaymentRow, state: X402State): Promise<AdvanceResult> {
   if (payment.status !== "pending" && payment.status !== "processing") return { done: true };
-  const state = x402State(payment);
   switch (state.stage) {
     case "held":
       // The request stopped between the hold and the signature: nothing exists that could pay.
@@ -40,9 +39,8 @@ export async function advanceX402Payment(d: X402Deps, payment: PaymentRow): Prom
   }
 }
 
-async function watchAuthorization(d: X402Deps, payment: PaymentRow, state: X402State): Promise<AdvanceResult> {
-  const auth = state.authorization!;
-  const standing = await authorizationStanding(d.chain, auth, {
+async function watchAuthorization(d: X402Deps, payment: PaymentRow, state: X402SignedState): Promise<AdvanceResult> {
+  const standing = await authorizationStanding(d.chain, state.authorization, {
     fromBlock: state.fromBlock ?? 0,
     confirmations: d.ctx.config.chain.paymentConfirmations,
     maxBlocksPerQuery: d.ctx.config.chain.depositScanMaxBlocks,
@@ -57,42 +55,41 @@ async function watchAuthorization(d: X402Deps, payment: PaymentRow, state: X402S
   }
   // Used: the transaction is found by its event; a node that lags on logs gets another look.
   if (!standing.txHash) return { done: false, retryInMs: WATCH_INTERVAL_MS_MAX };
-  const settled = await markSettled(d.ctx, payment, state, standing.txHash, "chain");
-  return sweepFeeAndComplete(d, settled, x402State(settled));
+  const settled = settledState(state, standing.txHash, "chain");
+  // Recorded: `tx_hash` is the merchant's settlement, never our fee sweep.
+  const payment2 = await d.ctx.ledger.updatePayment(payment.id, { tx_hash: standing.txHash, rail_state: x402States.write(state.stage, settled) });
+  return sweepFeeAndComplete(d, payment2, settled);
 }
 
-export function settledState(state: X402State, txHash: Hex, source: "receipt" | "chain"): X402State {
+export function settledState(state: X402SignedState, txHash: Hex, source: "receipt" | "chain"): X402SettledState {
   return { ...state, stage: "settled", settlement: { txHash, source } };
 }
 
-/** Records the settlement transaction: `tx_hash` is the merchant's settlement, never our fee sweep. */
-function markSettled(ctx: RailDeps, payment: PaymentRow, state: X402State, txHash: Hex, source: "receipt" | "chain"): Promise<PaymentRow> {
-  return ctx.ledger.updatePayment(payment.id, { tx_hash: txHash, rail_state: JSON.stringify(settledState(state, txHash, source)) });
-}
-
-async function sweepFeeAndComplete(d: X402Deps, payment: PaymentRow, state: X402State): Promise<AdvanceResult> {
+async function sweepFeeAndComplete(d: X402Deps, payment: PaymentRow, state: X402SettledState): Promise<AdvanceResult> {
   if (payment.fee_micros > 0) {
     const sweep = state.feeSweep;
     if (!sweep) {
       await relayTransfers(d, payment, [{ to: d.chain.treasuryAddress, micros: payment.fee_micros }], (t) => ({
-        rail_state: JSON.stringify({ ...state, feeSweep: { hash: t.hash, transfers: t.auths } } satisfies X402State),
+        rail_state: x402States.write(state.stage, { ...state, feeSweep: { hash: t.hash, transfers: t.auths } }),
       }));
       // A chain that mines at once confirms it now; otherwise the check below says when to look again.
       const relayed = (await d.ctx.ledger.getPayment(payment.id))!;
-      return sweepFeeAndComplete(d, relayed, x402State(relayed));
+      const next = x402States.read(relayed);
+      if (next.stage !== "settled") throw new Error(`x402 payment ${payment.id} left the settled stage while its fee was swept`);
+      return sweepFeeAndComplete(d, relayed, next);
     }
     const swept = await checkRelayed(d, payment, sweep.hash, sweep.transfers, (t) => ({
-      rail_state: JSON.stringify({ ...state, feeSweep: { ...sweep, hash: t.hash } } satisfies X402State),
+      rail_state: x402States.write(state.stage, { ...state, feeSweep: { ...sweep, hash: t.hash } }),
     }));
     if (swept === "pending") return { done: false, retryInMs: 500 };
     if (swept !== "confirmed") {
       // That sweep can no longer be mined and moved nothing: a fresh one is signed next time, after the
       // retry rule's growing delay (thrown so it counts: a sweep that keeps reverting must not spin).
-      await d.ctx.ledger.updatePayment(payment.id, { rail_state: JSON.stringify({ ...state, feeSweep: undefined } satisfies X402State) });
+      await d.ctx.ledger.updatePayment(payment.id, { rail_state: x402States.write(state.stage, { ...state, feeSweep: undefined }) });
       throw new Error(`the fee sweep ${swept} (transaction ${sweep.hash}); a fresh one is signed on the next try`);
     }
   }
-  const r = await d.ctx.ledger.resolve(payment.id, "completed", { txHash: state.settlement!.txHash });
+  const r = await d.ctx.ledger.resolve(payment.id, "completed", { txHash: state.settlement.txHash });
   if (r.changed) d.onFinal?.(r.payment, "completed");
   return { done: true };
 }

@@ -12,7 +12,7 @@
  */
 import { type ProxiedResponse, limits } from "@agentwallet/api";
 import { type Address, type Hex, getAddress } from "viem";
-import type { X402Rail, X402Call, X402Quote, X402Signature, X402PaidOutcome } from "../rails.ts";
+import { type X402Rail, type X402Call, type X402Quote, type X402Signature, type X402PaidOutcome, advanceByStage } from "../rails.ts";
 import { HOP_BY_HOP, type LookupFunction, type PreparedRequest, type SafeFetch, type SafeFetchResponse, createSafeFetcher } from "../../net/safeFetch.ts";
 import { SafeFetchError } from "../../net/safeFetchErrors.ts";
 import { redactServiceTokens } from "../../tokenScan.ts";
@@ -23,7 +23,7 @@ import { readPaymentRequired } from "./readPaymentRequired.ts";
 import { readSettlementHeader, transactionUsedAuthorization } from "./settlementOnChain.ts";
 import { signPayment } from "./signPayment.ts";
 import { fetchFailed } from "./x402Errors.ts";
-import type { X402State } from "./x402State.ts";
+import { type X402HeldState, type X402SettledState, type X402SignedState, x402States } from "./x402State.ts";
 import type { PaymentRequired } from "@x402/core/types";
 
 export type X402RailDeps = X402Deps & {
@@ -84,7 +84,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
   const wire = (call: X402Call) => ({ url: call.url, method: call.method, headers: call.headers, body: call.body });
 
   return {
-    advance: (payment) => advanceX402Payment(d, payment),
+    advance: advanceByStage(x402States, (payment, state) => advanceX402Payment(d, payment, state)),
 
     leaseNeededMs: 2 * cfg.timeoutMs + LEASE_MARGIN_MS,
 
@@ -104,7 +104,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       // at once (and read again in the background after a second) instead of a round trip each time.
       const fromBlock = chain.client.recentBlockNumber(RECENT_BLOCK_MAX_AGE_MS, RECENT_BLOCK_REFRESH_MS);
       fromBlock.catch(() => undefined);
-      const state: X402State = { stage: "held", x402Version: chosen.x402Version, network: chosen.network, payTo: chosen.payTo, maxTimeoutSeconds: chosen.maxTimeoutSeconds };
+      const state: X402HeldState = { stage: "held", x402Version: chosen.x402Version, network: chosen.network, payTo: chosen.payTo, maxTimeoutSeconds: chosen.maxTimeoutSeconds };
       return { amountMicros: chosen.amountMicros, state, fromBlock, chosen, paymentRequired } satisfies Judged;
     },
 
@@ -117,12 +117,12 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
     async sign(walletIndex, quote) {
       const q = quote as Judged;
       const signed = await signPayment(ctx.custody.signerFor(walletIndex, { onCallerThread: true }) as never, q.paymentRequired, q.chosen, { usdcAddress: chain.client.usdcAddress, v2Network, v1Network, nowMs: ctx.clock().getTime() });
-      const state: X402State = { ...(q.state as X402State), stage: "signed", authorization: signed.authorization, fromBlock: await q.fromBlock };
+      const state: X402SignedState = { ...q.state, stage: "signed", authorization: signed.authorization, fromBlock: await q.fromBlock };
       return { header: signed.header, state } satisfies X402Signature;
     },
 
     async sendPaid(retry, call, signature, paymentId): Promise<X402PaidOutcome> {
-      const state = signature.state as X402State;
+      const { state } = signature;
       let reply: SafeFetchResponse | undefined;
       try {
         reply = await (retry as PreparedRequest).send(wire(call), { serviceHeaders: { [signature.header.name]: signature.header.value } });
@@ -135,7 +135,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       }
       // Only a receipt whose transaction used our authorization settles the payment here; a 402, an
       // error, or a receipt we cannot prove leaves it to the chain.
-      let settlement: { txHash: Hex; state: X402State } | undefined;
+      let settlement: { txHash: Hex; state: X402SettledState } | undefined;
       try {
         const reported = reply ? readSettlementHeader(reply.headers) : undefined;
         if (reported?.success && reported.transaction && (await transactionUsedAuthorization(chain, reported.transaction, state.authorization!))) {

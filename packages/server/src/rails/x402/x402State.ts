@@ -5,34 +5,56 @@
  * - `signed`: the authorization (with its fresh random nonce) is stored; the merchant may hold it;
  * - `settled`: the authorization was used on-chain by `settlement.txHash`; the fee sweep follows.
  */
-import type { Address, Hex } from "viem";
-import type { PaymentRow } from "../../ledger/store.ts";
-import type { Authorization } from "../eip3009.ts";
+import { z } from "zod";
+import { type Transitions, addressSchema, authorizationSchema, feeSweepSchema, hexSchema, railStateCodec } from "../railState.ts";
 import type { SignedAuthorization } from "./signPayment.ts";
 
-export type X402State = {
-  stage: "held" | "signed" | "settled";
-  x402Version: 1 | 2;
-  network: string;
-  payTo: Address;
-  maxTimeoutSeconds: number;
-  /** From `signed` on. */
-  authorization?: SignedAuthorization;
+/** The authorization as signed for the merchant (the signature travels in the payment header only). */
+const signedAuthorization = authorizationSchema.omit({ signature: true }) satisfies z.ZodType<SignedAuthorization>;
+
+/** The requirement judged and held for. */
+const quoted = {
+  x402Version: z.union([z.literal(1), z.literal(2)]),
+  network: z.string(),
+  payTo: addressSchema,
+  maxTimeoutSeconds: z.number(),
+};
+const signed = {
+  ...quoted,
+  authorization: signedAuthorization,
   /** A block read before signing: the settlement cannot be earlier, so the log search starts here. */
-  fromBlock?: number;
-  /** From `settled` on: the transaction that used the authorization, and who told us. */
-  settlement?: { txHash: Hex; source: "receipt" | "chain" };
-  /**
-   * The chain lost the settlement after the payment completed (a rollback deeper than the confirmation
-   * depth) and the authorization expired unused: the same transfer to `payTo`, signed again and relayed
-   * by us (settlement/lostLegs.ts). The payment's `tx_hash` is then this transaction's.
-   */
-  resent?: { lostTxHash: Hex | null; transfers: Authorization[]; relayNonce: number };
-  /** The relayed fee transfer to the treasury, once signed (see onchainLeg.ts). */
-  feeSweep?: { hash: Hex; transfers: Authorization[] };
+  fromBlock: z.number().int().nonnegative().optional(),
 };
 
-export function x402State(p: PaymentRow): X402State {
-  if (!p.rail_state) throw new Error(`x402 payment ${p.id} has no rail_state`);
-  return JSON.parse(p.rail_state) as X402State;
-}
+export const x402StateSchema = z.discriminatedUnion("stage", [
+  z.object({ stage: z.literal("held"), ...quoted }),
+  z.object({ stage: z.literal("signed"), ...signed }),
+  z.object({
+    stage: z.literal("settled"),
+    ...signed,
+    /** The transaction that used the authorization, and who told us. */
+    settlement: z.object({ txHash: hexSchema, source: z.enum(["receipt", "chain"]) }),
+    /**
+     * The chain lost the settlement after the payment completed (a rollback deeper than the confirmation
+     * depth) and the authorization expired unused: the same transfer to `payTo`, signed again and relayed
+     * by us (settlement/lostLegs.ts). The payment's `tx_hash` is then this transaction's.
+     */
+    resent: z.object({ lostTxHash: hexSchema.nullable(), transfers: z.array(authorizationSchema), relayNonce: z.number().int().nonnegative() }).optional(),
+    /** The relayed fee transfer to the treasury, once signed (see onchainLeg.ts). */
+    feeSweep: feeSweepSchema.optional(),
+  }),
+]);
+export type X402State = z.infer<typeof x402StateSchema>;
+export type X402HeldState = Extract<X402State, { stage: "held" }>;
+export type X402SignedState = Extract<X402State, { stage: "signed" }>;
+export type X402SettledState = Extract<X402State, { stage: "settled" }>;
+
+/** The stage changes written for an x402 payment (docs/architecture.md, "Rail stages"). */
+export const X402_TRANSITIONS = {
+  held: ["signed"],
+  signed: ["settled"],
+  settled: ["settled"],
+} as const satisfies Transitions<X402State["stage"]>;
+
+/** An x402 payment is always held with its state: none stored does not parse. */
+export const x402States = railStateCodec<X402State>("x402", x402StateSchema, X402_TRANSITIONS);

@@ -21,7 +21,7 @@ import { type X402Request, payByRequest } from "./payByRequest.ts";
 export type { Created, CreatedPayment } from "./hold.ts";
 
 /** A payment whose price the request states (USDC, bank). */
-export type PaymentIntent = Omit<NewPayment, "projectId" | "inFlightUntil" | "leaseOwner" | "railState" | "rail"> & { rail: "usdc_transfer" | "fiat"; railState?: unknown };
+export type PaymentIntent = Omit<NewPayment, "projectId" | "inFlightUntil" | "leaseOwner" | "railState" | "rail"> & { rail: "usdc_transfer" | "fiat" };
 
 /** What a payment request asks for: a priced intent (USDC, bank), or a URL to pay what it asks (x402). */
 export type PaymentRequest = PaymentIntent | X402Request;
@@ -58,7 +58,8 @@ async function acceptPriced(ctx: PaymentContext, principal: Principal, intent: P
   const held = await holdPayment(ctx, principal, {
     ...intent,
     estimatedArrival: intent.rail === "fiat" ? (rails.fiatProvider?.estimatedArrival ?? null) : null,
-    railState: intent.railState ?? null,
+    // Held with no state: the rail's `held` stage (usdc/usdcState.ts, fiat/fiatState.ts).
+    railState: null,
     // Nothing of the request remains once the hold committed: a repeat gets the payment at once.
     inFlightUntil: now.toISOString(),
     leaseUntil: new Date(now.getTime() + ctx.config.workers.paymentRequestLeaseMs).toISOString(),

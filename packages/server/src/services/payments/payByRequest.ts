@@ -18,6 +18,7 @@ import { judgeStatic, refusalError } from "../../domain/spending.ts";
 import type { FailureCode } from "../../ledger/failureCodes.ts";
 import type { PaymentRow } from "../../ledger/store.ts";
 import type { PaidRetry, X402Call, X402Quote, X402Rail, X402Signature } from "../../rails/rails.ts";
+import { x402States } from "../../rails/x402/x402State.ts";
 import { feeFor } from "../../money.ts";
 import { holdControls } from "../spendingControls.ts";
 import { type Created, type CreatedPayment, holdPayment, railUnavailable } from "./hold.ts";
@@ -115,7 +116,7 @@ async function refuseBeforeConnecting(ctx: PaymentContext, principal: Principal,
   throw refusalError(judged.refusal);
 }
 
-function hold(ctx: PaymentContext, principal: Principal, req: X402Request, quote: X402Quote, railState: unknown, status: "pending" | "processing"): Promise<CreatedPayment> {
+function hold(ctx: PaymentContext, principal: Principal, req: X402Request, quote: X402Quote, railState: X402Quote["state"] | X402Signature["state"], status: "pending" | "processing"): Promise<CreatedPayment> {
   const feeMicros = feeFor(quote.amountMicros, principal.plan);
   // The request holds the key and leads the payment until it answers.
   const leaseUntil = new Date(ctx.clock().getTime() + ctx.config.workers.paymentRequestLeaseMs).toISOString();
@@ -150,7 +151,7 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
     if (h.signature) signature = h.signature;
     else {
       signature = await rail.sign(h.walletIndex, h.quote);
-      payment = await ctx.ledger.updatePayment(payment.id, { status: "processing", rail_state: JSON.stringify(signature.state) });
+      payment = await ctx.ledger.updatePayment(payment.id, { status: "processing", rail_state: x402States.write("held", signature.state) });
     }
   } catch (err) {
     // Nothing left the process: the payment fails and the hold is credited back at once.
@@ -171,7 +172,7 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
   try {
     payment = await ctx.ledger.updatePayment(payment.id, {
       ...(sent.reply ? { response_json: JSON.stringify(sent.reply) } : {}),
-      ...(sent.settlement ? { tx_hash: sent.settlement.txHash, rail_state: JSON.stringify(sent.settlement.state) } : {}),
+      ...(sent.settlement ? { tx_hash: sent.settlement.txHash, rail_state: x402States.write("signed", sent.settlement.state) } : {}),
       in_flight_until: null,
       ...(dispatch ? {} : { lease_owner: null, lease_until: null, next_attempt_at: ctx.clock().toISOString() }),
     });
