@@ -95,7 +95,7 @@ const EnvSchema = z.object({
   WEBHOOK_MAX_IN_FLIGHT: int(16, 1, 1_024),
   /**
    * Webhooks to clients: deliveries to one endpoint under way at once, across processes. The default is the
-   * connections kept per receiver address (rails/safeFetch.ts), so none waits for a connection; a receiver
+   * connections kept per receiver address (net/safeFetch.ts), so none waits for a connection; a receiver
    * that hangs holds this many slots of `WEBHOOK_MAX_IN_FLIGHT`, no more.
    */
   WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: int(4, 1, 64),

@@ -30,7 +30,7 @@ export type RunningServer = {
   baseUrl: string;
   /** The address the app listens on (where the sandbox's own services send their webhooks). */
   listenUrl: string;
-  /** What settles accepted payments (workers/settlement.ts). */
+  /** What settles accepted payments (settlement/settlement.ts). */
   settlement: Settlement;
   /** Sends webhook events to clients' endpoints (workers/webhookDelivery.ts). */
   webhooks: WebhookDeliverer;
@@ -124,7 +124,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     });
     const watchLoop = startLoop("deposits", config.workers.watcherIntervalMs, () => watcher.tick(), logger);
     loops.push(watchLoop);
-    // Accepted payments settle beside the requests (workers/settlement.ts); x402 pays within its request here.
+    // Accepted payments settle beside the requests (settlement/settlement.ts); x402 pays within its request here.
     thread?.connect(chain);
     const settling = thread ?? startInlineSettlement(base, rails);
     settlement = settling;

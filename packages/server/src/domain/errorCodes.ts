@@ -4,7 +4,7 @@
  * `ErrorCode`, so a misspelt or new code fails the typecheck until it is added here; and
  * `test/errorCodes.test.ts` holds this list and the tables of `docs/errors.md` to each other, both ways.
  * The x402 rail's refusals are listed here too (the rail imports them); the SSRF-safe fetcher's own list
- * (rails/safeFetchErrors.ts) is spelt out again below, and its throw sites pass its codes as an `ErrorCode`,
+ * (net/safeFetchErrors.ts) is spelt out again below, and its throw sites pass its codes as an `ErrorCode`,
  * so the compiler checks that it stays a subset.
  * Failure codes of payments (`failure_code`, ledger/failureCodes.ts) are states of a payment, not errors.
  */
@@ -42,7 +42,7 @@ export const ERROR_CODES = [
   // x402: the refusals above, then the target's own fault (502).
   ...X402_REFUSAL_CODES,
   "x402_payment_required_invalid",
-  // The SSRF-safe fetcher's codes (rails/safeFetchErrors.ts), passed through: 400 or 502.
+  // The SSRF-safe fetcher's codes (net/safeFetchErrors.ts), passed through: 400 or 502.
   "url_invalid",
   "scheme_not_allowed",
   "host_not_allowed",
