@@ -18,7 +18,7 @@
  * reading the same payout, or a pass cut short by a crash, credit nothing twice (decisions.md, "Watching
  * completed bank payments for returns").
  */
-import type { PaymentRow } from "../../ledger/store.ts";
+import type { PaymentRow } from "../../ledger/payments.ts";
 import type { RailDeps } from "../railDeps.ts";
 import type { FiatProvider, Payout } from "./provider.ts";
 
@@ -59,7 +59,7 @@ export async function watchReturns(ctx: RailDeps, rail: ReturnWatchRail, wake: (
       out.listed = page.length;
       for (const payout of page) {
         if (!inTime()) throw new Error(`return watch pass stopped after ${LEASE_MS / 2} ms; the cursor stays`);
-        await apply(await ctx.ledger.paymentByProviderRef(payout.payoutId), payout);
+        await apply(await ctx.ledger.payments.paymentByProviderRef(payout.payoutId), payout);
       }
       if (page.length < w.batchMax) {
         const newest = Math.max(0, ...page.map((p) => p.updatedAtMs ?? 0));
@@ -74,7 +74,7 @@ export async function watchReturns(ctx: RailDeps, rail: ReturnWatchRail, wake: (
       const read: string[] = [];
       for (const watched of due) {
         if (!inTime()) break;
-        await apply(await ctx.ledger.getPayment(watched.id), await provider.getPayout(watched.provider_ref));
+        await apply(await ctx.ledger.payments.getPayment(watched.id), await provider.getPayout(watched.provider_ref));
         read.push(watched.id);
       }
       await store.markRead(read);

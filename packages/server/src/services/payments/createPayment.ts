@@ -12,7 +12,7 @@
 import { refuseOwnAddress } from "../../rails/ownAddresses.ts";
 import type { PaymentContext } from "./paymentContext.ts";
 import { type Principal, requireActive } from "../../domain/principal.ts";
-import type { NewPayment } from "../../ledger/store.ts";
+import type { NewPayment } from "../../ledger/payments.ts";
 import { type Created, type CreatedPayment, holdPayment, railUnavailable } from "./hold.ts";
 import { railFor } from "../../rails/rails.ts";
 import { findReplay, keptReply } from "./idempotency.ts";
