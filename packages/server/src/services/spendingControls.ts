@@ -219,7 +219,7 @@ export async function updateControls(ctx: SpendingContext, scope: "token" | "pro
   return renderControls(parseControls(column));
 }
 
-/** Bounds of the refusal list: the log itself keeps the newest REFUSALS_KEPT_MAX (ledger/store.ts). */
+/** Bounds of the refusal list: the log itself keeps the newest REFUSALS_KEPT_MAX (ledger/payments.ts). */
 export const REFUSALS_PAGE_DEFAULT = 50;
 export const REFUSALS_PAGE_MAX = 1_000;
 

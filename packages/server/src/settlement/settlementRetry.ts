@@ -65,7 +65,7 @@ export function nothingSent(p: PaymentRow): boolean {
 
 /**
  * Applies the rule to a step of `read` (the row the step started from) that threw `err`. The payment is
- * read again: the decision to fail needs it as it is now. Failing goes through `Ledger.resolve`, which
+ * read again: the decision to fail needs it as it is now. Failing goes through `payments.resolve`, which
  * changes an open payment at most once.
  */
 export async function handleStepError(

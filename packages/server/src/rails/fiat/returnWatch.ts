@@ -5,7 +5,7 @@
  *
  * - with a provider that lists its changed payouts (Bridge: `GET /v0/transfers?updated_after_ms=`), one page
  *   from the persisted cursor; each payout that names one of our payments is applied (a returned one is
- *   reversed through `Ledger.reverse`, an open one woken). A page that is not full holds every change since
+ *   reversed through `payments.reverse`, an open one woken). A page that is not full holds every change since
  *   the cursor, which then moves to the newest change seen (less an overlap: a change in that same
  *   millisecond is read again, never missed). A full page may have left changes out (Bridge pages by creation
  *   time, and `updated_after_ms` excludes any other paging), so the cursor stays and a sweep starts;

@@ -5,7 +5,7 @@
  * merchant answered, so a payment without a confirmed settlement stays `processing` and is decided on
  * the chain: used → settled (with the transaction that used it), or provably unusable → failed and
  * credited back. Never both: the decision to fail needs a block past `validBefore` in which the
- * authorization is still unused, and `Ledger.resolve` changes an open payment at most once.
+ * authorization is still unused, and `payments.resolve` changes an open payment at most once.
  * After settlement the fee moves from the project wallet to the treasury by a relayed EIP-3009
  * transfer (onchainLeg.ts), and the payment completes once that is confirmed: the fee is earned only
  * when the merchant was paid, as on the fiat rail.

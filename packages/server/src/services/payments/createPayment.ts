@@ -1,6 +1,6 @@
 /**
  * The payment core shared by every rail and endpoint: idempotency (idempotency.ts), the hold (amount +
- * fee debited atomically, spending controls judged in the same write: Ledger.hold), then the rail's
+ * fee debited atomically, spending controls judged in the same write: payments.hold), then the rail's
  * next step. The creating request owns the payment (a lease) until it answers; a repeat of its
  * idempotency key meanwhile gets 409, and afterwards the original payment. If the process dies, the
  * lease expires and a worker resumes (the dispatcher and the worker advance every rail alike).

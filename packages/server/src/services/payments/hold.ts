@@ -1,7 +1,7 @@
 /**
  * The one hold of every rail (createPayment.ts and payByRequest.ts both hold through it): amount + fee
  * debited in one write, with the spending controls of the token and its project judged in that same
- * write (Ledger.hold, domain/spending.ts). A refusal, a short balance or a key another request used
+ * write (payments.hold, domain/spending.ts). A refusal, a short balance or a key another request used
  * first come back as what the caller sees.
  */
 import type { PayResponse } from "@agentwallet/api";
