@@ -25,7 +25,6 @@ import type { Database, PaymentsTable } from "./schema.ts";
 import { type HoldControls, type Refusal, type SpendWindow, type WindowKey, type WindowKind, countedWindows, judgeStatic, windowBounds, windowRefusal } from "../domain/spending.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 
-
 export type PaymentRow = PaymentsTable;
 
 type TransactionRow = Insertable<Database["transactions"]>;
@@ -64,13 +63,13 @@ export type NewPayment = {
   tokenId?: string | null;
 };
 
+/** A lease given back: when the payment is next due, and after a failed step its count of failed steps. */
+export type LeaseRelease = { id: string; nextAttemptAt: string; stepErrors?: number };
+
 /**
  * What a resolution stores besides the outcome. A failure gives its code (failureCodes.ts) and its
  * human message (`failureReason`, shown as `failure_message`); either is left as it was when omitted.
  */
-/** A lease given back: when the payment is next due, and after a failed step its count of failed steps. */
-export type LeaseRelease = { id: string; nextAttemptAt: string; stepErrors?: number };
-
 export type ResolveExtra = { txHash?: string | null; failureReason?: string | null; failureCode?: FailureCode | null; responseJson?: string | null };
 
 export type HoldResult =
