@@ -460,7 +460,7 @@ describe("console approvals", () => {
     const csrf = (await reader.locator('meta[name="csrf-token"]').getAttribute("content"))!;
     const forged = await reader.request.post(`${server.baseUrl}/console/p/${server.projectId}/approvals/${String(a.body.id)}/approve`, { form: { csrf }, maxRedirects: 0 });
     expect(forged.status()).toBe(403);
-    expect((await server.server.ctx.ledger.getPayment(String(a.body.id)))!.approval).toBe("awaiting");
+    expect((await server.server.ctx.ledger.payments.getPayment(String(a.body.id)))!.approval).toBe("awaiting");
     await readContext.close();
 
     // The overview lists them; the approvals page decides.
@@ -514,7 +514,7 @@ describe("console approvals", () => {
       const csrfFull = (await page.locator('meta[name="csrf-token"]').getAttribute("content"))!;
       const refused = await page.request.post(`${server.baseUrl}/console/p/${server.projectId}/approvals/${String(c.body.id)}/approve`, { form: { csrf: csrfFull }, maxRedirects: 0 });
       expect(refused.status()).toBe(403);
-      expect((await server.server.ctx.ledger.getPayment(String(c.body.id)))!.approval).toBe("awaiting");
+      expect((await server.server.ctx.ledger.payments.getPayment(String(c.body.id)))!.approval).toBe("awaiting");
       await decidePayment(server.server.ctx, String(c.body.id), "denied", "test cleanup");
     } finally {
       await updateControls(server.server.ctx, "project", server.projectId, { approval_above_usd: null });

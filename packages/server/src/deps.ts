@@ -99,9 +99,9 @@ const SEAL_BATCH = 500;
  */
 async function sealBankAccountsInClear(ledger: Ledger, key: Uint8Array): Promise<void> {
   for (;;) {
-    const rows = await ledger.openBankRecipientsInClear(SEAL_BATCH);
+    const rows = await ledger.payments.openBankRecipientsInClear(SEAL_BATCH);
     let changed = 0;
-    for (const r of rows) if (await ledger.replaceRecipientJson(r.id, r.recipient_json!, sealBankRecipient(key, r.project_id, r.recipient_json!))) changed++;
+    for (const r of rows) if (await ledger.payments.replaceRecipientJson(r.id, r.recipient_json!, sealBankRecipient(key, r.project_id, r.recipient_json!))) changed++;
     if (rows.length < SEAL_BATCH || changed === 0) return;
   }
 }

@@ -189,7 +189,7 @@ describe.each(dialects)("bad input is refused and moves nothing (%s)", (dialect)
     const r = await post("/v1/pay", { recipient: otherWallet, amount_usd: 0.5 });
     expect(r.status).toBe(201);
     await poll("the neighbour's deposit credited", async () => ((await s.server.ctx.ledger.balances.get(otherProject.id))!.total_funded_micros === 500_000 ? true : undefined));
-    await poll("the payment completed", async () => ((await s.server.ctx.ledger.getPayment(r.json.id as string))!.status === "completed" ? true : undefined));
+    await poll("the payment completed", async () => ((await s.server.ctx.ledger.payments.getPayment(r.json.id as string))!.status === "completed" ? true : undefined));
     // The paying project's total_funded is untouched by its own payment.
     expect((await s.server.ctx.ledger.balances.get(s.projectId))!.total_funded_micros).toBe(10_000_000);
   });

@@ -6,7 +6,8 @@
 import fc from "fast-check";
 import type { CompiledQuery } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Ledger, type NewPayment } from "../src/ledger/store.ts";
+import { Ledger } from "../src/ledger/store.ts";
+import { type NewPayment } from "../src/ledger/payments.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { newId, systemClock } from "../src/ids.ts";
 import { type OpenedDb, openDb } from "../src/ledger/db.ts";
@@ -64,7 +65,7 @@ describe.each(dialects)("holds and resolutions asked for together, on %s", (dial
   test("behavior: holds asked together are judged in the order asked: one too large is refused with what was left, the next smaller one is held", async () => {
     const projectId = await fundedProject(ledger, 100);
     const count = countStatements(ledger);
-    const results = await Promise.all([30, 80, 50, 25].map((t) => ledger.hold(holdOf(projectId, t))));
+    const results = await Promise.all([30, 80, 50, 25].map((t) => ledger.payments.hold(holdOf(projectId, t))));
     count.restore();
     expect(results.map((r) => r.kind)).toEqual(["held", "insufficient", "held", "insufficient"]);
     expect(results[1]).toMatchObject({ availableMicros: 70 });
@@ -86,7 +87,7 @@ describe.each(dialects)("holds and resolutions asked for together, on %s", (dial
 
   test("behavior: one idempotency key twice among holds asked together → one held, the other answers the same payment", async () => {
     const projectId = await fundedProject(ledger, 1_000);
-    const results = await Promise.all([ledger.hold(holdOf(projectId, 10, "same")), ledger.hold(holdOf(projectId, 20)), ledger.hold(holdOf(projectId, 10, "same"))]);
+    const results = await Promise.all([ledger.payments.hold(holdOf(projectId, 10, "same")), ledger.payments.hold(holdOf(projectId, 20)), ledger.payments.hold(holdOf(projectId, 10, "same"))]);
     expect(results.map((r) => r.kind).sort()).toEqual(["duplicate", "held", "held"]);
     const same = results.filter((r) => (r.kind === "held" || r.kind === "duplicate") && r.payment.idempotency_key === "same");
     expect(new Set(same.map((r) => (r.kind === "held" || r.kind === "duplicate") && r.payment.id)).size).toBe(1);
@@ -96,17 +97,17 @@ describe.each(dialects)("holds and resolutions asked for together, on %s", (dial
 
   test("behavior: resolutions asked together, completed and failed across two projects, each changes its payment once", async () => {
     const [a, b] = [await fundedProject(ledger, 1_000), await fundedProject(ledger, 1_000)];
-    const held = await Promise.all([a, a, a, b, b].map((p, i) => ledger.hold(holdOf(p, 100 + i))));
+    const held = await Promise.all([a, a, a, b, b].map((p, i) => ledger.payments.hold(holdOf(p, 100 + i))));
     const ids = held.map((h) => (h.kind === "held" ? h.payment.id : ""));
     const count = countStatements(ledger);
     const outcomes = await Promise.all([
-      ledger.resolve(ids[0]!, "completed", { txHash: "0xaaa" }),
-      ledger.resolve(ids[1]!, "failed", { failureReason: "reverted" }),
-      ledger.resolve(ids[2]!, "completed"),
-      ledger.resolve(ids[3]!, "failed"),
-      ledger.resolve(ids[4]!, "completed", { responseJson: "{}" }),
+      ledger.payments.resolve(ids[0]!, "completed", { txHash: "0xaaa" }),
+      ledger.payments.resolve(ids[1]!, "failed", { failureReason: "reverted" }),
+      ledger.payments.resolve(ids[2]!, "completed"),
+      ledger.payments.resolve(ids[3]!, "failed"),
+      ledger.payments.resolve(ids[4]!, "completed", { responseJson: "{}" }),
       // The same payment again in the same turn: it changed once, this one reports the final row.
-      ledger.resolve(ids[0]!, "failed"),
+      ledger.payments.resolve(ids[0]!, "failed"),
     ]);
     count.restore();
     expect(outcomes.map((o) => [o.changed, o.payment.status])).toEqual([
@@ -153,10 +154,10 @@ describe.each(dialects)("holds and resolutions asked for together, on %s", (dial
             const picks = payments.length ? round.resolves.map((r) => ({ ...r, p: payments[r.pick % payments.length]! })) : [];
             const returned = payments.length ? round.reverses.map((n) => payments[n % payments.length]!) : [];
             const [held, resolved, reversed] = await Promise.all([
-              Promise.all(holds.map((h) => ledger.hold(holdOf(h.projectId, h.total, h.key === null ? null : `${run}-${h.key}`)))),
-              Promise.all(picks.map((r) => ledger.resolve(r.p.id, r.outcome))),
+              Promise.all(holds.map((h) => ledger.payments.hold(holdOf(h.projectId, h.total, h.key === null ? null : `${run}-${h.key}`)))),
+              Promise.all(picks.map((r) => ledger.payments.resolve(r.p.id, r.outcome))),
               // ACH returns of completed payments, at the same time (a return of anything else changes nothing).
-              Promise.all(returned.map((p) => ledger.reverse(p.id, "returned"))),
+              Promise.all(returned.map((p) => ledger.payments.reverse(p.id, "returned"))),
             ]);
             reversed.forEach((r, i) => {
               if (r) returnedIds.add(returned[i]!.id);
@@ -208,10 +209,10 @@ describe("PostgreSQL: a batch that fails runs again hold by hold, resolution by 
       return execute(q);
     }) as ReturnType<typeof dbOf>["executeQuery"];
     try {
-      const held = await Promise.all([60, 60, 30].map((t) => ledger.hold(holdOf(projectId, t))));
+      const held = await Promise.all([60, 60, 30].map((t) => ledger.payments.hold(holdOf(projectId, t))));
       expect(held.map((r) => r.kind)).toEqual(["held", "insufficient", "held"]);
       const ids = held.flatMap((r) => (r.kind === "held" ? [r.payment.id] : []));
-      const resolved = await Promise.all([ledger.resolve(ids[0]!, "failed"), ledger.resolve(ids[1]!, "completed")]);
+      const resolved = await Promise.all([ledger.payments.resolve(ids[0]!, "failed"), ledger.payments.resolve(ids[1]!, "completed")]);
       expect(resolved.map((r) => [r.changed, r.payment.status])).toEqual([
         [true, "failed"],
         [true, "completed"],

@@ -5,7 +5,8 @@ import SQLite from "better-sqlite3";
 import { CompiledQuery } from "kysely";
 import { afterEach, describe, expect, test } from "vitest";
 import { createGroupCommit } from "../src/ledger/groupCommit.ts";
-import { Ledger, type NewPayment } from "../src/ledger/store.ts";
+import { Ledger } from "../src/ledger/store.ts";
+import { type NewPayment } from "../src/ledger/payments.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { newId, systemClock } from "../src/ids.ts";
 import { createToken } from "../src/services/tokens.ts";
@@ -192,7 +193,7 @@ describe.each(dialects)("concurrent holds on %s", (dialect) => {
     const db = await createTestDb(dialect);
     cleanups.push(() => db.drop());
     const { ledger, projectId } = await fundedProject(db, 7 * 1_020_000);
-    const results = await Promise.all(Array.from({ length: 50 }, () => ledger.hold(holdOf(projectId, null))));
+    const results = await Promise.all(Array.from({ length: 50 }, () => ledger.payments.hold(holdOf(projectId, null))));
     expect(results.filter((r) => r.kind === "held")).toHaveLength(7);
     expect(results.filter((r) => r.kind === "insufficient")).toHaveLength(43);
     const balance = (await ledger.balances.get(projectId))!;
@@ -205,7 +206,7 @@ describe.each(dialects)("concurrent holds on %s", (dialect) => {
     const db = await createTestDb(dialect);
     cleanups.push(() => db.drop());
     const { ledger, projectId } = await fundedProject(db, 100 * 1_020_000);
-    const results = await Promise.all(Array.from({ length: 10 }, () => ledger.hold(holdOf(projectId, "same-key"))));
+    const results = await Promise.all(Array.from({ length: 10 }, () => ledger.payments.hold(holdOf(projectId, "same-key"))));
     const held = results.filter((r) => r.kind === "held");
     expect(held).toHaveLength(1);
     for (const r of results.filter((r) => r.kind === "duplicate")) expect(r.kind === "duplicate" && r.payment.id).toBe(held[0]!.kind === "held" && held[0]!.payment.id);

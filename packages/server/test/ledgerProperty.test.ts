@@ -53,7 +53,7 @@ describe.each(dialects)("journal invariants under random operations on %s", (dia
             }
           } else if (op.kind === "pay") {
             const total = op.amount + op.fee;
-            const r = await ledger.hold({
+            const r = await ledger.payments.hold({
               projectId: project, rail: "usdc_transfer", railTxnType: "usdc_transfer", amountUnits: op.amount, feeUnits: op.fee,
               amountMicros: op.amount, feeMicros: op.fee, currency: "usdc", recipient: "0xabc", recipientJson: null, merchantName: null,
               description: null, idempotencyKey: op.key === null ? null : `k${op.key}`, railState: null,
@@ -70,18 +70,18 @@ describe.each(dialects)("journal invariants under random operations on %s", (dia
             }
           } else if (op.kind === "resolve" && payments.length) {
             const id = payments[op.pick % payments.length]!;
-            const r = await ledger.resolve(id, op.outcome);
+            const r = await ledger.payments.resolve(id, op.outcome);
             if (r.changed && op.outcome === "failed") model.set(r.payment.project_id, model.get(r.payment.project_id)! + r.payment.amount_micros + r.payment.fee_micros);
             // A hold resolves at most once.
-            expect((await ledger.resolve(id, op.outcome === "failed" ? "completed" : "failed")).changed).toBe(false);
+            expect((await ledger.payments.resolve(id, op.outcome === "failed" ? "completed" : "failed")).changed).toBe(false);
           } else if (op.kind === "reverse" && payments.length) {
             const id = payments[op.pick % payments.length]!;
-            const before = await ledger.getPayment(id);
-            const reversed = await ledger.reverse(id, "test");
+            const before = await ledger.payments.getPayment(id);
+            const reversed = await ledger.payments.reverse(id, "test");
             expect(reversed).toBe(before!.status === "completed");
             // The amount comes back; the fee stays earned.
             if (reversed) model.set(before!.project_id, model.get(before!.project_id)! + before!.amount_micros);
-            expect(await ledger.reverse(id, "again")).toBe(false);
+            expect(await ledger.payments.reverse(id, "again")).toBe(false);
           }
         }
         for (const p of projects) expect((await ledger.balances.get(p))!.available_micros).toBe(model.get(p));

@@ -6,7 +6,8 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { HoldControls, SpendingControls } from "../src/domain/spending.ts";
-import { type HoldResult, Ledger } from "../src/ledger/store.ts";
+import { Ledger } from "../src/ledger/store.ts";
+import { type HoldResult } from "../src/ledger/payments.ts";
 import { newId, systemClock } from "../src/ids.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 import { usdcPayment } from "./support/holds.ts";
@@ -86,7 +87,7 @@ async function play(ledger: Ledger, run: string, ops: Op[], tokenControls: Contr
         recipientKey: `addr:${to.toLowerCase()}`,
         approvalTimeoutMs: 86_400_000,
       };
-      const r: HoldResult = await ledger.hold(
+      const r: HoldResult = await ledger.payments.hold(
         usdcPayment(projects[op.project]!, op.amount, op.fee, { recipient: to, idempotencyKey: op.key === null ? null : `k${op.key}`, controls }),
       );
       if (r.kind === "held") payments.push(r.payment.id);
@@ -94,10 +95,10 @@ async function play(ledger: Ledger, run: string, ops: Op[], tokenControls: Contr
     } else if (payments.length) {
       const id = payments[op.pick % payments.length]!;
       if (op.kind === "resolve") {
-        const r = await ledger.resolve(id, op.outcome);
+        const r = await ledger.payments.resolve(id, op.outcome);
         answers.push({ changed: r.changed, status: r.payment.status });
       } else {
-        answers.push(await ledger.reverse(id, "test"));
+        answers.push(await ledger.payments.reverse(id, "test"));
       }
     }
   }

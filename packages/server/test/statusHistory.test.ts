@@ -36,20 +36,20 @@ describe.each(dialects)("console status history (%s)", (dialect) => {
     const backend = consoleBackend(t.ctx, {});
     for (const withEndpoint of [true, false]) {
       const projectId = await fundedProject(withEndpoint);
-      const a = await ledger.hold(usdcPayment(projectId, 1_000, 20));
+      const a = await ledger.payments.hold(usdcPayment(projectId, 1_000, 20));
       if (a.kind !== "held") throw new Error(a.kind);
-      await ledger.updatePayment(a.payment.id, { status: "processing" });
-      await ledger.resolve(a.payment.id, "completed", { txHash: "0xabc" });
-      await ledger.reverse(a.payment.id, "R01 insufficient funds");
+      await ledger.payments.updatePayment(a.payment.id, { status: "processing" });
+      await ledger.payments.resolve(a.payment.id, "completed", { txHash: "0xabc" });
+      await ledger.payments.reverse(a.payment.id, "R01 insufficient funds");
       const history = await backend.transactionHistory(projectId, a.payment.id);
       expect(history.map((h) => h.status)).toEqual(["pending", "processing", "completed", "reversed"]);
       expect(history.map((h) => h.text)).toEqual([expect.stringMatching(/^Created; \$0\.00 held/), "Sent on-chain: 0xabc", "Completed", expect.stringMatching(/^Reversed.*R01 insufficient funds/)]);
       if (withEndpoint) expect(await reported(projectId, a.payment.id)).toEqual(history.map((h) => h.status));
 
       // A payment that starts processing and fails: created as processing, processing, failed.
-      const b = await ledger.hold(usdcPayment(projectId, 2_000, 40, { status: "processing" }));
+      const b = await ledger.payments.hold(usdcPayment(projectId, 2_000, 40, { status: "processing" }));
       if (b.kind !== "held") throw new Error(b.kind);
-      await ledger.resolve(b.payment.id, "failed", { failureCode: "onchain_reverted", failureReason: "reverted" });
+      await ledger.payments.resolve(b.payment.id, "failed", { failureCode: "onchain_reverted", failureReason: "reverted" });
       const failed = await backend.transactionHistory(projectId, b.payment.id);
       expect(failed.map((h) => h.status)).toEqual(["processing", "processing", "failed"]);
       if (withEndpoint) expect(await reported(projectId, b.payment.id)).toEqual(failed.map((h) => h.status));

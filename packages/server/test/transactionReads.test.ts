@@ -6,7 +6,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { newId } from "../src/ids.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
-import type { NewPayment } from "../src/ledger/store.ts";
+import type { NewPayment } from "../src/ledger/payments.ts";
 import { buildApp, createTestContext, projectWithToken, type TestContext } from "./support/context.ts";
 import { dialects } from "./support/db.ts";
 import { dbOf } from "../src/ledger/connection.ts";
@@ -285,9 +285,9 @@ describe.each(dialects)("transaction reads on %s", (dialect) => {
     });
 
     test("default: a payment shows its rail, recipient, hash, fee id and metadata; its fee row points back to it", async () => {
-      const held = await t.ctx.ledger.hold(payment({ projectId: p.project.id, metadata: { order_id: "A-17", customer: "ünïcode ✓" } }));
+      const held = await t.ctx.ledger.payments.hold(payment({ projectId: p.project.id, metadata: { order_id: "A-17", customer: "ünïcode ✓" } }));
       if (held.kind !== "held") throw new Error(held.kind);
-      await t.ctx.ledger.updatePayment(held.payment.id, { status: "processing", tx_hash: "0xabc" });
+      await t.ctx.ledger.payments.updatePayment(held.payment.id, { status: "processing", tx_hash: "0xabc" });
       const res = await get(`/v1/transactions/${held.payment.id}`, p.token);
       expect(res.statusCode).toBe(200);
       const body = TransactionDetail.parse(res.json());
@@ -316,9 +316,9 @@ describe.each(dialects)("transaction reads on %s", (dialect) => {
 
     test("behavior: a bank payment shows the holder's name and the last four digits only; a failure shows its message", async () => {
       const bank = { name: "Acme Hosting LLC", account_number: "000123456789", routing_number: "021000021" };
-      const held = await t.ctx.ledger.hold(payment({ projectId: p.project.id, rail: "fiat", railTxnType: "payment", currency: "usd", amountUnits: 500, feeUnits: 10, amountMicros: 5_000_000, feeMicros: 100_000, recipient: bank.name, recipientJson: JSON.stringify(bank), merchantName: bank.name }));
+      const held = await t.ctx.ledger.payments.hold(payment({ projectId: p.project.id, rail: "fiat", railTxnType: "payment", currency: "usd", amountUnits: 500, feeUnits: 10, amountMicros: 5_000_000, feeMicros: 100_000, recipient: bank.name, recipientJson: JSON.stringify(bank), merchantName: bank.name }));
       if (held.kind !== "held") throw new Error(held.kind);
-      await t.ctx.ledger.resolve(held.payment.id, "failed", { failureReason: "payout rejected by the bank" });
+      await t.ctx.ledger.payments.resolve(held.payment.id, "failed", { failureReason: "payout rejected by the bank" });
       const res = await get(`/v1/transactions/${held.payment.id}`, p.token);
       expect(res.body).not.toContain("000123456789");
       expect(res.body).not.toContain("12345678");

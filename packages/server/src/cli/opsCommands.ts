@@ -22,7 +22,7 @@ export const workersRunOnce: Command = async ({ config, io }) => {
     const x402Resent = await resendLostX402Settlements({ ctx: base, chain, relayer: rails.relayer });
     const worker = createPaymentWorker(base, rails, { leaseMs: 30_000 });
     const touched = await worker.runOnce();
-    const open = await base.ledger.openPaymentCount();
+    const open = await base.ledger.payments.openPaymentCount();
     const repaired = gaps.resent.length + gaps.replaced.length
       ? ` Relayer nonces the chain lost: ${gaps.resent.length} sent again, ${gaps.replaced.length} filled with a no-op; ${resent} completed payment(s) signed again.`
       : "";
@@ -47,7 +47,7 @@ export const reconcileCommand: Command = async ({ config, io }) => {
     const report = await reconcile(
       ledger,
       (a: Address) => chain.client.usdcBalance(a),
-      () => findLostLegs(ledger, chain.client, config.chain.paymentConfirmations),
+      () => findLostLegs(ledger.payments, chain.client, config.chain.paymentConfirmations),
       async (hash) => (await chain.client.receipt(hash as Hex))?.status === "success",
     );
     io.out(formatReconcile(report), report);

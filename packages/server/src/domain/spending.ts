@@ -3,7 +3,7 @@
  * controls; a payment must pass both (the stricter wins). Static rules — rails, recipients, the
  * per-payment cap and the approval threshold — are judged here, in pure functions; the windows
  * (daily, weekly, monthly, all-time) are counter rows keyed by (scope, kind, window start), judged and
- * moved in the same write as the balance's debit (store.ts, and aw_hold_batch on PostgreSQL). A window
+ * moved in the same write as the balance's debit (ledger/payments.ts, and aw_hold_batch on PostgreSQL). A window
  * rolls over by itself: a new start is a new row. A counter is a cache of the ledger: a hold judged by
  * a window without a row first writes the sum of that window's payments (so a limit set mid-window
  * counts what was already spent), and every hold, with controls or none, adds its amount to each

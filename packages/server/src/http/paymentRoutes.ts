@@ -14,7 +14,7 @@ import { parseOr400 } from "./validation.ts";
 import { parseDecimalAmount } from "../money.ts";
 import { carriesServiceToken } from "../tokenScan.ts";
 import { type Created, createPayment } from "../services/payments/createPayment.ts";
-import type { PaymentRow } from "../ledger/store.ts";
+import type { PaymentRow } from "../ledger/payments.ts";
 import { checkAddress, checkUrl, classifyRecipient, fiatIntent, payIntent, usdcIntent, x402Request } from "../services/payments/parsePay.ts";
 import { renderLegacyPayment, renderPay, renderUsdcTransfer, renderX402, renderX402FreeReply } from "../services/payments/render.ts";
 

@@ -1,4 +1,4 @@
-/** The journal's accounts (store.ts says what each holds); every movement's entries sum to zero. */
+/** The journal's accounts (payments.ts says what each holds); every movement's entries sum to zero. */
 export const account = {
   available: (projectId: string) => `project:${projectId}:available`,
   held: (projectId: string) => `project:${projectId}:held`,

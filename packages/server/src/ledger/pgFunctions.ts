@@ -66,7 +66,7 @@ end
 $fn$`;
 
 /**
- * Resolutions, in order, each as Ledger.resolve alone does it: the payment leaves pending/processing
+ * Resolutions, in order, each as payments.resolve alone does it: the payment leaves pending/processing
  * at most once (a second resolution of it in the batch finds it final and changes nothing), then its
  * balance row, journal movement and transactions. The balance rows are locked first, in project order,
  * as a hold locks its balance row before its payment: so a resolution and a hold never wait for each
@@ -74,60 +74,6 @@ $fn$`;
  * in the batch and the row as it is now.
  */
 const RESOLVE_BATCH = `
-create or replace function aw_resolve_batch(p_items jsonb)
-returns table (item_index integer, payment jsonb)
-language plpgsql as $fn$
-declare
-  v_item jsonb;
-  v_index bigint;
-  v_row payments;
-  v_total bigint;
-begin
-  perform 1 from balances b
-    where b.project_id in (select p.project_id from payments p where p.id in (select e->>'id' from jsonb_array_elements(p_items) e))
-    order by b.project_id for update;
-  for v_item, v_index in select e.value, e.ordinality from jsonb_array_elements(p_items) with ordinality e loop
-    update payments p set
-      status = v_item->>'outcome',
-      updated_at = v_item->>'at',
-      completed_at = case when v_item->>'outcome' = 'completed' then v_item->>'at' else null end,
-      lease_owner = null, lease_until = null, in_flight_until = null,
-      tx_hash = case when (v_item->>'set_tx_hash')::boolean then v_item->>'tx_hash' else p.tx_hash end,
-      failure_reason = case when (v_item->>'set_failure_reason')::boolean then v_item->>'failure_reason' else p.failure_reason end,
-      response_json = case when (v_item->>'set_response_json')::boolean then v_item->>'response_json' else p.response_json end
-    where p.id = v_item->>'id' and p.status in ('pending', 'processing')
-    returning p.* into v_row;
-    if found then
-      v_total := v_row.amount_micros + v_row.fee_micros;
-      if v_row.status = 'completed' then
-        update balances set held_micros = held_micros - v_total where project_id = v_row.project_id;
-        insert into journal_entries (movement_id, kind, account, project_id, amount_micros, created_at)
-          select v_item->>'movement_id', 'post', e.account, e.project_id, e.amount, v_row.updated_at
-          from (values ('project:' || v_row.project_id || ':held', v_row.project_id, -v_total),
-                       ('world:payouts', null, v_row.amount_micros),
-                       ('revenue:fees', null, v_row.fee_micros)) e(account, project_id, amount)
-          where e.amount <> 0;
-      else
-        update balances set held_micros = held_micros - v_total, available_micros = available_micros + v_total,
-          total_spent_micros = total_spent_micros - v_total
-        where project_id = v_row.project_id;
-        insert into journal_entries (movement_id, kind, account, project_id, amount_micros, created_at)
-          select v_item->>'movement_id', 'void', e.account, v_row.project_id, e.amount, v_row.updated_at
-          from (values ('project:' || v_row.project_id || ':held', -v_total),
-                       ('project:' || v_row.project_id || ':available', v_total)) e(account, amount)
-          where e.amount <> 0;
-      end if;
-      update transactions set status = v_row.status, completed_at = v_row.completed_at where payment_id = v_row.id;
-      item_index := v_index;
-      payment := to_jsonb(v_row);
-      return next;
-    end if;
-  end loop;
-end
-$fn$`;
-
-/** As RESOLVE_BATCH, and it stores the failure code (`failure_code`, migration 0004) as it stores the reason. */
-const RESOLVE_BATCH_V2 = `
 create or replace function aw_resolve_batch(p_items jsonb)
 returns table (item_index integer, payment jsonb)
 language plpgsql as $fn$
@@ -181,10 +127,19 @@ begin
 end
 $fn$`;
 
+/**
+ * Migration 0003's resolution batch, as it created it: the one above without the `failure_code` line, which
+ * migration 0004 added with its column. Both migrations ran on deployed databases, so 0003 must still create
+ * exactly its own text when a database is built fresh; it is derived here rather than kept as a second copy.
+ */
+const FAILURE_CODE_LINE = "      failure_code = case when (v_item->>'set_failure_code')::boolean then v_item->>'failure_code' else p.failure_code end,\n";
+if (!RESOLVE_BATCH.includes(FAILURE_CODE_LINE)) throw new Error("aw_resolve_batch lost its failure_code line: migration 0003's text can no longer be derived");
+const RESOLVE_BATCH_0003 = RESOLVE_BATCH.replace(FAILURE_CODE_LINE, "");
+
 /** Migration 0003's functions, as it created them. */
-export const PG_BATCH_FUNCTIONS = [HOLD_BATCH, RESOLVE_BATCH];
-/** Migration 0004: the resolution batch that also stores `failure_code`. */
-export const PG_RESOLVE_BATCH_0004 = RESOLVE_BATCH_V2;
+export const PG_BATCH_FUNCTIONS = [HOLD_BATCH, RESOLVE_BATCH_0003];
+/** Migration 0004: the resolution batch that also stores `failure_code` (the one in use). */
+export const PG_RESOLVE_BATCH_0004 = RESOLVE_BATCH;
 
 /**
  * aw_hold_batch with spending windows (migration 0007 replaces the function above with this one).

@@ -1,37 +1,16 @@
 /**
- * The ledger's ports, one per concern. A consumer names the narrow one it uses, so what a module may do
- * to the ledger shows in its signature, and a test double need only give that much. Payments are the
- * `Ledger`'s own methods (store.ts); every other concern is one of its members, in a module of its own.
+ * The ledger's ports, one per concern: each is the type of one store, a member of the `Ledger` in a module
+ * of its own (store.ts composes them). A consumer names the ports it uses, as members of the ledger it is
+ * given (`{ payments: PaymentStore; kv: KvStore }`), so what a module may do to the ledger shows in its
+ * signature, and a test double need only give that much.
  */
 import type { Ledger } from "./store.ts";
 
-/** Payments: the hold, its resolution or reversal, progress, leases, approvals and refusals. */
-export type PaymentStore = Pick<
-  Ledger,
-  | "hold"
-  | "resolve"
-  | "reverse"
-  | "updatePayment"
-  | "getPayment"
-  | "findPaymentByKey"
-  | "paymentByProviderRef"
-  | "makePaymentDue"
-  | "claimDuePayments"
-  | "releaseLeases"
-  | "releaseLease"
-  | "decideApproval"
-  | "settleApproval"
-  | "listDecidedApprovals"
-  | "listAwaitingApprovals"
-  | "recordRefusal"
-  | "listRefusals"
-  | "windowSpending"
-  | "idempotencyKeys"
-  | "openPaymentCount"
-  | "recentCompletedX402"
-  | "recentCompletedWithRailState"
-  | "completedPaymentsOfTx"
->;
+/** Payments: the hold, its resolution or reversal, progress, leases, approvals and refusals (payments.ts). */
+export type PaymentStore = Ledger["payments"];
+
+/** Idempotency keys claimed before a payment row owns them, and the replies kept for them (idempotencyKeys.ts). */
+export type IdempotencyKeyStore = Ledger["idempotencyKeys"];
 
 /** The relayer's nonce counter and the transactions it signed with each nonce (relayerNonces.ts). */
 export type NonceStore = Ledger["relayerNonces"];

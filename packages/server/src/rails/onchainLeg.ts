@@ -6,7 +6,7 @@
  */
 import type { Address, Hex } from "viem";
 import type { RailDeps } from "./railDeps.ts";
-import type { PaymentRow } from "../ledger/store.ts";
+import type { PaymentRow } from "../ledger/payments.ts";
 import type { Relayer } from "../chain/relayer.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
 import { type Authorization, authorizationUsedIn, randomNonce, signAuthorization } from "./eip3009.ts";

@@ -13,7 +13,7 @@ import type { Clock, IdGenerator } from "../ids.ts";
  * small state in kv rows, read a project's wallet, find the relayer's transaction behind a payment, and watch
  * completed bank payments for returns.
  */
-export type RailLedger = PaymentStore & { kv: KvStore; projects: ProjectStore; relayerNonces: NonceStore; returnWatch: ReturnWatchStore };
+export type RailLedger = { payments: PaymentStore; kv: KvStore; projects: ProjectStore; relayerNonces: NonceStore; returnWatch: ReturnWatchStore };
 
 export type RailDeps = {
   config: Config;

@@ -7,7 +7,7 @@
  */
 import { type Address, type Hex, isAddress, isHex } from "viem";
 import { z } from "zod";
-import type { PaymentRow } from "../ledger/store.ts";
+import type { PaymentRow } from "../ledger/payments.ts";
 import type { Authorization } from "./eip3009.ts";
 
 /**

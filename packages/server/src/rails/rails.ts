@@ -6,7 +6,7 @@
 import type { Relayer } from "../chain/relayer.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
 import type { ProxiedResponse } from "@agentwallet/api";
-import type { PaymentRow } from "../ledger/store.ts";
+import type { PaymentRow } from "../ledger/payments.ts";
 import type { FiatProvider } from "./fiat/provider.ts";
 import type { RailStateCodec } from "./railState.ts";
 import type { X402HeldState, X402SettledState, X402SignedState } from "./x402/x402State.ts";

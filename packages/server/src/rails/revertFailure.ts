@@ -9,7 +9,7 @@
  */
 import type { Hex } from "viem";
 import type { FailureCode } from "../ledger/failureCodes.ts";
-import type { PaymentRow } from "../ledger/store.ts";
+import type { PaymentRow } from "../ledger/payments.ts";
 import type { Authorization } from "./eip3009.ts";
 import type { RailDeps } from "./railDeps.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";

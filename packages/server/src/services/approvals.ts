@@ -6,7 +6,7 @@
  */
 import type { Clock } from "../ids.ts";
 import type { PaymentStore } from "../ledger/ports.ts";
-import type { PaymentRow } from "../ledger/store.ts";
+import type { PaymentRow } from "../ledger/payments.ts";
 import { formatUsdc } from "../money.ts";
 
 export type Decision = { kind: "decided"; payment: PaymentRow } | { kind: "not_awaiting"; detail: string; found: boolean };
@@ -14,16 +14,16 @@ export type Decision = { kind: "decided"; payment: PaymentRow } | { kind: "not_a
 /** Bounds of the pending list (oldest first). */
 export const PENDING_PAGE_MAX = 200;
 
-export async function decidePayment(ctx: { ledger: PaymentStore; clock: Clock }, id: string, decision: "approved" | "denied", by: string): Promise<Decision> {
-  const row = await ctx.ledger.decideApproval(id, decision, by);
+export async function decidePayment(ctx: { ledger: { payments: PaymentStore }; clock: Clock }, id: string, decision: "approved" | "denied", by: string): Promise<Decision> {
+  const row = await ctx.ledger.payments.decideApproval(id, decision, by);
   if (!row) {
-    const p = await ctx.ledger.getPayment(id);
+    const p = await ctx.ledger.payments.getPayment(id);
     if (!p) return { kind: "not_awaiting", detail: "no such payment", found: false };
     const why = p.approval === null ? "it needs no approval" : p.approval === "awaiting" ? `its approval time ran out at ${p.approval_until}` : `it was ${p.approval} already${p.approval_decided_by ? ` by ${p.approval_decided_by} at ${p.approval_decided_at}` : ""}`;
     return { kind: "not_awaiting", detail: `${why}; status ${p.status}`, found: true };
   }
   if (decision === "approved") return { kind: "decided", payment: row };
-  const settled = await ctx.ledger.settleApproval(row);
+  const settled = await ctx.ledger.payments.settleApproval(row);
   return { kind: "decided", payment: settled.payment ?? row };
 }
 
@@ -33,8 +33,8 @@ export function decisionJson(p: PaymentRow, decision: "approved" | "denied") {
 }
 
 /** Payments waiting for a person, oldest first, of one project or all. */
-export async function listPendingApprovals(ctx: { ledger: PaymentStore }, opts: { projectId?: string; limit?: number }) {
+export async function listPendingApprovals(ctx: { ledger: { payments: PaymentStore } }, opts: { projectId?: string; limit?: number }) {
   const limit = Math.min(PENDING_PAGE_MAX, Math.max(1, Math.trunc(opts.limit ?? PENDING_PAGE_MAX) || PENDING_PAGE_MAX));
-  const rows = await ctx.ledger.listAwaitingApprovals({ projectId: opts.projectId, limit });
+  const rows = await ctx.ledger.payments.listAwaitingApprovals({ projectId: opts.projectId, limit });
   return rows.map((p) => ({ id: p.id, project_id: p.project_id, token_id: p.token_id, rail: p.rail, amount_usd: Number(formatUsdc(p.amount_micros)), recipient: p.recipient, created_at: p.created_at, approval_until: p.approval_until! }));
 }

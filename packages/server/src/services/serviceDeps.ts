@@ -3,7 +3,8 @@
  * users: the rails themselves, the hand-over of accepted payments, and the keys derived from the master
  * key source. deps.ts builds it.
  */
-import type { Ledger, PaymentRow } from "../ledger/store.ts";
+import type { Ledger } from "../ledger/store.ts";
+import type { PaymentRow } from "../ledger/payments.ts";
 import type { RailDeps } from "../rails/railDeps.ts";
 import type { Rails } from "../rails/rails.ts";
 

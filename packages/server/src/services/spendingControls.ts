@@ -33,7 +33,7 @@ export const CONTROLS_RECIPIENTS_MAX = limits.controlsRecipientsMax;
 export const CONTROLS_AMOUNT_USD_MAX = limits.controlsAmountUsdMax;
 
 /** What these functions use of the application's context (declared here, by its consumer). */
-export type SpendingContext = { ledger: PaymentStore & { tokens: TokenStore; projects: ProjectStore }; clock: Clock; config: { spending: { approvalTimeoutMs: number } }; recipientHashKey?: BankKey };
+export type SpendingContext = { ledger: { payments: PaymentStore; tokens: TokenStore; projects: ProjectStore }; clock: Clock; config: { spending: { approvalTimeoutMs: number } }; recipientHashKey?: BankKey };
 
 /** The recipient hash key, or how to load it when a bank account first needs it (the CLI loads it lazily). */
 export type BankKey = Uint8Array | (() => Uint8Array);
@@ -187,7 +187,7 @@ async function limitsOf(ctx: SpendingContext, of: { tokenId: string; projectId: 
       .filter((l) => l.interval !== "per_payment")
       .map((l) => ({ scope: s.scope, scopeId: s.id, kind: l.interval as WindowKind, start: windowStart(l.interval as WindowKind, now), limitMicros: l.amountMicros })),
   );
-  const spent = await ctx.ledger.windowSpending(windows.map((w) => ({ scope: w.scope, scopeId: w.scopeId, kind: w.kind, start: w.start, projectId: of.projectId })));
+  const spent = await ctx.ledger.payments.windowSpending(windows.map((w) => ({ scope: w.scope, scopeId: w.scopeId, kind: w.kind, start: w.start, projectId: of.projectId })));
   return {
     token: renderControls(of.token),
     project: renderControls(of.project),
@@ -219,14 +219,14 @@ export async function updateControls(ctx: SpendingContext, scope: "token" | "pro
   return renderControls(parseControls(column));
 }
 
-/** Bounds of the refusal list: the log itself keeps the newest REFUSALS_KEPT_MAX (ledger/store.ts). */
+/** Bounds of the refusal list: the log itself keeps the newest REFUSALS_KEPT_MAX (ledger/payments.ts). */
 export const REFUSALS_PAGE_DEFAULT = 50;
 export const REFUSALS_PAGE_MAX = 1_000;
 
 /** Payment attempts the controls refused, newest first, of one project or all. */
 export async function listRefusals(ctx: Pick<SpendingContext, "ledger">, opts: { projectId?: string; limit?: number }) {
   const limit = Math.min(REFUSALS_PAGE_MAX, Math.max(1, Math.trunc(opts.limit ?? REFUSALS_PAGE_DEFAULT) || REFUSALS_PAGE_DEFAULT));
-  const rows = await ctx.ledger.listRefusals({ projectId: opts.projectId, limit });
+  const rows = await ctx.ledger.payments.listRefusals({ projectId: opts.projectId, limit });
   return rows.map((r) => ({
     project_id: r.project_id,
     token_id: r.token_id,

@@ -13,7 +13,7 @@
  * in ten of settlement's writes); a payment taken from the queue without its row is read again.
  */
 import { MAX_BATCH_PAYMENTS } from "../chain/relayer.ts";
-import type { LeaseRelease, PaymentRow } from "../ledger/store.ts";
+import type { LeaseRelease, PaymentRow } from "../ledger/payments.ts";
 import type { RailDeps } from "../rails/railDeps.ts";
 import { type Rails, railFor } from "../rails/rails.ts";
 import { handleStepError } from "./settlementRetry.ts";
@@ -65,7 +65,7 @@ export function createDispatcher(ctx: RailDeps, rails: Rails, opts: DispatcherOp
       released = undefined;
       for (let i = 0; i < all.length; i += RELEASES_PER_WRITE_MAX) {
         const chunk = all.slice(i, i + RELEASES_PER_WRITE_MAX);
-        await ctx.ledger.releaseLeases(chunk, ctx.instanceId).catch((err) => ctx.logger.warn({ err, payments: chunk.length }, "lease release failed; the leases expire on their own"));
+        await ctx.ledger.payments.releaseLeases(chunk, ctx.instanceId).catch((err) => ctx.logger.warn({ err, payments: chunk.length }, "lease release failed; the leases expire on their own"));
       }
     });
     return released;
@@ -74,7 +74,7 @@ export function createDispatcher(ctx: RailDeps, rails: Rails, opts: DispatcherOp
   /** The payment as it stands, if this process still leads it (a queued id is read again). */
   async function current(item: Item): Promise<PaymentRow | undefined> {
     if (item.p) return item.p;
-    const p = await ctx.ledger.getPayment(item.id);
+    const p = await ctx.ledger.payments.getPayment(item.id);
     return p && p.lease_owner === ctx.instanceId && (p.status === "pending" || p.status === "processing") ? p : undefined;
   }
 
@@ -104,7 +104,7 @@ export function createDispatcher(ctx: RailDeps, rails: Rails, opts: DispatcherOp
     // Look again later without holding a slot; the row is re-read, never re-claimed.
     const timer = setTimeout(async () => {
       waiting.delete(timer);
-      const fresh = await ctx.ledger.getPayment(item.id).catch(() => undefined);
+      const fresh = await ctx.ledger.payments.getPayment(item.id).catch(() => undefined);
       if (!fresh || fresh.lease_owner !== ctx.instanceId || !["pending", "processing"].includes(fresh.status)) return settle();
       enqueue({ id: fresh.id, p: fresh, since: item.since });
     }, retryInMs);

@@ -18,7 +18,7 @@ import type { Hex } from "viem";
 import type { ChainClient } from "../chain/chainClient.ts";
 import { LOST_TX_KEY_PREFIX } from "../chain/relayer.ts";
 import type { PaymentStore } from "../ledger/ports.ts";
-import type { PaymentRow } from "../ledger/store.ts";
+import type { PaymentRow } from "../ledger/payments.ts";
 import type { LostLeg } from "../services/reconcile.ts";
 import type { Authorization } from "../rails/eip3009.ts";
 import { fiatStates } from "../rails/fiat/fiatState.ts";
@@ -72,12 +72,12 @@ function recordedLegs(p: PaymentRow): { main: LegAuthorization[]; feeSweep: FeeS
  * at the confirmation depth. A leg is judged by its first authorization (a leg's transfers move
  * together or not at all), so a transfer moved by a resubmission under another hash counts as moved.
  */
-export async function findLostLegs(ledger: PaymentStore, client: ChainClient, confirmations: number, limit = LOST_LEG_CHECK_MAX): Promise<LostLeg[]> {
+export async function findLostLegs(payments: PaymentStore, client: ChainClient, confirmations: number, limit = LOST_LEG_CHECK_MAX): Promise<LostLeg[]> {
   const head = await client.blockNumber();
   const deep = Math.max(0, head - Math.max(1, confirmations) + 1);
-  const payments = await ledger.recentCompletedWithRailState(limit);
+  const completed = await payments.recentCompletedWithRailState(limit);
   const lost: LostLeg[] = [];
-  for (const p of payments) {
+  for (const p of completed) {
     for (const leg of paymentLegs(p)) {
       const a = leg.transfers[0]!;
       if (await client.authorizationUsed(a.from, a.nonce, deep)) continue;
@@ -106,7 +106,7 @@ export async function resendLostLegs(d: LegDeps): Promise<number> {
     // Nothing at that nonce is mined yet.
     if (Number(row.value) >= taken) continue;
     let settled = true;
-    const payments = await d.ctx.ledger.completedPaymentsOfTx(hash);
+    const payments = await d.ctx.ledger.payments.completedPaymentsOfTx(hash);
     for (const p of payments) {
       const r = await resendLeg(d, p, hash);
       if (r === "wait") settled = false;
@@ -165,7 +165,7 @@ const X402_PER_PASS = 200;
  */
 export async function resendLostX402Settlements(d: LegDeps): Promise<number> {
   const now = d.ctx.clock();
-  const payments = await d.ctx.ledger.recentCompletedX402(new Date(now.getTime() - X402_LOST_LOOKBACK_MS), X402_PER_PASS);
+  const payments = await d.ctx.ledger.payments.recentCompletedX402(new Date(now.getTime() - X402_LOST_LOOKBACK_MS), X402_PER_PASS);
   let resent = 0;
   for (const p of payments) {
     const state = readOrReport(d, p);

@@ -4,7 +4,7 @@
  * leases make every `pending`/`processing` payment claimable again, so each reaches a final state.
  */
 import type { RailDeps } from "../rails/railDeps.ts";
-import type { LeaseRelease } from "../ledger/store.ts";
+import type { LeaseRelease } from "../ledger/payments.ts";
 import { type Rails, railFor } from "../rails/rails.ts";
 import { handleStepError } from "./settlementRetry.ts";
 import type { Logger } from "pino";
@@ -24,7 +24,7 @@ export function createPaymentWorker(ctx: RailDeps, rails: Rails, o: PaymentWorke
    * its next attempt, in one write at the end of the pass.
    */
   async function runOnce(): Promise<number> {
-    const claimed = await ctx.ledger.claimDuePayments(owner, leaseMs, batchMax);
+    const claimed = await ctx.ledger.payments.claimDuePayments(owner, leaseMs, batchMax);
     const releases: LeaseRelease[] = [];
     await Promise.all(
       claimed.map(async (p) => {
@@ -33,7 +33,7 @@ export function createPaymentWorker(ctx: RailDeps, rails: Rails, o: PaymentWorke
         let stepErrors: number | undefined;
         try {
           // A payment waiting for a person: nothing to do until it is decided or its time runs out.
-          const approval = await ctx.ledger.settleApproval(p);
+          const approval = await ctx.ledger.payments.settleApproval(p);
           if (approval.handled) {
             if (approval.payment?.status === "failed") return rails.onFinal?.(approval.payment, "failed");
             retryInMs = Math.max(1_000, Date.parse(p.approval_until ?? "") - ctx.clock().getTime());
@@ -60,7 +60,7 @@ export function createPaymentWorker(ctx: RailDeps, rails: Rails, o: PaymentWorke
         releases.push({ id: p.id, nextAttemptAt: new Date(ctx.clock().getTime() + retryInMs).toISOString(), stepErrors });
       }),
     );
-    await ctx.ledger.releaseLeases(releases, owner);
+    await ctx.ledger.payments.releaseLeases(releases, owner);
     return claimed.length;
   }
 

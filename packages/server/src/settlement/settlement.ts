@@ -14,7 +14,7 @@ import type { Address, Hex } from "viem";
 import type { Config } from "../config.ts";
 import type { ChainSettings } from "../chain/chainClient.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
-import type { PaymentRow } from "../ledger/store.ts";
+import type { PaymentRow } from "../ledger/payments.ts";
 import type { RailDeps } from "../rails/railDeps.ts";
 import type { Rails } from "../rails/rails.ts";
 import { createDispatcher } from "./dispatcher.ts";

@@ -21,7 +21,7 @@ import { SigningRefusedError } from "../chain/signingPool.ts";
 import { RelayerBusyError, StaleStepError } from "../chain/relayer.ts";
 import type { FailureCode } from "../ledger/failureCodes.ts";
 import type { PaymentStore } from "../ledger/ports.ts";
-import type { PaymentRow } from "../ledger/store.ts";
+import type { PaymentRow } from "../ledger/payments.ts";
 import { PermanentFailure } from "../rails/permanentFailure.ts";
 import { CorruptRailState } from "../rails/railState.ts";
 
@@ -34,7 +34,7 @@ export type StepError =
 export type RetryPolicy = { stepErrorsMax: number; backoffMinMs: number; backoffMaxMs: number };
 
 /** What the rule needs of the running service (the app context has it all). */
-export type RetryDeps = { ledger: Pick<PaymentStore, "getPayment" | "resolve">; logger: Logger; config: { workers: { retry: RetryPolicy } } };
+export type RetryDeps = { ledger: { payments: Pick<PaymentStore, "getPayment" | "resolve"> }; logger: Logger; config: { workers: { retry: RetryPolicy } } };
 
 /** What to do after a failed step: nothing (another process has it, or it is final now), or look again in `inMs`. */
 export type StepErrorOutcome = { kind: "stale" } | { kind: "final"; payment: PaymentRow } | { kind: "retry"; inMs: number; stepErrors: number | undefined };
@@ -65,7 +65,7 @@ export function nothingSent(p: PaymentRow): boolean {
 
 /**
  * Applies the rule to a step of `read` (the row the step started from) that threw `err`. The payment is
- * read again: the decision to fail needs it as it is now. Failing goes through `Ledger.resolve`, which
+ * read again: the decision to fail needs it as it is now. Failing goes through `payments.resolve`, which
  * changes an open payment at most once.
  */
 export async function handleStepError(
@@ -82,12 +82,12 @@ export async function handleStepError(
     ctx.logger.error({ payment_id: read.id, rail: read.rail, status: read.status, err: e.message }, "payment's rail state does not parse; it is left untouched for an operator and settles no further until repaired");
     return { kind: "retry", inMs: policy.backoffMaxMs, stepErrors: undefined };
   }
-  const p = (await ctx.ledger.getPayment(read.id)) ?? read;
+  const p = (await ctx.ledger.payments.getPayment(read.id)) ?? read;
   if (p.status !== "pending" && p.status !== "processing") return { kind: "final", payment: p };
   const stepErrors = p.step_errors + 1;
   const safe = nothingSent(p);
   const fail = async (code: FailureCode, message: string): Promise<StepErrorOutcome> => {
-    const r = await ctx.ledger.resolve(p.id, "failed", { failureCode: code, failureReason: message });
+    const r = await ctx.ledger.payments.resolve(p.id, "failed", { failureCode: code, failureReason: message });
     if (r.changed) {
       ctx.logger.warn({ payment_id: p.id, failure_code: code, step_errors: stepErrors, err }, "payment failed and credited back");
       onFinal?.(r.payment, "failed");

@@ -99,9 +99,9 @@ describe.each(dialects)("admin API (%s)", (dialect) => {
     await t.ctx.ledger.deposits.credit(deposit);
     const token = CreatedAdminToken.parse((await call("POST", `/v1/admin/projects/${project.id}/tokens`, admin.credential, { permissions: ["pay"], spending_controls: { approval_above_usd: 50, spending_limits: [{ amount_usd: 100, interval: "per_payment" }] } })).body);
     const controls = { tokenId: token.id, token: parseControls((await t.ctx.ledger.tokens.get(token.id))!.spending_controls), project: null, recipientKey: `addr:${PAYEE.toLowerCase()}`, approvalTimeoutMs: 60_000 };
-    const held = await Promise.all([60, 70].map((usd) => t.ctx.ledger.hold(usdcPayment(project.id, usd * USD, USD, { controls }))));
+    const held = await Promise.all([60, 70].map((usd) => t.ctx.ledger.payments.hold(usdcPayment(project.id, usd * USD, USD, { controls }))));
     const [a, b] = held.map((h) => (h.kind === "held" ? h.payment.id : "not held"));
-    expect((await t.ctx.ledger.hold(usdcPayment(project.id, 150 * USD, USD, { controls }))).kind).toBe("refused");
+    expect((await t.ctx.ledger.payments.hold(usdcPayment(project.id, 150 * USD, USD, { controls }))).kind).toBe("refused");
 
     const pending = PendingApprovalList.parse((await call("GET", `/v1/admin/payments/pending?project_id=${project.id}`, admin.credential)).body).data;
     expect(pending.map((p) => [p.id, p.amount_usd, p.token_id]).sort((x, y) => Number(x[1]) - Number(y[1]))).toEqual([[a, 60, token.id], [b, 70, token.id]]);

@@ -60,7 +60,7 @@ describe.each(dialects)("bank returns with no webhook key (%s)", (dialect) => {
   });
 
   test("an on-chain refund from Bridge that matches no transfer is reported by reconcile and not credited", async () => {
-    await poll("every payment to settle", async () => ((await b.ledger.openPaymentCount()) === 0 ? true : undefined));
+    await poll("every payment to settle", async () => ((await b.ledger.payments.openPaymentCount()) === 0 ? true : undefined));
     const before = await balance();
     // A refund address Bridge sends from (BRIDGE_REFUND_FROM_ADDRESSES) pays the wallet for no payment of ours.
     const sender = privateKeyToAccount(b.dev.accounts.other.privateKey);

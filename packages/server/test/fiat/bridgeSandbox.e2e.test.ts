@@ -29,7 +29,7 @@ describe("sandbox with FIAT_PROVIDER=bridge", () => {
     expect(body.estimated_arrival).toBe("1-3 business days");
     const txn = await dbOf(s.server.ctx.ledger).selectFrom("transactions").select("payment_id").where("id", "=", body.id).executeTakeFirstOrThrow();
     const p = await poll("the payment to complete", async () => {
-      const row = await s.server.ctx.ledger.getPayment(txn.payment_id!);
+      const row = await s.server.ctx.ledger.payments.getPayment(txn.payment_id!);
       return row && ["completed", "failed"].includes(row.status) ? row : undefined;
     });
     expect(p.status).toBe("completed");

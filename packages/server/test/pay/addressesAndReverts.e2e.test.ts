@@ -40,7 +40,7 @@ describe.each(dialects)("recipient addresses and reverted transfers on a real ch
   };
   const final = (id: string) =>
     poll(`payment ${id} final`, async () => {
-      const p = await s.server.ctx.ledger.getPayment(id);
+      const p = await s.server.ctx.ledger.payments.getPayment(id);
       return p && ["completed", "failed", "reversed"].includes(p.status) ? p : undefined;
     });
   const chain = () => s.server.chain!.client;
@@ -96,7 +96,7 @@ describe.each(dialects)("recipient addresses and reverted transfers on a real ch
     const ctx = s.server.ctx;
     const before = (await ctx.ledger.balances.get(s.projectId))!.available_micros;
     // As the old validation stored it; the dispatcher takes it, as it took every new payment.
-    const h = await ctx.ledger.hold(usdcPayment(s.projectId, 10_000, 200, { recipient: UPPER, leaseOwner: ctx.instanceId, leaseUntil: new Date(Date.now() + 60_000).toISOString() }));
+    const h = await ctx.ledger.payments.hold(usdcPayment(s.projectId, 10_000, 200, { recipient: UPPER, leaseOwner: ctx.instanceId, leaseUntil: new Date(Date.now() + 60_000).toISOString() }));
     if (h.kind !== "held") throw new Error(h.kind);
     ctx.dispatch!(h.payment);
     const p = await final(h.payment.id);

@@ -2,7 +2,7 @@
 // ones however old the new ones are, each claimed payment is leased to the claimer, and a leased
 // payment is not claimed again until its lease ends. And the worker loop drains a backlog pass after pass.
 import { afterEach, describe, expect, test } from "vitest";
-import type { PaymentRow } from "../../src/ledger/store.ts";
+import type { PaymentRow } from "../../src/ledger/payments.ts";
 import type { Rails } from "../../src/rails/rails.ts";
 import { createPaymentWorker, startPaymentWorkerLoop } from "../../src/settlement/paymentWorker.ts";
 import { dialects } from "../support/db.ts";
@@ -23,7 +23,7 @@ describe.each(dialects)("claiming due payments on %s", (dialect) => {
     /** A held payment, due `dueAgoMs` ago, with no lease. */
     const open = async (status: "pending" | "processing", dueAgoMs: number): Promise<PaymentRow> => {
       const p = await holdSmall(ctx, projectId, { status, inFlightUntil: new Date(Date.now() - 60_000).toISOString(), leaseOwner: "nobody" });
-      await ctx.ledger.updatePayment(p.id, { lease_owner: null, lease_until: null, next_attempt_at: new Date(Date.now() - dueAgoMs).toISOString() });
+      await ctx.ledger.payments.updatePayment(p.id, { lease_owner: null, lease_until: null, next_attempt_at: new Date(Date.now() - dueAgoMs).toISOString() });
       return p;
     };
     return { ctx, open };
@@ -33,13 +33,13 @@ describe.each(dialects)("claiming due payments on %s", (dialect) => {
     const { ctx, open } = await setUp();
     const fresh = [await open("pending", 60_000), await open("pending", 50_000), await open("pending", 40_000)];
     const started = [await open("processing", 1_000), await open("processing", 2_000)];
-    const first = await ctx.ledger.claimDuePayments("w1", 30_000, 3);
+    const first = await ctx.ledger.payments.claimDuePayments("w1", 30_000, 3);
     expect(first.map((p) => p.id)).toEqual([started[1]!.id, started[0]!.id, fresh[0]!.id]);
     for (const p of first) expect(p).toMatchObject({ lease_owner: "w1", attempts: 1 });
     // Leased: another claimer gets only what is left.
-    const second = await ctx.ledger.claimDuePayments("w2", 30_000, 10);
+    const second = await ctx.ledger.payments.claimDuePayments("w2", 30_000, 10);
     expect(second.map((p) => p.id)).toEqual([fresh[1]!.id, fresh[2]!.id]);
-    expect(await ctx.ledger.claimDuePayments("w3", 30_000, 10)).toEqual([]);
+    expect(await ctx.ledger.payments.claimDuePayments("w3", 30_000, 10)).toEqual([]);
   });
 });
 
@@ -74,7 +74,7 @@ test("behavior: a worker pass leaves finished payments alone and releases the ot
       usdc_transfer: {
         advance: async (p: PaymentRow) => {
           if (p.id !== done.id) return { done: false, retryInMs: 5_000 };
-          await ctx.ledger.resolve(p.id, "completed");
+          await ctx.ledger.payments.resolve(p.id, "completed");
           return { done: true };
         },
       },
@@ -83,7 +83,7 @@ test("behavior: a worker pass leaves finished payments alone and releases the ot
   const worker = createPaymentWorker(ctx, rails);
   const before = Date.now();
   expect(await worker.runOnce()).toBe(2);
-  const [a, b] = [(await ctx.ledger.getPayment(done.id))!, (await ctx.ledger.getPayment(again.id))!];
+  const [a, b] = [(await ctx.ledger.payments.getPayment(done.id))!, (await ctx.ledger.payments.getPayment(again.id))!];
   expect(a).toMatchObject({ status: "completed", lease_owner: null, lease_until: null });
   expect(b).toMatchObject({ status: "pending", lease_owner: null, lease_until: null });
   expect(Date.parse(b.next_attempt_at)).toBeGreaterThanOrEqual(before + 5_000);

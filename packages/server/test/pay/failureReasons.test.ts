@@ -36,14 +36,14 @@ describe.each(dialects)("failure reasons and replays as they are now (%s)", (dia
   const post = (url: string, body: unknown) =>
     app.inject({ method: "POST", url, payload: body as object, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" } });
   const held = async (key: string) => {
-    const h = await t.ctx.ledger.hold(usdcPayment(projectId, 1_000_000, 20_000, { idempotencyKey: key }));
+    const h = await t.ctx.ledger.payments.hold(usdcPayment(projectId, 1_000_000, 20_000, { idempotencyKey: key }));
     if (h.kind !== "held") throw new Error(h.kind);
     return h.payment;
   };
 
   test("a failed payment's replay answers failed with its code and message; the list shows both on its two transactions", async () => {
     const p = await held("fails");
-    const r = await t.ctx.ledger.resolve(p.id, "failed", { failureCode: "onchain_reverted", failureReason: "The USDC transfer reverted on-chain." });
+    const r = await t.ctx.ledger.payments.resolve(p.id, "failed", { failureCode: "onchain_reverted", failureReason: "The USDC transfer reverted on-chain." });
     expect(r.payment).toMatchObject({ status: "failed", failure_code: "onchain_reverted", failure_reason: "The USDC transfer reverted on-chain." });
     const replay = await post("/v1/pay", { recipient, amount_usd: 1, idempotency_key: "fails" });
     expect(replay.statusCode).toBe(200);
@@ -58,8 +58,8 @@ describe.each(dialects)("failure reasons and replays as they are now (%s)", (dia
 
   test("a payment reversed after completion replays as reversed with the return's code and message, on every endpoint", async () => {
     const p = await held("returned");
-    await t.ctx.ledger.resolve(p.id, "completed", { txHash: `0x${"ab".repeat(32)}` });
-    expect(await t.ctx.ledger.reverse(p.id, "R01: Insufficient funds")).toBe(true);
+    await t.ctx.ledger.payments.resolve(p.id, "completed", { txHash: `0x${"ab".repeat(32)}` });
+    expect(await t.ctx.ledger.payments.reverse(p.id, "R01: Insufficient funds")).toBe(true);
     const replay = await post("/v1/pay", { recipient, amount_usd: 1, idempotency_key: "returned" });
     expect(replay.statusCode).toBe(200);
     expect(PayResponse.parse(replay.json())).toMatchObject({ id: p.id, status: "reversed", failure_code: "ach_returned", failure_message: "R01: Insufficient funds" });
@@ -72,7 +72,7 @@ describe.each(dialects)("failure reasons and replays as they are now (%s)", (dia
 
   test("completed and open payments carry no failure fields", async () => {
     const done = await held("completes");
-    await t.ctx.ledger.resolve(done.id, "completed", { txHash: `0x${"cd".repeat(32)}` });
+    await t.ctx.ledger.payments.resolve(done.id, "completed", { txHash: `0x${"cd".repeat(32)}` });
     const open = await held("open");
     for (const key of ["completes", "open"]) {
       const body = (await post("/v1/pay", { recipient, amount_usd: 1, idempotency_key: key })).json();
@@ -104,7 +104,7 @@ describe.each(dialects)("failure reasons and replays as they are now (%s)", (dia
       expect([bank.statusCode, bank.json().code]).toEqual([409, "idempotency_key_reused"]);
       const x402 = await post("/v1/pay", { recipient: "https://example.com/paid", idempotency_key: "new-while-paused" });
       expect(x402.statusCode).not.toBe(200);
-      expect(await t.ctx.ledger.findPaymentByKey(projectId, "new-while-paused")).toBeUndefined();
+      expect(await t.ctx.ledger.payments.findPaymentByKey(projectId, "new-while-paused")).toBeUndefined();
     } finally {
       await t.ctx.ledger.projects.setPaused(projectId, false);
     }

@@ -44,7 +44,7 @@ describe.each(dialects)("fee on an ACH return (%s)", (dialect) => {
   const ledger = () => s.server.ctx.ledger;
   const settled = (id: string, statuses = ["completed", "failed", "reversed"]) =>
     poll(`payment ${id} in ${statuses.join("/")}`, async () => {
-      const p = await ledger().getPayment(id);
+      const p = await ledger().payments.getPayment(id);
       return p && statuses.includes(p.status) ? p : undefined;
     });
   const nothingOpen = () =>
@@ -135,7 +135,7 @@ describe.each(dialects)("fee on an ACH return (%s)", (dialect) => {
     await nothingOpen();
     // A payment held and leased far ahead, so no worker moves it: the project is judged by range.
     const far = new Date(Date.now() + 3_600_000).toISOString();
-    const held = await ledger().hold({
+    const held = await ledger().payments.hold({
       projectId: s.projectId, rail: "usdc_transfer", railTxnType: "usdc_transfer", amountUnits: 1, feeUnits: 0, amountMicros: 1, feeMicros: 0, currency: "usdc",
       recipient, recipientJson: null, merchantName: null, description: "open", idempotencyKey: null, railState: null, inFlightUntil: far, leaseOwner: "reconcile-test",
     });

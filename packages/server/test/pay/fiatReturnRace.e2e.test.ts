@@ -55,10 +55,10 @@ describe.each(dialects)("fiat: a return that races the completion (%s)", (dialec
       expect(res.status).toBe(201);
       const { id } = (await res.json()) as { id: string };
       const final = await poll(`payment ${id} reversed`, async () => {
-        const p = await ledger.getPayment(id);
+        const p = await ledger.payments.getPayment(id);
         return p?.status === "reversed" ? p : undefined;
       }, 30_000).catch(async (err: Error) => {
-        throw new Error(`${err.message}: it is ${(await ledger.getPayment(id))?.status}`);
+        throw new Error(`${err.message}: it is ${(await ledger.payments.getPayment(id))?.status}`);
       });
       expect(stale).toBeDefined();
       expect(final.failure_reason).toMatch(/^R01/);

@@ -39,7 +39,7 @@ describe.each(dialects)("reconcile: completed payments whose transfer is not on 
     await chain?.stop();
   });
 
-  const lostLegs = (confirmations = 1) => findLostLegs(t.ctx.ledger, chain.client, confirmations);
+  const lostLegs = (confirmations = 1) => findLostLegs(t.ctx.ledger.payments, chain.client, confirmations);
   const report = () => reconcile(t.ctx.ledger, (a) => chain.client.usdcBalance(a), () => lostLegs());
 
   test("behavior: a completed payment whose transaction was rolled back is flagged, and reconcile fails", async () => {
@@ -47,7 +47,7 @@ describe.each(dialects)("reconcile: completed payments whose transfer is not on 
     const snapshot = await chain.snapshot();
     const [hash] = await relayLegs(t.ctx, relayer, [p], recipient);
     await poll("the transfer to be mined", async () => ((await chain.client.receipt(hash!)) ? true : undefined));
-    await t.ctx.ledger.resolve(p.id, "completed");
+    await t.ctx.ledger.payments.resolve(p.id, "completed");
     expect(await lostLegs()).toEqual([]);
     const before = await report();
     expect(before.lost_legs).toEqual([]);

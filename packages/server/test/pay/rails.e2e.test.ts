@@ -23,7 +23,7 @@ describe("payments end to end on a real chain (usdc_transfer and fiat rails)", (
   afterAll(async () => s?.stop());
 
   const chain = () => s.server.chain!.client;
-  const payment = (id: string) => s.server.ctx.ledger.getPayment(id);
+  const payment = (id: string) => s.server.ctx.ledger.payments.getPayment(id);
   const settled = (id: string, statuses = ["completed", "failed", "reversed"]) => poll(`payment ${id}`, async () => {
     const p = await payment(id);
     return p && statuses.includes(p.status) ? p : undefined;

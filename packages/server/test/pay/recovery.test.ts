@@ -28,7 +28,7 @@ describe("recovery: a payment interrupted at each step is finished by a worker, 
 
   test("crash right after the hold (nothing signed): the worker signs, sends and completes it", async () => {
     const r0 = await s.server.chain!.client.usdcBalance(recipient);
-    const held = await ctx().ledger.hold({ ...usdcIntent({ address: recipient, amountMicros: 1_111_111, principal, description: null, idempotencyKey: "after-hold" }), projectId: s.projectId, railState: null, inFlightUntil: past(), leaseOwner: "a-dead-process" });
+    const held = await ctx().ledger.payments.hold({ ...usdcIntent({ address: recipient, amountMicros: 1_111_111, principal, description: null, idempotencyKey: "after-hold" }), projectId: s.projectId, railState: null, inFlightUntil: past(), leaseOwner: "a-dead-process" });
     expect(held.kind).toBe("held");
     const p = await final((held as { payment: { id: string } }).payment.id);
     expect(p.status).toBe("completed");
@@ -37,14 +37,14 @@ describe("recovery: a payment interrupted at each step is finished by a worker, 
 
   test("crash after the signed transaction was stored but before it was broadcast: the worker re-sends the same one", async () => {
     const r0 = await s.server.chain!.client.usdcBalance(recipient);
-    const held = await ctx().ledger.hold({ ...usdcIntent({ address: recipient, amountMicros: 2_222_222, principal, description: null, idempotencyKey: "after-sign" }), projectId: s.projectId, railState: null, inFlightUntil: new Date(Date.now() + 60_000).toISOString(), leaseOwner: "a-dead-process" });
+    const held = await ctx().ledger.payments.hold({ ...usdcIntent({ address: recipient, amountMicros: 2_222_222, principal, description: null, idempotencyKey: "after-sign" }), projectId: s.projectId, railState: null, inFlightUntil: new Date(Date.now() + 60_000).toISOString(), leaseOwner: "a-dead-process" });
     if (held.kind !== "held") throw new Error("hold failed");
     const rails = ctx().rails!;
     // Store the leg exactly as the rail does, but "die" before broadcasting.
     const relayer = { ...rails.relayer, broadcast: async () => {} };
     const hash = await relayTransfers({ ctx: ctx(), chain: rails.chain, relayer }, held.payment, [{ to: recipient, micros: 2_222_222 }, { to: rails.chain.treasuryAddress, micros: held.payment.fee_micros }], (t) => ({ status: "processing", tx_hash: t.hash, rail_state: relayedState("held", t) }));
     expect(await s.server.chain!.client.transactionKnown(hash)).toBe(false);
-    await ctx().ledger.updatePayment(held.payment.id, { lease_owner: null, lease_until: past(), in_flight_until: null, next_attempt_at: past() });
+    await ctx().ledger.payments.updatePayment(held.payment.id, { lease_owner: null, lease_until: past(), in_flight_until: null, next_attempt_at: past() });
     const p = await final(held.payment.id);
     expect(p.status).toBe("completed");
     expect(p.tx_hash).toBe(hash); // the stored transaction, not a new one
@@ -56,14 +56,14 @@ describe("recovery: a payment interrupted at each step is finished by a worker, 
 
   test("two processes advancing the same payment at once: one leg is stored and sent, the other is refused", async () => {
     const r0 = await s.server.chain!.client.usdcBalance(recipient);
-    const held = await ctx().ledger.hold({ ...usdcIntent({ address: recipient, amountMicros: 3_333_333, principal, description: null, idempotencyKey: "race" }), projectId: s.projectId, railState: null, inFlightUntil: past(), leaseOwner: "someone", leaseUntil: new Date(Date.now() + 60_000).toISOString() });
+    const held = await ctx().ledger.payments.hold({ ...usdcIntent({ address: recipient, amountMicros: 3_333_333, principal, description: null, idempotencyKey: "race" }), projectId: s.projectId, railState: null, inFlightUntil: past(), leaseOwner: "someone", leaseUntil: new Date(Date.now() + 60_000).toISOString() });
     if (held.kind !== "held") throw new Error("hold failed");
     const rail = ctx().rails!.byName.usdc_transfer!;
     // Both read the same pending row, as a dispatcher and a worker would after a lease expired.
     const outcomes = await Promise.allSettled([rail.advance(held.payment), rail.advance(held.payment), rail.advance(held.payment)]);
     expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
     for (const o of outcomes.filter((o) => o.status === "rejected")) expect(String((o as PromiseRejectedResult).reason)).toMatch(/advanced by another process/);
-    await ctx().ledger.updatePayment(held.payment.id, { lease_owner: null, lease_until: null, next_attempt_at: past() });
+    await ctx().ledger.payments.updatePayment(held.payment.id, { lease_owner: null, lease_until: null, next_attempt_at: past() });
     const p = await final(held.payment.id);
     expect(p.status).toBe("completed");
     const relayed = await dbOf(ctx().ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();

@@ -6,7 +6,7 @@ import { type Address, createWalletClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { MAX_BATCH_PAYMENTS } from "../../src/chain/relayer.ts";
-import type { PaymentRow } from "../../src/ledger/store.ts";
+import type { PaymentRow } from "../../src/ledger/payments.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { randomNonce, signAuthorization } from "../../src/rails/eip3009.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
@@ -29,7 +29,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
   /** The payments' legs asked of the server's relayer in one turn; each payment's row afterwards. */
   async function stepTogether(payments: PaymentRow[]): Promise<PaymentRow[]> {
     await relayLegs(ctx(), ctx().rails!.relayer, payments, recipient);
-    return Promise.all(payments.map(async (p) => (await ctx().ledger.getPayment(p.id))!));
+    return Promise.all(payments.map(async (p) => (await ctx().ledger.payments.getPayment(p.id))!));
   }
   const finish = (ids: string[]) => finishByWorker(ctx(), ids);
 
@@ -37,7 +37,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     const payments = await Promise.all(Array.from({ length: 12 }, (_, i) => held(10_000 + i, `rail-${i}`)));
     const rail = ctx().rails!.byName.usdc_transfer!;
     await Promise.all(payments.map((p) => rail.advance(p)));
-    const rows = await Promise.all(payments.map(async (p) => (await ctx().ledger.getPayment(p.id))!));
+    const rows = await Promise.all(payments.map(async (p) => (await ctx().ledger.payments.getPayment(p.id))!));
     expect(new Set(rows.map((p) => p.tx_hash)).size).toBeLessThan(payments.length);
     const final = await finish(payments.map((p) => p.id));
     expect(final.every((p) => p.status === "completed")).toBe(true);

@@ -6,7 +6,7 @@ import type { Permission } from "@agentwallet/api";
 import { type Address, type Hex, createTestClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { LOST_TX_KEY_PREFIX, createRelayer } from "../../src/chain/relayer.ts";
-import type { PaymentRow } from "../../src/ledger/store.ts";
+import type { PaymentRow } from "../../src/ledger/payments.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { signAuthorization, randomNonce } from "../../src/rails/eip3009.ts";
 import { findLostLegs } from "../../src/settlement/lostLegs.ts";
@@ -61,7 +61,7 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
   }
   const final = (id: string) =>
     poll(`payment ${id} to be final`, async () => {
-      const p = (await ctx().ledger.getPayment(id))!;
+      const p = (await ctx().ledger.payments.getPayment(id))!;
       return ["completed", "failed", "reversed"].includes(p.status) ? p : undefined;
     }, 45_000);
 
@@ -90,14 +90,14 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     // The lost transactions were sent again, as stored: the recipient holds the money the ledger says it paid.
     await poll("the lost transactions to be mined again", async () => ((await Promise.all(lost.map((h) => chain().receipt(h)))).every((r) => r?.status === "success") ? true : undefined), 45_000);
     expect((await chain().usdcBalance(recipientA)) - a0).toBe(6_600_000n);
-    const fees = done.reduce((f, p) => f + p.fee_micros, 0) + (await ctx().ledger.getPayment(next.id))!.fee_micros;
+    const fees = done.reduce((f, p) => f + p.fee_micros, 0) + (await ctx().ledger.payments.getPayment(next.id))!.fee_micros;
     expect((await chain().usdcBalance(treasury)) - t0).toBe(BigInt(fees));
     // Each was checked once its nonce was taken again: its transfer moved, so nothing is signed again.
     await poll("the lost transactions' payments to be checked", async () => {
       const left = await dbOf(ctx().ledger).selectFrom("kv").select("key").where("key", "like", `${LOST_TX_KEY_PREFIX}%`).execute();
       return left.length === 0 ? true : undefined;
     }, 45_000);
-    for (const p of done) expect((await ctx().ledger.getPayment(p.id))!.tx_hash).toBe(p.tx_hash);
+    for (const p of done) expect((await ctx().ledger.payments.getPayment(p.id))!.tx_hash).toBe(p.tx_hash);
   });
 
   test("behavior: a lost transaction whose authorizations can no longer succeed is replaced by a no-op at its nonce; its open payment fails and is credited back, its completed one is sent again", async () => {
@@ -135,7 +135,7 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     expect(failed!.failure_reason).toMatch(/expired/);
     // The completed one: signed again and sent, so the recipient holds what the ledger says was paid.
     const resent = await poll("the completed payment to be sent again", async () => {
-      const p = (await ctx().ledger.getPayment(done.id))!;
+      const p = (await ctx().ledger.payments.getPayment(done.id))!;
       return p.tx_hash !== lost.hash && p.tx_hash && (await chain().receipt(p.tx_hash as Hex))?.status === "success" ? p : undefined;
     }, 45_000);
     expect(resent.status).toBe("completed");
@@ -148,7 +148,7 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     const r = await reconcile(ctx().ledger, (a) => chain().usdcBalance(a));
     expect(r.rows.map((row) => [row.project_id, row.drift_micros])).toEqual(r.rows.map((row) => [row.project_id, 0]));
     expect(r.ok).toBe(true);
-    expect(await findLostLegs(ctx().ledger, chain(), 1)).toEqual([]);
+    expect(await findLostLegs(ctx().ledger.payments, chain(), 1)).toEqual([]);
     expect((await verifyLedger(dbOf(ctx().ledger))).problems).toEqual([]);
   });
 });

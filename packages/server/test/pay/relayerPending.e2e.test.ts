@@ -4,7 +4,7 @@
 import { type Address, createTestClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Relayer, RelayerBusyError, createRelayer } from "../../src/chain/relayer.ts";
-import type { PaymentRow } from "../../src/ledger/store.ts";
+import type { PaymentRow } from "../../src/ledger/payments.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { finishByWorker, heldElsewhere, relayLegs } from "../support/relay.ts";
@@ -51,11 +51,11 @@ describe("relayer: at most maxPendingTxs transactions not yet mined", () => {
       await new Promise((r) => setTimeout(r, 500));
       // Two unmined: the third waits unsigned; its payment row is untouched.
       expect(cStored).toBe(false);
-      expect((await ctx().ledger.getPayment(c.id))!.tx_hash).toBeNull();
+      expect((await ctx().ledger.payments.getPayment(c.id))!.tx_hash).toBeNull();
       expect((await counter()) - start).toBe(2);
       await anvil.mine({ blocks: 1 });
       const hash = await third;
-      expect((await ctx().ledger.getPayment(c.id))!.tx_hash).toBe(hash);
+      expect((await ctx().ledger.payments.getPayment(c.id))!.tx_hash).toBe(hash);
       expect(await mined()).toBe(start + 2);
       expect(await counter()).toBe(start + 3);
     } finally {
@@ -74,7 +74,7 @@ describe("relayer: at most maxPendingTxs transactions not yet mined", () => {
       const before = await counter();
       await expect(step(relayer, b)).rejects.toBeInstanceOf(RelayerBusyError);
       expect(await counter()).toBe(before);
-      const row = (await ctx().ledger.getPayment(b.id))!;
+      const row = (await ctx().ledger.payments.getPayment(b.id))!;
       expect([row.status, row.tx_hash]).toEqual(["pending", null]);
     } finally {
       await anvil.setAutomine(true);

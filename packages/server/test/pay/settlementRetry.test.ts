@@ -11,7 +11,8 @@ import { createChainClient } from "../../src/chain/chainClient.ts";
 import { createRelayer } from "../../src/chain/relayer.ts";
 import type { ChainRuntime } from "../../src/chain/runtime.ts";
 import { newId } from "../../src/ids.ts";
-import { Ledger, type PaymentRow } from "../../src/ledger/store.ts";
+import { Ledger } from "../../src/ledger/store.ts";
+import { type PaymentRow } from "../../src/ledger/payments.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import type { Rails } from "../../src/rails/rails.ts";
 import { backoffMs, classifyStepError } from "../../src/settlement/settlementRetry.ts";
@@ -96,7 +97,7 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
   /** A held payment whose creating process is gone (its lease over): the worker's to take. */
   async function abandoned(recipient: string, key: string): Promise<PaymentRow> {
     const at = new Date(now - 1_000).toISOString();
-    const h = await t.ctx.ledger.hold(usdcPayment(projectId, 1_000_000, 20_000, { recipient, idempotencyKey: key, inFlightUntil: at, leaseOwner: "gone", leaseUntil: at }));
+    const h = await t.ctx.ledger.payments.hold(usdcPayment(projectId, 1_000_000, 20_000, { recipient, idempotencyKey: key, inFlightUntil: at, leaseOwner: "gone", leaseUntil: at }));
     if (h.kind !== "held") throw new Error(h.kind);
     return h.payment;
   }
@@ -107,7 +108,7 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     const p = await abandoned("0x90F79BF6EB2C4F870365E785982E1F101E93B906", "uppercase-before-the-fix");
     expect(await available()).toBe(before - 1_020_000);
     await worker.runOnce();
-    const after = (await t.ctx.ledger.getPayment(p.id))!;
+    const after = (await t.ctx.ledger.payments.getPayment(p.id))!;
     expect(after).toMatchObject({ status: "failed", failure_code: "signing_refused", step_errors: 0, tx_hash: null });
     expect(after.failure_reason).toMatch(/refused to sign/);
     expect(await available()).toBe(before);
@@ -121,7 +122,7 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     const delays: number[] = [];
     for (let pass = 1; pass <= 3; pass++) {
       expect(await worker.runOnce()).toBe(1);
-      const row = (await t.ctx.ledger.getPayment(p.id))!;
+      const row = (await t.ctx.ledger.payments.getPayment(p.id))!;
       expect(row).toMatchObject({ status: "pending", step_errors: pass, tx_hash: null, lease_owner: null });
       delays.push(Date.parse(row.next_attempt_at) - now);
       // Not due before its time: a pass now takes nothing.
@@ -130,7 +131,7 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     }
     expect(delays).toEqual([1_000, 2_000, 3_000]);
     expect(await worker.runOnce()).toBe(1);
-    const failed = (await t.ctx.ledger.getPayment(p.id))!;
+    const failed = (await t.ctx.ledger.payments.getPayment(p.id))!;
     expect(failed).toMatchObject({ status: "failed", failure_code: "retries_exhausted", tx_hash: null });
     expect(failed.failure_reason).toMatch(/after 4 attempts \(last error: .+\)/);
     expect(await available()).toBe(before);
@@ -145,13 +146,13 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     const wrongShape = await abandoned("0x90F79bf6EB2c4f870365E785982E1f101E93b906", "corrupt-wrong-shape");
     const healthy = await abandoned("0x90F79bf6EB2c4f870365E785982E1f101E93b906", "healthy-beside-corrupt");
     const corrupt = { [notJson.id]: '{"stage":"relayed","transfers":[', [wrongShape.id]: '{"stage":"relayed","transfers":"0xdead","relayNonce":-1}' };
-    for (const [id, railState] of Object.entries(corrupt)) await t.ctx.ledger.updatePayment(id, { rail_state: railState });
+    for (const [id, railState] of Object.entries(corrupt)) await t.ctx.ledger.payments.updatePayment(id, { rail_state: railState });
     const errors = vi.spyOn(t.ctx.logger, "error");
     try {
       // One pass takes all three: the corrupt ones do not stop it, the healthy one takes its own (transient) step.
       expect(await worker.runOnce()).toBe(3);
       for (const [id, railState] of Object.entries(corrupt)) {
-        const row = (await t.ctx.ledger.getPayment(id))!;
+        const row = (await t.ctx.ledger.payments.getPayment(id))!;
         // Left as it was: not failed, not credited back, not counted towards the retry bound; looked at again after the longest delay.
         expect(row).toMatchObject({ status: "pending", rail_state: railState, tx_hash: null, step_errors: 0, failure_code: null, lease_owner: null });
         expect(Date.parse(row.next_attempt_at) - now).toBe(3_000);
@@ -159,7 +160,7 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
         expect(logged).toHaveLength(1);
         expect(String((logged[0]![0] as { err: unknown }).err)).toContain(`payment ${id}: its usdc_transfer rail_state does not parse`);
       }
-      expect(await t.ctx.ledger.getPayment(healthy.id)).toMatchObject({ status: "pending", step_errors: 1 });
+      expect(await t.ctx.ledger.payments.getPayment(healthy.id)).toMatchObject({ status: "pending", step_errors: 1 });
       expect(await available()).toBe(before - 3 * 1_020_000);
     } finally {
       errors.mockRestore();

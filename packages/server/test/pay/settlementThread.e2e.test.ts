@@ -42,7 +42,7 @@ describe("settlement thread", () => {
     // Let this loop hand the payments over (next turn), then stop it: only another thread can settle them.
     await new Promise((r) => setImmediate(r));
     freezeEventLoop(4_000);
-    const rows = await Promise.all(accepted.map((p) => s!.server.ctx.ledger.getPayment(p.id)));
+    const rows = await Promise.all(accepted.map((p) => s!.server.ctx.ledger.payments.getPayment(p.id)));
     expect(rows.map((r) => r!.status)).toEqual(["completed", "completed"]);
     expect((await s.server.chain!.client.usdcBalance(recipient)) - before).toBe(750_000n);
     expect((await verifyLedger(dbOf(s.server.ctx.ledger))).ok).toBe(true);

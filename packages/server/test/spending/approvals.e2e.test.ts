@@ -52,7 +52,7 @@ describe("approvals on the real chain across a restart", () => {
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };
     };
     const settled = (id: string) => poll(`payment ${id} final`, async () => {
-      const p = await ledger.getPayment(id);
+      const p = await ledger.payments.getPayment(id);
       return p && (p.status === "completed" || p.status === "failed") ? p : undefined;
     });
 
@@ -69,7 +69,7 @@ describe("approvals on the real chain across a restart", () => {
     // A kill -9 and a new process: both still wait, nothing was sent.
     await server.kill9();
     server = await spawnServer(env(1_500));
-    for (const id of [approved.body.id, denied.body.id]) expect(await ledger.getPayment(id)).toMatchObject({ status: "pending", approval: "awaiting", tx_hash: null });
+    for (const id of [approved.body.id, denied.body.id]) expect(await ledger.payments.getPayment(id)).toMatchObject({ status: "pending", approval: "awaiting", tx_hash: null });
 
     // Accepted now, with the short timeout: nobody decides it.
     const expired = await pay(TO_EXPIRED, 4);

@@ -99,7 +99,7 @@ describe.each([
     });
     const b = (await ledger.balances.get(projectId))!;
     expect(b).toMatchObject({ available_micros: 10_200_000, held_micros: 0, total_spent_micros: 10_200_000 });
-    expect(await ledger.windowSpending([{ scopeId: (await ledger.tokens.list(projectId))[0]!.id, kind: "daily", start: windowStart("daily", new Date()) }])).toEqual([10_000_000]);
+    expect(await ledger.payments.windowSpending([{ scopeId: (await ledger.tokens.list(projectId))[0]!.id, kind: "daily", start: windowStart("daily", new Date()) }])).toEqual([10_000_000]);
     expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
     expect((await client.usdcBalance(recipient)) - r0).toBe(10_000_000n);
     expect(await client.usdcBalance(wallet)).toBe(10_200_000n);

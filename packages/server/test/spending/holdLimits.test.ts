@@ -4,7 +4,8 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type HoldControls, type SpendingControls, windowStart } from "../../src/domain/spending.ts";
-import { type HoldResult, Ledger, type NewPayment } from "../../src/ledger/store.ts";
+import { Ledger } from "../../src/ledger/store.ts";
+import { type HoldResult, type NewPayment } from "../../src/ledger/payments.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { newId, systemClock } from "../../src/ids.ts";
 import { createTestDb, dialects, type TestDb } from "../support/db.ts";
@@ -28,7 +29,7 @@ async function fundedProject(ledger: Ledger, micros: number): Promise<string> {
   return p.id;
 }
 
-const hold = (ledger: Ledger, projectId: string, amount: number, c: NewPayment["controls"]): Promise<HoldResult> => ledger.hold(usdcPayment(projectId, amount, 0, { feeMicros: 0, feeUnits: 0, controls: c }));
+const hold = (ledger: Ledger, projectId: string, amount: number, c: NewPayment["controls"]): Promise<HoldResult> => ledger.payments.hold(usdcPayment(projectId, amount, 0, { feeMicros: 0, feeUnits: 0, controls: c }));
 
 describe.each(dialects)("spending limits in the hold (%s)", (dialect) => {
   let db: TestDb;
@@ -52,8 +53,8 @@ describe.each(dialects)("spending limits in the hold (%s)", (dialect) => {
       expect(r.refusal.detail).toContain("remaining 0.000000 USD");
     }
     expect((await ledger.balances.get(projectId))!.available_micros).toBe(990 * USD);
-    expect(await ledger.windowSpending([{ scopeId: c.tokenId, kind: "daily", start: windowStart("daily", new Date()) }])).toEqual([10 * USD]);
-    expect((await ledger.listRefusals({ projectId, limit: 500 })).length).toBe(190);
+    expect(await ledger.payments.windowSpending([{ scopeId: c.tokenId, kind: "daily", start: windowStart("daily", new Date()) }])).toEqual([10 * USD]);
+    expect((await ledger.payments.listRefusals({ projectId, limit: 500 })).length).toBe(190);
     expect((await verifyLedger(db.db)).problems).toEqual([]);
   });
 
@@ -64,17 +65,17 @@ describe.each(dialects)("spending limits in the hold (%s)", (dialect) => {
     const b = await hold(ledger, projectId, 3 * USD, c);
     expect([a.kind, b.kind]).toEqual(["held", "held"]);
     expect((await hold(ledger, projectId, 1, c)).kind).toBe("refused");
-    await ledger.resolve((a as { payment: { id: string } }).payment.id, "failed");
+    await ledger.payments.resolve((a as { payment: { id: string } }).payment.id, "failed");
     const day = { scopeId: c.tokenId, kind: "daily", start: windowStart("daily", new Date()) };
     const month = { scopeId: c.tokenId, kind: "monthly", start: windowStart("monthly", new Date()) };
-    expect(await ledger.windowSpending([day, month])).toEqual([3 * USD, 3 * USD]);
-    await ledger.resolve((b as { payment: { id: string } }).payment.id, "completed");
-    expect(await ledger.reverse((b as { payment: { id: string } }).payment.id, "ach return")).toBe(true);
-    expect(await ledger.windowSpending([day, month])).toEqual([0, 0]);
+    expect(await ledger.payments.windowSpending([day, month])).toEqual([3 * USD, 3 * USD]);
+    await ledger.payments.resolve((b as { payment: { id: string } }).payment.id, "completed");
+    expect(await ledger.payments.reverse((b as { payment: { id: string } }).payment.id, "ach return")).toBe(true);
+    expect(await ledger.payments.windowSpending([day, month])).toEqual([0, 0]);
     // Resolving or reversing again gives nothing back twice.
-    await ledger.resolve((a as { payment: { id: string } }).payment.id, "failed");
-    expect(await ledger.reverse((b as { payment: { id: string } }).payment.id, "again")).toBe(false);
-    expect(await ledger.windowSpending([day, month])).toEqual([0, 0]);
+    await ledger.payments.resolve((a as { payment: { id: string } }).payment.id, "failed");
+    expect(await ledger.payments.reverse((b as { payment: { id: string } }).payment.id, "again")).toBe(false);
+    expect(await ledger.payments.windowSpending([day, month])).toEqual([0, 0]);
     expect((await hold(ledger, projectId, 5 * USD, c)).kind).toBe("held");
   });
 
@@ -146,11 +147,11 @@ describe.each(dialects)("spending limits in the hold (%s)", (dialect) => {
             const r = await hold(ledger, projectId, amount, c);
             expect(r.kind).toBe(fits ? "held" : "refused");
             if (r.kind !== "held") continue;
-            if (op.fail) await ledger.resolve(r.payment.id, "failed");
+            if (op.fail) await ledger.payments.resolve(r.payment.id, "failed");
             else counted += amount;
           }
           const day = windowStart("daily", new Date());
-          const [daily, monthly, projectDaily] = await ledger.windowSpending([
+          const [daily, monthly, projectDaily] = await ledger.payments.windowSpending([
             { scopeId: c.tokenId, kind: "daily", start: day },
             { scopeId: c.tokenId, kind: "monthly", start: windowStart("monthly", new Date()) },
             { scopeId: projectId, kind: "daily", start: day },

@@ -90,15 +90,15 @@ describe.each(dialects)("a limit set mid-window (%s)", (dialect) => {
     const { projectId, tokenId } = await funded();
     for (let i = 0; i < 3; i++) expect(await pay(projectId, tokenId, 2)).toBe("held");
     const ids = (await dbOf(t.ctx.ledger).selectFrom("payments").select("id").where("project_id", "=", projectId).orderBy("created_at").execute()).map((r) => r.id);
-    await t.ctx.ledger.resolve(ids[0]!, "failed", { failureCode: "payout_failed", failureReason: "test" });
+    await t.ctx.ledger.payments.resolve(ids[0]!, "failed", { failureCode: "payout_failed", failureReason: "test" });
     await updateTokenControls(t.ctx, tokenId, daily(5));
     expect(await windowsOf(tokenId)).toEqual([["token", "daily", 4, 1]]);
     // One counted by the limit's first hold, one already in the counter: each fails or is reversed once.
-    await t.ctx.ledger.resolve(ids[1]!, "failed", { failureCode: "payout_failed", failureReason: "test" });
+    await t.ctx.ledger.payments.resolve(ids[1]!, "failed", { failureCode: "payout_failed", failureReason: "test" });
     expect(await windowsOf(tokenId)).toEqual([["token", "daily", 2, 3]]);
     expect(await pay(projectId, tokenId, 3)).toBe("held");
-    await t.ctx.ledger.resolve(ids[2]!, "completed");
-    expect(await t.ctx.ledger.reverse(ids[2]!, "R01")).toBe(true);
+    await t.ctx.ledger.payments.resolve(ids[2]!, "completed");
+    expect(await t.ctx.ledger.payments.reverse(ids[2]!, "R01")).toBe(true);
     expect(await windowsOf(tokenId)).toEqual([["token", "daily", 3, 2]]);
     expect(await pay(projectId, tokenId, 3)).toBe("spending_limit_exceeded");
     expect(await pay(projectId, tokenId, 2)).toBe("held");

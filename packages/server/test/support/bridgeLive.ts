@@ -12,8 +12,9 @@ import { createHdCustody } from "../../src/chain/custody.ts";
 import { BASE_USDC_ADDRESS } from "../../src/config.ts";
 import { type OpenedDb, openDb } from "../../src/ledger/db.ts";
 import { migrateToLatest } from "../../src/ledger/migrations.ts";
-import type { PaymentRow } from "../../src/ledger/store.ts";
+import type { PaymentRow } from "../../src/ledger/payments.ts";
 import { Ledger } from "../../src/ledger/store.ts";
+import {  } from "../../src/ledger/payments.ts";
 import { newId, systemClock } from "../../src/ids.ts";
 import { createToken } from "../../src/services/tokens.ts";
 import { TEST_MNEMONIC } from "./context.ts";
@@ -92,11 +93,11 @@ export async function startBridgeLive(dialect: TestDialect, o: { env?: NodeJS.Pr
       return txn.payment_id!;
     },
     async payment(id) {
-      return (await ledger.getPayment(id))!;
+      return (await ledger.payments.getPayment(id))!;
     },
     until(id, statuses, ms = 60_000) {
       return poll(`payment ${id} to be ${statuses.join(" or ")}`, async () => {
-        const p = await ledger.getPayment(id);
+        const p = await ledger.payments.getPayment(id);
         return p && statuses.includes(p.status) ? p : undefined;
       }, ms);
     },

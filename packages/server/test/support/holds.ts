@@ -3,7 +3,7 @@
 // paying principal for holds made directly; and a bounded wait until a payment is final.
 import type { AppContext } from "../../src/context.ts";
 import type { Principal } from "../../src/domain/principal.ts";
-import type { NewPayment, PaymentRow } from "../../src/ledger/store.ts";
+import type { NewPayment, PaymentRow } from "../../src/ledger/payments.ts";
 import { dbOf } from "../../src/ledger/connection.ts";
 
 export async function fundedProject(ctx: AppContext): Promise<string> {
@@ -36,7 +36,7 @@ export function usdcPayment(projectId: string, amountMicros: number, feeMicros: 
 }
 
 export async function holdSmall(ctx: AppContext, projectId: string, lease: Pick<NewPayment, "inFlightUntil" | "leaseOwner" | "leaseUntil" | "status">): Promise<PaymentRow> {
-  const r = await ctx.ledger.hold(usdcPayment(projectId, 1_000, 20, lease));
+  const r = await ctx.ledger.payments.hold(usdcPayment(projectId, 1_000, 20, lease));
   if (r.kind !== "held") throw new Error(`not held: ${r.kind}`);
   return r.payment;
 }
@@ -49,9 +49,9 @@ export function payingPrincipal(projectId: string): Principal {
 /** Polls the payment until it is completed or failed (at most ~20 s), and returns that row. */
 export async function untilFinal(ctx: AppContext, id: string): Promise<PaymentRow> {
   for (let i = 0; i < 400; i++) {
-    const p = (await ctx.ledger.getPayment(id))!;
+    const p = (await ctx.ledger.payments.getPayment(id))!;
     if (p.status === "completed" || p.status === "failed") return p;
     await new Promise((r) => setTimeout(r, 50));
   }
-  throw new Error(`payment ${id} not final: ${(await ctx.ledger.getPayment(id))?.status}`);
+  throw new Error(`payment ${id} not final: ${(await ctx.ledger.payments.getPayment(id))?.status}`);
 }

@@ -4,7 +4,7 @@
 import type { Address, Hex } from "viem";
 import type { Relayer } from "../../src/chain/relayer.ts";
 import type { AppContext } from "../../src/context.ts";
-import type { PaymentRow } from "../../src/ledger/store.ts";
+import type { PaymentRow } from "../../src/ledger/payments.ts";
 import { type LegDeps, type RelayedLeg, encodeCalls, signTransfers } from "../../src/rails/onchainLeg.ts";
 import { relayedState } from "../../src/rails/usdc/usdcRail.ts";
 import { usdcIntent } from "../../src/services/payments/parsePay.ts";
@@ -17,7 +17,7 @@ const past = () => new Date(Date.now() - 1_000).toISOString();
 
 /** A held payment to `recipient` whose lease belongs to a process that is not running. */
 export async function heldElsewhere(ctx: AppContext, projectId: string, recipient: Address, amountMicros: number, key: string): Promise<PaymentRow> {
-  const h = await ctx.ledger.hold({ ...usdcIntent({ address: recipient, amountMicros, principal: payingPrincipal(projectId), description: null, idempotencyKey: key }), projectId, railState: null, inFlightUntil: past(), leaseOwner: "elsewhere", leaseUntil: new Date(Date.now() + 60_000).toISOString() });
+  const h = await ctx.ledger.payments.hold({ ...usdcIntent({ address: recipient, amountMicros, principal: payingPrincipal(projectId), description: null, idempotencyKey: key }), projectId, railState: null, inFlightUntil: past(), leaseOwner: "elsewhere", leaseUntil: new Date(Date.now() + 60_000).toISOString() });
   if (h.kind !== "held") throw new Error(`hold ${key} failed: ${h.kind}`);
   return h.payment;
 }
@@ -37,6 +37,6 @@ export async function relayLegs(ctx: AppContext, relayer: Relayer, payments: Pay
 
 /** Hands the payments to the server's worker and waits until each is final. */
 export async function finishByWorker(ctx: AppContext, ids: string[]): Promise<PaymentRow[]> {
-  for (const id of ids) await ctx.ledger.updatePayment(id, { lease_owner: null, lease_until: null, next_attempt_at: past() });
+  for (const id of ids) await ctx.ledger.payments.updatePayment(id, { lease_owner: null, lease_until: null, next_attempt_at: past() });
   return Promise.all(ids.map((id) => untilFinal(ctx, id)));
 }

@@ -44,7 +44,7 @@ describe("webhooks across a kill -9", () => {
       await poll("deposit credited", async () => ((await ledger.balances.get(project.id))!.available_micros > 0 ? true : undefined));
       const res = await fetch(`${server.baseUrl}/v1/pay`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ recipient: "0x90F79bf6EB2c4f870365E785982E1f101E93b906", amount_usd: 1 }) });
       const paymentId = ((await res.json()) as { id: string }).id;
-      await poll("payment completed", async () => ((await ledger.getPayment(paymentId))?.status === "completed" ? true : undefined));
+      await poll("payment completed", async () => ((await ledger.payments.getPayment(paymentId))?.status === "completed" ? true : undefined));
       await poll("a delivery under way", async () => (receiver.received.length > 0 ? true : undefined));
       await server.kill9();
       server = undefined;

@@ -51,18 +51,18 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
         await ledger.deposits.recordSeen({ ...key, projectId, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1_000_000_000, blockNumber: 1, blockHash: "0xh" });
         await ledger.deposits.credit(key);
       }
-      const a = await ledger.hold(usdcPayment(projectId, 1_000, 20, { idempotencyKey: "k1" }));
+      const a = await ledger.payments.hold(usdcPayment(projectId, 1_000, 20, { idempotencyKey: "k1" }));
       if (a.kind !== "held") throw new Error(a.kind);
-      await ledger.updatePayment(a.payment.id, { status: "processing" });
-      await ledger.resolve(a.payment.id, "completed", { txHash: "0xabc" });
-      await ledger.reverse(a.payment.id, "R01 insufficient funds");
+      await ledger.payments.updatePayment(a.payment.id, { status: "processing" });
+      await ledger.payments.resolve(a.payment.id, "completed", { txHash: "0xabc" });
+      await ledger.payments.reverse(a.payment.id, "R01 insufficient funds");
       // A repeat of the key rolls its insert back: no second payment.created.
-      expect((await ledger.hold(usdcPayment(projectId, 1_000, 20, { idempotencyKey: "k1" }))).kind).toBe("duplicate");
-      const b = await ledger.hold(usdcPayment(projectId, 2_000, 40, { status: "processing" }));
+      expect((await ledger.payments.hold(usdcPayment(projectId, 1_000, 20, { idempotencyKey: "k1" }))).kind).toBe("duplicate");
+      const b = await ledger.payments.hold(usdcPayment(projectId, 2_000, 40, { status: "processing" }));
       if (b.kind !== "held") throw new Error(b.kind);
-      await ledger.resolve(b.payment.id, "failed", { failureCode: "onchain_reverted", failureReason: "reverted" });
+      await ledger.payments.resolve(b.payment.id, "failed", { failureCode: "onchain_reverted", failureReason: "reverted" });
       const controls = { tokenId: newId("tok"), token: parseControls(controlsColumn(parseControlsInput({ approval_above_usd: 1 }, KEY))), project: null, recipientKey: "addr:0x90f79bf6eb2c4f870365e785982e1f101e93b906", approvalTimeoutMs: 60_000 };
-      const c = await ledger.hold(usdcPayment(projectId, 5_000_000, 100_000, { controls }));
+      const c = await ledger.payments.hold(usdcPayment(projectId, 5_000_000, 100_000, { controls }));
       if (c.kind !== "held") throw new Error(c.kind);
       if (projectId === without) {
         expect(await eventsOf(without)).toEqual([]);

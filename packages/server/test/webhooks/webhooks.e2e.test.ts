@@ -47,7 +47,7 @@ describe("webhooks to a client's receiver (sandbox server, real chain)", () => {
     const usdc = await call("POST", "/v1/pay", { recipient, amount_usd: 1 });
     const bank = await call("POST", "/v1/pay", { recipient: { name: "Returns Co", account_number: SANDBOX_RETURN_ACCOUNT, routing_number: "021000021" }, amount_usd: 4 });
     expect([usdc.status, bank.status]).toEqual([201, 201]);
-    const final = (id: string, status: string) => poll(`${id} ${status}`, async () => ((await ctx.ledger.getPayment(id))?.status === status ? true : undefined));
+    const final = (id: string, status: string) => poll(`${id} ${status}`, async () => ((await ctx.ledger.payments.getPayment(id))?.status === status ? true : undefined));
     await final(usdc.json.id, "completed");
     await final(bank.json.id, "reversed");
 

@@ -4,7 +4,7 @@
 // a free reply is kept in idempotency_keys, and nothing is left in kv.
 import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { NewPayment } from "../../src/ledger/store.ts";
+import type { NewPayment } from "../../src/ledger/payments.ts";
 import { type X402World, startX402World } from "./support/x402World.ts";
 import { dbOf } from "../../src/ledger/connection.ts";
 
@@ -21,8 +21,8 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (database) => {
     merchantUrl = (await w.startMerchant(2, PRICE)).url;
     // Counts every hold, with where it was called from; the hold itself runs as it is.
     const ledger = w.ctx.ledger;
-    const real = ledger.hold.bind(ledger);
-    ledger.hold = (input: NewPayment) => {
+    const real = ledger.payments.hold.bind(ledger.payments);
+    ledger.payments.hold = (input: NewPayment) => {
       const limit = Error.stackTraceLimit;
       Error.stackTraceLimit = 50;
       holds.push({ rail: input.rail, stack: new Error().stack ?? "" });

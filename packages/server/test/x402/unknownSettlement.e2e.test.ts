@@ -76,7 +76,7 @@ const receiptHeader = (body: Record<string, unknown>) => ({ "payment-response": 
 /** Completed from the chain: the settlement's own transaction, exactly the price to payTo, the fee swept. */
 async function expectCompleted(rogue: Rogue, paymentId: string) {
   expect(await w.settle(paymentId)).toBe("completed");
-  const payment = (await w.ctx.ledger.getPayment(paymentId))!;
+  const payment = (await w.ctx.ledger.payments.getPayment(paymentId))!;
   expect(rogue.settlements).toHaveLength(1);
   expect(payment.tx_hash).toBe(rogue.settlements[0]);
   expect(await w.balanceOf(rogue.payTo)).toBe(PRICE);
@@ -96,7 +96,7 @@ async function expectCompleted(rogue: Rogue, paymentId: string) {
 /** Failed once validBefore passed unused: nothing reached the merchant or the treasury, all credited back. */
 async function expectFailedAndCredited(rogue: Rogue, paymentId: string) {
   expect(await w.settle(paymentId)).toBe("failed");
-  const payment = (await w.ctx.ledger.getPayment(paymentId))!;
+  const payment = (await w.ctx.ledger.payments.getPayment(paymentId))!;
   expect(payment.tx_hash).toBeNull();
   expect(payment.failure_reason).toMatch(/expired/);
   expect(await w.balanceOf(rogue.payTo)).toBe(0n);

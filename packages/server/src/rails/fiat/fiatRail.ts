@@ -8,7 +8,7 @@
  */
 import { forgetBankAccount, openBankRecipient } from "../../domain/bankAccount.ts";
 import type { Address } from "viem";
-import type { PaymentRow } from "../../ledger/store.ts";
+import type { PaymentRow } from "../../ledger/payments.ts";
 import { type FiatProvider, FiatProviderError, type Payout } from "./provider.ts";
 import { type LegDeps, checkLeg, checkRelayed, legFailure, relayTransfers, startLeg } from "../onchainLeg.ts";
 import { type AdvanceResult, type Rail, advanceByStage } from "../rails.ts";
@@ -20,14 +20,14 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
   const pollMs = provider.pollIntervalMs ?? 1_000;
 
   async function fail(payment: PaymentRow, code: FailureCode, reason: string): Promise<AdvanceResult> {
-    const r = await ctx.ledger.resolve(payment.id, "failed", { failureCode: code, failureReason: reason.slice(0, 500) });
+    const r = await ctx.ledger.payments.resolve(payment.id, "failed", { failureCode: code, failureReason: reason.slice(0, 500) });
     if (r.changed) d.onFinal?.(r.payment, "failed");
     return { done: true };
   }
 
   /** The ledger notes where the USDC is while a refund is under way (the payment's failure_reason). */
   async function noteWhere(payment: PaymentRow, payout: Payout): Promise<void> {
-    if (payout.note && payout.note !== payment.failure_reason) await ctx.ledger.updatePayment(payment.id, { failure_reason: payout.note.slice(0, 500) });
+    if (payout.note && payout.note !== payment.failure_reason) await ctx.ledger.payments.updatePayment(payment.id, { failure_reason: payout.note.slice(0, 500) });
   }
 
   /**
@@ -54,7 +54,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
       if (!payout.deposit || payout.deposit.amountMicros !== payment.amount_micros) {
         return fail(payment, "payout_refused", `The off-ramp asked for ${payout.deposit ? `${payout.deposit.amountMicros} micro-USDC` : "no USDC deposit"} for a payout of ${payment.amount_micros}; nothing was sent`);
       }
-      await ctx.ledger.updatePayment(payment.id, {
+      await ctx.ledger.payments.updatePayment(payment.id, {
         provider_ref: payout.payoutId,
         rail_state: fiatStates.write(state.stage, { stage: "payout_created", deposit: payout.deposit }),
         // The provider holds the bank details now: keep only the last four digits of the account.
@@ -76,7 +76,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
         return fail(payment, f.failureCode, f.failureReason);
       }
       const next: FiatPaidOutState = { ...state, stage: "payout" };
-      payment = await ctx.ledger.updatePayment(payment.id, { rail_state: fiatStates.write(state.stage, next) });
+      payment = await ctx.ledger.payments.updatePayment(payment.id, { rail_state: fiatStates.write(state.stage, next) });
       return applyPayout(payment, next);
     }
     return applyPayout(payment, state);
@@ -103,7 +103,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
     if (provider.flow === "payout_first" && !paidOutBefore) {
       // Remembered before anything else: a refund read later is then a return (reversed), never a failure.
       const next: FiatPaidOutState = { ...state, paidOut: true };
-      payment = await ctx.ledger.updatePayment(payment.id, { rail_state: fiatStates.write(state.stage, next) });
+      payment = await ctx.ledger.payments.updatePayment(payment.id, { rail_state: fiatStates.write(state.stage, next) });
       state = next;
     }
     // completed or returned: the USD went out, so the fee is earned: sweep it to the treasury
@@ -121,11 +121,11 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
       if (swept !== "confirmed") {
         // The sweep can no longer be mined and moved nothing: sign a fresh one next time, after the
         // retry rule's growing delay (thrown so it counts: a sweep that keeps reverting must not spin).
-        await ctx.ledger.updatePayment(payment.id, { rail_state: fiatStates.write(state.stage, { ...state, stage: "fee_sweep", feeSweep: undefined }) });
+        await ctx.ledger.payments.updatePayment(payment.id, { rail_state: fiatStates.write(state.stage, { ...state, stage: "fee_sweep", feeSweep: undefined }) });
         throw new Error(`the fee sweep ${swept} (transaction ${sweep.hash}); a fresh one is signed on the next try`);
       }
     }
-    const r = await ctx.ledger.resolve(payment.id, "completed");
+    const r = await ctx.ledger.payments.resolve(payment.id, "completed");
     if (r.changed) d.onFinal?.(r.payment, "completed");
     // Asked again now that the payment is completed: a return that came after the read above was
     // announced by a webhook that, finding the payment still open, only woke this worker; the
@@ -142,7 +142,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
   /** A completed payment whose payout came back: reversed through the ledger, once (amount back, fee kept). */
   async function reverseReturned(payment: PaymentRow, payout: Payout): Promise<boolean> {
     if (payout.refundTxHash) await ctx.ledger.returnWatch.noteRefundTx(payment.id, payout.refundTxHash);
-    const reversed = await ctx.ledger.reverse(payment.id, payout.reason ?? "returned", "ach_returned");
+    const reversed = await ctx.ledger.payments.reverse(payment.id, payout.reason ?? "returned", "ach_returned");
     if (reversed) d.onFinal?.(payment, "reversed");
     return reversed;
   }
@@ -154,7 +154,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
    */
   async function applyProviderState(payment: PaymentRow, payout: Payout | undefined, wake: () => void): Promise<"woken" | "reversed" | "unchanged"> {
     if (payment.status === "processing") {
-      await ctx.ledger.makePaymentDue(payment.id, ctx.clock().toISOString());
+      await ctx.ledger.payments.makePaymentDue(payment.id, ctx.clock().toISOString());
       wake();
       return "woken";
     }
@@ -183,7 +183,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
         const leg = await checkUsdcLeg(payment, state);
         if (leg === "pending") return { done: false, retryInMs: 500 };
         if (leg !== "confirmed") {
-          const r = await ctx.ledger.resolve(payment.id, "failed", await legFailure(d, payment, state.transfers, leg, "the off-ramp"));
+          const r = await ctx.ledger.payments.resolve(payment.id, "failed", await legFailure(d, payment, state.transfers, leg, "the off-ramp"));
           if (r.changed) d.onFinal?.(r.payment, "failed");
           return { done: true };
         }
@@ -195,7 +195,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
           refundAddress: project!.wallet_address as Address,
         });
         // The provider holds the bank details now: keep only the last four digits of the account.
-        await ctx.ledger.updatePayment(payment.id, { provider_ref: payout.payoutId, rail_state: fiatStates.write(state.stage, { ...state, stage: "payout" }), recipient_json: forgetBankAccount(payment.recipient_json!) });
+        await ctx.ledger.payments.updatePayment(payment.id, { provider_ref: payout.payoutId, rail_state: fiatStates.write(state.stage, { ...state, stage: "payout" }), recipient_json: forgetBankAccount(payment.recipient_json!) });
         return { done: false, retryInMs: 1_000 };
       }
       return applyPayout(payment, state);
@@ -206,7 +206,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
      * after completion touches only the ledger, once, and is applied here.
      */
     async onProviderHint(payoutId, wake) {
-      const payment = await ctx.ledger.paymentByProviderRef(payoutId);
+      const payment = await ctx.ledger.payments.paymentByProviderRef(payoutId);
       if (!payment) return;
       await applyProviderState(payment, payment.status === "completed" ? await provider.getPayout(payoutId) : undefined, wake);
     },

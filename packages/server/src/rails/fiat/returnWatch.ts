@@ -5,7 +5,7 @@
  *
  * - with a provider that lists its changed payouts (Bridge: `GET /v0/transfers?updated_after_ms=`), one page
  *   from the persisted cursor; each payout that names one of our payments is applied (a returned one is
- *   reversed through `Ledger.reverse`, an open one woken). A page that is not full holds every change since
+ *   reversed through `payments.reverse`, an open one woken). A page that is not full holds every change since
  *   the cursor, which then moves to the newest change seen (less an overlap: a change in that same
  *   millisecond is read again, never missed). A full page may have left changes out (Bridge pages by creation
  *   time, and `updated_after_ms` excludes any other paging), so the cursor stays and a sweep starts;
@@ -18,7 +18,7 @@
  * reading the same payout, or a pass cut short by a crash, credit nothing twice (decisions.md, "Watching
  * completed bank payments for returns").
  */
-import type { PaymentRow } from "../../ledger/store.ts";
+import type { PaymentRow } from "../../ledger/payments.ts";
 import type { RailDeps } from "../railDeps.ts";
 import type { FiatProvider, Payout } from "./provider.ts";
 
@@ -59,7 +59,7 @@ export async function watchReturns(ctx: RailDeps, rail: ReturnWatchRail, wake: (
       out.listed = page.length;
       for (const payout of page) {
         if (!inTime()) throw new Error(`return watch pass stopped after ${LEASE_MS / 2} ms; the cursor stays`);
-        await apply(await ctx.ledger.paymentByProviderRef(payout.payoutId), payout);
+        await apply(await ctx.ledger.payments.paymentByProviderRef(payout.payoutId), payout);
       }
       if (page.length < w.batchMax) {
         const newest = Math.max(0, ...page.map((p) => p.updatedAtMs ?? 0));
@@ -74,7 +74,7 @@ export async function watchReturns(ctx: RailDeps, rail: ReturnWatchRail, wake: (
       const read: string[] = [];
       for (const watched of due) {
         if (!inTime()) break;
-        await apply(await ctx.ledger.getPayment(watched.id), await provider.getPayout(watched.provider_ref));
+        await apply(await ctx.ledger.payments.getPayment(watched.id), await provider.getPayout(watched.provider_ref));
         read.push(watched.id);
       }
       await store.markRead(read);

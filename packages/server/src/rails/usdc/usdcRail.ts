@@ -4,7 +4,7 @@
  * credited back) if it reverts or can no longer be mined. Its stages: usdcState.ts.
  */
 import type { Address } from "viem";
-import type { PaymentRow } from "../../ledger/store.ts";
+import type { PaymentRow } from "../../ledger/payments.ts";
 import { type LegDeps, type RelayedLeg, checkLeg, legFailure, startLeg } from "../onchainLeg.ts";
 import { type AdvanceResult, type Rail, advanceByStage } from "../rails.ts";
 import { type UsdcState, usdcStates } from "./usdcState.ts";
@@ -22,7 +22,7 @@ export function createUsdcRail(d: LegDeps & { onFinal?: (p: PaymentRow, outcome:
     const status = await checkLeg(d, payment, state.transfers, (t) => usdcStates.write("relayed", { ...state, relayNonce: t.nonce }));
     if (status === "pending") return { done: false, retryInMs: 500 };
     const outcome = status === "confirmed" ? "completed" : "failed";
-    const r = await d.ctx.ledger.resolve(payment.id, outcome, status === "confirmed" ? { failureReason: null } : await legFailure(d, payment, state.transfers, status, "the recipient"));
+    const r = await d.ctx.ledger.payments.resolve(payment.id, outcome, status === "confirmed" ? { failureReason: null } : await legFailure(d, payment, state.transfers, status, "the recipient"));
     if (r.changed) d.onFinal?.(r.payment, outcome);
     return { done: true };
   }

@@ -5,14 +5,14 @@
  * merchant answered, so a payment without a confirmed settlement stays `processing` and is decided on
  * the chain: used → settled (with the transaction that used it), or provably unusable → failed and
  * credited back. Never both: the decision to fail needs a block past `validBefore` in which the
- * authorization is still unused, and `Ledger.resolve` changes an open payment at most once.
+ * authorization is still unused, and `payments.resolve` changes an open payment at most once.
  * After settlement the fee moves from the project wallet to the treasury by a relayed EIP-3009
  * transfer (onchainLeg.ts), and the payment completes once that is confirmed: the fee is earned only
  * when the merchant was paid, as on the fiat rail.
  */
 import type { Hex } from "viem";
 import type { FailureCode } from "../../ledger/failureCodes.ts";
-import type { PaymentRow } from "../../ledger/store.ts";
+import type { PaymentRow } from "../../ledger/payments.ts";
 import { type LegDeps, checkRelayed, relayTransfers } from "../onchainLeg.ts";
 import type { AdvanceResult } from "../rails.ts";
 import { authorizationStanding } from "./settlementOnChain.ts";
@@ -57,7 +57,7 @@ async function watchAuthorization(d: X402Deps, payment: PaymentRow, state: X402S
   if (!standing.txHash) return { done: false, retryInMs: WATCH_INTERVAL_MS_MAX };
   const settled = settledState(state, standing.txHash, "chain");
   // Recorded: `tx_hash` is the merchant's settlement, never our fee sweep.
-  const payment2 = await d.ctx.ledger.updatePayment(payment.id, { tx_hash: standing.txHash, rail_state: x402States.write(state.stage, settled) });
+  const payment2 = await d.ctx.ledger.payments.updatePayment(payment.id, { tx_hash: standing.txHash, rail_state: x402States.write(state.stage, settled) });
   return sweepFeeAndComplete(d, payment2, settled);
 }
 
@@ -73,7 +73,7 @@ async function sweepFeeAndComplete(d: X402Deps, payment: PaymentRow, state: X402
         rail_state: x402States.write(state.stage, { ...state, feeSweep: { hash: t.hash, transfers: t.auths } }),
       }));
       // A chain that mines at once confirms it now; otherwise the check below says when to look again.
-      const relayed = (await d.ctx.ledger.getPayment(payment.id))!;
+      const relayed = (await d.ctx.ledger.payments.getPayment(payment.id))!;
       const next = x402States.read(relayed);
       if (next.stage !== "settled") throw new Error(`x402 payment ${payment.id} left the settled stage while its fee was swept`);
       return sweepFeeAndComplete(d, relayed, next);
@@ -85,17 +85,17 @@ async function sweepFeeAndComplete(d: X402Deps, payment: PaymentRow, state: X402
     if (swept !== "confirmed") {
       // That sweep can no longer be mined and moved nothing: a fresh one is signed next time, after the
       // retry rule's growing delay (thrown so it counts: a sweep that keeps reverting must not spin).
-      await d.ctx.ledger.updatePayment(payment.id, { rail_state: x402States.write(state.stage, { ...state, feeSweep: undefined }) });
+      await d.ctx.ledger.payments.updatePayment(payment.id, { rail_state: x402States.write(state.stage, { ...state, feeSweep: undefined }) });
       throw new Error(`the fee sweep ${swept} (transaction ${sweep.hash}); a fresh one is signed on the next try`);
     }
   }
-  const r = await d.ctx.ledger.resolve(payment.id, "completed", { txHash: state.settlement.txHash });
+  const r = await d.ctx.ledger.payments.resolve(payment.id, "completed", { txHash: state.settlement.txHash });
   if (r.changed) d.onFinal?.(r.payment, "completed");
   return { done: true };
 }
 
 async function fail(d: X402Deps, payment: PaymentRow, code: FailureCode, reason: string): Promise<PaymentRow> {
-  const r = await d.ctx.ledger.resolve(payment.id, "failed", { failureCode: code, failureReason: reason });
+  const r = await d.ctx.ledger.payments.resolve(payment.id, "failed", { failureCode: code, failureReason: reason });
   if (r.changed) d.onFinal?.(r.payment, "failed");
   return r.payment;
 }

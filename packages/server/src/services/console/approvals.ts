@@ -4,7 +4,7 @@
  * `decidePayment`), recorded under the name `authorizeChange` gives the viewer.
  */
 import type { ApprovalItem, RefusalItem, Viewer } from "@agentwallet/console";
-import type { PaymentRow } from "../../ledger/store.ts";
+import type { PaymentRow } from "../../ledger/payments.ts";
 import { decidePayment } from "../approvals.ts";
 import { type ConsoleDeps, authorizeChange } from "./viewers.ts";
 
@@ -39,8 +39,8 @@ async function tokenPrefixes(deps: Pick<ConsoleDeps, "ledger">, projectId: strin
 /** Payments waiting for a person (oldest first) and the latest decided ones (newest first). */
 export async function listApprovals(deps: Pick<ConsoleDeps, "ledger">, projectId: string) {
   const [awaiting, decided, prefixes] = await Promise.all([
-    deps.ledger.listAwaitingApprovals({ projectId, limit: AWAITING_SHOWN_MAX }),
-    deps.ledger.listDecidedApprovals(projectId, DECIDED_SHOWN_MAX),
+    deps.ledger.payments.listAwaitingApprovals({ projectId, limit: AWAITING_SHOWN_MAX }),
+    deps.ledger.payments.listDecidedApprovals(projectId, DECIDED_SHOWN_MAX),
     tokenPrefixes(deps, projectId),
   ]);
   return { awaiting: awaiting.map((p) => approvalItem(p, prefixes)), decided: decided.map((p) => approvalItem(p, prefixes)) };
@@ -48,7 +48,7 @@ export async function listApprovals(deps: Pick<ConsoleDeps, "ledger">, projectId
 
 /** The approval of one payment of the project, if it had one. */
 export async function getApproval(deps: Pick<ConsoleDeps, "ledger">, projectId: string, paymentId: string): Promise<ApprovalItem | null> {
-  const p = await deps.ledger.getPayment(paymentId);
+  const p = await deps.ledger.payments.getPayment(paymentId);
   if (!p || p.project_id !== projectId || p.approval === null) return null;
   const t = p.token_id ? await deps.ledger.tokens.get(p.token_id) : undefined;
   return approvalItem(p, new Map(t ? [[t.id, t.display_prefix]] : []));
@@ -56,7 +56,7 @@ export async function getApproval(deps: Pick<ConsoleDeps, "ledger">, projectId: 
 
 export async function decideApproval(deps: ConsoleDeps, viewer: Viewer, projectId: string, paymentId: string, decision: "approved" | "denied"): Promise<{ ok: true } | { ok: false; detail: string }> {
   const who = await authorizeChange(deps, viewer, projectId, "decide");
-  const p = await deps.ledger.getPayment(paymentId);
+  const p = await deps.ledger.payments.getPayment(paymentId);
   if (!p || p.project_id !== projectId) return { ok: false, detail: "There is no such payment in this project." };
   const out = await decidePayment(deps, paymentId, decision, who);
   return out.kind === "decided" ? { ok: true } : { ok: false, detail: `This payment no longer waits for approval: ${out.detail}.` };
@@ -64,6 +64,6 @@ export async function decideApproval(deps: ConsoleDeps, viewer: Viewer, projectI
 
 /** Payments the controls refused lately, of one token or the whole project, newest first. */
 export async function listRefusals(deps: Pick<ConsoleDeps, "ledger">, projectId: string, tokenId: string | null, limit: number): Promise<RefusalItem[]> {
-  const [rows, prefixes] = await Promise.all([deps.ledger.listRefusals({ projectId, ...(tokenId ? { tokenId } : {}), limit }), tokenPrefixes(deps, projectId)]);
+  const [rows, prefixes] = await Promise.all([deps.ledger.payments.listRefusals({ projectId, ...(tokenId ? { tokenId } : {}), limit }), tokenPrefixes(deps, projectId)]);
   return rows.map((r) => ({ at: r.created_at, token_prefix: r.token_id ? (prefixes.get(r.token_id) ?? null) : null, code: r.code, detail: r.detail, rail: r.rail, recipient: r.recipient, amount_micros: r.amount_micros === null ? null : Number(r.amount_micros) }));
 }

@@ -3,7 +3,7 @@
  * ledger recorded (its status history, or its rows for transactions older than that history) and the payment row.
  */
 import type { HistoryEntry } from "@agentwallet/console";
-import type { PaymentRow } from "../../ledger/store.ts";
+import type { PaymentRow } from "../../ledger/payments.ts";
 
 /**
  * A transaction's way to its status: the transitions its webhooks report, as the ledger's triggers recorded

@@ -30,7 +30,7 @@ export async function transactionHistory(deps: Pick<ConsoleDeps, "ledger">, proj
   const t = await deps.ledger.transactions.history(projectId, transactionId);
   if (!t) return [];
   const [p, recorded] = await Promise.all([
-    t.payment_id ? deps.ledger.getPayment(t.payment_id) : undefined,
+    t.payment_id ? deps.ledger.payments.getPayment(t.payment_id) : undefined,
     deps.ledger.transactions.statusHistory(projectId, t.payment_id ?? transactionId),
   ]);
   return recorded.length ? historyOfEvents(recorded, p) : historyOf(t, p);

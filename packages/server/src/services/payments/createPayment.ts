@@ -1,6 +1,6 @@
 /**
  * The payment core shared by every rail and endpoint: idempotency (idempotency.ts), the hold (amount +
- * fee debited atomically, spending controls judged in the same write: Ledger.hold), then the rail's
+ * fee debited atomically, spending controls judged in the same write: payments.hold), then the rail's
  * next step. The creating request owns the payment (a lease) until it answers; a repeat of its
  * idempotency key meanwhile gets 409, and afterwards the original payment. If the process dies, the
  * lease expires and a worker resumes (the dispatcher and the worker advance every rail alike).
@@ -12,7 +12,7 @@
 import { refuseOwnAddress } from "../../rails/ownAddresses.ts";
 import type { PaymentContext } from "./paymentContext.ts";
 import { type Principal, requireActive } from "../../domain/principal.ts";
-import type { NewPayment } from "../../ledger/store.ts";
+import type { NewPayment } from "../../ledger/payments.ts";
 import { type Created, type CreatedPayment, holdPayment, railUnavailable } from "./hold.ts";
 import { railFor } from "../../rails/rails.ts";
 import { findReplay, keptReply } from "./idempotency.ts";

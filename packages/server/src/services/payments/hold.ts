@@ -1,7 +1,7 @@
 /**
  * The one hold of every rail (createPayment.ts and payByRequest.ts both hold through it): amount + fee
  * debited in one write, with the spending controls of the token and its project judged in that same
- * write (Ledger.hold, domain/spending.ts). A refusal, a short balance or a key another request used
+ * write (payments.hold, domain/spending.ts). A refusal, a short balance or a key another request used
  * first come back as what the caller sees.
  */
 import type { PayResponse } from "@agentwallet/api";
@@ -9,7 +9,7 @@ import { sealBankRecipient } from "../../domain/bankAccount.ts";
 import { type DomainError, badRequest, unavailable } from "../../domain/errors.ts";
 import type { Principal } from "../../domain/principal.ts";
 import { type RecipientOf, refusalError } from "../../domain/spending.ts";
-import type { NewPayment, PaymentRow } from "../../ledger/store.ts";
+import type { NewPayment, PaymentRow } from "../../ledger/payments.ts";
 import { formatUsdc } from "../../money.ts";
 import { holdControls } from "../spendingControls.ts";
 import { findReplay } from "./idempotency.ts";
@@ -32,7 +32,7 @@ export function railUnavailable(name: string): DomainError {
 }
 
 export async function holdPayment(ctx: PaymentContext, principal: Principal, p: Omit<NewPayment, "projectId" | "leaseOwner" | "controls" | "tokenId">): Promise<CreatedPayment> {
-  const held = await ctx.ledger.hold({
+  const held = await ctx.ledger.payments.hold({
     ...p,
     // The controls judge the whole number (its keyed hash); only its last four digits are kept in the clear.
     recipientJson: p.rail === "fiat" && p.recipientJson ? sealBankRecipient(ctx.bankAccountKey, principal.projectId, p.recipientJson) : p.recipientJson,

@@ -16,7 +16,7 @@ import type { PaymentContext } from "./paymentContext.ts";
 import type { Principal } from "../../domain/principal.ts";
 import { judgeStatic, refusalError } from "../../domain/spending.ts";
 import type { FailureCode } from "../../ledger/failureCodes.ts";
-import type { PaymentRow } from "../../ledger/store.ts";
+import type { PaymentRow } from "../../ledger/payments.ts";
 import type { PaidRetry, X402Call, X402Quote, X402Rail, X402Signature } from "../../rails/rails.ts";
 import { x402States } from "../../rails/x402/x402State.ts";
 import { feeFor } from "../../money.ts";
@@ -112,7 +112,7 @@ async function refuseBeforeConnecting(ctx: PaymentContext, principal: Principal,
   if (!controls) return;
   const judged = judgeStatic(controls, principal.projectId, "x402", 0, ctx.clock());
   if (judged.kind !== "refused") return;
-  await ctx.ledger.recordRefusal({ projectId: principal.projectId, tokenId: principal.tokenId, rail: "x402", recipient: req.url, amountMicros: null, refusal: judged.refusal });
+  await ctx.ledger.payments.recordRefusal({ projectId: principal.projectId, tokenId: principal.tokenId, rail: "x402", recipient: req.url, amountMicros: null, refusal: judged.refusal });
   throw refusalError(judged.refusal);
 }
 
@@ -151,7 +151,7 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
     if (h.signature) signature = h.signature;
     else {
       signature = await rail.sign(h.walletIndex, h.quote);
-      payment = await ctx.ledger.updatePayment(payment.id, { status: "processing", rail_state: x402States.write("held", signature.state) });
+      payment = await ctx.ledger.payments.updatePayment(payment.id, { status: "processing", rail_state: x402States.write("held", signature.state) });
     }
   } catch (err) {
     // Nothing left the process: the payment fails and the hold is credited back at once.
@@ -170,7 +170,7 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
   // the answer; anything else goes to the worker.
   const dispatch = sent.settlement !== undefined ? ctx.dispatch : undefined;
   try {
-    payment = await ctx.ledger.updatePayment(payment.id, {
+    payment = await ctx.ledger.payments.updatePayment(payment.id, {
       ...(sent.reply ? { response_json: JSON.stringify(sent.reply) } : {}),
       ...(sent.settlement ? { tx_hash: sent.settlement.txHash, rail_state: x402States.write("signed", sent.settlement.state) } : {}),
       in_flight_until: null,
@@ -179,7 +179,7 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
   } catch (err) {
     // The lease expires and a worker resumes from the signed stage: the chain still decides.
     ctx.logger.error({ err, payment_id: payment.id }, "x402 payment could not be stored after the paid retry; a worker will resume it");
-    return (await ctx.ledger.getPayment(payment.id)) ?? payment;
+    return (await ctx.ledger.payments.getPayment(payment.id)) ?? payment;
   }
   dispatch?.(payment);
   return payment;
@@ -187,6 +187,6 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
 
 /** Resolves a payment that nothing can pay any more: failed, amount and fee credited back. */
 async function fail(ctx: PaymentContext, payment: PaymentRow, code: FailureCode, reason: string): Promise<void> {
-  const r = await ctx.ledger.resolve(payment.id, "failed", { failureCode: code, failureReason: reason });
+  const r = await ctx.ledger.payments.resolve(payment.id, "failed", { failureCode: code, failureReason: reason });
   if (r.changed) ctx.rails?.onFinal?.(r.payment, "failed");
 }

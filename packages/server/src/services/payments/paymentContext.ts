@@ -4,11 +4,13 @@
  */
 import type { Logger } from "pino";
 import type { IdGenerator } from "../../ids.ts";
-import type { PaymentRow } from "../../ledger/store.ts";
+import type { PaymentRow } from "../../ledger/payments.ts";
+import type { IdempotencyKeyStore } from "../../ledger/ports.ts";
 import type { Rails } from "../../rails/rails.ts";
 import type { SpendingContext } from "../spendingControls.ts";
 
 export type PaymentContext = SpendingContext & {
+  ledger: { idempotencyKeys: IdempotencyKeyStore };
   config: { workers: { paymentRequestLeaseMs: number } };
   newId: IdGenerator;
   logger: Logger;

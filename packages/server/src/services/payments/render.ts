@@ -1,6 +1,6 @@
 /** Wire shapes of a payment, one per endpoint that can return it. */
 import type { LegacyPaymentResponse, PayResponse, PaymentStatus, ProxiedResponse, UsdcTransferResponse, X402PayResponse } from "@agentwallet/api";
-import type { PaymentRow } from "../../ledger/store.ts";
+import type { PaymentRow } from "../../ledger/payments.ts";
 import { microsToUsdcNumber } from "../../money.ts";
 
 /** The payment's metadata as given, or null. */

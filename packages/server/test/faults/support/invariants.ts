@@ -182,7 +182,7 @@ async function liveness(world: FaultWorld): Promise<string | undefined> {
     if (!answer.id) return `liveness: a new project's payment was not accepted: ${answer.status} ${answer.error}`;
     const end = Date.now() + 45_000;
     for (;;) {
-      const p = await world.ledger.getPayment(answer.id);
+      const p = await world.ledger.payments.getPayment(answer.id);
       if (p?.status === "completed") return undefined;
       if (p && p.status !== "pending" && p.status !== "processing") return `liveness: a new project's payment ${answer.id} ended ${p.status} (${p.failure_reason})`;
       if (Date.now() > end) return `liveness: the relayer is wedged — a new project's payment ${answer.id} is still ${p?.status} after 45 s`;

@@ -95,7 +95,7 @@ export async function startX402World(o: { database?: "sqlite" | "postgres"; env?
     async settle(paymentId, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const p = await ctx.ledger.getPayment(paymentId);
+        const p = await ctx.ledger.payments.getPayment(paymentId);
         if (p && p.status !== "pending" && p.status !== "processing") return p.status;
         if (Date.now() > deadline) throw new Error(`payment ${paymentId} still ${p?.status} after ${timeoutMs} ms`);
         await new Promise((r) => setTimeout(r, 100));
