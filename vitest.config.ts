@@ -9,10 +9,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: "forks",
-    // A worker keeps the modules it loaded from one file to the next: loading the service's code (and viem's)
-    // afresh for each of about a hundred files cost over four minutes of the run. No test file changes a
-    // module's state for the next: they build their own contexts, and none mocks a module.
-    isolate: false,
     // Two files at once on the two cores: with three, files that start servers and chains starve the settlement
     // thread each server runs at a lower priority (settlement/settlement.ts) for minutes, and its start-up times out.
     maxWorkers: 2,
