@@ -52,7 +52,19 @@ export type SandboxFiatProvider = FiatProvider & { depositAddress: Address; tick
 /** Payouts a tick reads at most; the next tick goes on from the last one (`payoutsPerTick` in tests). */
 const PAYOUTS_PER_TICK = 1_000;
 
-export function createSandboxFiatProvider(deps: { ledger: { kv: KvStore }; chain: ChainClient; privateKey: Hex; webhookSecret: string; delayMs: number; logger: Logger; payoutsPerTick?: number }): SandboxFiatProvider {
+/** How long a refund's receipt is waited for before the tick goes on (the next tick looks again). */
+const REFUND_WAIT_MS = 15_000;
+
+export function createSandboxFiatProvider(deps: {
+  ledger: { kv: KvStore };
+  chain: ChainClient;
+  privateKey: Hex;
+  webhookSecret: string;
+  delayMs: number;
+  logger: Logger;
+  payoutsPerTick?: number;
+  refundWaitMs?: number;
+}): SandboxFiatProvider {
   const account = privateKeyToAccount(deps.privateKey);
   const wallet = createWalletClient({ account, chain: deps.chain.chain, transport: http(deps.chain.settings.rpcUrl, { timeout: 10_000 }) });
   const key = (id: string) => `sandbox_payout:${id}`;
@@ -101,13 +113,16 @@ export function createSandboxFiatProvider(deps: { ledger: { kv: KvStore }; chain
       await save(p);
       throw new Error(`${why}; signing it again on the next try`);
     };
+    // The sender's nonce is read before the receipt: a refund mined between the two reads is then seen
+    // mined, where the other order took it for replaced and signed a second refund.
+    const nonce = Number(parseTransaction(p.refundRaw).nonce);
+    const taken = await deps.chain.nonceOf(account.address, "latest");
     let receipt = await deps.chain.receipt(hash);
     if (!receipt) {
-      const nonce = Number(parseTransaction(p.refundRaw).nonce);
-      // The nonce went to another transaction of this account: the stored one can never be mined.
-      if ((await deps.chain.nonceOf(account.address, "latest")) > nonce) return forget(`refund ${hash} was replaced at nonce ${nonce}`);
+      // The nonce was taken before the receipt was looked for, and not by this refund: it can never be mined.
+      if (taken > nonce) return forget(`refund ${hash} was replaced at nonce ${nonce}`);
       await deps.chain.sendRaw(p.refundRaw).catch(() => undefined); // "already known": judged by the receipt
-      receipt = await deps.chain.client.waitForTransactionReceipt({ hash, timeout: 15_000 });
+      receipt = await deps.chain.client.waitForTransactionReceipt({ hash, timeout: deps.refundWaitMs ?? REFUND_WAIT_MS });
     }
     // Mined and reverted: it moved nothing and its nonce is spent (every later try would read the same receipt).
     if (receipt.status !== "success") return forget(`refund ${hash} reverted`);

@@ -18,7 +18,7 @@ import { runCli as runCommandLine } from "../../../src/cli/run.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-type Payment = Pick<PaymentsTable, "id" | "project_id" | "rail" | "status" | "amount_micros" | "fee_micros" | "recipient" | "recipient_json" | "idempotency_key" | "tx_hash" | "provider_ref" | "rail_state" | "failure_reason" | "attempts" | "next_attempt_at" | "lease_owner">;
+type Payment = Pick<PaymentsTable, "id" | "project_id" | "rail" | "status" | "amount_micros" | "fee_micros" | "recipient" | "recipient_json" | "idempotency_key" | "tx_hash" | "provider_ref" | "rail_state" | "failure_reason" | "attempts" | "next_attempt_at" | "lease_owner" | "refund_tx_hash">;
 
 export type CliResult = { code: number | null; stdout: string; stderr: string };
 
@@ -36,19 +36,22 @@ export async function runCli(world: FaultWorld, args: string[]): Promise<CliResu
 async function payments(world: FaultWorld): Promise<Payment[]> {
   return dbOf(world.ledger)
     .selectFrom("payments")
-    .select(["id", "project_id", "rail", "status", "amount_micros", "fee_micros", "recipient", "recipient_json", "idempotency_key", "tx_hash", "provider_ref", "rail_state", "failure_reason", "attempts", "next_attempt_at", "lease_owner"])
+    .select(["id", "project_id", "rail", "status", "amount_micros", "fee_micros", "recipient", "recipient_json", "idempotency_key", "tx_hash", "provider_ref", "rail_state", "failure_reason", "attempts", "next_attempt_at", "lease_owner", "refund_tx_hash"])
     .orderBy("created_at")
     .execute();
 }
 
-const isReturnAccount = (p: Payment) => p.rail === "fiat" && (p.recipient_json ?? "").includes("2222000000");
+/** The kind a payment was planned as, by its key (a bank account number is kept masked, so it cannot tell). */
+const kindOf = (specs: Spec[], p: Payment) => specs.find((s) => s.key === p.idempotency_key)?.kind;
+/** A payment to the account the sandbox off-ramp returns: it must end reversed. */
+const isReturnAccount = (specs: Spec[], p: Payment) => p.rail === "fiat" && kindOf(specs, p) === "fiat_return";
 
 /** Problems that settle by themselves once the service catches up; checked until none or the deadline. */
 async function settledProblems(world: FaultWorld, specs: Spec[]): Promise<{ problems: string[]; rows: Payment[] }> {
   const problems: string[] = [];
   const rows = await payments(world);
-  const open = rows.filter((p) => p.status === "pending" || p.status === "processing" || (isReturnAccount(p) && p.status === "completed"));
-  for (const p of open) problems.push(`payment ${p.id} (${p.rail}) still ${p.status}${isReturnAccount(p) ? " (return account: expected reversed)" : ""}`);
+  const open = rows.filter((p) => p.status === "pending" || p.status === "processing" || (isReturnAccount(specs, p) && p.status === "completed"));
+  for (const p of open) problems.push(`payment ${p.id} (${p.rail}) still ${p.status}${isReturnAccount(specs, p) ? " (return account: expected reversed)" : ""}`);
   for (const b of await dbOf(world.ledger).selectFrom("balances").select(["project_id", "held_micros"]).where("held_micros", "<>", 0).execute()) {
     problems.push(`project ${b.project_id} still holds ${b.held_micros} micros`);
   }
@@ -147,7 +150,8 @@ export async function checkInvariants(world: FaultWorld, o: CheckOptions): Promi
 
   if (problems.length === 0) return { summary: summarize(rows) };
   const nonces = await relayerNonces(world).catch((e: Error) => ({ error: e.message }));
-  const open = rows.filter((p) => !["completed", "failed", "reversed"].includes(p.status) || isReturnAccount(p));
+  const open = rows.filter((p) => !["completed", "failed", "reversed"].includes(p.status) || isReturnAccount(o.specs, p));
+  const bank = rows.filter((p) => p.rail === "fiat");
   throw new Error(
     [
       `fault scenario "${o.scenario}" on ${world.dialect} (replay: FAULT_SEED=${o.seed}) left ${problems.length} problem(s):`,
@@ -156,6 +160,8 @@ export async function checkInvariants(world: FaultWorld, o: CheckOptions): Promi
       `open or unreturned payments (${open.length}):`,
       ...open.slice(0, 30).map(describePayment),
       `all payments: ${summarize(rows)}`,
+      `bank payments (${bank.length}):`,
+      ...bank.slice(0, 30).map((p) => `  ${kindOf(o.specs, p) ?? "?"} ${p.id} ${p.status} amount=${p.amount_micros} ref=${p.provider_ref ?? "-"} refund_tx=${p.refund_tx_hash ?? "-"}`),
       `proxy injected: ${JSON.stringify(world.proxy.injected())}`,
       `events:`,
       ...world.events().map((e) => `  ${e}`),
