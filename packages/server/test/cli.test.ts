@@ -177,6 +177,11 @@ describe.each(dialects)("agentwallet CLI on %s", (dialect) => {
     await usage(["tokens", "revoke"], /usage: agentwallet tokens revoke TOKEN_ID/);
     await usage(["payments", "approve"], /usage: agentwallet payments approve PAYMENT_ID/);
     await usage(["webhooks", "delete"], /usage: agentwallet webhooks delete ENDPOINT_ID/);
+    await usage(["payments", "resolve"], /usage: agentwallet payments resolve PAYMENT_ID --as failed\|completed --reason TEXT/);
+    await usage(["payments", "resolve", "pay_x", "--reason", "r"], /--as is required/);
+    await usage(["payments", "resolve", "pay_x", "--as", "refunded", "--reason", "r"], /--as must be failed or completed/);
+    await usage(["payments", "resolve", "pay_x", "--as", "failed"], /--reason is required/);
+    await failure(["payments", "resolve", "pay_missing", "--as", "failed", "--reason", "looked at the chain"], /No payment pay_missing/);
     await failure(["tokens", "create", "--project", "prj_missing", "--permissions", "read"], /no project with id prj_missing/);
     await failure(["projects", "pause", "prj_missing"], /no project with id/);
     await failure(["tokens", "revoke", "tok_missing", "--json"], /no active token/);

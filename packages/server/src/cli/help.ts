@@ -122,6 +122,21 @@ Example:
   npm run -s agentwallet -- payments pending --project prj_…`,
   "payments approve": ID_ONLY("payments approve PAYMENT_ID", "Approves a waiting payment: the running server sends it.", "payments approve txn_…"),
   "payments deny": ID_ONLY("payments deny PAYMENT_ID", "Denies a waiting payment: it fails and is credited back.", "payments deny txn_…"),
+  "payments resolve": `Usage: agentwallet payments resolve PAYMENT_ID --as failed|completed --reason TEXT [--tx-hash 0x…]
+
+Ends by hand a payment the settlement cannot drive because its stored rail state does not parse (the server
+logs such a payment as an error with its id). Read the chain and the provider first: --as failed says
+nothing moved (amount and fee are credited back, failure code operator_resolved); --as completed says the
+money left (with --tx-hash, the transaction that moved it). Who resolved it and the reason are kept on the
+payment; its webhook event is sent as for any final payment. A payment whose rail state parses is refused.
+
+Options:
+  --as failed|completed   required
+  --reason TEXT           required: what the chain and the provider showed (at most 300 characters)
+  --tx-hash 0x…           with --as completed: the transaction that moved the money
+
+Example:
+  npm run -s agentwallet -- payments resolve txn_… --as failed --reason "relayer tx 0x… reverted; no Transfer log"`,
   "refusals list": `Usage: agentwallet refusals list [--project ID] [--limit N]
 
 Lists payment attempts the spending controls refused, newest first (--limit: how many, default 50).

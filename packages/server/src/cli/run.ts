@@ -35,6 +35,8 @@ Commands:
   projects limits PROJECT_ID [controls]            controls every token of the project obeys too (the stricter wins)
   payments pending [--project ID]                  payments waiting for a person's approval
   payments approve|deny PAYMENT_ID                 decide one (approved: the server sends it; denied: failed, credited back)
+  payments resolve PAYMENT_ID --as failed|completed --reason TEXT [--tx-hash 0x…]
+                                                   end by hand a payment whose rail state does not parse
   refusals list [--project ID] [--limit N]         payment attempts the spending controls refused (newest first)
   webhooks create --project ID --url URL [--events payment.completed,…]   send the project's events there (prints the whsec_ secret once)
   webhooks list --project ID                       endpoints, with their state (disabled after days of failures)
@@ -99,6 +101,9 @@ async function dispatch(argv: string[], proc: CliProcess): Promise<number> {
         ...CONTROL_OPTIONS,
         ...WEBHOOK_OPTIONS,
         "amount-usdc": { type: "string" },
+        as: { type: "string" },
+        reason: { type: "string" },
+        "tx-hash": { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },
     });

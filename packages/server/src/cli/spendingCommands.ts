@@ -5,11 +5,12 @@
  * function the admin API calls too (services/spendingControls.ts, services/approvals.ts).
  */
 import { userInfo } from "node:os";
-import { type Command, type CommandInput, CliError, UsageError, needArg, withServices } from "./command.ts";
+import { type Command, type CommandInput, CliError, UsageError, need, needArg, withServices } from "./command.ts";
 import { parseControls } from "../domain/spending.ts";
 import { DomainError } from "../domain/errors.ts";
 import { type BankKey, type WireControls, controlsColumn, listRefusals, parseControlsInput, renderControls, updateControls } from "../services/spendingControls.ts";
 import { decidePayment, decisionJson, listPendingApprovals } from "../services/approvals.ts";
+import { resolveByHand } from "../services/resolveByHand.ts";
 
 /** The control options of `tokens create|update` and `projects limits`. */
 export const CONTROL_OPTIONS = {
@@ -130,6 +131,20 @@ export const spendingCommands: Record<string, Command> = {
 
   "payments approve": async (input) => decide(input, "approved"),
   "payments deny": async (input) => decide(input, "denied"),
+
+  "payments resolve": async ({ config, args, options, io }) => {
+    const id = needArg(args, "payments resolve PAYMENT_ID --as failed|completed --reason TEXT");
+    const outcome = need(options, "as");
+    if (outcome !== "failed" && outcome !== "completed") throw new UsageError(`--as must be failed or completed (got "${outcome}")`);
+    const reason = need(options, "reason");
+    const txHash = typeof options["tx-hash"] === "string" ? options["tx-hash"] : undefined;
+    const out = await withServices(config, (c) => resolveByHand(c, { paymentId: id, outcome, reason, by: cliActor(), txHash }));
+    io.out(
+      `${out.payment.id} is ${out.payment.status}${outcome === "failed" ? ": amount and fee credited back" : ""}. Its rail state did not parse: ${out.problem}`,
+      { id: out.payment.id, status: out.payment.status, failure_code: out.payment.failure_code, failure_reason: out.payment.failure_reason, tx_hash: out.payment.tx_hash },
+    );
+    return 0;
+  },
 
   "refusals list": async ({ config, options, io }) => {
     const projectId = typeof options.project === "string" ? options.project : undefined;

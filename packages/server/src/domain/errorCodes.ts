@@ -74,6 +74,8 @@ export const ERROR_CODES = [
   "idempotency_in_flight",
   "idempotency_key_reused",
   "not_awaiting_approval",
+  "payment_final",
+  "rail_state_readable",
   "webhook_replayed",
   // Answered by the HTTP layer itself (http/app.ts, http/auth.ts): 408, 415, 429, 431, 500, 503.
   "request_timeout",

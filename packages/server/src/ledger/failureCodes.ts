@@ -36,6 +36,8 @@ export const FAILURE_CODES = [
   "approval_denied",
   /** Nobody approved the payment within the approval time (APPROVAL_TIMEOUT_MS, 24 h by default). */
   "approval_expired",
+  /** An operator ended the payment by hand as failed (`agentwallet payments resolve`): its rail state did not parse. */
+  "operator_resolved",
 ] as const;
 
 export type FailureCode = (typeof FAILURE_CODES)[number];

@@ -18,6 +18,7 @@ import type { Rails } from "../../src/rails/rails.ts";
 import { backoffMs, classifyStepError } from "../../src/settlement/settlementRetry.ts";
 import { createUsdcRail } from "../../src/rails/usdc/usdcRail.ts";
 import { createPaymentWorker } from "../../src/settlement/paymentWorker.ts";
+import { resolveByHand } from "../../src/services/resolveByHand.ts";
 import { createTestContext, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
@@ -93,6 +94,8 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     await t.ctx.ledger.deposits.credit(deposit);
   });
   afterAll(async () => t?.close());
+  /** The payments the corrupt-state test leaves for an operator. */
+  const leftForOperator: { notJson?: string; wrongShape?: string; healthy?: string } = {};
 
   /** A held payment whose creating process is gone (its lease over): the worker's to take. */
   async function abandoned(recipient: string, key: string): Promise<PaymentRow> {
@@ -145,6 +148,7 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     const notJson = await abandoned("0x90F79bf6EB2c4f870365E785982E1f101E93b906", "corrupt-not-json");
     const wrongShape = await abandoned("0x90F79bf6EB2c4f870365E785982E1f101E93b906", "corrupt-wrong-shape");
     const healthy = await abandoned("0x90F79bf6EB2c4f870365E785982E1f101E93b906", "healthy-beside-corrupt");
+    Object.assign(leftForOperator, { notJson: notJson.id, wrongShape: wrongShape.id, healthy: healthy.id });
     const corrupt = { [notJson.id]: '{"stage":"relayed","transfers":[', [wrongShape.id]: '{"stage":"relayed","transfers":"0xdead","relayNonce":-1}' };
     for (const [id, railState] of Object.entries(corrupt)) await t.ctx.ledger.payments.updatePayment(id, { rail_state: railState });
     const errors = vi.spyOn(t.ctx.logger, "error");
@@ -165,6 +169,31 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     } finally {
       errors.mockRestore();
     }
+  });
+
+  test("an operator ends such a payment by hand: failed credits it back, completed spends it; one whose state parses, or a final one, is refused", async () => {
+    const { notJson, wrongShape, healthy } = leftForOperator;
+    if (!notJson || !wrongShape || !healthy) throw new Error("the corrupt-state test above did not run");
+    const by = "cli:ops";
+    const refused = (r: Promise<unknown>) => r.then(() => "resolved", (e: { code?: string }) => e.code);
+    expect(await refused(resolveByHand(t.ctx, { paymentId: healthy, outcome: "failed", reason: "looked", by }))).toBe("rail_state_readable");
+    expect(await refused(resolveByHand(t.ctx, { paymentId: "pay_nope", outcome: "failed", reason: "looked", by }))).toBe("payment_not_found");
+    expect(await refused(resolveByHand(t.ctx, { paymentId: notJson, outcome: "failed", reason: "  ", by }))).toBe("invalid_request");
+    expect(await refused(resolveByHand(t.ctx, { paymentId: notJson, outcome: "failed", reason: "looked", by, txHash: `0x${"ab".repeat(32)}` }))).toBe("invalid_request");
+    const before = await available();
+    const failed = await resolveByHand(t.ctx, { paymentId: notJson, outcome: "failed", reason: "relayer nonce never used; no Transfer log", by });
+    expect(failed.problem).toContain(`payment ${notJson}: its usdc_transfer rail_state does not parse`);
+    expect(failed.payment).toMatchObject({ status: "failed", failure_code: "operator_resolved", failure_reason: `Resolved as failed by ${by}: relayer nonce never used; no Transfer log` });
+    expect(await available()).toBe(before + 1_020_000);
+    const hash = `0x${"cd".repeat(32)}`;
+    const completed = await resolveByHand(t.ctx, { paymentId: wrongShape, outcome: "completed", reason: "Transfer log in the tx", by, txHash: hash.toUpperCase().replace("0X", "0x") });
+    expect(completed.payment).toMatchObject({ status: "completed", failure_code: null, tx_hash: hash });
+    expect(await available()).toBe(before + 1_020_000);
+    expect(await refused(resolveByHand(t.ctx, { paymentId: notJson, outcome: "completed", reason: "again", by }))).toBe("payment_final");
+    // Final now: the worker has nothing of theirs to take.
+    now += 60_000;
+    await worker.runOnce();
+    expect(await t.ctx.ledger.payments.getPayment(notJson)).toMatchObject({ status: "failed" });
   });
 
   test("the ledger verifies", async () => {

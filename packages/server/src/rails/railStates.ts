@@ -1,0 +1,22 @@
+/** Each rail's state codec by the rail's name, for code that reads a payment of any rail. */
+import type { PaymentRow } from "../ledger/payments.ts";
+import { fiatStates } from "./fiat/fiatState.ts";
+import { usdcStates } from "./usdc/usdcState.ts";
+import { x402States } from "./x402/x402State.ts";
+
+const CODECS = { usdc_transfer: usdcStates, fiat: fiatStates, x402: x402States } as const;
+
+/**
+ * Whether the payment's stored rail state parses: `undefined` if it does, else the `CorruptRailState`
+ * message naming the payment (a rail without a codec says so too).
+ */
+export function railStateProblem(p: Pick<PaymentRow, "id" | "rail" | "rail_state">): string | undefined {
+  const codec = (CODECS as Record<string, { read(p: Pick<PaymentRow, "id" | "rail_state">): unknown } | undefined>)[p.rail];
+  if (!codec) return `payment ${p.id}: rail ${p.rail} has no state codec`;
+  try {
+    codec.read(p);
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
