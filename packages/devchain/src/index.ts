@@ -44,3 +44,4 @@ export {
   type BridgeStandIn,
   type BridgeStandInOptions,
 } from "./bridgeStandIn.ts";
+export { startMppMerchant, type MppMerchant, type StartMppMerchantOptions } from "./mppMerchant.ts";

@@ -19,6 +19,7 @@ export const X402_REFUSAL_CODES = [
   "x402_pay_to_own_wallet",
   "x402_max_timeout_invalid",
   "x402_amount_invalid",
+  "mpp_challenge_invalid",
 ] as const;
 
 export const ERROR_CODES = [

@@ -9,7 +9,7 @@
 import type { PaymentRequired } from "@x402/core/types";
 import { type Address, getAddress, isAddress, zeroAddress } from "viem";
 import { formatUsdc } from "../../money.ts";
-import { type Refusal, refusalError } from "./x402Errors.ts";
+import { type Refusal, priceAboveMax, refusalError, showTargetValue as show } from "./x402Errors.ts";
 
 export type RequirementPolicy = {
   /** CAIP-2 network of v2 requirements, "eip155:8453" on Base. */
@@ -117,12 +117,7 @@ export async function chooseRequirement(paymentRequired: PaymentRequired, policy
     throw refusalError({ code: "x402_no_supported_requirement", detail: `The target accepts no payment this service makes (scheme "exact" on ${network} in USDC); it offered ${offered}.` });
   }
   const cheapest = payable.reduce((a, b) => (b.amountMicros < a.amountMicros ? b : a));
-  if (cheapest.amountMicros > maxAmountMicros) {
-    throw refusalError({
-      code: "x402_price_above_max",
-      detail: `The target asks ${formatUsdc(cheapest.amountMicros)} USDC (${cheapest.amountMicros} micro-USDC), more than max_amount_usdc ${maxAmountMicros} (${formatUsdc(maxAmountMicros)} USDC). Raise max_amount_usdc to pay it.`,
-    });
-  }
+  if (cheapest.amountMicros > maxAmountMicros) throw priceAboveMax(cheapest.amountMicros, maxAmountMicros);
   return cheapest;
 }
 
@@ -132,9 +127,3 @@ function checksumOk(address: string): boolean {
   return hex === hex.toLowerCase() || hex === hex.toUpperCase() || isAddress(address, { strict: true });
 }
 
-/** A value from the target, shown briefly and safely in a detail. */
-function show(value: unknown): string {
-  if (value === undefined) return "(missing)";
-  const text = typeof value === "string" ? JSON.stringify(value) : String(JSON.stringify(value) ?? value);
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
-}

@@ -22,6 +22,7 @@
 import { X402_REFUSAL_CODES } from "../../domain/errorCodes.ts";
 import { type DomainError, badRequest, upstream } from "../../domain/errors.ts";
 import { SafeFetchError } from "../../net/safeFetchErrors.ts";
+import { formatUsdc } from "../../money.ts";
 
 export { X402_REFUSAL_CODES };
 
@@ -34,6 +35,21 @@ const NOTHING_PAID = "Nothing was signed or charged.";
 
 export function refusalError(r: Refusal): DomainError {
   return badRequest(r.code, `${r.detail} ${NOTHING_PAID}`);
+}
+
+/** The cheapest payable offer costs more than the caller's `max_amount_usdc`. */
+export function priceAboveMax(amountMicros: number, maxAmountMicros: number): DomainError {
+  return refusalError({
+    code: "x402_price_above_max",
+    detail: `The target asks ${formatUsdc(amountMicros)} USDC (${amountMicros} micro-USDC), more than max_amount_usdc ${maxAmountMicros} (${formatUsdc(maxAmountMicros)} USDC). Raise max_amount_usdc to pay it.`,
+  });
+}
+
+/** A value from the target, shown briefly and safely in a detail. */
+export function showTargetValue(value: unknown): string {
+  if (value === undefined) return "(missing)";
+  const text = typeof value === "string" ? JSON.stringify(value) : String(JSON.stringify(value) ?? value);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
 export function paymentRequiredInvalid(detail: string): DomainError {
