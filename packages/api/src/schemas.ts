@@ -327,6 +327,10 @@ export const PayResponse = z
     created_at: isoTimestamp,
     estimated_arrival: z.string().nullable(),
     response: ProxiedResponse.nullable(),
+    protocol: z
+      .literal("mpp")
+      .optional()
+      .describe("Present when a URL recipient was paid by the Machine Payments Protocol (its 402 offered an MPP challenge and no x402 requirement); absent when it was paid by x402."),
     ...failureFields,
     metadata: z.record(z.string(), z.string()).nullable().optional().describe("The metadata given with the payment; null if none."),
   })

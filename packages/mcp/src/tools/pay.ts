@@ -16,8 +16,9 @@ export const pay = defineTool({
   title: "Pay (URL, USDC address or bank account)",
   description:
     "Pay from this project's USDC wallet. The recipient's shape picks the rail: an https URL pays for an HTTP API " +
-    "with x402 (the URL is requested, the price it asks is paid up to max_amount_usdc, and its reply comes back in " +
-    "`response`); a 0x address receives amount_usd as USDC on Base; a bank details object receives amount_usd in USD " +
+    "that answers 402, by x402 or by the Machine Payments Protocol (MPP), whichever it asks for, never both (the URL " +
+    "is requested, the price it asks is paid up to max_amount_usdc, and its reply comes back in `response`; " +
+    "`protocol: \"mpp\"` says MPP was used); a 0x address receives amount_usd as USDC on Base; a bank details object receives amount_usd in USD " +
     "by ACH (2-3 business days). A platform fee of 1-2% is charged on top. `amount_charged` and `fee` are micro-USDC " +
     "(1 USDC = 1,000,000) for x402 and USDC, cents for bank payments. A transfer or bank payment is answered " +
     "`pending` (accepted, submitted right after) and completes later: list_transactions shows when. An x402 answer " +
@@ -28,7 +29,7 @@ export const pay = defineTool({
     recipient: z
       .union([
         textRecipient.describe(
-          "An https URL to pay with x402 (e.g. https://api.example.com/forecast) or a 0x-prefixed EVM address on Base " +
+          "An https URL to pay with x402 or MPP (e.g. https://api.example.com/forecast) or a 0x-prefixed EVM address on Base " +
             "(0x followed by 40 hex characters).",
         ),
         inlined(BankRecipient).describe("A US bank account, paid in USD by ACH."),

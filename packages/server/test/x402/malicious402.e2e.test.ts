@@ -2,6 +2,7 @@
 // signed (0 signatures by any project wallet), no paid retry reaches the target, nothing is held or
 // recorded. A hand-built target plays the attacker (honest merchants never send these); a control run
 // shows the same target's unaltered requirement is signed, so each refusal is due to its one defect.
+import { Challenge } from "mppx";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { X402_REFUSAL_CODES } from "../../src/rails/x402/x402Errors.ts";
 import { getDepositAddress } from "../../src/services/getDepositAddress.ts";
@@ -42,7 +43,31 @@ const extra = (patch: Record<string, unknown>) => ({ extra: { name: "USD Coin", 
 
 type Case = { name: string; reply: () => Reply; code: string; status?: number; max?: number };
 
+/** A 402 with an MPP challenge (the EVM charge) and no x402 requirement; `patch` alters the challenge, `request` its request. */
+const mpp = (patch: Record<string, unknown> = {}, request: Record<string, unknown> = {}, methodDetails: Record<string, unknown> = {}): Reply => {
+  const challenge = Challenge.from({
+    id: "c1",
+    realm: "merchant.test",
+    method: "evm",
+    intent: "charge",
+    expires: new Date(Date.now() + 300_000).toISOString(),
+    request: { amount: PRICE, currency: addr.usdc, recipient: payTo, methodDetails: { chainId: 8453, credentialTypes: ["authorization"], decimals: 6, ...methodDetails }, ...request },
+    ...patch,
+  } as never);
+  return { status: 402, headers: { "www-authenticate": Challenge.serialize(challenge) }, body: "{}" };
+};
+
 const cases: Case[] = [
+  // MPP challenges (no x402 requirement offered)
+  { name: "MPP challenge that does not parse", reply: () => ({ status: 402, headers: { "www-authenticate": "Payment id=" }, body: "{}" }), code: "mpp_challenge_invalid" },
+  { name: "MPP challenge that has expired", reply: () => mpp({ expires: new Date(Date.now() - 1_000).toISOString() }), code: "mpp_challenge_invalid" },
+  { name: "MPP challenge naming its own credential header", reply: () => mpp({ header: "Host" }), code: "mpp_challenge_invalid" },
+  { name: "MPP method other than evm", reply: () => mpp({ method: "tempo" }), code: "x402_no_supported_requirement" },
+  { name: "MPP charge on another chain", reply: () => mpp({}, {}, { chainId: 1 }), code: "x402_no_supported_requirement" },
+  { name: "MPP charge in another currency", reply: () => mpp({}, { currency: BASE_USDC }), code: "x402_asset_not_allowed" },
+  { name: "MPP charge above max_amount_usdc", reply: () => mpp({}, { amount: "20000" }), code: "x402_price_above_max", max: 10_000 },
+  { name: "MPP charge with splits", reply: () => mpp({}, {}, { splits: [{ amount: "1", recipient: payTo }] }), code: "x402_transfer_method_unsupported" },
+  { name: "MPP charge to our own wallet", reply: () => mpp({}, { recipient: addr.wallet }), code: "x402_pay_to_own_wallet" },
   // price
   { name: "v2 price above max_amount_usdc", reply: () => v2PaymentRequired([v2({ amount: "20000" })]), code: "x402_price_above_max", max: 10_000 },
   { name: "v1 price above max_amount_usdc", reply: () => v1PaymentRequired([v1({ maxAmountRequired: "10001" })]), code: "x402_price_above_max", max: 10_000 },

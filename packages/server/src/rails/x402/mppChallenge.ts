@@ -61,6 +61,11 @@ export function judgeMppChallenge(challenge: Challenge.Challenge, policy: MppPol
   if (challenge.method !== evm.paymentMethod || challenge.intent !== evm.chargeIntent) {
     return refuse("x402_no_supported_requirement", `Only the Payment method "evm" with intent "charge" is paid; got method ${show(challenge.method)}, intent ${show(challenge.intent)}.`, false);
   }
+  // The credential goes in Authorization, where the scheme puts it by default; a challenge naming another
+  // header for it is not followed (it could name one the fetcher owns, such as Host or Content-Length).
+  if (challenge.header !== undefined && challenge.header.toLowerCase() !== "authorization") {
+    return refuse("mpp_challenge_invalid", `The challenge asks for its credential in header ${show(challenge.header)}; only Authorization is used.`);
+  }
   const r = challenge.request as Record<string, unknown>;
   const details = (typeof r.methodDetails === "object" && r.methodDetails !== null ? r.methodDetails : {}) as Record<string, unknown>;
   if (details.chainId !== policy.chainId) {

@@ -9,6 +9,9 @@
  *   with the payment header, and the settlement when the target's receipt names a transaction that
  *   used our authorization on-chain.
  * After the request, `advance` lets the chain decide and sweeps the fee (advanceX402Payment.ts).
+ * A 402 that offers no x402 requirement but an MPP challenge (`WWW-Authenticate: Payment`, mppChallenge.ts)
+ * is paid by MPP instead: the same EIP-3009 authorization, sent as MPP's credential. A target that offers
+ * both is paid by x402 alone; a refusal of its x402 requirement is never followed by MPP.
  */
 import { type ProxiedResponse, limits } from "@agentwallet/api";
 import { type Address, type Hex, getAddress } from "viem";
@@ -20,6 +23,9 @@ import { USDC_EIP712 } from "../eip3009.ts";
 import { type X402Deps, advanceX402Payment, settledState } from "./advanceX402Payment.ts";
 import { type ChosenRequirement, type RequirementPolicy, chooseRequirement } from "./chooseRequirement.ts";
 import { readPaymentRequired } from "./readPaymentRequired.ts";
+import { type ChosenChallenge, chooseMppChallenge, mppCredential, offersMpp, readMppChallenges, readMppReceipt } from "./mppChallenge.ts";
+import { signAuthorization } from "../eip3009.ts";
+import { badRequest } from "../../domain/errors.ts";
 import { readSettlementHeader, transactionUsedAuthorization } from "./settlementOnChain.ts";
 import { signPayment } from "./signPayment.ts";
 import { fetchFailed } from "./x402Errors.ts";
@@ -47,7 +53,10 @@ const RECENT_BLOCK_REFRESH_MS = 1_000;
 const V1_NETWORK_NAMES: Readonly<Record<number, string>> = { 8453: "base", 84532: "base-sepolia" };
 
 /** What `judge` chose, with what `sign` needs of it (opaque to the core). */
-type Judged = X402Quote & { chosen: ChosenRequirement; paymentRequired: PaymentRequired };
+type Judged = X402Quote & ({ chosen: ChosenRequirement; paymentRequired: PaymentRequired; mpp?: undefined } | { mpp: ChosenChallenge });
+
+/** What `request` learnt of the call that `judge` needs: whether the caller sent its own Authorization. */
+type Reply = { first: SafeFetchResponse; callerAuthorization: boolean };
 
 export function createX402Rail(d: X402RailDeps): X402Rail {
   const { ctx, chain } = d;
@@ -93,19 +102,43 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       const first = await fetcher(wire(call), { reuseConnection: true }).catch((err: unknown) => {
         throw err instanceof SafeFetchError ? fetchFailed(err, "request") : err;
       });
-      return { paymentRequired: first.status === 402, raw: first, proxied: () => proxied(first) };
+      const callerAuthorization = Object.keys(call.headers ?? {}).some((name) => name.toLowerCase() === "authorization");
+      return { paymentRequired: first.status === 402, raw: { first, callerAuthorization } satisfies Reply, proxied: () => proxied(first) };
     },
 
     async judge(reply, walletIndex, maxAmountMicros) {
-      const paymentRequired = readPaymentRequired(reply.raw as SafeFetchResponse);
-      const chosen = await chooseRequirement(paymentRequired, policyFor(walletIndex), maxAmountMicros);
+      const { first, callerAuthorization } = reply.raw as Reply;
       // A block number read before the signature exists: the settlement search starts there. Any
       // earlier block is as correct, only wider to search, so a number read in the last minute is used
       // at once (and read again in the background after a second) instead of a round trip each time.
-      const fromBlock = chain.client.recentBlockNumber(RECENT_BLOCK_MAX_AGE_MS, RECENT_BLOCK_REFRESH_MS);
-      fromBlock.catch(() => undefined);
+      const recentBlock = () => {
+        const fromBlock = chain.client.recentBlockNumber(RECENT_BLOCK_MAX_AGE_MS, RECENT_BLOCK_REFRESH_MS);
+        fromBlock.catch(() => undefined);
+        return fromBlock;
+      };
+      let paymentRequired: PaymentRequired;
+      try {
+        paymentRequired = readPaymentRequired(first);
+      } catch (err) {
+        // No x402 requirement at all (no PAYMENT-REQUIRED header): an MPP challenge is paid instead.
+        if (first.headers["payment-required"] !== undefined || !offersMpp(first.headers)) throw err;
+        const chosen = await chooseMppChallenge(readMppChallenges(first.headers), { ...policyFor(walletIndex), chainId: chain.client.settings.chainId }, maxAmountMicros, ctx.clock().getTime());
+        if (callerAuthorization) {
+          throw badRequest("invalid_request", "The target asks to be paid by MPP, whose credential travels in the Authorization header; the request sets its own Authorization header, which would be replaced. Remove it to pay this target. Nothing was signed or charged.");
+        }
+        const state: X402HeldState = {
+          stage: "held",
+          protocol: "mpp",
+          mpp: { challengeId: chosen.challenge.id, realm: chosen.challenge.realm },
+          network: v2Network,
+          payTo: chosen.payTo,
+          maxTimeoutSeconds: Math.max(1, chosen.validBefore - Math.floor(ctx.clock().getTime() / 1000)),
+        };
+        return { amountMicros: chosen.amountMicros, state, fromBlock: recentBlock(), mpp: chosen } satisfies Judged;
+      }
+      const chosen = await chooseRequirement(paymentRequired, policyFor(walletIndex), maxAmountMicros);
       const state: X402HeldState = { stage: "held", x402Version: chosen.x402Version, network: chosen.network, payTo: chosen.payTo, maxTimeoutSeconds: chosen.maxTimeoutSeconds };
-      return { amountMicros: chosen.amountMicros, state, fromBlock, chosen, paymentRequired } satisfies Judged;
+      return { amountMicros: chosen.amountMicros, state, fromBlock: recentBlock(), chosen, paymentRequired } satisfies Judged;
     },
 
     prepareRetry: (url) => fetcher.prepare(url),
@@ -116,6 +149,13 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
      */
     async sign(walletIndex, quote) {
       const q = quote as Judged;
+      if (q.mpp) {
+        const { mpp } = q;
+        const auth = await signAuthorization(ctx.custody, walletIndex, { chainId: chain.client.settings.chainId, usdc: chain.client.usdcAddress, to: mpp.payTo, valueMicros: mpp.amountMicros, validAfter: 0, validBefore: mpp.validBefore, nonce: mpp.nonce });
+        const { signature: _signature, ...authorization } = auth;
+        const state: X402SignedState = { ...q.state, stage: "signed", authorization, fromBlock: await q.fromBlock };
+        return { header: { name: "authorization", value: mppCredential(mpp, auth, chain.client.settings.chainId) }, state } satisfies X402Signature;
+      }
       const signed = await signPayment(ctx.custody.signerFor(walletIndex, { onCallerThread: true }) as never, q.paymentRequired, q.chosen, { usdcAddress: chain.client.usdcAddress, v2Network, v1Network, nowMs: ctx.clock().getTime() });
       const state: X402SignedState = { ...q.state, stage: "signed", authorization: signed.authorization, fromBlock: await q.fromBlock };
       return { header: signed.header, state } satisfies X402Signature;
@@ -137,7 +177,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       // error, or a receipt we cannot prove leaves it to the chain.
       let settlement: { txHash: Hex; state: X402SettledState } | undefined;
       try {
-        const reported = reply ? readSettlementHeader(reply.headers) : undefined;
+        const reported = !reply ? undefined : state.protocol === "mpp" ? mppReported(reply.headers) : readSettlementHeader(reply.headers);
         if (reported?.success && reported.transaction && (await transactionUsedAuthorization(chain, reported.transaction, state.authorization!))) {
           settlement = { txHash: reported.transaction as Hex, state: settledState(state, reported.transaction as Hex, "receipt") };
         }
@@ -147,6 +187,12 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       return { kind: "sent", reply: reply ? proxied(reply) : undefined, settlement };
     },
   };
+}
+
+/** An MPP receipt as x402's settlement report: its reference is the settlement's transaction. */
+function mppReported(headers: Readonly<Record<string, string>>) {
+  const receipt = readMppReceipt(headers);
+  return receipt ? { success: receipt.status === "success", transaction: receipt.reference } : undefined;
 }
 
 /**

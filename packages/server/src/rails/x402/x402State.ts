@@ -1,5 +1,5 @@
 /**
- * What an x402 payment keeps in `rail_state`, stage by stage. Each stage is persisted before the next
+ * What an x402 (or MPP) payment keeps in `rail_state`, stage by stage. Each stage is persisted before the next
  * external call, so a worker resuming after any crash knows exactly what may have left the process:
  * - `held`: amount + fee debited, nothing signed yet;
  * - `signed`: the authorization (with its fresh random nonce) is stored; the merchant may hold it;
@@ -12,9 +12,15 @@ import type { SignedAuthorization } from "./signPayment.ts";
 /** The authorization as signed for the merchant (the signature travels in the payment header only). */
 const signedAuthorization = authorizationSchema.omit({ signature: true }) satisfies z.ZodType<SignedAuthorization>;
 
-/** The requirement judged and held for. */
+/**
+ * The requirement judged and held for. An MPP payment (the target's 402 offered a Payment challenge and no
+ * x402 requirement: mppChallenge.ts) has `protocol: "mpp"` and the challenge it answers, and no x402 version;
+ * everything after the signature (the authorization's use on-chain, the fee sweep) is the same.
+ */
 const quoted = {
-  x402Version: z.union([z.literal(1), z.literal(2)]),
+  protocol: z.literal("mpp").optional(),
+  x402Version: z.union([z.literal(1), z.literal(2)]).optional(),
+  mpp: z.object({ challengeId: z.string(), realm: z.string() }).optional(),
   network: z.string(),
   payTo: addressSchema,
   maxTimeoutSeconds: z.number(),
@@ -58,3 +64,13 @@ export const X402_TRANSITIONS = {
 
 /** An x402 payment is always held with its state: none stored does not parse. */
 export const x402States = railStateCodec<X402State>("x402", x402StateSchema, X402_TRANSITIONS);
+
+/** Whether the payment was paid by MPP (read without throwing: rendering never fails on a row's state). */
+export function paidByMpp(p: { rail: string; rail_state: string | null }): boolean {
+  if (p.rail !== "x402" || !p.rail_state) return false;
+  try {
+    return (JSON.parse(p.rail_state) as { protocol?: unknown }).protocol === "mpp";
+  } catch {
+    return false;
+  }
+}

@@ -1,4 +1,5 @@
 /** Wire shapes of a payment, one per endpoint that can return it. */
+import { paidByMpp } from "../../rails/x402/x402State.ts";
 import type { LegacyPaymentResponse, PayResponse, PaymentStatus, ProxiedResponse, UsdcTransferResponse, X402PayResponse } from "@agentwallet/api";
 import type { PaymentRow } from "../../ledger/payments.ts";
 import { microsToUsdcNumber } from "../../money.ts";
@@ -44,6 +45,7 @@ export function renderPay(p: PaymentRow): PayResponse {
     created_at: p.created_at,
     estimated_arrival: p.rail === "fiat" ? p.estimated_arrival : null,
     response: p.rail === "x402" && p.response_json ? JSON.parse(p.response_json) : null,
+    ...(paidByMpp(p) ? { protocol: "mpp" as const } : {}),
     ...failureFields(p),
     metadata: metadataOf(p),
   };

@@ -4,7 +4,7 @@
  * probes: on-chain balances, a signature counter on the project's custody, and a small API client.
  */
 import { randomBytes } from "node:crypto";
-import { startFacilitator, startMerchantV1, startMerchantV2, type Facilitator, type Merchant } from "@agentwallet/devchain";
+import { startFacilitator, startMerchantV1, startMerchantV2, startMppMerchant, type Facilitator, type Merchant, type MppMerchant } from "@agentwallet/devchain";
 import { type Address, getAddress } from "viem";
 import type { Custody } from "../../../src/chain/custody.ts";
 import type { AppContext } from "../../../src/context.ts";
@@ -47,6 +47,8 @@ export type X402World = {
   /** The project's deposit wallet (created on first use). */
   wallet(): Promise<Address>;
   startMerchant(version: 1 | 2, priceMicros: bigint, payTo?: Address): Promise<Merchant & { payTo: Address }>;
+  /** A merchant on mppx's own server (MPP's EVM charge; with "both", x402 v2 on the same route too). */
+  startMppMerchant(priceMicros: bigint, offers?: "mpp" | "both", payTo?: Address): Promise<MppMerchant & { payTo: Address }>;
   /** Runs the payment worker until the payment leaves `processing` (bounded). */
   settle(paymentId: string, timeoutMs?: number): Promise<string>;
   stop(): Promise<void>;
@@ -61,7 +63,7 @@ export async function startX402World(o: { database?: "sqlite" | "postgres"; env?
   const chain = server.server.chain!;
   const sandbox = chain.sandbox!;
   const facilitator = await startFacilitator({ rpcUrl: sandbox.rpcUrl, privateKey: sandbox.accounts.facilitator!.privateKey });
-  const merchants: Merchant[] = [];
+  const merchants: { stop(): Promise<void> }[] = [];
   if (o.fundMicros) await server.fund(o.fundMicros);
   const signatures = countSignatures(ctx);
   const call = async (method: string, path: string, body?: unknown, token = server.token): Promise<ApiAnswer> => {
@@ -89,6 +91,11 @@ export async function startX402World(o: { database?: "sqlite" | "postgres"; env?
     async startMerchant(version, priceMicros, payTo = randomAddress()) {
       const start = version === 2 ? startMerchantV2 : startMerchantV1;
       const merchant = await start({ facilitatorUrl: facilitator.url, payTo, usdcAddress: chain.client.usdcAddress, priceMicros });
+      merchants.push(merchant);
+      return { ...merchant, payTo };
+    },
+    async startMppMerchant(priceMicros, offers = "mpp", payTo = randomAddress()) {
+      const merchant = await startMppMerchant({ rpcUrl: sandbox.rpcUrl, chainId: chain.client.settings.chainId, usdcAddress: chain.client.usdcAddress, payTo, priceMicros, settlerKey: sandbox.accounts.merchant!.privateKey, offers });
       merchants.push(merchant);
       return { ...merchant, payTo };
     },

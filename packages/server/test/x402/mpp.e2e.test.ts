@@ -1,0 +1,83 @@
+// POST /v1/pay pays an HTTP API that asks for the Machine Payments Protocol, through the same core as x402:
+// mppx's own server (its EVM charge method) on the local chain settles the project wallet's authorization
+// itself. Every figure is read back from the chain. A route that offers both protocols is paid once, by
+// x402; refusals leave nothing signed or held.
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { feeFor } from "../../src/money.ts";
+import { type X402World, startX402World } from "./support/x402World.ts";
+
+const PRICE = 20_000n;
+
+describe.each(["sqlite", "postgres"] as const)("MPP on %s", (database) => {
+  let w: X402World;
+  let mpp: Awaited<ReturnType<X402World["startMppMerchant"]>>;
+  let both: Awaited<ReturnType<X402World["startMppMerchant"]>>;
+  beforeAll(async () => {
+    w = await startX402World({ database, fundMicros: 5_000_000n });
+    mpp = await w.startMppMerchant(PRICE, "mpp");
+    both = await w.startMppMerchant(PRICE, "both");
+  });
+  afterAll(async () => {
+    await w?.stop();
+  });
+
+  test("behavior: an MPP target is paid once: the price on-chain to its recipient, the fee to the treasury, the receipt returned", async () => {
+    const fee = BigInt(feeFor(Number(PRICE), "free"));
+    const [merchantBefore, treasuryBefore] = [await w.balanceOf(mpp.payTo), await w.balanceOf(w.treasury)];
+    const available = (await w.get("/v1/balance")).body.available as number;
+    const answer = await w.post("/v1/pay", { recipient: `${mpp.url}/paid`, max_amount_usdc: Number(PRICE) });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.body).toMatchObject({ rail: "x402", protocol: "mpp", amount_charged: Number(PRICE), fee: Number(fee), tx_hash: mpp.settled()[0] });
+    const response = answer.body.response as { status_code: number; headers: Record<string, string>; body: string };
+    expect(response.status_code).toBe(200);
+    expect(JSON.parse(response.body)).toEqual({ paid: true, method: "GET" });
+    expect(Object.keys(response.headers)).toContain("payment-receipt");
+    expect(await w.settle(answer.body.id as string)).toBe("completed");
+    expect(mpp.settled()).toHaveLength(1);
+    expect((await w.balanceOf(mpp.payTo)) - merchantBefore).toBe(PRICE);
+    expect((await w.balanceOf(w.treasury)) - treasuryBefore).toBe(fee);
+    expect(available - ((await w.get("/v1/balance")).body.available as number)).toBe(Number(PRICE + fee));
+    const read = await w.get(`/v1/transactions/${answer.body.id as string}`);
+    expect(read.body).toMatchObject({ status: "completed", tx_hash: mpp.settled()[0] });
+  });
+
+  test("behavior: the same key sent 30 times at once is one payment and one settlement", async () => {
+    const before = both.settled().length;
+    const key = `mpp-key-${database}`;
+    const answers = await Promise.all(Array.from({ length: 30 }, () => w.post("/v1/pay", { recipient: `${mpp.url}/paid`, max_amount_usdc: Number(PRICE), idempotency_key: key })));
+    const ids = new Set(answers.filter((a) => a.status === 200).map((a) => a.body.id));
+    expect(ids.size).toBe(1);
+    for (const a of answers) expect([200, 409]).toContain(a.status);
+    expect(await w.settle([...ids][0] as string)).toBe("completed");
+    expect(mpp.settled()).toHaveLength(2);
+    expect(both.settled()).toHaveLength(before);
+  });
+
+  test("behavior: a route that offers both protocols is paid exactly once, by x402", async () => {
+    const merchantBefore = await w.balanceOf(both.payTo);
+    const answer = await w.post("/v1/pay", { recipient: `${both.url}/paid`, max_amount_usdc: Number(PRICE) });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.body.protocol).toBeUndefined();
+    expect(await w.settle(answer.body.id as string)).toBe("completed");
+    expect(both.settled()).toHaveLength(1);
+    expect((await w.balanceOf(both.payTo)) - merchantBefore).toBe(PRICE);
+  });
+
+  test("error: refusals sign and hold nothing: a price above max_amount_usdc (never retried by the other protocol), and the caller's own Authorization", async () => {
+    const available = (await w.get("/v1/balance")).body.available as number;
+    const signatures = w.signatures.count();
+    const settled = [mpp.settled().length, both.settled().length];
+    const dear = await w.post("/v1/pay", { recipient: `${mpp.url}/paid`, max_amount_usdc: Number(PRICE) - 1 });
+    expect(dear.status).toBe(400);
+    expect(dear.body.code).toBe("x402_price_above_max");
+    // Offered both, refused by x402: MPP is not tried in its place.
+    const dearBoth = await w.post("/v1/pay", { recipient: `${both.url}/paid`, max_amount_usdc: Number(PRICE) - 1 });
+    expect(dearBoth.body.code).toBe("x402_price_above_max");
+    const own = await w.post("/v1/pay", { recipient: `${mpp.url}/paid`, max_amount_usdc: Number(PRICE), headers: { authorization: "Bearer the-agents-own-key" } });
+    expect(own.status).toBe(400);
+    expect(own.body).toMatchObject({ code: "invalid_request", detail: expect.stringContaining("Authorization header") });
+    expect(w.signatures.count()).toBe(signatures);
+    expect((await w.get("/v1/balance")).body.available).toBe(available);
+    expect([mpp.settled().length, both.settled().length]).toEqual(settled);
+  });
+});
