@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createWalletClient, WalletApiError, type WalletClient } from "@agentwallet/api";
-import { startFacilitator, startMerchantV2, type Facilitator, type Merchant } from "@agentwallet/devchain";
+import { startFacilitator, startMerchantV2, startMppMerchant, type Facilitator, type Merchant, type MppMerchant } from "@agentwallet/devchain";
 import { startTestServer, type TestServer } from "../../server/src/testing/harness.ts";
 import { connectStdio, ensureInspector, inspector, startHttpBin, textOf, type StdioSession } from "./helpers.ts";
 
@@ -26,6 +26,7 @@ describe("against the real Agent Wallet server", () => {
   let server: TestServer;
   let facilitator: Facilitator;
   let merchant: Merchant;
+  let mppMerchant: MppMerchant;
   let api: WalletClient;
   let session: StdioSession;
   const env = () => ({ AGENTWALLET_API_TOKEN: server.token, AGENTWALLET_BASE_URL: server.baseUrl });
@@ -53,9 +54,19 @@ describe("against the real Agent Wallet server", () => {
       usdcAddress: chain.client.usdcAddress,
       priceMicros: x402PriceMicros,
     });
+    // mppx's own server (the Machine Payments Protocol's EVM charge), settling from the dev merchant account.
+    mppMerchant = await startMppMerchant({
+      rpcUrl: chain.sandbox.rpcUrl,
+      chainId: chain.client.settings.chainId,
+      usdcAddress: chain.client.usdcAddress,
+      payTo: randomAddress() as `0x${string}`,
+      priceMicros: x402PriceMicros,
+      settlerKey: chain.sandbox.accounts.merchant!.privateKey,
+    });
   });
   afterAll(async () => {
     await session?.close();
+    await mppMerchant?.stop();
     await merchant?.stop();
     await facilitator?.stop();
     await server?.stop();
@@ -116,6 +127,15 @@ describe("against the real Agent Wallet server", () => {
     expect(data).toMatchObject({ rail: "x402", amount_charged: Number(x402PriceMicros), currency: "usdc" });
     expect(JSON.parse((data.response as { body: string }).body)).toEqual({ paid: true });
     expect(stable(await replay(() => api.pay(args)))).toEqual(stable(data));
+  });
+
+  test("behavior: pay with a URL that asks for MPP pays it the same way and says so", async () => {
+    const args = { recipient: `${mppMerchant.url}/paid`, max_amount_usdc: 20_000, idempotency_key: "mcp-e2e-mpp-1" };
+    const { result, data, text } = await call("pay", args);
+    expect(result.isError, text).toBeFalsy();
+    expect(data).toMatchObject({ rail: "x402", protocol: "mpp", amount_charged: Number(x402PriceMicros), tx_hash: mppMerchant.settled()[0] });
+    expect(JSON.parse((data.response as { body: string }).body)).toEqual({ paid: true, method: "GET" });
+    expect(mppMerchant.settled()).toHaveLength(1);
   });
 
   test("behavior: the deprecated x402_pay reaches POST /v1/x402/pay and pays the merchant", async () => {
