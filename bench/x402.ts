@@ -4,10 +4,12 @@
  * merchant paid directly by Coinbase's own client (`@x402/fetch`), in one run. Both pay a real
  * `@x402/express` merchant settling through x402's own facilitator on loopback; requests alternate one at
  * a time (direct, service, direct, …) so both see the same machine. Target: median and p99 of the
- * service ≤ 1.25 × direct.
+ * service ≤ 1.25 × direct. `--version mpp`: the same against a Machine Payments Protocol merchant on mppx's own
+ * server (its EVM charge, settled by the merchant), paid directly by mppx's own client.
  */
 import { parseArgs } from "node:util";
-import { startFacilitator, startMerchantV1, startMerchantV2 } from "@agentwallet/devchain";
+import { startFacilitator, startMerchantV1, startMerchantV2, startMppMerchant } from "@agentwallet/devchain";
+import { Mppx, evm } from "mppx/client";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
@@ -20,7 +22,7 @@ const MERCHANT_PAY_TO = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
 const HELP = `npm run bench -- x402 [flags]
   --db sqlite|postgres   database of the service (default sqlite, synchronous=FULL; postgres uses $TEST_DATABASE_URL or the local server)
-  --version 1|2          x402 protocol of the merchant: 2 (@x402/express, default) or 1 (x402-express)
+  --version 1|2|mpp      protocol of the merchant: x402 2 (@x402/express, default), x402 1 (x402-express), or MPP (mppx's server; direct side: mppx's client)
   --samples N            paid requests per side (default 200)
   --warmup N             unmeasured paid requests per side first (default 20)
   --max-seconds S        time budget for the measured requests (default 300)`;
@@ -52,7 +54,7 @@ export async function run(args: string[]): Promise<void> {
   });
   if (values.help) return void console.log(HELP);
   if (values.db !== "sqlite" && values.db !== "postgres") throw new UsageError("--db must be sqlite or postgres");
-  if (values.version !== "1" && values.version !== "2") throw new UsageError("--version must be 1 or 2");
+  if (values.version !== "1" && values.version !== "2" && values.version !== "mpp") throw new UsageError("--version must be 1, 2 or mpp");
   const samples = Number(values.samples);
   const warmup = Number(values.warmup);
   const maxSeconds = Number(values["max-seconds"]);
@@ -60,13 +62,16 @@ export async function run(args: string[]): Promise<void> {
 
   const { databaseUrl, drop: dropSchema } = await benchDatabase(values.db);
 
-  log(`starting the sandbox server (${values.db}, real anvil chain), x402's facilitator and a v${values.version} merchant…`);
+  const mpp = values.version === "mpp";
+  log(`starting the sandbox server (${values.db}, real anvil chain), x402's facilitator and a ${mpp ? "MPP" : `v${values.version}`} merchant…`);
   const server = await startTestServer({ database: values.db, databaseUrl, env: { RATE_LIMIT_PER_MINUTE: "1000000000", LOG_LEVEL: "warn" } });
   const chain = server.server.chain!;
   const sandbox = chain.sandbox!;
   const facilitator = await startFacilitator({ rpcUrl: sandbox.rpcUrl, privateKey: sandbox.accounts.facilitator!.privateKey });
   const startMerchant = values.version === "2" ? startMerchantV2 : startMerchantV1;
-  const merchant = await startMerchant({ facilitatorUrl: facilitator.url, payTo: MERCHANT_PAY_TO, usdcAddress: chain.client.usdcAddress, priceMicros: PRICE_MICROS });
+  const merchant = mpp
+    ? await startMppMerchant({ rpcUrl: sandbox.rpcUrl, chainId: chain.client.settings.chainId, usdcAddress: chain.client.usdcAddress, payTo: MERCHANT_PAY_TO, priceMicros: PRICE_MICROS, settlerKey: sandbox.accounts.merchant!.privateKey })
+    : await startMerchant({ facilitatorUrl: facilitator.url, payTo: MERCHANT_PAY_TO, usdcAddress: chain.client.usdcAddress, priceMicros: PRICE_MICROS });
   const paidUrl = `${merchant.url}/paid`;
   try {
     const total = BigInt(samples + warmup + 10);
@@ -83,7 +88,14 @@ export async function run(args: string[]): Promise<void> {
         { network: "base" as `${string}:${string}`, asset: chain.client.usdcAddress, maxAmountPerPayment: PRICE_MICROS.toString() },
       ],
     });
-    const payDirect = wrapFetchWithPayment(fetch, client);
+    // MPP: mppx's own client with its EVM charge method, limited to our USDC on our chain (its README's policy options).
+    const mppClient = mpp
+      ? Mppx.create({
+          methods: [evm.charge({ account: privateKeyToAccount(payer.privateKey), networks: [chain.client.settings.chainId], currencies: [chain.client.usdcAddress], maxAtomicAmount: PRICE_MICROS.toString(), authorization: { name: "USD Coin", version: "2" } })],
+          polyfill: false,
+        })
+      : undefined;
+    const payDirect = mppClient ? mppClient.fetch : wrapFetchWithPayment(fetch, client);
     const direct = async () => {
       const r = await payDirect(paidUrl);
       if (r.status !== 200) throw new Error(`direct payment answered ${r.status}: ${await r.text()}`);
@@ -130,9 +142,9 @@ export async function run(args: string[]): Promise<void> {
 
     const host = machine();
     console.log(`\nmachine: ${host.cpus} × ${host.cpuModel}, ${host.memoryGiB} GiB, Node ${host.node}; load average ${host.loadAverage1m}`);
-    console.log(`merchant: x402 v${values.version} on loopback, price ${PRICE_MICROS} micro-USDC, settled by x402's facilitator on anvil (automine)`);
+    console.log(mpp ? `merchant: MPP (mppx's server, EVM charge) on loopback, price ${PRICE_MICROS} micro-USDC, settled by the merchant on anvil (automine)` : `merchant: x402 v${values.version} on loopback, price ${PRICE_MICROS} micro-USDC, settled by x402's facilitator on anvil (automine)`);
     const rows: Cell[][] = [
-      ["direct: @x402/fetch → merchant", d.samples, d.p50Ms, d.p99Ms, d.meanMs, "-"],
+      [mpp ? "direct: mppx client → merchant" : "direct: @x402/fetch → merchant", d.samples, d.p50Ms, d.p99Ms, d.meanMs, "-"],
       [`POST /v1/pay → merchant (${values.db})`, s.samples, s.p50Ms, s.p99Ms, s.meanMs, `${p50Ratio.toFixed(2)}× / ${p99Ratio.toFixed(2)}×`],
     ];
     printTable(["path", "samples", "p50 ms", "p99 ms", "mean ms", "vs direct (p50 / p99)"], rows);
