@@ -104,9 +104,9 @@ export class TransactionReads {
   }
 
   /**
-   * How many transactions match the filter (all pages). SQLite sums the per-day counters that triggers
-   * keep (migration 0008) for the whole days inside the range, and counts the rows of its edge days by
-   * index; PostgreSQL counts the matching rows.
+   * How many transactions match the filter (all pages): the sum of the per-day counters that triggers keep
+   * (migration 0008 on SQLite, 0025 on PostgreSQL) for the whole days inside the range, and an index count
+   * of the rows of its edge days.
    */
   async countFiltered(projectId: string, f: TransactionFilter): Promise<number> {
     if (isEmptyRange(f)) return 0;
@@ -120,8 +120,6 @@ export class TransactionReads {
       const { rows } = await sql<{ n: number | string }>`select count(*) as n from transactions where ${sql.join(conds, sql` and `)}`.execute(this.db);
       return Number(rows[0]?.n ?? 0);
     };
-    if (this.dialect === "postgres") return countRows(f.createdAfter, false, f.createdBefore);
-
     const dayA = f.createdAfter?.slice(0, 10);
     const dayB = f.createdBefore?.slice(0, 10);
     if (dayA !== undefined && dayA === dayB) return countRows(f.createdAfter, false, f.createdBefore);
