@@ -509,6 +509,14 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         for (const statement of PG_TRANSACTION_COUNTS) await sql.raw(statement).execute(db);
       },
     },
+    "0026_postgres_transactions_created": {
+      // PostgreSQL: a list filtered by creation time alone reads one range of this index, and its edge days
+      // are counted on it (transactionReads.ts). SQLite reads its ranges per (type, status) pair as before.
+      async up(db: Kysely<any>) {
+        if (dialect !== "postgres") return;
+        await db.schema.createIndex("transactions_project_created_pos").on("transactions").columns(["project_id", "created_at", "pos"]).execute();
+      },
+    },
   };
 }
 
