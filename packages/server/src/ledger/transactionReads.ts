@@ -123,18 +123,16 @@ export class TransactionReads {
     // PostgreSQL counts a time range alone on (project_id, created_at, pos), without the lists of every pair.
     const inPairs =
       this.dialect === "postgres" && f.timeRangeOnly ? sql`project_id = ${projectId}` : sql`project_id = ${projectId} and type in (${sql.join(f.types)}) and status in (${sql.join(f.statuses)})`;
-    const countRows = async (from: string | undefined, fromInclusive: boolean, to: string | undefined): Promise<number> => {
+    const countRows = (from: string | undefined, fromInclusive: boolean, to: string | undefined) => {
       const conds = [
         inPairs,
         ...(from !== undefined ? [fromInclusive ? sql`created_at >= ${from}` : sql`created_at > ${from}`] : []),
         ...(to !== undefined ? [sql`created_at < ${to}`] : []),
       ];
-      const { rows } = await sql<{ n: number | string }>`select count(*) as n from transactions where ${sql.join(conds, sql` and `)}`.execute(this.db);
-      return Number(rows[0]?.n ?? 0);
+      return sql`(select count(*) from transactions where ${sql.join(conds, sql` and `)})`;
     };
     const dayA = f.createdAfter?.slice(0, 10);
     const dayB = f.createdBefore?.slice(0, 10);
-    if (dayA !== undefined && dayA === dayB) return countRows(f.createdAfter, false, f.createdBefore);
     const days = [
       sql`project_id = ${projectId}`,
       ...(dayA !== undefined ? [sql`day > ${dayA}`] : []),
@@ -142,12 +140,18 @@ export class TransactionReads {
       sql`type in (${sql.join(f.types)})`,
       sql`status in (${sql.join(f.statuses)})`,
     ];
-    const { rows } = await sql<{ n: number | null }>`select sum(n) as n from transaction_counts where ${sql.join(days, sql` and `)}`.execute(this.db);
-    let total = Number(rows[0]?.n ?? 0);
-    // The edge days: the part of the first day after the lower bound, the part of the last before the upper.
-    if (dayA !== undefined) total += await countRows(f.createdAfter, false, nextDay(dayA));
-    if (dayB !== undefined) total += await countRows(dayB, true, f.createdBefore);
-    return total;
+    // One statement, one round trip: the whole days' counters, and the edge days (the part of the first day
+    // after the lower bound, the part of the last before the upper) counted row by row.
+    const parts =
+      dayA !== undefined && dayA === dayB
+        ? [countRows(f.createdAfter, false, f.createdBefore)]
+        : [
+            sql`(select coalesce(sum(n), 0) from transaction_counts where ${sql.join(days, sql` and `)})`,
+            ...(dayA !== undefined ? [countRows(f.createdAfter, false, nextDay(dayA))] : []),
+            ...(dayB !== undefined ? [countRows(dayB, true, f.createdBefore)] : []),
+          ];
+    const { rows } = await sql<{ n: number | string }>`select ${sql.join(parts, sql` + `)} as n`.execute(this.db);
+    return Number(rows[0]?.n ?? 0);
   }
 
   /** One transaction of the project with its payment's or deposit's details, or undefined. */
