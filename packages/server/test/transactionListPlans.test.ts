@@ -92,7 +92,7 @@ describe("plans of the transaction list on postgres", () => {
     const reads = new TransactionReads(traced, "postgres");
     const cursor = startingAfter === undefined ? undefined : await reads.cursorOf(PROJECT, startingAfter);
     issued.length = 0;
-    const list = await listTransactions({ ledger: { balances: new Balances(traced), transactions: reads } }, PROJECT, { ...q, ...(cursor ? { cursor } : {}) });
+    const list = await listTransactions({ ledger: { balances: new Balances(traced, "postgres"), transactions: reads } }, PROJECT, { ...q, ...(cursor ? { cursor } : {}) });
     expect(list.transactions.length).toBeGreaterThan(query().type === "fiat_withdrawal" ? -1 : 0);
     const perRange = q.offset + q.limit + 1;
     let scans = 0;
