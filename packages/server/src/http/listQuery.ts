@@ -128,6 +128,7 @@ const ListQuery = z
           statuses: q.status ?? TransactionStatus.options,
           ...(q.created_after !== undefined ? { createdAfter: q.created_after } : {}),
           ...(q.created_before !== undefined ? { createdBefore: q.created_before } : {}),
+          ...(q.type === undefined && q.status === undefined ? { timeRangeOnly: true } : {}),
         }
       : undefined;
     return { limit: q.limit, offset: q.offset, ...(filter ? { filter } : {}), ...(q.starting_after !== undefined ? { startingAfter: q.starting_after } : {}) };

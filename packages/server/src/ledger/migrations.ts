@@ -499,6 +499,24 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex("console_one_time_views_expires").on("console_one_time_views").column("expires_at").execute();
       },
     },
+    "0025_postgres_transaction_counts": {
+      // PostgreSQL keeps the per-day counters SQLite keeps since 0008, so a filtered list's total_count is a
+      // sum over them instead of a count of every matching row (PG_TRANSACTION_COUNTS; decisions.md,
+      // "Filtered lists"). The triggers come before the backfill: creating them locks out writers of
+      // `transactions` until this migration commits, so no row is counted twice or missed.
+      async up(db: Kysely<any>) {
+        if (dialect !== "postgres") return;
+        for (const statement of PG_TRANSACTION_COUNTS) await sql.raw(statement).execute(db);
+      },
+    },
+    "0026_postgres_transactions_created": {
+      // PostgreSQL: a list filtered by creation time alone reads one range of this index, and its edge days
+      // are counted on it (transactionReads.ts). SQLite reads its ranges per (type, status) pair as before.
+      async up(db: Kysely<any>) {
+        if (dialect !== "postgres") return;
+        await db.schema.createIndex("transactions_project_created_pos").on("transactions").columns(["project_id", "created_at", "pos"]).execute();
+      },
+    },
   };
 }
 
@@ -506,9 +524,8 @@ function migrations(dialect: Dialect): Record<string, Migration> {
  * SQLite: the number of transactions per (project, type, status, UTC day), kept by triggers in the
  * same transaction as every insert and status change of a transaction row, whichever code path makes
  * it. A filtered list's total_count is then a sum over these rows plus an index count of the two edge
- * days of a time range, instead of a count of every matching row (30 ms at 1M). PostgreSQL counts
- * the rows: counter rows updated by concurrent writers of one project would be a lock order to keep
- * in every write path (decisions.md, "Filtered lists").
+ * days of a time range, instead of a count of every matching row (30 ms at 1M). PostgreSQL keeps the
+ * same counters since migration 0025 (PG_TRANSACTION_COUNTS; decisions.md, "Filtered lists").
  */
 const SQLITE_TRANSACTION_COUNTS = [
   `create table transaction_counts (
@@ -531,6 +548,62 @@ const SQLITE_TRANSACTION_COUNTS = [
      update transaction_counts set n = n - 1
        where project_id = old.project_id and day = substr(old.created_at, 1, 10) and type = old.type and status = old.status;
    end`,
+];
+
+/**
+ * PostgreSQL: the same counters as SQLITE_TRANSACTION_COUNTS, kept by triggers in the same transaction as
+ * every insert, update and delete of a transaction row. A statement notes its changes per counter in
+ * `transaction_count_changes` (under the writing transaction's id; no other writer touches those rows),
+ * and at commit a deferred trigger moves them into `transaction_counts` in one statement, in counter-key
+ * order. So counter rows are locked only at commit and always in the same order: two writers of one
+ * project wait for each other there at most briefly, never both ways, whatever order their statements
+ * changed rows in. The notes table is unlogged: its rows never outlive the transaction that wrote them.
+ */
+const PG_TRANSACTION_COUNTS = [
+  `create table transaction_counts (
+     project_id text not null, type text not null, status text not null, day text not null, n bigint not null,
+     primary key (project_id, day, type, status))`,
+  `create unlogged table transaction_count_changes (
+     xid bigint not null, project_id text not null, type text not null, status text not null, day text not null, n bigint not null)`,
+  `create index transaction_count_changes_xid on transaction_count_changes (xid)`,
+  `create function transaction_counts_note() returns trigger language plpgsql as $fn$
+begin
+  if tg_op = 'INSERT' then
+    insert into transaction_count_changes (xid, project_id, type, status, day, n)
+      select txid_current(), project_id, type, status, substr(created_at, 1, 10), count(*) from new_rows group by 2, 3, 4, 5;
+  elsif tg_op = 'DELETE' then
+    insert into transaction_count_changes (xid, project_id, type, status, day, n)
+      select txid_current(), project_id, type, status, substr(created_at, 1, 10), -count(*) from old_rows group by 2, 3, 4, 5;
+  else
+    insert into transaction_count_changes (xid, project_id, type, status, day, n)
+      select txid_current(), project_id, type, status, day, sum(n) from (
+        select project_id, type, status, substr(created_at, 1, 10) as day, -1 as n from old_rows
+        union all
+        select project_id, type, status, substr(created_at, 1, 10), 1 from new_rows) as c
+      group by 2, 3, 4, 5 having sum(n) <> 0;
+  end if;
+  return null;
+end
+$fn$`,
+  `create function transaction_counts_apply() returns trigger language plpgsql as $fn$
+begin
+  with moved as (delete from transaction_count_changes where xid = txid_current() returning project_id, type, status, day, n)
+  insert into transaction_counts (project_id, type, status, day, n)
+    select project_id, type, status, day, sum(n) from moved group by 1, 2, 3, 4 order by 1, 4, 2, 3
+    on conflict (project_id, day, type, status) do update set n = transaction_counts.n + excluded.n;
+  return null;
+end
+$fn$`,
+  `create trigger transaction_counts_insert after insert on transactions referencing new table as new_rows
+     for each statement execute function transaction_counts_note()`,
+  `create trigger transaction_counts_update after update on transactions referencing old table as old_rows new table as new_rows
+     for each statement execute function transaction_counts_note()`,
+  `create trigger transaction_counts_delete after delete on transactions referencing old table as old_rows
+     for each statement execute function transaction_counts_note()`,
+  `create constraint trigger transaction_counts_apply after insert on transaction_count_changes
+     deferrable initially deferred for each row execute function transaction_counts_apply()`,
+  `insert into transaction_counts (project_id, type, status, day, n)
+     select project_id, type, status, substr(created_at, 1, 10), count(*) from transactions group by 1, 2, 3, 4`,
 ];
 
 /**

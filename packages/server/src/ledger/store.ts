@@ -81,7 +81,7 @@ export class Ledger {
     this.returnWatch = new ReturnWatch(db, clock);
     this.projects = new Projects(db, clock, newId);
     this.tokens = new Tokens(db, clock, direct?.read);
-    this.balances = new Balances(db);
+    this.balances = new Balances(db, dialect);
     this.receivedWebhooks = new ReceivedWebhooks(db, clock);
     this.payments = new Payments(db, dialect, clock, newId, writes, this.balances);
   }

@@ -21,6 +21,8 @@ export type TransactionFilter = {
   /** Normalised ISO 8601 (`Date#toISOString`), exclusive bounds. */
   createdAfter?: string;
   createdBefore?: string;
+  /** The caller gave neither type nor status (`types` and `statuses` list every one): a time range alone. */
+  timeRangeOnly?: boolean;
 };
 /** The row a cursor points at: the page holds the rows listed after it. */
 export type Cursor = { createdAt: string; pos: number };
@@ -46,14 +48,22 @@ export type DetailRow = ListedRow & {
   deposit_tx_hash: string | null;
 };
 
-/** The page's keys: one index range per (type, status) pair, merged and cut to `offset`, `limit + 1`. */
-function pageKeys(projectId: string, f: TransactionFilter, cursor: Cursor | undefined, limit: number, offset: number): RawBuilder<unknown> {
+/**
+ * The page's keys: one index range per (type, status) pair, merged and cut to `offset`, `limit + 1`. On
+ * PostgreSQL a time range alone is one range of `(project_id, created_at, pos)` (migration 0026): planning
+ * the union of every pair cost it more than reading the page.
+ */
+function pageKeys(projectId: string, f: TransactionFilter, cursor: Cursor | undefined, limit: number, offset: number, dialect: Dialect): RawBuilder<unknown> {
   const perPair = offset + limit + 1;
   const bounds = [
     ...(f.createdAfter !== undefined ? [sql`created_at > ${f.createdAfter}`] : []),
     ...(f.createdBefore !== undefined ? [sql`created_at < ${f.createdBefore}`] : []),
     ...(cursor ? [sql`(created_at, pos) < (${cursor.createdAt}, ${cursor.pos})`] : []),
   ];
+  if (dialect === "postgres" && f.timeRangeOnly) {
+    const where = sql.join([sql`project_id = ${projectId}`, ...bounds], sql` and `);
+    return sql`select created_at, pos from transactions where ${where} order by created_at desc, pos desc limit ${limit + 1} offset ${offset}`;
+  }
   const ranges = f.types.flatMap((type) =>
     f.statuses.map((status, j) => {
       const where = sql.join([sql`project_id = ${projectId}`, sql`type = ${type}`, sql`status = ${status}`, ...bounds], sql` and `);
@@ -77,7 +87,7 @@ export class TransactionReads {
    */
   async listFiltered(projectId: string, f: TransactionFilter, page: { limit: number; offset: number; cursor?: Cursor }): Promise<{ rows: ListedRow[]; hasMore: boolean }> {
     if (isEmptyRange(f)) return { rows: [], hasMore: false };
-    const keys = pageKeys(projectId, f, page.cursor, page.limit, page.offset);
+    const keys = pageKeys(projectId, f, page.cursor, page.limit, page.offset, this.dialect);
     const { rows } = await sql<ListedRow>`
       select t.id, t.type, t.status, t.amount, t.currency, t.description, t.merchant_name, t.created_at, t.completed_at, t.payment_id,
         case when p.id = t.id then p.metadata end as metadata, p.failure_code, p.failure_reason
@@ -104,27 +114,25 @@ export class TransactionReads {
   }
 
   /**
-   * How many transactions match the filter (all pages). SQLite sums the per-day counters that triggers
-   * keep (migration 0008) for the whole days inside the range, and counts the rows of its edge days by
-   * index; PostgreSQL counts the matching rows.
+   * How many transactions match the filter (all pages): the sum of the per-day counters that triggers keep
+   * (migration 0008 on SQLite, 0025 on PostgreSQL) for the whole days inside the range, and an index count
+   * of the rows of its edge days.
    */
   async countFiltered(projectId: string, f: TransactionFilter): Promise<number> {
     if (isEmptyRange(f)) return 0;
-    const inPairs = sql`project_id = ${projectId} and type in (${sql.join(f.types)}) and status in (${sql.join(f.statuses)})`;
-    const countRows = async (from: string | undefined, fromInclusive: boolean, to: string | undefined): Promise<number> => {
+    // PostgreSQL counts a time range alone on (project_id, created_at, pos), without the lists of every pair.
+    const inPairs =
+      this.dialect === "postgres" && f.timeRangeOnly ? sql`project_id = ${projectId}` : sql`project_id = ${projectId} and type in (${sql.join(f.types)}) and status in (${sql.join(f.statuses)})`;
+    const countRows = (from: string | undefined, fromInclusive: boolean, to: string | undefined) => {
       const conds = [
         inPairs,
         ...(from !== undefined ? [fromInclusive ? sql`created_at >= ${from}` : sql`created_at > ${from}`] : []),
         ...(to !== undefined ? [sql`created_at < ${to}`] : []),
       ];
-      const { rows } = await sql<{ n: number | string }>`select count(*) as n from transactions where ${sql.join(conds, sql` and `)}`.execute(this.db);
-      return Number(rows[0]?.n ?? 0);
+      return sql`(select count(*) from transactions where ${sql.join(conds, sql` and `)})`;
     };
-    if (this.dialect === "postgres") return countRows(f.createdAfter, false, f.createdBefore);
-
     const dayA = f.createdAfter?.slice(0, 10);
     const dayB = f.createdBefore?.slice(0, 10);
-    if (dayA !== undefined && dayA === dayB) return countRows(f.createdAfter, false, f.createdBefore);
     const days = [
       sql`project_id = ${projectId}`,
       ...(dayA !== undefined ? [sql`day > ${dayA}`] : []),
@@ -132,12 +140,18 @@ export class TransactionReads {
       sql`type in (${sql.join(f.types)})`,
       sql`status in (${sql.join(f.statuses)})`,
     ];
-    const { rows } = await sql<{ n: number | null }>`select sum(n) as n from transaction_counts where ${sql.join(days, sql` and `)}`.execute(this.db);
-    let total = Number(rows[0]?.n ?? 0);
-    // The edge days: the part of the first day after the lower bound, the part of the last before the upper.
-    if (dayA !== undefined) total += await countRows(f.createdAfter, false, nextDay(dayA));
-    if (dayB !== undefined) total += await countRows(dayB, true, f.createdBefore);
-    return total;
+    // One statement, one round trip: the whole days' counters, and the edge days (the part of the first day
+    // after the lower bound, the part of the last before the upper) counted row by row.
+    const parts =
+      dayA !== undefined && dayA === dayB
+        ? [countRows(f.createdAfter, false, f.createdBefore)]
+        : [
+            sql`(select coalesce(sum(n), 0) from transaction_counts where ${sql.join(days, sql` and `)})`,
+            ...(dayA !== undefined ? [countRows(f.createdAfter, false, nextDay(dayA))] : []),
+            ...(dayB !== undefined ? [countRows(dayB, true, f.createdBefore)] : []),
+          ];
+    const { rows } = await sql<{ n: number | string }>`select ${sql.join(parts, sql` + `)} as n`.execute(this.db);
+    return Number(rows[0]?.n ?? 0);
   }
 
   /** One transaction of the project with its payment's or deposit's details, or undefined. */

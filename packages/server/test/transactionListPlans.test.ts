@@ -1,0 +1,116 @@
+// The plans PostgreSQL chooses for every query GET /v1/transactions issues, at a size where the planner
+// has a choice (50,000 rows over 12 days, seeded in SQL): every read of `transactions` is an index range
+// that stops after a page (offset + limit + 1 entries) or, counting an edge day of a time range, after
+// that day's rows. None counts the matching rows of the whole history.
+import { Kysely, PostgresDialect, type CompiledQuery } from "kysely";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { parseListQuery } from "../src/http/listQuery.ts";
+import { Balances } from "../src/ledger/balances.ts";
+import type { Database } from "../src/ledger/schema.ts";
+import { TransactionReads } from "../src/ledger/transactionReads.ts";
+import { listTransactions } from "../src/services/listTransactions.ts";
+import { createTestDb, type TestDb } from "./support/db.ts";
+
+const EVENTS = 26_000;
+const PROJECT = "prj_plans";
+
+type PlanNode = { "Node Type": string; "Relation Name"?: string; "Index Name"?: string; "Actual Rows": number; "Actual Loops": number; Plans?: PlanNode[] };
+
+/** Every node of a plan, with the node types above it. */
+function nodes(plan: PlanNode, above: string[] = []): { node: PlanNode; above: string[] }[] {
+  return [{ node: plan, above }, ...(plan.Plans ?? []).flatMap((p) => nodes(p, [...above, plan["Node Type"]]))];
+}
+
+describe("plans of the transaction list on postgres", () => {
+  let db: TestDb;
+  let pool: pg.Pool;
+  let traced: Kysely<Database>;
+  const issued: CompiledQuery[] = [];
+  let middle: { id: string; created_at: string };
+  let early: string;
+  let maxDay: number;
+
+  beforeAll(async () => {
+    db = await createTestDb("postgres");
+    pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    traced = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: (e) => void (e.level === "query" && issued.push(e.query)) });
+    const c = await pool.connect();
+    try {
+      await c.query(`insert into projects (id, name, plan, wallet_index, created_at) values ($1, 'plans', 'business', 1, '2025-01-01T00:00:00.000Z')`, [PROJECT]);
+      // The bench's mix: 8 % deposits (one row), payments as a fee row and a rail row, mostly completed.
+      await c.query(
+        `insert into transactions (id, project_id, payment_id, type, status, amount, currency, created_at, pos)
+         select 'txn_' || g || '_' || k, $1, case when r1 >= 0.08 then 'txn_' || g || '_1' end,
+           case when r1 < 0.08 then 'usdc_fund' when k = 0 then 'platform_fee' when r1 < 0.68 then 'x402_payment' when r1 < 0.85 then 'usdc_transfer' else 'payment' end,
+           case when r1 < 0.08 then 'completed' when r2 < 0.05 then 'failed' when r1 >= 0.85 and r2 < 0.07 then 'reversed' else 'completed' end,
+           1000, 'usdc', to_char(timestamp '2025-01-01' + g * interval '40 seconds', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 2 * g + k
+         from (select g, (g::bigint * 7919 % 1000) / 1000.0 as r1, (g::bigint * 104729 % 997) / 997.0 as r2 from generate_series(1, $2::int) g) e
+         cross join generate_series(0, 1) k
+         where k = 1 or r1 >= 0.08`,
+        [PROJECT, EVENTS],
+      );
+      await c.query(`insert into balances (project_id, tx_count) select $1, count(*) from transactions`, [PROJECT]);
+      await c.query(`update transactions set pos = r.rn from (select seq, row_number() over (order by created_at, seq) as rn from transactions) r where transactions.seq = r.seq`);
+      await c.query(`vacuum analyze transactions`);
+      await c.query(`analyze transaction_counts`);
+      const n = Number((await c.query(`select count(*) as n from transactions`)).rows[0].n);
+      middle = (await c.query(`select id, created_at from transactions where pos = $1`, [Math.floor(n / 2)])).rows[0];
+      early = (await c.query(`select created_at from transactions where pos = $1`, [Math.floor(n / 10)])).rows[0].created_at;
+      maxDay = Number((await c.query(`select max(n) as n from (select count(*) as n from transactions group by substr(created_at, 1, 10)) d`)).rows[0].n);
+    } finally {
+      c.release();
+    }
+  }, 120_000);
+  afterAll(async () => {
+    await traced?.destroy();
+    await db?.drop();
+  });
+
+  const monthAfter = (t: string) => new Date(Date.parse(t) + 30 * 86_400_000).toISOString();
+  // The bench's pages (bench/read.ts): plain, each filter alone, combinations, time ranges, cursors, the deepest offset.
+  const cases: [string, () => Record<string, string>][] = [
+    ["plain, first page", () => ({})],
+    ["plain, half way", () => ({ offset: "25000" })],
+    ["type=x402_payment", () => ({ type: "x402_payment" })],
+    ["type=fiat_withdrawal (none)", () => ({ type: "fiat_withdrawal" })],
+    ["status=completed", () => ({ status: "completed" })],
+    ["status=failed", () => ({ status: "failed" })],
+    ["type=payment&status=reversed", () => ({ type: "payment", status: "reversed" })],
+    ["type=usdc_transfer,payment&status=completed,failed", () => ({ type: "usdc_transfer,payment", status: "completed,failed" })],
+    ["created_after=<middle>", () => ({ created_after: middle.created_at })],
+    ["created_after=<middle>&created_before=<+30 days>", () => ({ created_after: middle.created_at, created_before: monthAfter(middle.created_at) })],
+    ["created_before=<10 % in>", () => ({ created_before: early })],
+    ["type=x402_payment,platform_fee&status=completed&created_*", () => ({ type: "x402_payment,platform_fee", status: "completed", created_after: middle.created_at, created_before: monthAfter(middle.created_at) })],
+    ["starting_after=<middle>", () => ({ starting_after: middle.id })],
+    ["status=completed&starting_after=<middle>", () => ({ status: "completed", starting_after: middle.id })],
+    ["status=failed&offset=1000", () => ({ status: "failed", offset: "1000" })],
+  ];
+
+  test.each(cases)("%s: index ranges only, none past a page or a day", async (_name, query) => {
+    const { startingAfter, ...q } = parseListQuery({ limit: "50", ...query() });
+    const reads = new TransactionReads(traced, "postgres");
+    const cursor = startingAfter === undefined ? undefined : await reads.cursorOf(PROJECT, startingAfter);
+    issued.length = 0;
+    const list = await listTransactions({ ledger: { balances: new Balances(traced, "postgres"), transactions: reads } }, PROJECT, { ...q, ...(cursor ? { cursor } : {}) });
+    expect(list.transactions.length).toBeGreaterThan(query().type === "fiat_withdrawal" ? -1 : 0);
+    const perRange = q.offset + q.limit + 1;
+    let scans = 0;
+    for (const statement of issued.splice(0)) {
+      const { rows } = await pool.query(`explain (analyze, format json) ${statement.sql}`, statement.parameters as unknown[]);
+      const plan = (rows[0]["QUERY PLAN"] as { Plan: PlanNode }[])[0]!.Plan;
+      for (const { node, above } of nodes(plan)) {
+        if (node["Relation Name"] !== "transactions") continue;
+        scans++;
+        expect(node["Node Type"], statement.sql).toMatch(/^Index (Only )?Scan$/);
+        // A count (an aggregate above the scan) reads an edge day of a time range, at most that day's rows;
+        // a page, one page per range.
+        const counting = above.includes("Aggregate");
+        if (counting) expect(q.filter?.createdAfter ?? q.filter?.createdBefore, `a count without a time range: ${statement.sql}`).toBeDefined();
+        const bound = counting ? maxDay : perRange;
+        expect(node["Actual Rows"], `${node["Index Name"]} in ${statement.sql}`).toBeLessThanOrEqual(bound);
+      }
+    }
+    expect(scans).toBeGreaterThan(0);
+  });
+});
