@@ -2,42 +2,32 @@
  * `agentwallet doctor` against the real local chain and real databases: it passes on a live configuration
  * made by `agentwallet init`, and fails with the right line for each thing an operator gets wrong.
  */
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import { type DevChain, MULTICALL3_ADDRESS, startDevChain } from "@agentwallet/devchain";
 import { createTestClient, http } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { runCli } from "../../src/cli/run.ts";
 import { openDb } from "../../src/ledger/db.ts";
 import { migrateToLatest } from "../../src/ledger/migrations.ts";
 import type { Check } from "../../src/services/doctor/check.ts";
-import { createPgSchema, dialects, type TestDialect } from "../support/db.ts";
+import { dialects, type TestDialect } from "../support/db.ts";
+import { deploymentPlaces, runCommand as exec } from "../support/deployment.ts";
 
-type Outcome = { code: number; stdout: string; stderr: string };
 type Report = { ok: boolean; checks: Check[] };
 
 let dev: DevChain;
 let anvil: ReturnType<typeof createTestClient>;
-const dirs: string[] = [];
-const cleanups: (() => Promise<void>)[] = [];
+const places = deploymentPlaces("aw-doctor-");
 
 beforeAll(async () => {
   dev = await startDevChain();
   anvil = createTestClient({ mode: "anvil", transport: http(dev.rpcUrl) });
 }, 60_000);
 afterAll(async () => {
-  for (const c of cleanups) await c();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  await places.removeAll();
   await dev?.stop();
 });
-
-async function exec(args: string[], env: NodeJS.ProcessEnv): Promise<Outcome> {
-  const out = { stdout: "", stderr: "" };
-  const code = await runCli(args, { env: { ...process.env, ...env }, stdout: { write: (s: string) => (out.stdout += s) }, stderr: { write: (s: string) => (out.stderr += s) } });
-  return { code, ...out };
-}
 
 /** `doctor --json` after a fresh block, so the head is as recent as on a live chain. */
 async function doctor(env: NodeJS.ProcessEnv): Promise<{ code: number; report: Report }> {
@@ -66,14 +56,7 @@ function expectFail(r: { code: number; report: Report }, name: string, detail: R
 describe.each(dialects)("agentwallet doctor on %s", (dialect: TestDialect) => {
   /** A new deployment's environment: its own data directory and database, live settings on the local chain. */
   async function deployment(): Promise<NodeJS.ProcessEnv> {
-    const dir = mkdtempSync(join(tmpdir(), "aw-doctor-"));
-    dirs.push(dir);
-    let databaseUrl = "";
-    if (dialect === "postgres") {
-      const s = await createPgSchema();
-      cleanups.push(s.drop);
-      databaseUrl = s.url;
-    }
+    const { dir, databaseUrl } = await places.create(dialect);
     return {
       DATABASE_URL: databaseUrl,
       AGENTWALLET_DATA_DIR: join(dir, "data"),
