@@ -1,5 +1,5 @@
 /**
- * `agentwallet doctor` against the real local chain and real databases: it passes on a live configuration
+ * `agentwallet doctor` against the real local chain (Circle's FiatTokenV2_2 as USDC) and real databases: it passes on a live configuration
  * made by `agentwallet init`, and fails with the right line for each thing an operator gets wrong.
  */
 import { chmodSync } from "node:fs";
@@ -21,7 +21,8 @@ let anvil: ReturnType<typeof createTestClient>;
 const places = deploymentPlaces("aw-doctor-");
 
 beforeAll(async () => {
-  dev = await startDevChain();
+  // Circle's own FiatTokenV2_2 behind its proxy, at Base's USDC address: doctor must know the real contract.
+  dev = await startDevChain({ usdc: "circle" });
   anvil = createTestClient({ mode: "anvil", transport: http(dev.rpcUrl) });
 }, 60_000);
 afterAll(async () => {
