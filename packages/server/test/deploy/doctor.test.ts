@@ -4,7 +4,7 @@
  */
 import { chmodSync } from "node:fs";
 import { join } from "node:path";
-import { type DevChain, MULTICALL3_ADDRESS, startDevChain } from "@agentwallet/devchain";
+import { type BridgeStandIn, type DevChain, MULTICALL3_ADDRESS, startBridgeStandIn, startDevChain } from "@agentwallet/devchain";
 import { createTestClient, http } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -17,6 +17,7 @@ import { deploymentPlaces, runCommand as exec } from "../support/deployment.ts";
 type Report = { ok: boolean; checks: Check[] };
 
 let dev: DevChain;
+let bridge: BridgeStandIn;
 let anvil: ReturnType<typeof createTestClient>;
 const places = deploymentPlaces("aw-doctor-");
 
@@ -24,9 +25,11 @@ beforeAll(async () => {
   // Circle's own FiatTokenV2_2 behind its proxy, at Base's USDC address: doctor must know the real contract.
   dev = await startDevChain({ usdc: "circle" });
   anvil = createTestClient({ mode: "anvil", transport: http(dev.rpcUrl) });
+  bridge = await startBridgeStandIn({ rpcUrl: dev.rpcUrl, chainId: dev.chainId, usdcAddress: dev.usdcAddress });
 }, 60_000);
 afterAll(async () => {
   await places.removeAll();
+  await bridge?.stop();
   await dev?.stop();
 });
 
@@ -144,6 +147,18 @@ describe.each(dialects)("agentwallet doctor on %s", (dialect: TestDialect) => {
   test("error: PUBLIC_BASE_URL is http in live mode", async () => {
     const env = await initialized();
     expectFail(await doctor({ ...env, PUBLIC_BASE_URL: "http://wallet.example.com" }), "public url", /is not https/);
+  });
+
+  test.runIf(dialect === "sqlite")("behavior: Bridge's key is tried on the customer, and the webhook key must parse", async () => {
+    const env = await initialized();
+    const withBridge = { ...env, BRIDGE_BASE_URL: bridge.url, BRIDGE_API_KEY: bridge.apiKey, BRIDGE_CUSTOMER_ID: bridge.customerId, BRIDGE_WEBHOOK_PUBLIC_KEY: bridge.webhookPublicKey.replace(/\n/g, "\\n"), BRIDGE_RETRIES: "0" };
+    const good = await doctor(withBridge);
+    expect(line(good.report, "bridge")).toMatchObject({ status: "ok", detail: expect.stringMatching(/customer .* read from .*\(active\)/) });
+    expect(line(good.report, "bridge webhook")).toMatchObject({ status: "ok" });
+    expect(good.code).toBe(0);
+    expect(expectFail(await doctor({ ...withBridge, BRIDGE_API_KEY: "sk-test-revoked" }), "bridge", /failed: Missing or invalid Api-Key header/).fix).toMatch(/BRIDGE_API_KEY is refused/);
+    expectFail(await doctor({ ...withBridge, BRIDGE_CUSTOMER_ID: "cust_nobody" }), "bridge", /Customer cust_nobody not found/);
+    expectFail(await doctor({ ...withBridge, BRIDGE_WEBHOOK_PUBLIC_KEY: "-----BEGIN PUBLIC KEY-----\\nnot a key\\n-----END PUBLIC KEY-----" }), "bridge webhook", /does not parse as a PEM public key/);
   });
 
   test.runIf(dialect === "sqlite")("error: the SQLite file is readable by others", async () => {
