@@ -161,6 +161,11 @@ describe.each(dialects)("agentwallet doctor on %s", (dialect: TestDialect) => {
     expectFail(await doctor({ ...withBridge, BRIDGE_WEBHOOK_PUBLIC_KEY: "-----BEGIN PUBLIC KEY-----\\nnot a key\\n-----END PUBLIC KEY-----" }), "bridge webhook", /does not parse as a PEM public key/);
   });
 
+  test.runIf(dialect === "sqlite")("error: REDIS_URL does not answer", async () => {
+    const env = await initialized();
+    expectFail(await doctor({ ...env, REDIS_URL: "redis://127.0.0.1:1" }), "redis", /REDIS_URL does not answer/);
+  });
+
   test.runIf(dialect === "sqlite")("error: the SQLite file is readable by others", async () => {
     const env = await initialized();
     chmodSync(join(env.AGENTWALLET_DATA_DIR!, "agentwallet.db"), 0o644);

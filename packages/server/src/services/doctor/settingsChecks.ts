@@ -54,7 +54,7 @@ export function dataFilesCheck(config: Config): Check {
   const open = [config.sqlitePath, `${config.sqlitePath}-wal`, `${config.sqlitePath}-shm`].filter((f) => existsSync(f) && statSync(f).mode & NOT_OWNER);
   if (open.length) return fail("sqlite file", `${open.map((f) => `${f} (mode ${octal(statSync(f).mode & 0o777)})`).join(", ")} readable by others`, `chmod 600 ${open.join(" ")}`);
   const dirs = filesIn(config.dataDir, "sqlite file");
-  return dirs.status === "ok" ? ok("sqlite file", `${config.sqlitePath} and ${config.dataDir}: owner only`) : dirs;
+  return dirs.status === "ok" && existsSync(config.sqlitePath) ? ok("sqlite file", `${config.sqlitePath} and ${config.dataDir}: owner only`) : dirs;
 }
 
 function filesIn(dir: string, name: string): Check {
