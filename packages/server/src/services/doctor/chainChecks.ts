@@ -98,6 +98,7 @@ async function multicallCheck(client: ChainClient): Promise<Check> {
 }
 
 async function relayerCheck(config: Config, client: ChainClient, paymentsLastDay: number | undefined): Promise<Check> {
+  if (!config.custody.relayerPrivateKey) return fail("relayer", "RELAYER_PRIVATE_KEY is not set", "create the relayer account (a fresh key used for nothing else), set RELAYER_PRIVATE_KEY and send it ETH on Base");
   let relayer: Address;
   try {
     relayer = privateKeyToAccount(config.custody.relayerPrivateKey as Hex).address;
