@@ -378,6 +378,11 @@ export async function startBridgeStandIn(o: BridgeStandInOptions): Promise<Bridg
       moveTo(t, "canceled");
       return { status: 200, body: pub(t) };
     }
+    // The customer (Bridge: GET /v0/customers/{customerID}); an operator's tools read it to check the key.
+    if (method === "GET" && parts[1] === "customers" && parts.length === 3) {
+      if (!st.customers.includes(parts[2]!)) throw new HttpError(404, "not_found", `Customer ${parts[2]} not found.`);
+      return { status: 200, body: { id: parts[2], type: "business", status: "active" } };
+    }
     if (method === "GET" && parts[1] === "customers" && parts[3] === "external_accounts" && parts.length === 5) {
       const ea = st.externalAccounts.find((x) => x.id === parts[4] && x.customer_id === parts[2]);
       if (!ea) throw new HttpError(404, "not_found", `External account ${parts[4]} not found.`);

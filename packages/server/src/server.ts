@@ -12,9 +12,10 @@ import type { Config } from "./config.ts";
 import type { AppContext } from "./context.ts";
 import { type ChainRuntime, startChainRuntime } from "./chain/runtime.ts";
 import { REQUEST_THREAD_CHECKPOINT_PAGES, assembleContext, connectRails, openDeps } from "./deps.ts";
-import { createDepositWatcher } from "./deposits/watcher.ts";
+import { createDepositWatcher, depositCursorKey } from "./deposits/watcher.ts";
 import { createApp } from "./http/app.ts";
 import { createMetrics } from "./http/metrics.ts";
+import { type HealthSignals, createHealthSignals } from "./services/healthSignals.ts";
 import type { Clock } from "./ids.ts";
 import { type Loop, startLoop } from "./workers/loop.ts";
 import { type WebhookDeliverer, createWebhookDeliverer } from "./workers/webhookDelivery.ts";
@@ -63,12 +64,17 @@ export type StartServerOptions = {
   webhookClock?: Clock;
 };
 
+/** The chain the deposit watcher keeps its cursor under. */
+const WATCHED_CHAIN = "base";
+
 export async function startServer(config: Config, logger: Logger, opts: StartServerOptions = {}): Promise<RunningServer> {
   // A sandbox's chain, demo merchant and secrets are its own to start (sandbox/startSandbox.ts), before this.
   if (config.mode === "sandbox" && !opts.chain) throw new Error("a sandbox configuration is started by sandbox/startSandbox.ts, which brings its chain");
   const deps = await openDeps(config, logger, { serveRequests: true, checkpointPages: config.workers.settlement === "thread" ? REQUEST_THREAD_CHECKPOINT_PAGES : undefined });
   const { base } = deps;
-  const metrics = createMetrics({ defaultMetrics: opts.defaultMetrics ?? true, frozenWallets: () => base.ledger.projects.countFrozen() });
+  // The health gauges answer once the chain and the deposit watcher exist (below).
+  let health: HealthSignals | undefined;
+  const metrics = createMetrics({ defaultMetrics: opts.defaultMetrics ?? true, frozenWallets: () => base.ledger.projects.countFrozen(), health: () => health });
   const loops: Loop[] = [];
   // Webhooks to clients: events are written by the ledger's triggers; this process sends its share.
   const d = config.webhookDelivery;
@@ -111,7 +117,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     if (fiat?.kind === "sandbox") sandboxFiat = fiat.provider;
     const bridgeFiat = fiat?.kind === "bridge" ? fiat.provider : undefined;
     const watcher = createDepositWatcher(base.ledger, chain.client, logger, {
-      chainName: "base",
+      chainName: WATCHED_CHAIN,
       confirmations: config.chain.depositConfirmations,
       maxBlocksPerScan: config.chain.depositScanMaxBlocks,
       // A fresh sandbox chain is scanned from genesis; a live deployment starts near the head.
@@ -122,6 +128,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       ignoreFrom: sandboxFiat ? [sandboxFiat.depositAddress] : [],
       isRefundFrom: bridgeFiat ? (from) => bridgeFiat.isRefundSender(from) : undefined,
     });
+    health = createHealthSignals({ ledger: base.ledger, chain: chain.client, relayerAddress: chain.relayerAddress, depositCursorKey: depositCursorKey(WATCHED_CHAIN), depositConfirmations: config.chain.depositConfirmations, now: base.clock });
     const watchLoop = startLoop("deposits", config.workers.watcherIntervalMs, () => watcher.tick(), logger);
     loops.push(watchLoop);
     // Accepted payments settle beside the requests (settlement/settlement.ts); x402 pays within its request here.

@@ -174,4 +174,27 @@ Example:
 
   "workers run-once": ID_ONLY("workers run-once", "Fills relayer nonces the chain lost, then moves every open payment forward once (needs the deployment's chain settings).", "workers run-once --json"),
   reconcile: ID_ONLY("reconcile", "Compares on-chain wallet balances with the ledger; exit 1 on a difference.", "reconcile --json"),
+
+  init: `Usage: agentwallet init
+
+Sets up a deployment, live with BASE_RPC_URL set: creates or migrates the database (DATABASE_URL, or SQLite
+in the data directory for one machine) and records its mode and chain; writes a fresh master mnemonic to
+AGENTWALLET_MASTER_MNEMONIC_FILE (default DATA_DIR/master-mnemonic), mode 0600, or takes the one there;
+creates the first admin credential, printed once; and lists the relayer and treasury setup still to do.
+Run again, it changes nothing and says so.
+
+Example:
+  DATABASE_URL=postgres://agentwallet@db.internal/wallet BASE_RPC_URL=https://mainnet.base.org AGENTWALLET_MASTER_MNEMONIC_FILE=/etc/agentwallet/master-mnemonic npm run -s agentwallet -- init`,
+
+  doctor: `Usage: agentwallet doctor [--json]
+
+Checks this deployment's configuration against reality and prints one line per check, ok, warn or FAIL,
+with the fix: the database (reachable, migrated, its recorded mode and chain, the ledger verified); in live
+mode the RPC (chain id, a recent head, the host's clock), USDC at USDC_ADDRESS (name, version, decimals,
+EIP-712 domain), Multicall3, the relayer's ETH and its runway, the treasury; PUBLIC_BASE_URL (https in live
+mode); the modes of the key file, SQLite files and data directory; Redis and Bridge when configured.
+Changes nothing. Exit 1 when any check fails.
+
+Example:
+  npm run -s agentwallet -- doctor`,
 };

@@ -6,7 +6,7 @@ import type { Address, Hex } from "viem";
 import { connectChain } from "../chain/connectSandbox.ts";
 import { connectRails, createLogger, openDeps } from "../deps.ts";
 import { findLostLegs, resendLostLegs, resendLostX402Settlements } from "../settlement/lostLegs.ts";
-import { formatReconcile, reconcile } from "../services/reconcile.ts";
+import { formatReconcile, reconcile, recordReconcile } from "../services/reconcile.ts";
 import { createPaymentWorker } from "../settlement/paymentWorker.ts";
 import type { Command } from "./command.ts";
 
@@ -50,6 +50,8 @@ export const reconcileCommand: Command = async ({ config, io }) => {
       () => findLostLegs(ledger.payments, chain.client, config.chain.paymentConfirmations),
       async (hash) => (await chain.client.receipt(hash as Hex))?.status === "success",
     );
+    // The drift metric reads the last run's outcome (agentwallet_reconcile_*).
+    await recordReconcile(ledger.kv, report, new Date());
     io.out(formatReconcile(report), report);
     return report.ok ? 0 : 1;
   } finally {

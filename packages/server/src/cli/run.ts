@@ -18,6 +18,7 @@ const USAGE = `Usage: agentwallet <command> [options]
 Commands:
   serve [--port N] [--host H] [--data-dir DIR]     start the API (sandbox when BASE_RPC_URL is unset)
   migrate                                          apply database migrations
+  init                                             set up a deployment: database, its mode, master key file, first admin credential
   projects create --name NAME [--plan free|pro|business]
   projects list
   projects pause ID | projects resume ID
@@ -48,16 +49,17 @@ Commands:
   admin credentials list | admin credentials revoke ID
   workers run-once                                 fill lost relayer nonces, move every open payment forward once
   reconcile                                        compare on-chain wallet balances with the ledger
+  doctor                                           check the deployment's settings against the database, chain and disk
 
 Global options: --json, --data-dir DIR, --help (after a command: that command's options and an example)
 
 The database is SQLite in the data directory unless DATABASE_URL names a PostgreSQL one; every command
-says which on stderr. Only serve and migrate create a database that does not exist yet.`;
+says which on stderr. Only serve, migrate and init create a database that does not exist yet.`;
 
 /** Commands that may create the database (and migrate it); every other one needs an existing ledger. */
-const CREATES_DATABASE = new Set(["serve", "migrate"]);
+const CREATES_DATABASE = new Set(["serve", "migrate", "init"]);
 /** Commands that do not open the database at all. */
-const NO_DATABASE = new Set(["sandbox info"]);
+const NO_DATABASE = new Set(["sandbox info", "doctor"]);
 /**
  * Commands that sign or reach the chain, and so run in the mode of their configuration (live mode asks for
  * its signing settings). Every other command signs nothing and runs in the mode its database records,

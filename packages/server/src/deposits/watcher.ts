@@ -39,13 +39,16 @@ export type TickResult = { head: number; scannedFrom: number; scannedTo: number;
 
 export type DepositWatcher = ReturnType<typeof createDepositWatcher>;
 
+/** The `kv` key of the last block scanned on this chain (read by the lag metric, server.ts). */
+export const depositCursorKey = (chainName: string) => `deposits:cursor:${chainName}`;
+
 export function createDepositWatcher(
   ledger: { deposits: DepositStore; kv: KvStore; returnWatch: Pick<ReturnWatchStore, "recordRefund"> } & { projects: Pick<ProjectStore, "withWallets" | "setWalletFrozen"> },
   chain: ChainClient,
   logger: Logger,
   o: WatcherOptions,
 ) {
-  const cursorKey = `deposits:cursor:${o.chainName}`;
+  const cursorKey = depositCursorKey(o.chainName);
   const perQuery = o.maxAddressesPerQuery ?? 500;
   const ignore = new Set((o.ignoreFrom ?? []).map((a) => a.toLowerCase()));
   const depth = (head: number, block: number) => head - block + 1;

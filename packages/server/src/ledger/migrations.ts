@@ -719,13 +719,13 @@ export async function backfillTransactionPositions(db: Kysely<any>): Promise<voi
     where transactions.seq = r.seq and transactions.pos is null`.execute(db);
 }
 
-/** Migrates to `target` (a migration name) or, without one, to the latest. */
-export async function migrateToLatest(db: Kysely<any>, dialect: Dialect, target?: string): Promise<string[]> {
+/** The migrator of this database: its bookkeeping tables in the connection's own schema. */
+async function migratorOf(db: Kysely<any>, dialect: Dialect): Promise<Migrator> {
   // Kysely looks for its bookkeeping tables across all schemas; pin them to the schema this
   // connection writes to, or two deployments sharing one database would see each other's.
   const schema =
     dialect === "postgres" ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s : undefined;
-  const migrator = new Migrator({
+  return new Migrator({
     db,
     provider: { getMigrations: async () => migrations(dialect) },
     // Migrations are numbered by the change that wrote them and may land out of order (0013 after 0014);
@@ -733,6 +733,17 @@ export async function migrateToLatest(db: Kysely<any>, dialect: Dialect, target?
     allowUnorderedMigrations: true,
     ...(schema ? { migrationTableSchema: schema } : {}),
   });
+}
+
+/** The names of the migrations this database has not run yet (every one on a database without the ledger), without running any. */
+export async function pendingMigrations(db: Kysely<any>, dialect: Dialect): Promise<string[]> {
+  const all = await (await migratorOf(db, dialect)).getMigrations();
+  return all.filter((m) => m.executedAt === undefined).map((m) => m.name);
+}
+
+/** Migrates to `target` (a migration name) or, without one, to the latest. */
+export async function migrateToLatest(db: Kysely<any>, dialect: Dialect, target?: string): Promise<string[]> {
+  const migrator = await migratorOf(db, dialect);
   for (let attempt = 1; ; attempt++) {
     const { error, results } = target ? await migrator.migrateTo(target) : await migrator.migrateToLatest();
     // Kysely's check for its tables lists the tables of every schema; a schema dropped by someone else

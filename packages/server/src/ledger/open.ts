@@ -10,14 +10,15 @@ import { type Dialect, openDb } from "./db.ts";
 import { migrateToLatest } from "./migrations.ts";
 import { Ledger } from "./store.ts";
 
-export type OpenedLedger = { dialect: Dialect; close(): Promise<void> };
+/** `applied`: the migrations this opening ran (none on a database already at the latest schema). */
+export type OpenedLedger = { dialect: Dialect; applied: string[]; close(): Promise<void> };
 
 export async function openLedger(config: Config, opts: { checkpointPages?: number } = {}): Promise<{ ledger: Ledger; opened: OpenedLedger }> {
   const opened = config.databaseUrl
     ? openDb({ kind: "postgres", url: config.databaseUrl })
     : openDb({ kind: "sqlite", path: config.sqlitePath, synchronous: config.sqliteSynchronous, checkpointPages: opts.checkpointPages });
-  await migrateToLatest(opened.db, opened.dialect);
-  return { ledger: new Ledger(opened.db, opened.dialect, systemClock, newId), opened: { dialect: opened.dialect, close: () => opened.close() } };
+  const applied = await migrateToLatest(opened.db, opened.dialect);
+  return { ledger: new Ledger(opened.db, opened.dialect, systemClock, newId), opened: { dialect: opened.dialect, applied, close: () => opened.close() } };
 }
 
 /**

@@ -44,3 +44,6 @@ export type DeploymentStore = Ledger["deployment"];
 
 /** Small persistent state: the `kv` rows (kvRows.ts). */
 export type KvStore = Ledger["kv"];
+
+/** Reads an operator alerts on (health.ts). */
+export type HealthStore = Ledger["health"];

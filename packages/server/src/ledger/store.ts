@@ -23,6 +23,7 @@ import { Payments } from "./payments.ts";
 import { attachDb } from "./connection.ts";
 import { type LedgerProblem, verifyLedger } from "./verify.ts";
 import { TransactionReads } from "./transactionReads.ts";
+import { HealthReads } from "./health.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 
 export class Ledger {
@@ -58,6 +59,8 @@ export class Ledger {
   readonly receivedWebhooks: ReceivedWebhooks;
   /** Reads of one project's transactions beyond the plain page (transactionReads.ts). */
   readonly transactions: TransactionReads;
+  /** Reads an operator alerts on: the oldest open payment per rail, the webhook backlog (health.ts). */
+  readonly health: HealthReads;
 
   constructor(
     private readonly db: Db,
@@ -77,6 +80,7 @@ export class Ledger {
     this.relayerNonces = new RelayerNonces(db, writes);
     this.kv = new KvRows(db);
     this.deployment = new Deployment(db);
+    this.health = new HealthReads(db);
     this.deposits = new Deposits(db, clock, newId);
     this.returnWatch = new ReturnWatch(db, clock);
     this.projects = new Projects(db, clock, newId);

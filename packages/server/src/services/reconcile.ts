@@ -12,7 +12,7 @@
  * looks (or the return watch reads the payout it belongs to).
  */
 import type { Address } from "viem";
-import type { BalanceStore, ReturnWatchStore } from "../ledger/ports.ts";
+import type { BalanceStore, KvStore, ReturnWatchStore } from "../ledger/ports.ts";
 import type { UnmatchedRefund } from "../ledger/returnWatch.ts";
 
 /**
@@ -116,4 +116,21 @@ export function formatReconcile(report: ReconcileReport): string {
         : `Drift found: ${report.drifted} of ${report.checked} project(s) do not match the ledger (figures in micro-USDC; negative drift: the ledger shows more than the wallet holds).`,
   );
   return lines.join("\n");
+}
+
+/** The last reconcile's outcome, as the drift metric reads it (kept in `kv` by `agentwallet reconcile`). */
+export type ReconcileSummary = { at: string; ok: boolean; drifted: number; drift_micros: number; lost_legs: number };
+
+const RECONCILE_LAST_KEY = "reconcile:last";
+
+/** Keeps the report's summary as the last run's: the sum of each wallet's drift (its size, either way). */
+export async function recordReconcile(kv: Pick<KvStore, "set">, report: ReconcileReport, at: Date): Promise<ReconcileSummary> {
+  const summary: ReconcileSummary = { at: at.toISOString(), ok: report.ok, drifted: report.drifted, drift_micros: report.rows.reduce((sum, r) => sum + Math.abs(r.drift_micros), 0), lost_legs: report.lost_legs.length };
+  await kv.set(RECONCILE_LAST_KEY, JSON.stringify(summary));
+  return summary;
+}
+
+export async function lastReconcile(kv: Pick<KvStore, "get">): Promise<ReconcileSummary | undefined> {
+  const v = await kv.get(RECONCILE_LAST_KEY);
+  return v === undefined ? undefined : (JSON.parse(v) as ReconcileSummary);
 }
