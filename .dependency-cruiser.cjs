@@ -42,9 +42,17 @@ module.exports = {
       to: { path: `(^|/)node_modules/kysely/|${src}ledger/(db|connection)\\.ts$` },
     },
     {
+      name: "payment-rows-stay-in-the-ledger",
+      comment:
+        "above the ledger a payment is a domain Payment (domain/payment.ts): the row's type (ledger/paymentRows.ts) and the table types (ledger/schema.ts) are imported inside ledger/ only (decisions.md, \"A domain Payment at the ledger's edge\")",
+      severity: "error",
+      from: { path: src, pathNot: `${src}ledger/` },
+      to: { path: `${src}ledger/(paymentRows|schema)\\.ts$` },
+    },
+    {
       name: "http-makes-no-ledger-calls",
       comment:
-        "http/ reaches the ledger only through services/: it imports nothing from ledger/ but a row's type (decisions.md, \"The console's backend in services/\")",
+        "http/ reaches the ledger only through services/: it imports nothing from ledger/ but a type (decisions.md, \"The console's backend in services/\"); never a payment's row (the rule above)",
       severity: "error",
       from: { path: `${src}http/` },
       to: { path: `${src}ledger/`, dependencyTypesNot: ["type-only"] },

@@ -101,7 +101,7 @@ async function sealBankAccountsInClear(ledger: Ledger, key: Uint8Array): Promise
   for (;;) {
     const rows = await ledger.payments.openBankRecipientsInClear(SEAL_BATCH);
     let changed = 0;
-    for (const r of rows) if (await ledger.payments.replaceRecipientJson(r.id, r.recipient_json!, sealBankRecipient(key, r.project_id, r.recipient_json!))) changed++;
+    for (const r of rows) if (await ledger.payments.replaceRecipientJson(r.id, r.recipientJson!, sealBankRecipient(key, r.projectId, r.recipientJson!))) changed++;
     if (rows.length < SEAL_BATCH || changed === 0) return;
   }
 }

@@ -89,7 +89,7 @@ describe.each(dialects)("holds and resolutions asked for together, on %s", (dial
     const projectId = await fundedProject(ledger, 1_000);
     const results = await Promise.all([ledger.payments.hold(holdOf(projectId, 10, "same")), ledger.payments.hold(holdOf(projectId, 20)), ledger.payments.hold(holdOf(projectId, 10, "same"))]);
     expect(results.map((r) => r.kind).sort()).toEqual(["duplicate", "held", "held"]);
-    const same = results.filter((r) => (r.kind === "held" || r.kind === "duplicate") && r.payment.idempotency_key === "same");
+    const same = results.filter((r) => (r.kind === "held" || r.kind === "duplicate") && r.payment.idempotencyKey === "same");
     expect(new Set(same.map((r) => (r.kind === "held" || r.kind === "duplicate") && r.payment.id)).size).toBe(1);
     expect((await ledger.balances.get(projectId))!.available_micros).toBe(1_000 - 30);
     expect((await verifyLedger(db.db)).problems).toEqual([]);
@@ -118,9 +118,9 @@ describe.each(dialects)("holds and resolutions asked for together, on %s", (dial
       [true, "completed"],
       [false, "completed"],
     ]);
-    expect(outcomes[0]!.payment).toMatchObject({ tx_hash: "0xaaa", lease_owner: null });
-    expect(outcomes[1]!.payment.failure_reason).toBe("reverted");
-    expect(outcomes[4]!.payment.response_json).toBe("{}");
+    expect(outcomes[0]!.payment).toMatchObject({ txHash: "0xaaa", leaseOwner: null });
+    expect(outcomes[1]!.payment.failureReason).toBe("reverted");
+    expect(outcomes[4]!.payment.responseJson).toBe("{}");
     if (dialect === "postgres") expect(count.seen.filter((s) => s.includes("aw_resolve_batch("))).toHaveLength(1);
     // Failed ones are credited back; completed ones stay spent.
     expect((await ledger.balances.get(a))!.available_micros).toBe(1_000 - 100 - 102);

@@ -71,7 +71,7 @@ describe.each(dialects)("journal invariants under random operations on %s", (dia
           } else if (op.kind === "resolve" && payments.length) {
             const id = payments[op.pick % payments.length]!;
             const r = await ledger.payments.resolve(id, op.outcome);
-            if (r.changed && op.outcome === "failed") model.set(r.payment.project_id, model.get(r.payment.project_id)! + r.payment.amount_micros + r.payment.fee_micros);
+            if (r.changed && op.outcome === "failed") model.set(r.payment.projectId, model.get(r.payment.projectId)! + r.payment.amountMicros + r.payment.feeMicros);
             // A hold resolves at most once.
             expect((await ledger.payments.resolve(id, op.outcome === "failed" ? "completed" : "failed")).changed).toBe(false);
           } else if (op.kind === "reverse" && payments.length) {
@@ -80,7 +80,7 @@ describe.each(dialects)("journal invariants under random operations on %s", (dia
             const reversed = await ledger.payments.reverse(id, "test");
             expect(reversed).toBe(before!.status === "completed");
             // The amount comes back; the fee stays earned.
-            if (reversed) model.set(before!.project_id, model.get(before!.project_id)! + before!.amount_micros);
+            if (reversed) model.set(before!.projectId, model.get(before!.projectId)! + before!.amountMicros);
             expect(await ledger.payments.reverse(id, "again")).toBe(false);
           }
         }

@@ -287,7 +287,7 @@ describe.each(dialects)("transaction reads on %s", (dialect) => {
     test("default: a payment shows its rail, recipient, hash, fee id and metadata; its fee row points back to it", async () => {
       const held = await t.ctx.ledger.payments.hold(payment({ projectId: p.project.id, metadata: { order_id: "A-17", customer: "ünïcode ✓" } }));
       if (held.kind !== "held") throw new Error(held.kind);
-      await t.ctx.ledger.payments.updatePayment(held.payment.id, { status: "processing", tx_hash: "0xabc" });
+      await t.ctx.ledger.payments.updatePayment(held.payment.id, { status: "processing", txHash: "0xabc" });
       const res = await get(`/v1/transactions/${held.payment.id}`, p.token);
       expect(res.statusCode).toBe(200);
       const body = TransactionDetail.parse(res.json());
@@ -299,15 +299,15 @@ describe.each(dialects)("transaction reads on %s", (dialect) => {
         currency: "usdc",
         description: "by id",
         merchant_name: null,
-        created_at: held.payment.created_at,
+        created_at: held.payment.createdAt,
         completed_at: null,
         rail: "usdc_transfer",
         recipient: "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
         tx_hash: "0xabc",
-        payment_id: held.payment.fee_txn_id,
+        payment_id: held.payment.feeTxnId,
         metadata: { order_id: "A-17", customer: "ünïcode ✓" },
       });
-      const fee = TransactionDetail.parse((await get(`/v1/transactions/${held.payment.fee_txn_id}`, p.token)).json());
+      const fee = TransactionDetail.parse((await get(`/v1/transactions/${held.payment.feeTxnId}`, p.token)).json());
       expect(fee).toMatchObject({ type: "platform_fee", amount: 20_000, rail: "usdc_transfer", recipient: null, tx_hash: null, payment_id: held.payment.id, metadata: null });
       // The list shows the same metadata on the payment's row.
       const list = TransactionList.parse((await get("/v1/transactions?limit=2", p.token)).json());

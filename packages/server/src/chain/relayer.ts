@@ -31,6 +31,7 @@ import { type Address, type Hex, decodeFunctionData, encodeFunctionData, keccak2
 import type { Custody } from "./custody.ts";
 import type { Logger } from "pino";
 import type { KvStore, NonceStore } from "../ledger/ports.ts";
+import type { Payment, PaymentPatch } from "../domain/payment.ts";
 import { MULTICALL3_ADDRESS, multicall3Abi, usdcAbi } from "./chainClient.ts";
 import type { ChainRuntime } from "./runtime.ts";
 import { type Clock, systemClock } from "../ids.ts";
@@ -90,8 +91,8 @@ export class RelayerBusyError extends Error {
   override name = "RelayerBusyError";
 }
 
-/** What the payment row must still hold for this step to be stored (compare-and-set). */
-export type Expected = { tx_hash: string | null; rail_state: string | null };
+/** What the payment must still hold for this step to be stored (compare-and-set). */
+export type Expected = Pick<Payment, "txHash" | "railState">;
 export type RelayedTx = { nonce: number; hash: Hex; raw: Hex };
 /** What one `closeGaps` pass did: the nonces filled with their stored transaction, and those filled with a no-op (with the lost transaction's hash, if one was stored). */
 export type GapRepair = { resent: number[]; replaced: { nonce: number; lostHash: Hex | null }[] };
@@ -101,7 +102,7 @@ type CarriedAuthorization = { from: Address; nonce: Hex; validBefore: bigint };
 type Step = {
   paymentId: string;
   calls: Call[];
-  paymentPatch: (tx: RelayedTx) => Record<string, unknown>;
+  paymentPatch: (tx: RelayedTx) => PaymentPatch;
   expected: Expected;
   resolve: (tx: RelayedTx) => void;
   reject: (err: unknown) => void;
@@ -271,7 +272,7 @@ export function createRelayer(ledger: { relayerNonces: NonceStore; kv: KvStore }
    * batched with the other payments asked for meanwhile. Resolves once it is committed; throws
    * StaleStepError (nothing stored) when the payment no longer matches `expected`.
    */
-  function prepare(paymentId: string, calls: Call[], paymentPatch: (tx: RelayedTx) => Record<string, unknown>, expected: Expected): Promise<RelayedTx> {
+  function prepare(paymentId: string, calls: Call[], paymentPatch: (tx: RelayedTx) => PaymentPatch, expected: Expected): Promise<RelayedTx> {
     return new Promise((resolve, reject) => {
       queue.push({ paymentId, calls, paymentPatch, expected, resolve, reject });
       // Started on the next turn so the steps of this one share the transaction; while a batch is

@@ -141,7 +141,7 @@ export const spendingCommands: Record<string, Command> = {
     const out = await withServices(config, (c) => resolveByHand(c, { paymentId: id, outcome, reason, by: cliActor(), txHash }));
     io.out(
       `${out.payment.id} is ${out.payment.status}${outcome === "failed" ? ": amount and fee credited back" : ""}. Its rail state did not parse: ${out.problem}`,
-      { id: out.payment.id, status: out.payment.status, failure_code: out.payment.failure_code, failure_reason: out.payment.failure_reason, tx_hash: out.payment.tx_hash },
+      { id: out.payment.id, status: out.payment.status, failure_code: out.payment.failureCode, failure_reason: out.payment.failureReason, tx_hash: out.payment.txHash },
     );
     return 0;
   },

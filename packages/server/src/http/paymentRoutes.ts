@@ -14,7 +14,7 @@ import { parseOr400 } from "./validation.ts";
 import { parseDecimalAmount } from "../money.ts";
 import { carriesServiceToken } from "../tokenScan.ts";
 import { type Created, createPayment } from "../services/payments/createPayment.ts";
-import type { PaymentRow } from "../ledger/payments.ts";
+import type { Payment } from "../domain/payment.ts";
 import { checkAddress, checkUrl, classifyRecipient, fiatIntent, payIntent, usdcIntent, x402Request } from "../services/payments/parsePay.ts";
 import { renderLegacyPayment, renderPay, renderUsdcTransfer, renderX402, renderX402FreeReply } from "../services/payments/render.ts";
 
@@ -22,7 +22,7 @@ import { renderLegacyPayment, renderPay, renderUsdcTransfer, renderX402, renderX
  * The core's answer on the wire: 201 for a new USDC or bank payment, 200 for x402 (a payment or the
  * target's free reply) and for a repeat of a key, with `Idempotent-Replayed: true`.
  */
-function answer<T>(reply: FastifyReply, metrics: Metrics, created: Created, render: (p: PaymentRow) => T, renderReply?: (body: PayResponse) => unknown, shows?: PaymentRow["rail"]) {
+function answer<T>(reply: FastifyReply, metrics: Metrics, created: Created, render: (p: Payment) => T, renderReply?: (body: PayResponse) => unknown, shows?: Payment["rail"]) {
   if (created.replayed && created.kind === "payment" && shows !== undefined && created.payment.rail !== shows) throw keyReused(created.payment, shows);
   if (created.replayed) reply.header("idempotent-replayed", "true");
   if (created.kind === "reply") return reply.code(200).send(renderReply ? renderReply(created.body) : created.body);
@@ -31,17 +31,17 @@ function answer<T>(reply: FastifyReply, metrics: Metrics, created: Created, rend
   return reply.code(created.replayed || x402 ? 200 : 201).send(render(created.payment));
 }
 
-const RAIL_NAME: Record<PaymentRow["rail"], string> = { x402: "an x402 payment", usdc_transfer: "a USDC transfer", fiat: "a bank payment" };
+const RAIL_NAME: Record<Payment["rail"], string> = { x402: "an x402 payment", usdc_transfer: "a USDC transfer", fiat: "a bank payment" };
 
 /**
  * A deprecated endpoint states only its own rail's payments, in its own units (cents, USDC, micro-USDC):
  * a key that names another rail's payment was used for a different request, and is refused rather
  * than answered with an amount that endpoint would misstate (decisions.md, "A key on another endpoint").
  */
-function keyReused(p: PaymentRow, shows: PaymentRow["rail"]) {
+function keyReused(p: Payment, shows: Payment["rail"]) {
   return conflict(
     "idempotency_key_reused",
-    `The idempotency_key "${p.idempotency_key}" belongs to ${RAIL_NAME[p.rail]} (${p.id}), which this endpoint, made for ${RAIL_NAME[shows].replace(/^an? /, "")}s, cannot show. Use a new key for a new payment, or read that one with GET /v1/transactions/${p.id} or by repeating it on POST /v1/pay.`,
+    `The idempotency_key "${p.idempotencyKey}" belongs to ${RAIL_NAME[p.rail]} (${p.id}), which this endpoint, made for ${RAIL_NAME[shows].replace(/^an? /, "")}s, cannot show. Use a new key for a new payment, or read that one with GET /v1/transactions/${p.id} or by repeating it on POST /v1/pay.`,
   );
 }
 

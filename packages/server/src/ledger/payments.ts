@@ -21,17 +21,17 @@ import { type PgHolds, createPgHolds } from "./pgHolds.ts";
 import { type PgResolves, createPgResolves } from "./pgResolves.ts";
 import type { FailureCode } from "./failureCodes.ts";
 import { account } from "./accounts.ts";
-import type { Database, PaymentsTable } from "./schema.ts";
+import type { Database } from "./schema.ts";
+import { type PaymentRow, toPayment, toRowPatch } from "./paymentRows.ts";
 import { type HoldControls, type Refusal, type SpendWindow, type WindowKey, type WindowKind, countedWindows, judgeStatic, windowBounds, windowRefusal } from "../domain/spending.ts";
+import type { Payment, PaymentPatch } from "../domain/payment.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
-
-export type PaymentRow = PaymentsTable;
 
 type TransactionRow = Insertable<Database["transactions"]>;
 
 export type NewPayment = {
   projectId: string;
-  rail: PaymentsTable["rail"];
+  rail: Payment["rail"];
   railTxnType: "payment" | "x402_payment" | "usdc_transfer";
   amountUnits: number;
   feeUnits: number;
@@ -73,8 +73,8 @@ export type LeaseRelease = { id: string; nextAttemptAt: string; stepErrors?: num
 export type ResolveExtra = { txHash?: string | null; failureReason?: string | null; failureCode?: FailureCode | null; responseJson?: string | null };
 
 export type HoldResult =
-  | { kind: "held"; payment: PaymentRow }
-  | { kind: "duplicate"; payment: PaymentRow }
+  | { kind: "held"; payment: Payment }
+  | { kind: "duplicate"; payment: Payment }
   | { kind: "insufficient"; availableMicros: number }
   | { kind: "refused"; refusal: Refusal };
 
@@ -168,17 +168,17 @@ export class Payments {
   // Payments: hold → post | void, and reverse after completion
 
 
-  findPaymentByKey(projectId: string, key: string): Promise<PaymentRow | undefined> {
-    return this.db.selectFrom("payments").selectAll().where("project_id", "=", projectId).where("idempotency_key", "=", key).executeTakeFirst();
+  async findPaymentByKey(projectId: string, key: string): Promise<Payment | undefined> {
+    return maybe(await this.db.selectFrom("payments").selectAll().where("project_id", "=", projectId).where("idempotency_key", "=", key).executeTakeFirst());
   }
 
-  getPayment(id: string): Promise<PaymentRow | undefined> {
-    return this.db.selectFrom("payments").selectAll().where("id", "=", id).executeTakeFirst();
+  async getPayment(id: string): Promise<Payment | undefined> {
+    return maybe(await this.db.selectFrom("payments").selectAll().where("id", "=", id).executeTakeFirst());
   }
 
   /** Completed x402 payments completed at or after `since`, newest first (the partial index of migration 0016). */
-  recentCompletedX402(since: Date, limit: number): Promise<PaymentRow[]> {
-    return this.db
+  async recentCompletedX402(since: Date, limit: number): Promise<Payment[]> {
+    const rows = await this.db
       .selectFrom("payments")
       .selectAll()
       .where("rail", "=", "x402")
@@ -187,6 +187,7 @@ export class Payments {
       .orderBy("completed_at", "desc")
       .limit(limit)
       .execute();
+    return rows.map(toPayment);
   }
 
   /** How many payments are open (pending or processing), of every project. */
@@ -196,16 +197,16 @@ export class Payments {
   }
 
   /** The payment a fiat provider knows by `providerRef` (its payout id), or undefined. */
-  paymentByProviderRef(providerRef: string): Promise<PaymentRow | undefined> {
-    return this.db.selectFrom("payments").selectAll().where("provider_ref", "=", providerRef).executeTakeFirst();
+  async paymentByProviderRef(providerRef: string): Promise<Payment | undefined> {
+    return maybe(await this.db.selectFrom("payments").selectAll().where("provider_ref", "=", providerRef).executeTakeFirst());
   }
 
   /**
    * Up to `limit` open bank payments whose account number is still in the clear, awaiting their payout: rows
    * written before migration 0023, which a process holding the key seals (deps.ts).
    */
-  openBankRecipientsInClear(limit: number): Promise<Pick<PaymentRow, "id" | "project_id" | "recipient_json">[]> {
-    return this.db
+  async openBankRecipientsInClear(limit: number): Promise<Pick<Payment, "id" | "projectId" | "recipientJson">[]> {
+    const rows = await this.db
       .selectFrom("payments")
       .select(["id", "project_id", "recipient_json"])
       .where("rail", "=", "fiat")
@@ -215,6 +216,7 @@ export class Payments {
       .where("recipient_json", "not like", '%"account_number":"****%')
       .limit(limit)
       .execute();
+    return rows.map((r) => ({ id: r.id, projectId: r.project_id, recipientJson: r.recipient_json }));
   }
 
   /** Replaces a payment's stored recipient if it is still `before` (a compare-and-set). */
@@ -229,13 +231,13 @@ export class Payments {
   }
 
   /** The `limit` most recently completed payments that record a rail state (their relayed legs), newest first. */
-  recentCompletedWithRailState(limit: number): Promise<PaymentRow[]> {
-    return this.db.selectFrom("payments").selectAll().where("status", "=", "completed").where("rail_state", "is not", null).orderBy("completed_at", "desc").limit(limit).execute();
+  async recentCompletedWithRailState(limit: number): Promise<Payment[]> {
+    return (await this.db.selectFrom("payments").selectAll().where("status", "=", "completed").where("rail_state", "is not", null).orderBy("completed_at", "desc").limit(limit).execute()).map(toPayment);
   }
 
   /** The completed payments carried by the transaction `txHash`. */
-  completedPaymentsOfTx(txHash: string): Promise<PaymentRow[]> {
-    return this.db.selectFrom("payments").selectAll().where("tx_hash", "=", txHash).where("status", "=", "completed").execute();
+  async completedPaymentsOfTx(txHash: string): Promise<Payment[]> {
+    return (await this.db.selectFrom("payments").selectAll().where("tx_hash", "=", txHash).where("status", "=", "completed").execute()).map(toPayment);
   }
 
   /**
@@ -274,7 +276,7 @@ export class Payments {
           transactions: plan.transactions,
           journal: plan.journal,
         });
-        if (o.held) return { kind: "held", payment: plan.payment };
+        if (o.held) return { kind: "held", payment: toPayment(plan.payment) };
         if ("windowIndex" in o) return this.refuse(input, windowRefusal(windows[o.windowIndex]!, o.spentMicros, amount));
         return { kind: "insufficient", availableMicros: o.availableMicros };
       }
@@ -294,7 +296,7 @@ export class Payments {
         }
         yield countInWindows(counted, amount);
         for (const q of plan.records(Number(debited.tx_count))) yield q;
-        return { kind: "held", payment: plan.payment };
+        return { kind: "held", payment: toPayment(plan.payment) };
       });
     } catch (err) {
       if (err instanceof WindowRefused) {
@@ -344,7 +346,7 @@ export class Payments {
    * once), or denied. An approval after the payment's time ran out changes nothing. Returns the row, or
    * undefined if it was not awaiting.
    */
-  async decideApproval(id: string, decision: "approved" | "denied", by: string | null = null): Promise<PaymentRow | undefined> {
+  async decideApproval(id: string, decision: "approved" | "denied", by: string | null = null): Promise<Payment | undefined> {
     const now = this.now();
     let q = this.db
       .updateTable("payments")
@@ -353,30 +355,30 @@ export class Payments {
       .where("approval", "=", "awaiting")
       .where("status", "=", "pending");
     if (decision === "approved") q = q.where("approval_until", ">", now);
-    return (await this.writes.writeOne(q.returningAll().compile()))[0];
+    return maybe((await this.writes.writeOne(q.returningAll().compile()))[0]);
   }
 
   /** The worker's step for a payment that waits for approval; `handled: false` means the rail may advance it. */
-  async settleApproval(p: PaymentRow): Promise<{ handled: boolean; payment?: PaymentRow }> {
+  async settleApproval(p: Payment): Promise<{ handled: boolean; payment?: Payment }> {
     if (p.approval !== "awaiting" && p.approval !== "denied" && p.approval !== "expired") return { handled: false };
     if (p.approval === "awaiting") {
       // Not decided in time: expire it (conditional, so a concurrent approval or denial wins or loses whole).
-      if ((p.approval_until ?? "") > this.now()) return { handled: true };
+      if ((p.approvalUntil ?? "") > this.now()) return { handled: true };
       const expired = await this.writes.writeOne(this.db.updateTable("payments").set({ approval: "expired", updated_at: this.now() }).where("id", "=", p.id).where("approval", "=", "awaiting").returningAll().compile());
       if (!expired[0]) return { handled: true };
-      p = expired[0];
+      p = toPayment(expired[0]);
     }
     const denied = p.approval === "denied";
     const r = await this.resolve(p.id, "failed", {
       failureCode: denied ? "approval_denied" : "approval_expired",
-      failureReason: denied ? "A person denied this payment; the amount and fee were credited back." : `Nobody approved this payment before ${p.approval_until}; the amount and fee were credited back.`,
+      failureReason: denied ? "A person denied this payment; the amount and fee were credited back." : `Nobody approved this payment before ${p.approvalUntil}; the amount and fee were credited back.`,
     });
     return { handled: true, payment: r.payment };
   }
 
   /** A project's payments a person approved or denied, newest decision first. */
-  listDecidedApprovals(projectId: string, limit: number) {
-    return this.db
+  async listDecidedApprovals(projectId: string, limit: number): Promise<Payment[]> {
+    const rows = await this.db
       .selectFrom("payments")
       .selectAll()
       .where("approval", "in", ["approved", "denied"])
@@ -384,13 +386,14 @@ export class Payments {
       .orderBy("approval_decided_at", "desc")
       .limit(limit)
       .execute();
+    return rows.map(toPayment);
   }
 
   /** Payments waiting for a person, oldest first. */
-  listAwaitingApprovals(opts: { projectId?: string; limit: number }) {
+  async listAwaitingApprovals(opts: { projectId?: string; limit: number }): Promise<Payment[]> {
     let q = this.db.selectFrom("payments").selectAll().where("approval", "=", "awaiting").where("status", "=", "pending").orderBy("created_at").limit(opts.limit);
     if (opts.projectId) q = q.where("project_id", "=", opts.projectId);
-    return q.execute();
+    return (await q.execute()).map(toPayment);
   }
 
   /**
@@ -505,22 +508,19 @@ export class Payments {
   }
 
   /** Persists progress of an open payment (status pending → processing, hashes, rail state). */
-  async updatePayment(
-    id: string,
-    patch: Partial<Pick<PaymentRow, "status" | "tx_hash" | "provider_ref" | "estimated_arrival" | "response_json" | "rail_state" | "next_attempt_at" | "in_flight_until" | "lease_owner" | "lease_until" | "attempts" | "failure_reason" | "failure_code" | "step_errors" | "recipient_json">>,
-  ): Promise<PaymentRow> {
-    const update = this.db.updateTable("payments").set({ ...patch, updated_at: this.now() }).where("id", "=", id).returningAll().compile();
+  async updatePayment(id: string, patch: PaymentPatch): Promise<Payment> {
+    const update = this.db.updateTable("payments").set({ ...toRowPatch(patch), updated_at: this.now() }).where("id", "=", id).returningAll().compile();
     const processing = patch.status === "processing" ? this.db.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", id).where("status", "=", "pending").compile() : undefined;
     if (!processing) {
       const row = (await this.writes.writeOne(update))[0];
       if (!row) throw new Error(`payment ${id} not found`);
-      return row;
+      return toPayment(row);
     }
-    return this.writes.atomically(function* (): Steps<PaymentRow> {
+    return this.writes.atomically(function* (): Steps<Payment> {
       const row = (yield update)[0] as PaymentRow | undefined;
       if (!row) throw new Error(`payment ${id} not found`);
       yield processing;
-      return row;
+      return toPayment(row);
     });
   }
 
@@ -528,19 +528,19 @@ export class Payments {
    * Phase two: settle (post) or fail (void) an open payment. The conditional status update makes
    * it happen at most once whatever number of workers or requests race to resolve it.
    */
-  async resolve(id: string, outcome: "completed" | "failed", extra: ResolveExtra = {}): Promise<{ changed: boolean; payment: PaymentRow }> {
+  async resolve(id: string, outcome: "completed" | "failed", extra: ResolveExtra = {}): Promise<{ changed: boolean; payment: Payment }> {
     const at = this.now();
     if (!this.pgResolves) return this.resolveAlone(id, outcome, extra, at);
     // PostgreSQL: one call with the other resolutions asked for meanwhile (pgResolves.ts).
     const o = await this.pgResolves.resolve({ id, outcome, at, movementId: this.newId("mov"), ...extra });
-    if (o.changed) return { changed: true, payment: o.payment };
+    if (o.changed) return { changed: true, payment: toPayment(o.payment) };
     const current = await this.getPayment(id);
     if (!current) throw new Error(`payment ${id} not found`);
     return { changed: false, payment: current };
   }
 
   /** SQLite: the resolution as one write of the group commit. */
-  private resolveAlone(id: string, outcome: "completed" | "failed", extra: ResolveExtra, at: string): Promise<{ changed: boolean; payment: PaymentRow }> {
+  private resolveAlone(id: string, outcome: "completed" | "failed", extra: ResolveExtra, at: string): Promise<{ changed: boolean; payment: Payment }> {
     const db = this.db;
     const journal = (kind: string, entries: Entry[]) => journalStatement(this.db, this.newId, kind, entries, at);
     const finish = db
@@ -561,12 +561,12 @@ export class Payments {
       .where("status", "in", ["pending", "processing"])
       .returningAll()
       .compile();
-    return this.writes.atomically(function* (): Steps<{ changed: boolean; payment: PaymentRow }> {
+    return this.writes.atomically(function* (): Steps<{ changed: boolean; payment: Payment }> {
       const row = (yield finish)[0] as PaymentRow | undefined;
       if (!row) {
         const current = (yield db.selectFrom("payments").selectAll().where("id", "=", id).compile())[0] as PaymentRow | undefined;
         if (!current) throw new Error(`payment ${id} not found`);
-        return { changed: false, payment: current };
+        return { changed: false, payment: toPayment(current) };
       }
       const total = row.amount_micros + row.fee_micros;
       const p = row.project_id;
@@ -593,7 +593,7 @@ export class Payments {
         ]);
       }
       yield db.updateTable("transactions").set({ status: outcome, completed_at: outcome === "completed" ? at : null }).where("payment_id", "=", id).compile();
-      return { changed: true, payment: row };
+      return { changed: true, payment: toPayment(row) };
     });
   }
 
@@ -658,7 +658,7 @@ export class Payments {
    * one atomic write. Payments with a step under way (`processing`) come first, then new ones
    * (`pending`), oldest due first in each: a backlog of new payments never starves those already sent.
    */
-  async claimDuePayments(owner: string, leaseMs: number, max: number): Promise<PaymentRow[]> {
+  async claimDuePayments(owner: string, leaseMs: number, max: number): Promise<Payment[]> {
     const now = this.now();
     const until = new Date(this.clock().getTime() + leaseMs).toISOString();
     const db = this.db;
@@ -675,8 +675,8 @@ export class Payments {
     const started = await due("processing", max);
     const ids = [...started, ...(started.length < max ? await due("pending", max - started.length) : [])].map((r) => r.id);
     if (ids.length === 0) return [];
-    return this.writes.atomically(function* (): Steps<PaymentRow[]> {
-      const claimed: PaymentRow[] = [];
+    return this.writes.atomically(function* (): Steps<Payment[]> {
+      const claimed: Payment[] = [];
       for (const id of ids) {
         const [row] = (yield db
           .updateTable("payments")
@@ -686,7 +686,7 @@ export class Payments {
           .where((eb) => eb.or([eb("lease_until", "is", null), eb("lease_until", "<", now)]))
           .returningAll()
           .compile()) as PaymentRow[];
-        if (row) claimed.push(row);
+        if (row) claimed.push(toPayment(row));
       }
       return claimed;
     });
@@ -717,6 +717,11 @@ export class Payments {
       .where("lease_owner", "=", owner)
       .compile();
   }
+}
+
+/** The row, if any, as a `Payment`. */
+function maybe(row: PaymentRow | undefined): Payment | undefined {
+  return row && toPayment(row);
 }
 
 /**

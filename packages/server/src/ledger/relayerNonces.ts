@@ -4,6 +4,8 @@
  */
 import type { Db } from "./db.ts";
 import type { AtomicWrites, Steps } from "./atomicWrites.ts";
+import { toRowPatch } from "./paymentRows.ts";
+import type { Payment, PaymentPatch } from "../domain/payment.ts";
 
 /** What the relayer stores in one write (`RelayerNonces.store`): plain data, so any thread's ledger can run it. */
 export type RelayerStore = {
@@ -11,8 +13,8 @@ export type RelayerStore = {
   counterKey: string;
   relayer: string;
   tx: { nonce: number; hash: string; raw: string };
-  /** Each payment the transaction carries: its new columns, if its row still holds `expected`. */
-  members: { paymentId: string; patch: Record<string, unknown>; expected: { tx_hash: string | null; rail_state: string | null } }[];
+  /** Each payment the transaction carries: what changes, if the payment still holds `expected`. */
+  members: { paymentId: string; patch: PaymentPatch; expected: Pick<Payment, "txHash" | "railState"> }[];
   at: string;
 };
 export type RelayerStoreResult = { kind: "stored" } | { kind: "nonce_taken" } | { kind: "stale"; paymentId: string };
@@ -83,10 +85,10 @@ export class RelayerNonces {
         for (const m of input.members) {
           const updated = yield db
             .updateTable("payments")
-            .set({ ...m.patch, updated_at: at })
+            .set({ ...toRowPatch(m.patch), updated_at: at })
             .where("id", "=", m.paymentId)
-            .where("tx_hash", m.expected.tx_hash === null ? "is" : "=", m.expected.tx_hash)
-            .where("rail_state", m.expected.rail_state === null ? "is" : "=", m.expected.rail_state)
+            .where("tx_hash", m.expected.txHash === null ? "is" : "=", m.expected.txHash)
+            .where("rail_state", m.expected.railState === null ? "is" : "=", m.expected.railState)
             .returning("id")
             .compile();
           // Thrown so the whole write rolls back (the nonce too); answered as a value below.

@@ -6,7 +6,7 @@
  */
 import type { Address, Hex } from "viem";
 import type { RailDeps } from "./railDeps.ts";
-import type { PaymentRow } from "../ledger/payments.ts";
+import type { Payment, PaymentPatch } from "../domain/payment.ts";
 import type { Relayer } from "../chain/relayer.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
 import { type Authorization, authorizationUsedIn, randomNonce, signAuthorization } from "./eip3009.ts";
@@ -33,21 +33,21 @@ export type LegDeps = { ctx: RailDeps; chain: ChainRuntime; relayer: Relayer };
  */
 export async function relayTransfers(
   d: LegDeps,
-  payment: PaymentRow,
+  payment: Payment,
   transfers: Transfer[],
-  patch: (t: RelayedLeg) => Record<string, unknown>,
+  patch: (t: RelayedLeg) => PaymentPatch,
   o: { refuseFrozen?: boolean } = {},
 ): Promise<Hex> {
   const auths = await signTransfers(d, payment, transfers, o);
-  const tx = await d.relayer.prepare(payment.id, encodeCalls(d, auths), (t) => patch({ hash: t.hash, nonce: t.nonce, auths }), { tx_hash: payment.tx_hash, rail_state: payment.rail_state });
+  const tx = await d.relayer.prepare(payment.id, encodeCalls(d, auths), (t) => patch({ hash: t.hash, nonce: t.nonce, auths }), { txHash: payment.txHash, railState: payment.railState });
   await d.relayer.broadcast(tx.raw);
   return tx.hash;
 }
 
 /** Authorizations from the project wallet for `transfers` (never more than the payment's hold). */
-export async function signTransfers(d: LegDeps, payment: PaymentRow, transfers: Transfer[], o: { refuseFrozen?: boolean } = {}): Promise<Authorization[]> {
-  const project = await d.ctx.ledger.projects.get(payment.project_id);
-  if (!project) throw new Error(`project ${payment.project_id} missing`);
+export async function signTransfers(d: LegDeps, payment: Payment, transfers: Transfer[], o: { refuseFrozen?: boolean } = {}): Promise<Authorization[]> {
+  const project = await d.ctx.ledger.projects.get(payment.projectId);
+  if (!project) throw new Error(`project ${payment.projectId} missing`);
   // A wallet known frozen cannot move anything: its payment fails now, before any gas is spent on it.
   if (o.refuseFrozen && project.wallet_frozen_at !== null) {
     throw new PermanentFailure(
@@ -57,7 +57,7 @@ export async function signTransfers(d: LegDeps, payment: PaymentRow, transfers: 
   }
   const total = transfers.reduce((s, t) => s + t.micros, 0);
   // Invariant: never sign for more than the hold.
-  if (total > payment.amount_micros + payment.fee_micros) throw new Error(`transfers of ${total} exceed hold of payment ${payment.id}`);
+  if (total > payment.amountMicros + payment.feeMicros) throw new Error(`transfers of ${total} exceed hold of payment ${payment.id}`);
   const now = Math.floor(d.ctx.clock().getTime() / 1000);
   const usdc = d.chain.client.usdcAddress;
   const auths: Authorization[] = [];
@@ -79,8 +79,8 @@ export function encodeCalls(d: LegDeps, auths: Authorization[]) {
  * The payment's main leg: status → processing with its tx_hash, and the rail state `stateOf` writes
  * (the rail's codec: the authorizations and the relayer nonce in the rail's next stage).
  */
-export function startLeg(d: LegDeps, payment: PaymentRow, transfers: Transfer[], stateOf: (t: RelayedLeg) => string): Promise<Hex> {
-  return relayTransfers(d, payment, transfers, (t) => ({ status: "processing", tx_hash: t.hash, rail_state: stateOf(t) }), { refuseFrozen: true });
+export function startLeg(d: LegDeps, payment: Payment, transfers: Transfer[], stateOf: (t: RelayedLeg) => string): Promise<Hex> {
+  return relayTransfers(d, payment, transfers, (t) => ({ status: "processing", txHash: t.hash, railState: stateOf(t) }), { refuseFrozen: true });
 }
 
 /**
@@ -88,8 +88,8 @@ export function startLeg(d: LegDeps, payment: PaymentRow, transfers: Transfer[],
  * reverted, named by the token's revert reason (revertFailure.ts: `wallet_frozen`, `recipient_blocked`,
  * `token_paused`, …).
  */
-export async function legFailure(d: LegDeps, payment: PaymentRow, transfers: Authorization[], status: "reverted" | "expired", to: string): Promise<LegFailure> {
-  if (status === "reverted") return revertFailure(d, payment, transfers, payment.tx_hash, to);
+export async function legFailure(d: LegDeps, payment: Payment, transfers: Authorization[], status: "reverted" | "expired", to: string): Promise<LegFailure> {
+  if (status === "reverted") return revertFailure(d, payment, transfers, payment.txHash, to);
   return { failureCode: "authorization_expired", failureReason: `The transfer authorization to ${to} expired before it was mined; nothing moved, the amount and fee were credited back.` };
 }
 
@@ -97,18 +97,18 @@ export async function legFailure(d: LegDeps, payment: PaymentRow, transfers: Aut
  * Where the payment's main leg (`transfers`, relayed as its `tx_hash`) stands; `stateOf` is the rail state
  * to store with a resubmission (the same authorizations under a new relayer nonce).
  */
-export function checkLeg(d: LegDeps, payment: PaymentRow, transfers: Authorization[], stateOf: (t: { hash: Hex; nonce: number }) => string): Promise<LegStatus> {
-  if (!payment.tx_hash) throw new Error(`payment ${payment.id} has no on-chain leg`);
-  return checkRelayed(d, payment, payment.tx_hash as Hex, transfers, (t) => ({ tx_hash: t.hash, rail_state: stateOf(t) }));
+export function checkLeg(d: LegDeps, payment: Payment, transfers: Authorization[], stateOf: (t: { hash: Hex; nonce: number }) => string): Promise<LegStatus> {
+  if (!payment.txHash) throw new Error(`payment ${payment.id} has no on-chain leg`);
+  return checkRelayed(d, payment, payment.txHash as Hex, transfers, (t) => ({ txHash: t.hash, railState: stateOf(t) }));
 }
 
 /** Where a relayed transaction stands; re-broadcasts the stored transaction when the node lost it. */
 export async function checkRelayed(
   d: LegDeps,
-  payment: PaymentRow,
+  payment: Payment,
   hash: Hex,
   transfers: Authorization[],
-  onResubmit: (t: { hash: Hex; nonce: number }) => Record<string, unknown>,
+  onResubmit: (t: { hash: Hex; nonce: number }) => PaymentPatch,
 ): Promise<LegStatus> {
   const first = transfers[0];
   const usedOnChain = async () => (first ? d.chain.client.authorizationUsed(first.from, first.nonce) : false);
@@ -136,7 +136,7 @@ export async function checkRelayed(
     // Our nonce was consumed by a transaction we do not know (the relayer key used elsewhere).
     // The authorizations are single-use on-chain, so re-submitting them cannot pay twice.
     d.ctx.logger.warn({ payment_id: payment.id, nonce: stored.nonce }, "relayer nonce consumed elsewhere; resubmitting the same authorizations");
-    const tx = await d.relayer.prepare(payment.id, encodeCalls(d, transfers), (t) => onResubmit({ hash: t.hash, nonce: t.nonce }), { tx_hash: payment.tx_hash, rail_state: payment.rail_state });
+    const tx = await d.relayer.prepare(payment.id, encodeCalls(d, transfers), (t) => onResubmit({ hash: t.hash, nonce: t.nonce }), { txHash: payment.txHash, railState: payment.railState });
     await d.relayer.broadcast(tx.raw);
     return "pending";
   }

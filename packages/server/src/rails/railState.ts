@@ -7,7 +7,7 @@
  */
 import { type Address, type Hex, isAddress, isHex } from "viem";
 import { z } from "zod";
-import type { PaymentRow } from "../ledger/payments.ts";
+import type { Payment } from "../domain/payment.ts";
 import type { Authorization } from "./eip3009.ts";
 
 /**
@@ -48,8 +48,8 @@ export const feeSweepSchema = z.object({ hash: hexSchema, transfers: z.array(aut
 export type FeeSweep = z.infer<typeof feeSweepSchema>;
 
 export type RailStateCodec<S extends { stage: string }> = {
-  /** The payment's state; throws `CorruptRailState` (naming the payment) when its row does not parse. */
-  read(p: Pick<PaymentRow, "id" | "rail_state">): S;
+  /** The payment's state; throws `CorruptRailState` (naming the payment) when its stored state does not parse. */
+  read(p: Pick<Payment, "id" | "railState">): S;
   /** `next` as stored, after `from`; throws when the rail's table does not list that change. */
   write(from: S["stage"], next: S): string;
   transitions: Transitions<S["stage"]>;
@@ -71,9 +71,9 @@ export function railStateCodec<S extends { stage: string }>(
     transitions,
     read(p) {
       let json: unknown = null;
-      if (p.rail_state !== null) {
+      if (p.railState !== null) {
         try {
-          json = JSON.parse(p.rail_state);
+          json = JSON.parse(p.railState);
         } catch (err) {
           throw new CorruptRailState(p.id, rail, `not JSON: ${(err as Error).message}`);
         }

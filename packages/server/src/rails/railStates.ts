@@ -1,5 +1,5 @@
 /** Each rail's state codec by the rail's name, for code that reads a payment of any rail. */
-import type { PaymentRow } from "../ledger/payments.ts";
+import type { Payment } from "../domain/payment.ts";
 import { fiatStates } from "./fiat/fiatState.ts";
 import { usdcStates } from "./usdc/usdcState.ts";
 import { x402States } from "./x402/x402State.ts";
@@ -10,8 +10,8 @@ const CODECS = { usdc_transfer: usdcStates, fiat: fiatStates, x402: x402States }
  * Whether the payment's stored rail state parses: `undefined` if it does, else the `CorruptRailState`
  * message naming the payment (a rail without a codec says so too).
  */
-export function railStateProblem(p: Pick<PaymentRow, "id" | "rail" | "rail_state">): string | undefined {
-  const codec = (CODECS as Record<string, { read(p: Pick<PaymentRow, "id" | "rail_state">): unknown } | undefined>)[p.rail];
+export function railStateProblem(p: Pick<Payment, "id" | "rail" | "railState">): string | undefined {
+  const codec = (CODECS as Record<string, { read(p: Pick<Payment, "id" | "railState">): unknown } | undefined>)[p.rail];
   if (!codec) return `payment ${p.id}: rail ${p.rail} has no state codec`;
   try {
     codec.read(p);

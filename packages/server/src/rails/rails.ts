@@ -6,7 +6,7 @@
 import type { Relayer } from "../chain/relayer.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
 import type { ProxiedResponse } from "@agentwallet/api";
-import type { PaymentRow } from "../ledger/payments.ts";
+import type { Payment } from "../domain/payment.ts";
 import type { FiatProvider } from "./fiat/provider.ts";
 import type { RailStateCodec } from "./railState.ts";
 import type { X402HeldState, X402SettledState, X402SignedState } from "./x402/x402State.ts";
@@ -18,7 +18,7 @@ export interface Rail {
    * Moves an open payment forward; idempotent; safe to call after any crash. Throws `CorruptRailState`
    * (railState.ts) when the payment's state does not parse, before anything is done.
    */
-  advance(payment: PaymentRow): Promise<AdvanceResult>;
+  advance(payment: Payment): Promise<AdvanceResult>;
 }
 
 /**
@@ -26,7 +26,7 @@ export interface Rail {
  * and the step is given it parsed. The step writes the next stage through the same codec, in the same
  * write as what it did (the relayer stores a signed transaction and its stage by compare-and-set).
  */
-export function advanceByStage<S extends { stage: string }>(states: RailStateCodec<S>, step: (payment: PaymentRow, state: S) => Promise<AdvanceResult>): Rail["advance"] {
+export function advanceByStage<S extends { stage: string }>(states: RailStateCodec<S>, step: (payment: Payment, state: S) => Promise<AdvanceResult>): Rail["advance"] {
   return (payment) => step(payment, states.read(payment));
 }
 
@@ -80,14 +80,14 @@ export type Rails = {
   chain: ChainRuntime;
   relayer: Relayer;
   fiatProvider?: FiatProvider;
-  byName: Partial<Record<PaymentRow["rail"], Rail>>;
+  byName: Partial<Record<Payment["rail"], Rail>>;
   /** One pass of the return watch over completed bank payments (fiat/returnWatch.ts), when there is an off-ramp. */
   watchReturns?: (wake: () => void) => Promise<unknown>;
   /** Told of every payment that reached a final state outside a rail (settlement/settlementRetry.ts): metrics. */
-  onFinal?: (p: PaymentRow, outcome: "failed") => void;
+  onFinal?: (p: Payment, outcome: "failed") => void;
 };
 
 /** The rail that advances payments of `name` (the dispatcher, the worker and the core look it up here). */
-export function railFor(rails: Rails | undefined, name: PaymentRow["rail"]): Rail | undefined {
+export function railFor(rails: Rails | undefined, name: Payment["rail"]): Rail | undefined {
   return name === "x402" ? rails?.x402 : rails?.byName[name];
 }

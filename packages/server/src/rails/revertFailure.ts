@@ -9,7 +9,7 @@
  */
 import type { Hex } from "viem";
 import type { FailureCode } from "../ledger/failureCodes.ts";
-import type { PaymentRow } from "../ledger/payments.ts";
+import type { Payment } from "../domain/payment.ts";
 import type { Authorization } from "./eip3009.ts";
 import type { RailDeps } from "./railDeps.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
@@ -22,7 +22,7 @@ export type RevertDeps = { ctx: RailDeps; chain: ChainRuntime };
 const CREDITED = "the amount and fee were credited back";
 
 /** The failure of a leg whose transfers reverted in `txHash`; `to` names the payee in words ("the recipient"). */
-export async function revertFailure(d: RevertDeps, payment: PaymentRow, transfers: Authorization[], txHash: string | null, to: string): Promise<LegFailure> {
+export async function revertFailure(d: RevertDeps, payment: Payment, transfers: Authorization[], txHash: string | null, to: string): Promise<LegFailure> {
   const where = txHash ? ` in transaction ${txHash}` : "";
   const generic = (said?: string): LegFailure => ({
     failureCode: "onchain_reverted",
@@ -44,7 +44,7 @@ export async function revertFailure(d: RevertDeps, payment: PaymentRow, transfer
   const said = reason.replace(/\.$/, "");
   if (/blacklisted/i.test(reason)) {
     if (await d.chain.client.isBlacklisted(failed.from)) {
-      const project = await d.ctx.ledger.projects.get(payment.project_id);
+      const project = await d.ctx.ledger.projects.get(payment.projectId);
       if (project?.wallet_address) await recordWalletFreeze(d.ctx, { id: project.id, wallet_address: project.wallet_address }, true, `payment ${payment.id}`);
       return {
         failureCode: "wallet_frozen",

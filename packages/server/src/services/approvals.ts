@@ -6,10 +6,10 @@
  */
 import type { Clock } from "../ids.ts";
 import type { PaymentStore } from "../ledger/ports.ts";
-import type { PaymentRow } from "../ledger/payments.ts";
+import type { Payment } from "../domain/payment.ts";
 import { formatUsdc } from "../money.ts";
 
-export type Decision = { kind: "decided"; payment: PaymentRow } | { kind: "not_awaiting"; detail: string; found: boolean };
+export type Decision = { kind: "decided"; payment: Payment } | { kind: "not_awaiting"; detail: string; found: boolean };
 
 /** Bounds of the pending list (oldest first). */
 export const PENDING_PAGE_MAX = 200;
@@ -19,7 +19,7 @@ export async function decidePayment(ctx: { ledger: { payments: PaymentStore }; c
   if (!row) {
     const p = await ctx.ledger.payments.getPayment(id);
     if (!p) return { kind: "not_awaiting", detail: "no such payment", found: false };
-    const why = p.approval === null ? "it needs no approval" : p.approval === "awaiting" ? `its approval time ran out at ${p.approval_until}` : `it was ${p.approval} already${p.approval_decided_by ? ` by ${p.approval_decided_by} at ${p.approval_decided_at}` : ""}`;
+    const why = p.approval === null ? "it needs no approval" : p.approval === "awaiting" ? `its approval time ran out at ${p.approvalUntil}` : `it was ${p.approval} already${p.approvalDecidedBy ? ` by ${p.approvalDecidedBy} at ${p.approvalDecidedAt}` : ""}`;
     return { kind: "not_awaiting", detail: `${why}; status ${p.status}`, found: true };
   }
   if (decision === "approved") return { kind: "decided", payment: row };
@@ -28,13 +28,13 @@ export async function decidePayment(ctx: { ledger: { payments: PaymentStore }; c
 }
 
 /** The one JSON shape of a decision's outcome. */
-export function decisionJson(p: PaymentRow, decision: "approved" | "denied") {
-  return { id: p.id, decision, status: p.status, decided_by: p.approval_decided_by ?? null, decided_at: p.approval_decided_at ?? null };
+export function decisionJson(p: Payment, decision: "approved" | "denied") {
+  return { id: p.id, decision, status: p.status, decided_by: p.approvalDecidedBy ?? null, decided_at: p.approvalDecidedAt ?? null };
 }
 
 /** Payments waiting for a person, oldest first, of one project or all. */
 export async function listPendingApprovals(ctx: { ledger: { payments: PaymentStore } }, opts: { projectId?: string; limit?: number }) {
   const limit = Math.min(PENDING_PAGE_MAX, Math.max(1, Math.trunc(opts.limit ?? PENDING_PAGE_MAX) || PENDING_PAGE_MAX));
   const rows = await ctx.ledger.payments.listAwaitingApprovals({ projectId: opts.projectId, limit });
-  return rows.map((p) => ({ id: p.id, project_id: p.project_id, token_id: p.token_id, rail: p.rail, amount_usd: Number(formatUsdc(p.amount_micros)), recipient: p.recipient, created_at: p.created_at, approval_until: p.approval_until! }));
+  return rows.map((p) => ({ id: p.id, project_id: p.projectId, token_id: p.tokenId, rail: p.rail, amount_usd: Number(formatUsdc(p.amountMicros)), recipient: p.recipient, created_at: p.createdAt, approval_until: p.approvalUntil! }));
 }

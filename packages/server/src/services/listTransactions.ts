@@ -45,7 +45,7 @@ export function renderTransaction(r: Omit<ListedRow, "payment_id" | "metadata"> 
     merchant_name: r.merchant_name,
     created_at: r.created_at,
     completed_at: r.completed_at,
-    ...failureFields(r),
+    ...failureFields({ status: r.status, failureCode: r.failure_code, failureReason: r.failure_reason }),
     metadata: r.metadata ? (JSON.parse(r.metadata) as Record<string, string>) : null,
   };
 }

@@ -9,7 +9,7 @@
  */
 import { badRequest, conflict, notFound } from "../domain/errors.ts";
 import type { PaymentStore } from "../ledger/ports.ts";
-import type { PaymentRow } from "../ledger/payments.ts";
+import type { Payment } from "../domain/payment.ts";
 import { railStateProblem } from "../rails/railStates.ts";
 
 /** The longest reason kept (the payment's `failure_reason` holds it with who resolved it). */
@@ -17,7 +17,7 @@ export const RESOLVE_REASON_MAX = 300;
 
 export type ResolveByHand = { paymentId: string; outcome: "completed" | "failed"; reason: string; by: string; txHash?: string };
 
-export async function resolveByHand(ctx: { ledger: { payments: PaymentStore } }, r: ResolveByHand): Promise<{ payment: PaymentRow; problem: string }> {
+export async function resolveByHand(ctx: { ledger: { payments: PaymentStore } }, r: ResolveByHand): Promise<{ payment: Payment; problem: string }> {
   const reason = r.reason.trim();
   if (!reason) throw badRequest("invalid_request", "--reason is required: say what the chain and the provider showed (it is kept on the payment).");
   if (reason.length > RESOLVE_REASON_MAX) throw badRequest("invalid_request", `--reason is at most ${RESOLVE_REASON_MAX} characters.`);

@@ -4,7 +4,7 @@
  * key source. deps.ts builds it.
  */
 import type { Ledger } from "../ledger/store.ts";
-import type { PaymentRow } from "../ledger/payments.ts";
+import type { Payment } from "../domain/payment.ts";
 import type { RailDeps } from "../rails/railDeps.ts";
 import type { Rails } from "../rails/rails.ts";
 
@@ -17,7 +17,7 @@ export type ServiceDeps = RailDeps & {
   /** Payment rails; absent until the chain is configured (read-only deployments, some tests). */
   rails: Rails | undefined;
   /** Hands a just-accepted payment (leased to this process) to settlement. */
-  dispatch?: (payment: PaymentRow) => void;
+  dispatch?: (payment: Payment) => void;
   /** The key bank accounts in spending controls are hashed with (deps.ts derives it from the master key source). */
   recipientHashKey?: Uint8Array;
   /** The key webhook endpoints' signing secrets are encrypted with (deps.ts `loadWebhookSecretKey`). */

@@ -13,12 +13,13 @@
  * in ten of settlement's writes); a payment taken from the queue without its row is read again.
  */
 import { MAX_BATCH_PAYMENTS } from "../chain/relayer.ts";
-import type { LeaseRelease, PaymentRow } from "../ledger/payments.ts";
+import type { LeaseRelease } from "../ledger/payments.ts";
+import type { Payment } from "../domain/payment.ts";
 import type { RailDeps } from "../rails/railDeps.ts";
 import { type Rails, railFor } from "../rails/rails.ts";
 import { handleStepError } from "./settlementRetry.ts";
 
-export type Dispatcher = { submit(p: PaymentRow): void; drain(): Promise<void> };
+export type Dispatcher = { submit(p: Payment): void; drain(): Promise<void> };
 
 export type DispatcherOptions = { concurrency?: number; queueMax?: number; followMs?: number; rowsMax?: number };
 
@@ -41,7 +42,7 @@ export function createDispatcher(ctx: RailDeps, rails: Rails, opts: DispatcherOp
   const rowsMax = opts.rowsMax ?? QUEUE_ROWS_MAX;
   // Well inside the hold's lease, so the worker never takes over a payment this process still follows.
   const followMs = opts.followMs ?? Math.floor(ctx.config.workers.paymentRequestLeaseMs / 2);
-  type Item = { id: string; since: number; p?: PaymentRow };
+  type Item = { id: string; since: number; p?: Payment };
   /** Waiting for a step slot, oldest first: `queue[head…]`. */
   let queue: Item[] = [];
   let head = 0;
@@ -72,15 +73,15 @@ export function createDispatcher(ctx: RailDeps, rails: Rails, opts: DispatcherOp
   }
 
   /** The payment as it stands, if this process still leads it (a queued id is read again). */
-  async function current(item: Item): Promise<PaymentRow | undefined> {
+  async function current(item: Item): Promise<Payment | undefined> {
     if (item.p) return item.p;
     const p = await ctx.ledger.payments.getPayment(item.id);
-    return p && p.lease_owner === ctx.instanceId && (p.status === "pending" || p.status === "processing") ? p : undefined;
+    return p && p.leaseOwner === ctx.instanceId && (p.status === "pending" || p.status === "processing") ? p : undefined;
   }
 
   async function step(item: Item): Promise<void> {
     let retryInMs: number | undefined;
-    let p: PaymentRow | undefined;
+    let p: Payment | undefined;
     try {
       p = await current(item);
       if (!p) return;
@@ -105,7 +106,7 @@ export function createDispatcher(ctx: RailDeps, rails: Rails, opts: DispatcherOp
     const timer = setTimeout(async () => {
       waiting.delete(timer);
       const fresh = await ctx.ledger.payments.getPayment(item.id).catch(() => undefined);
-      if (!fresh || fresh.lease_owner !== ctx.instanceId || !["pending", "processing"].includes(fresh.status)) return settle();
+      if (!fresh || fresh.leaseOwner !== ctx.instanceId || !["pending", "processing"].includes(fresh.status)) return settle();
       enqueue({ id: fresh.id, p: fresh, since: item.since });
     }, retryInMs);
     waiting.set(timer, item.id);

@@ -18,7 +18,7 @@ import type { Hex } from "viem";
 import type { ChainClient } from "../chain/chainClient.ts";
 import { LOST_TX_KEY_PREFIX } from "../chain/relayer.ts";
 import type { PaymentStore } from "../ledger/ports.ts";
-import type { PaymentRow } from "../ledger/payments.ts";
+import type { Payment, PaymentPatch } from "../domain/payment.ts";
 import type { LostLeg } from "../services/reconcile.ts";
 import type { Authorization } from "../rails/eip3009.ts";
 import { fiatStates } from "../rails/fiat/fiatState.ts";
@@ -42,16 +42,16 @@ type PaymentLeg = { leg: LostLeg["leg"]; hash: string; transfers: LegAuthorizati
  * merchant's settlement of our authorization, or our own transfer once it was sent again) and its fee
  * sweep (fiat, x402).
  */
-function paymentLegs(p: PaymentRow): PaymentLeg[] {
+function paymentLegs(p: Payment): PaymentLeg[] {
   const { main, feeSweep } = recordedLegs(p);
   const legs: PaymentLeg[] = [];
-  if (p.tx_hash && main.length) legs.push({ leg: "transfer", hash: p.tx_hash, transfers: main });
+  if (p.txHash && main.length) legs.push({ leg: "transfer", hash: p.txHash, transfers: main });
   if (feeSweep?.transfers.length) legs.push({ leg: "fee_sweep", hash: feeSweep.hash, transfers: feeSweep.transfers });
   return legs;
 }
 
 /** A payment's main transfer's authorizations and its fee sweep, read by its rail's codec. */
-function recordedLegs(p: PaymentRow): { main: LegAuthorization[]; feeSweep: FeeSweep | undefined } {
+function recordedLegs(p: Payment): { main: LegAuthorization[]; feeSweep: FeeSweep | undefined } {
   if (p.rail === "x402") {
     const s = x402States.read(p);
     if (s.stage !== "settled") return { main: s.stage === "signed" ? [s.authorization] : [], feeSweep: undefined };
@@ -82,7 +82,7 @@ export async function findLostLegs(payments: PaymentStore, client: ChainClient, 
       const a = leg.transfers[0]!;
       if (await client.authorizationUsed(a.from, a.nonce, deep)) continue;
       const used = deep < head && (await client.authorizationUsed(a.from, a.nonce));
-      lost.push({ payment_id: p.id, project_id: p.project_id, rail: p.rail, leg: leg.leg, tx_hash: leg.hash, state: used ? "shallow" : "missing" });
+      lost.push({ payment_id: p.id, project_id: p.projectId, rail: p.rail, leg: leg.leg, tx_hash: leg.hash, state: used ? "shallow" : "missing" });
     }
   }
   return lost;
@@ -118,25 +118,25 @@ export async function resendLostLegs(d: LegDeps): Promise<number> {
 }
 
 /** A payment's main relayed leg: its transfers, and its new state once they are signed again. */
-function relayedMainLeg(p: PaymentRow): { transfers: Authorization[]; patch: (t: RelayedLeg) => Record<string, unknown> } | undefined {
+function relayedMainLeg(p: Payment): { transfers: Authorization[]; patch: (t: RelayedLeg) => PaymentPatch } | undefined {
   if (p.rail === "x402") {
     // Relayed only once sent again (its settlement was lost before).
     const state = x402States.read(p);
     const resent = state.stage === "settled" ? state.resent : undefined;
     if (state.stage !== "settled" || !resent) return undefined;
-    return { transfers: resent.transfers, patch: (t) => ({ tx_hash: t.hash, rail_state: x402States.write(state.stage, { ...state, resent: { ...resent, transfers: t.auths, relayNonce: t.nonce } }) }) };
+    return { transfers: resent.transfers, patch: (t) => ({ txHash: t.hash, railState: x402States.write(state.stage, { ...state, resent: { ...resent, transfers: t.auths, relayNonce: t.nonce } }) }) };
   }
   if (p.rail === "fiat") {
     const state = fiatStates.read(p);
     if (state.stage === "held" || state.stage === "payout_created") return undefined;
-    return { transfers: state.transfers, patch: (t) => ({ tx_hash: t.hash, rail_state: fiatStates.write(state.stage, { ...state, transfers: t.auths, relayNonce: t.nonce }) }) };
+    return { transfers: state.transfers, patch: (t) => ({ txHash: t.hash, railState: fiatStates.write(state.stage, { ...state, transfers: t.auths, relayNonce: t.nonce }) }) };
   }
   const state = usdcStates.read(p);
   if (state.stage !== "relayed") return undefined;
-  return { transfers: state.transfers, patch: (t) => ({ tx_hash: t.hash, rail_state: relayedState(state.stage, t) }) };
+  return { transfers: state.transfers, patch: (t) => ({ txHash: t.hash, railState: relayedState(state.stage, t) }) };
 }
 
-async function resendLeg(d: LegDeps, p: PaymentRow, lostHash: Hex): Promise<"done" | "wait" | "resent"> {
+async function resendLeg(d: LegDeps, p: Payment, lostHash: Hex): Promise<"done" | "wait" | "resent"> {
   const leg = relayedMainLeg(p);
   const first = leg?.transfers[0];
   if (!leg || !first) return "done";
@@ -144,7 +144,7 @@ async function resendLeg(d: LegDeps, p: PaymentRow, lostHash: Hex): Promise<"don
   if (await d.chain.client.authorizationUsed(first.from, first.nonce)) return "done";
   const now = Math.floor(d.ctx.clock().getTime() / 1000);
   if (leg.transfers.some((t) => Number(t.validBefore) > now)) return "wait";
-  d.ctx.logger.error({ payment_id: p.id, project_id: p.project_id, lost_tx: lostHash }, "a completed payment's transfer was lost by the chain and can no longer be mined; signing it again");
+  d.ctx.logger.error({ payment_id: p.id, project_id: p.projectId, lost_tx: lostHash }, "a completed payment's transfer was lost by the chain and can no longer be mined; signing it again");
   await relayTransfers(d, p, leg.transfers.map((t) => ({ to: t.to, micros: Number(t.value) })), leg.patch);
   return "resent";
 }
@@ -176,13 +176,13 @@ export async function resendLostX402Settlements(d: LegDeps): Promise<number> {
     if (await d.chain.client.authorizationUsed(auth.from, auth.nonce)) continue;
     if (Number(auth.validBefore) > Math.floor(now.getTime() / 1000)) continue;
     d.ctx.logger.error(
-      { payment_id: p.id, project_id: p.project_id, lost_tx: state.settlement.txHash },
+      { payment_id: p.id, project_id: p.projectId, lost_tx: state.settlement.txHash },
       "a completed x402 payment's settlement was lost by the chain and its authorization expired unused; paying the merchant again from the wallet",
     );
     try {
       await relayTransfers(d, p, [{ to: auth.to, micros: Number(auth.value) }], (t) => ({
-        tx_hash: t.hash,
-        rail_state: x402States.write(state.stage, { ...state, resent: { lostTxHash: state.settlement.txHash, transfers: t.auths, relayNonce: t.nonce } }),
+        txHash: t.hash,
+        railState: x402States.write(state.stage, { ...state, resent: { lostTxHash: state.settlement.txHash, transfers: t.auths, relayNonce: t.nonce } }),
       }));
       resent++;
     } catch (err) {
@@ -195,7 +195,7 @@ export async function resendLostX402Settlements(d: LegDeps): Promise<number> {
 }
 
 /** The payment's x402 state; one that does not parse is logged with its id and skipped, never guessed at, and the pass goes on. */
-function readOrReport(d: LegDeps, p: PaymentRow): X402State | undefined {
+function readOrReport(d: LegDeps, p: Payment): X402State | undefined {
   try {
     return x402States.read(p);
   } catch (err) {

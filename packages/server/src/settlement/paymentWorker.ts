@@ -36,7 +36,7 @@ export function createPaymentWorker(ctx: RailDeps, rails: Rails, o: PaymentWorke
           const approval = await ctx.ledger.payments.settleApproval(p);
           if (approval.handled) {
             if (approval.payment?.status === "failed") return rails.onFinal?.(approval.payment, "failed");
-            retryInMs = Math.max(1_000, Date.parse(p.approval_until ?? "") - ctx.clock().getTime());
+            retryInMs = Math.max(1_000, Date.parse(p.approvalUntil ?? "") - ctx.clock().getTime());
             throw new ApprovalWait();
           }
           if (!rail) throw new Error(`no ${p.rail} rail configured`);

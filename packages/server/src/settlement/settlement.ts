@@ -14,7 +14,7 @@ import type { Address, Hex } from "viem";
 import type { Config } from "../config.ts";
 import type { ChainSettings } from "../chain/chainClient.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
-import type { PaymentRow } from "../ledger/payments.ts";
+import type { Payment } from "../domain/payment.ts";
 import type { RailDeps } from "../rails/railDeps.ts";
 import type { Rails } from "../rails/rails.ts";
 import { createDispatcher } from "./dispatcher.ts";
@@ -24,7 +24,7 @@ import { createPaymentWorker, startPaymentWorkerLoop } from "./paymentWorker.ts"
 
 export type Settlement = {
   /** Hands over a payment just accepted under this process's lease. */
-  dispatch(payment: PaymentRow): void;
+  dispatch(payment: Payment): void;
   /** Asks for a worker pass now (a provider reported a change). */
   kick(): void;
   /** Stops following payments (leases expire to the next process), waits for the steps under way, closes. */
@@ -83,7 +83,7 @@ export type SettlementThreadData = {
 export type SettlementChain = { settings: ChainSettings; relayerKey: Hex; relayerAddress: Address; treasuryAddress: Address; offrampKey: Hex | undefined; fiatBridge?: BridgeSettings };
 
 export type SettlementMessage = { type: "ready" } | { type: "final"; rail: string; outcome: string } | { type: "stopped" };
-export type SettlementCommand = { type: "start"; chain: SettlementChain } | { type: "dispatch"; payments: PaymentRow[] } | { type: "kick" } | { type: "stop" };
+export type SettlementCommand = { type: "start"; chain: SettlementChain } | { type: "dispatch"; payments: Payment[] } | { type: "kick" } | { type: "stop" };
 
 /** Settlement yields the cores to requests when both want them (nice 10: about a tenth of a contended core). */
 const SETTLEMENT_NICE = 10;
@@ -127,7 +127,7 @@ export function startSettlementThread(o: SettlementThreadOptions): SettlementThr
   let stopping = false;
   let restartDelay = RESTART_DELAY_MS;
   let restartTimer: NodeJS.Timeout | undefined;
-  let outgoing: PaymentRow[] = [];
+  let outgoing: Payment[] = [];
   let onStopped: (() => void) | undefined;
   let readyWaiters: (() => void)[] = [];
 

@@ -21,7 +21,7 @@ import { SigningRefusedError } from "../chain/signingPool.ts";
 import { RelayerBusyError, StaleStepError } from "../chain/relayer.ts";
 import type { FailureCode } from "../ledger/failureCodes.ts";
 import type { PaymentStore } from "../ledger/ports.ts";
-import type { PaymentRow } from "../ledger/payments.ts";
+import type { Payment } from "../domain/payment.ts";
 import { PermanentFailure } from "../rails/permanentFailure.ts";
 import { CorruptRailState } from "../rails/railState.ts";
 
@@ -37,7 +37,7 @@ export type RetryPolicy = { stepErrorsMax: number; backoffMinMs: number; backoff
 export type RetryDeps = { ledger: { payments: Pick<PaymentStore, "getPayment" | "resolve"> }; logger: Logger; config: { workers: { retry: RetryPolicy } } };
 
 /** What to do after a failed step: nothing (another process has it, or it is final now), or look again in `inMs`. */
-export type StepErrorOutcome = { kind: "stale" } | { kind: "final"; payment: PaymentRow } | { kind: "retry"; inMs: number; stepErrors: number | undefined };
+export type StepErrorOutcome = { kind: "stale" } | { kind: "final"; payment: Payment } | { kind: "retry"; inMs: number; stepErrors: number | undefined };
 
 /** Errors the signer raises for input it will never sign (viem's address checks when signing on the caller's thread). */
 const SIGNER_REFUSALS = new Set(["InvalidAddressError", "InvalidChecksumAddressError"]);
@@ -59,8 +59,8 @@ export function backoffMs(policy: RetryPolicy, stepErrors: number): number {
 }
 
 /** Whether nothing of the payment was sent: no relayer transaction, not submitted anywhere. */
-export function nothingSent(p: PaymentRow): boolean {
-  return p.status === "pending" && p.tx_hash === null;
+export function nothingSent(p: Payment): boolean {
+  return p.status === "pending" && p.txHash === null;
 }
 
 /**
@@ -70,9 +70,9 @@ export function nothingSent(p: PaymentRow): boolean {
  */
 export async function handleStepError(
   ctx: RetryDeps,
-  read: PaymentRow,
+  read: Payment,
   err: unknown,
-  onFinal?: (p: PaymentRow, outcome: "failed") => void,
+  onFinal?: (p: Payment, outcome: "failed") => void,
 ): Promise<StepErrorOutcome> {
   const policy = ctx.config.workers.retry;
   const e = classifyStepError(err);
@@ -84,7 +84,7 @@ export async function handleStepError(
   }
   const p = (await ctx.ledger.payments.getPayment(read.id)) ?? read;
   if (p.status !== "pending" && p.status !== "processing") return { kind: "final", payment: p };
-  const stepErrors = p.step_errors + 1;
+  const stepErrors = p.stepErrors + 1;
   const safe = nothingSent(p);
   const fail = async (code: FailureCode, message: string): Promise<StepErrorOutcome> => {
     const r = await ctx.ledger.payments.resolve(p.id, "failed", { failureCode: code, failureReason: message });

@@ -74,21 +74,21 @@ describe.each(dialects)("bank account numbers at rest (%s)", (dialect) => {
       ids.push(held.payment.id);
       // Stored sealed, opened for the payout with the deployment's key.
       const row = (await ledger.payments.getPayment(held.payment.id))!;
-      expect(JSON.parse(row.recipient_json!).account_number).toBe(`****${n.slice(-4)}`);
-      expect(openBankRecipient(KEY, project.id, row.recipient_json!).account_number).toBe(n);
-      expect(() => openBankRecipient(new Uint8Array(32).fill(1), project.id, row.recipient_json!)).toThrow();
+      expect(JSON.parse(row.recipientJson!).account_number).toBe(`****${n.slice(-4)}`);
+      expect(openBankRecipient(KEY, project.id, row.recipientJson!).account_number).toBe(n);
+      expect(() => openBankRecipient(new Uint8Array(32).fill(1), project.id, row.recipientJson!)).toThrow();
     }
     const [denied, expired, refused, completed] = ids as [string, string, string, string];
     await ledger.payments.resolve(denied, "failed", { failureCode: "approval_denied", failureReason: "denied" });
     await ledger.payments.resolve(expired, "failed", { failureCode: "approval_expired", failureReason: "expired" });
     await ledger.payments.resolve(refused, "failed", { failureCode: "payout_refused", failureReason: "refused" });
     // Completed: the rail forgot it when the payout was created; the final status would anyway.
-    await ledger.payments.updatePayment(completed, { provider_ref: "po_1", recipient_json: forgetBankAccount((await ledger.payments.getPayment(completed))!.recipient_json!) });
+    await ledger.payments.updatePayment(completed, { providerRef: "po_1", recipientJson: forgetBankAccount((await ledger.payments.getPayment(completed))!.recipientJson!) });
     await ledger.payments.resolve(completed, "completed");
     await ledger.checkpointWal().catch(() => undefined);
     for (const [i, id] of ids.entries()) {
       const row = (await ledger.payments.getPayment(id))!;
-      expect(JSON.parse(row.recipient_json!)).toEqual({ name: "Ann Lee", routing_number: "021000021", account_number: `****${NUMBERS[i]!.slice(-4)}` });
+      expect(JSON.parse(row.recipientJson!)).toEqual({ name: "Ann Lee", routing_number: "021000021", account_number: `****${NUMBERS[i]!.slice(-4)}` });
     }
     for (const n of NUMBERS.slice(0, 4)) expect(await whereKept(opened.db, dialect, path, schema, n)).toEqual([]);
   });
@@ -106,17 +106,17 @@ describe.each(dialects)("bank account numbers at rest (%s)", (dialect) => {
       ids.push(held.payment.id);
     }
     await ledger.payments.resolve(ids[0]!, "failed", { failureCode: "approval_denied", failureReason: "denied" });
-    await ledger.payments.updatePayment(ids[1]!, { provider_ref: "po_2" });
+    await ledger.payments.updatePayment(ids[1]!, { providerRef: "po_2" });
     await ledger.payments.resolve(ids[1]!, "completed");
-    await ledger.payments.updatePayment(ids[2]!, { provider_ref: "po_3", status: "processing" }); // payout created, still open
+    await ledger.payments.updatePayment(ids[2]!, { providerRef: "po_3", status: "processing" }); // payout created, still open
     await ledger.kv.set("sandbox_payout:po_x", JSON.stringify({ payoutId: "po_x", status: "processing", accountNumber: "2222000000", amountCents: 100 }));
     await ledger.kv.set("sandbox_payout:po_y", JSON.stringify({ payoutId: "po_y", status: "completed", accountNumber: NUMBERS[4], amountCents: 100 }));
 
     await migrateToLatest(opened.db, dialect);
     await ledger.checkpointWal().catch(() => undefined);
-    for (const i of [0, 1, 2]) expect(JSON.parse((await ledger.payments.getPayment(ids[i]!))!.recipient_json!).account_number).toBe(`****${NUMBERS[i]!.slice(-4)}`);
+    for (const i of [0, 1, 2]) expect(JSON.parse((await ledger.payments.getPayment(ids[i]!))!.recipientJson!).account_number).toBe(`****${NUMBERS[i]!.slice(-4)}`);
     // Open without a payout: still needed; the first process with the key seals it (deps.ts).
-    expect(JSON.parse((await ledger.payments.getPayment(ids[3]!))!.recipient_json!).account_number).toBe(NUMBERS[3]);
+    expect(JSON.parse((await ledger.payments.getPayment(ids[3]!))!.recipientJson!).account_number).toBe(NUMBERS[3]);
     expect(await ledger.payments.openBankRecipientsInClear(10)).toEqual([expect.objectContaining({ id: ids[3] })]);
     expect(JSON.parse((await ledger.kv.get("sandbox_payout:po_x"))!)).toMatchObject({ outcome: "return", accountNumber: "****0000" });
     expect(JSON.parse((await ledger.kv.get("sandbox_payout:po_y"))!)).toMatchObject({ outcome: "complete", accountNumber: `****${NUMBERS[4]!.slice(-4)}` });

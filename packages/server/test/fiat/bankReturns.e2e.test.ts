@@ -21,9 +21,9 @@ async function payThenReturn(b: BridgeLive, amountUsd: number): Promise<{ id: st
   const id = await b.payBank(bank("12345678"), amountUsd);
   const done = await b.until(id, ["completed", "failed"]);
   expect(done.status).toBe("completed");
-  b.standIn.returnTransfer(done.provider_ref!, "R10: Customer advises not authorized");
-  await poll("Bridge to refund the returned transfer", async () => (b.standIn.transfers().find((t) => t.id === done.provider_ref)!.state === "refunded" ? true : undefined), 30_000);
-  return { id, transferId: done.provider_ref! };
+  b.standIn.returnTransfer(done.providerRef!, "R10: Customer advises not authorized");
+  await poll("Bridge to refund the returned transfer", async () => (b.standIn.transfers().find((t) => t.id === done.providerRef)!.state === "refunded" ? true : undefined), 30_000);
+  return { id, transferId: done.providerRef! };
 }
 
 describe.each(dialects)("bank returns with no webhook key (%s)", (dialect) => {
@@ -43,14 +43,14 @@ describe.each(dialects)("bank returns with no webhook key (%s)", (dialect) => {
     const before = await balance();
     const { id, transferId } = await payThenReturn(b, 6);
     const p = await b.until(id, ["reversed"], 30_000);
-    expect(p.failure_code).toBe("ach_returned");
-    expect(p.failure_reason).toContain("R10");
+    expect(p.failureCode).toBe("ach_returned");
+    expect(p.failureReason).toContain("R10");
     const after = await balance();
-    expect(before.available_micros - after.available_micros).toBe(p.fee_micros);
+    expect(before.available_micros - after.available_micros).toBe(p.feeMicros);
     expect(after.total_funded_micros).toBe(before.total_funded_micros);
     // The wallet holds what the ledger says: the refund is accounted for by the reversed payment.
     const refundTx = b.standIn.transfers().find((t) => t.id === transferId)!.receipt.refund_tx_hash!;
-    expect(p.refund_tx_hash).toBe(refundTx.toLowerCase());
+    expect(p.refundTxHash).toBe(refundTx.toLowerCase());
     const report = await reconcile(b.ledger, (a) => b.usdc(a as Address));
     expect(report.rows.find((r) => r.project_id === b.projectId)!.drift_micros).toBe(0);
     expect(report.unmatched_refunds.map((r) => r.tx_hash)).not.toContain(refundTx.toLowerCase());
@@ -100,9 +100,9 @@ describe.each(dialects)("bank returns whose webhook events were lost (%s)", (dia
     b.standIn.dropWebhooks(true);
     const { id } = await payThenReturn(b, 3);
     const p = await b.until(id, ["reversed"], 30_000);
-    expect(p.failure_code).toBe("ach_returned");
+    expect(p.failureCode).toBe("ach_returned");
     const after = (await b.ledger.balances.get(b.projectId))!;
-    expect(before.available_micros - after.available_micros).toBe(p.fee_micros);
+    expect(before.available_micros - after.available_micros).toBe(p.feeMicros);
     // Reversed once: one `reverse` movement in the journal for it.
     const reversals = await dbOf(b.ledger).selectFrom("journal_entries").select("movement_id").where("kind", "=", "reverse").where("project_id", "=", b.projectId).execute();
     expect(reversals).toHaveLength(1);

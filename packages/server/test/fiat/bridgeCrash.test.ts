@@ -31,14 +31,14 @@ describe.each(dialects)("crash with Bridge (%s)", (dialect) => {
     await b.kill9();
     const p0 = await b.payment(id);
     expect(p0.status).toBe("pending");
-    expect(p0.provider_ref).toBeNull(); // we never heard back
+    expect(p0.providerRef).toBeNull(); // we never heard back
     b.standIn.holdTransferAnswers(false);
     await b.restart();
     const p = await b.until(id, ["completed", "failed"]);
     expect(p.status).toBe("completed");
     const ts = transfersOf("6.11");
     expect(ts).toHaveLength(1);
-    expect(p.provider_ref).toBe(ts[0]!.id);
+    expect(p.providerRef).toBe(ts[0]!.id);
     expect(await b.sentTo(ts[0]!.source_deposit_instructions.to_address as Address)).toEqual([6_110_000n]);
   }, 300_000);
 

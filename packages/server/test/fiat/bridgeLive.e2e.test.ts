@@ -27,7 +27,7 @@ describe.each(dialects)("Bridge in live mode on the Base stand-in (%s)", (dialec
     const first = await b.payBank(bank("12345678"), 10.25);
     const p1 = await b.until(first, ["completed", "failed"]);
     expect(p1.status).toBe("completed");
-    const t1 = transferOf(p1.provider_ref!);
+    const t1 = transferOf(p1.providerRef!);
     expect(t1.state).toBe("payment_processed");
     expect(t1.amount).toBe("10.25");
     expect(t1.source).toEqual({ payment_rail: "base", currency: "usdc", from_address: b.wallet });
@@ -38,7 +38,7 @@ describe.each(dialects)("Bridge in live mode on the Base stand-in (%s)", (dialec
     const p2 = await b.until(second, ["completed", "failed"]);
     expect(p2.status).toBe("completed");
     expect(b.standIn.externalAccountCount()).toBe(1); // reused
-    expect(await b.sentTo(transferOf(p2.provider_ref!).source_deposit_instructions.to_address as Address)).toEqual([3_000_000n]);
+    expect(await b.sentTo(transferOf(p2.providerRef!).source_deposit_instructions.to_address as Address)).toEqual([3_000_000n]);
 
     // The account number is Bridge's to keep: not in our payments, nor in our key-value state.
     const rows = await dbOf(b.ledger).selectFrom("payments").select("recipient_json").where("id", "in", [first, second]).execute();
@@ -54,15 +54,15 @@ describe.each(dialects)("Bridge in live mode on the Base stand-in (%s)", (dialec
     const id = await b.payBank(bank(BRIDGE_RETURN_ACCOUNT), 4);
     const p = await b.until(id, ["reversed", "failed"]);
     expect(p.status).toBe("reversed");
-    const t = transferOf(p.provider_ref!);
+    const t = transferOf(p.providerRef!);
     expect(t.state).toBe("refunded");
-    expect(p.failure_reason).toContain("R01");
+    expect(p.failureReason).toContain("R01");
     const after = await balance();
-    expect(p.failure_code).toBe("ach_returned");
+    expect(p.failureCode).toBe("ach_returned");
     // The ledger's rule for a return: the amount is credited back, the fee stays earned (swept to the
     // treasury); Bridge refunded exactly the amount to the wallet.
-    expect(before.available_micros - after.available_micros).toBe(p.fee_micros);
-    expect(walletBefore - (await b.usdc(b.wallet))).toBe(BigInt(p.fee_micros));
+    expect(before.available_micros - after.available_micros).toBe(p.feeMicros);
+    expect(walletBefore - (await b.usdc(b.wallet))).toBe(BigInt(p.feeMicros));
     // Bridge's refund is not taken for a deposit.
     expect(after.total_funded_micros).toBe(before.total_funded_micros);
   });
@@ -74,9 +74,9 @@ describe.each(dialects)("Bridge in live mode on the Base stand-in (%s)", (dialec
     const id = await b.payBank(bank("55556666", "Al"), 2);
     const p = await b.until(id, ["failed", "completed"]);
     expect(p.status).toBe("failed");
-    expect(p.failure_code).toBe("payout_refused");
-    expect(p.failure_reason).toContain("account_owner_name must be 3 to 35 printable ASCII characters");
-    expect(p.tx_hash).toBeNull();
+    expect(p.failureCode).toBe("payout_refused");
+    expect(p.failureReason).toContain("account_owner_name must be 3 to 35 printable ASCII characters");
+    expect(p.txHash).toBeNull();
     expect(b.standIn.transfers().length).toBe(transfers);
     expect(await b.usdc(b.wallet)).toBe(walletBefore);
     expect((await balance()).available_micros).toBe(before.available_micros);
@@ -88,8 +88,8 @@ describe.each(dialects)("Bridge in live mode on the Base stand-in (%s)", (dialec
     const id = await b.payBank(bank(BRIDGE_ERROR_ACCOUNT), 5);
     const p = await b.until(id, ["failed", "completed"]);
     expect(p.status).toBe("failed");
-    expect(p.failure_code).toBe("payout_failed");
-    const t = transferOf(p.provider_ref!);
+    expect(p.failureCode).toBe("payout_failed");
+    const t = transferOf(p.providerRef!);
     expect(t.state).toBe("refunded");
     expect(await b.sentTo(t.source_deposit_instructions.to_address as Address)).toEqual([5_000_000n]);
     expect(t.receipt.refund_tx_hash).toMatch(/^0x/);

@@ -33,6 +33,6 @@ describe("sandbox with FIAT_PROVIDER=bridge", () => {
       return row && ["completed", "failed"].includes(row.status) ? row : undefined;
     });
     expect(p.status).toBe("completed");
-    expect(p.provider_ref).toMatch(/^transfer_/);
+    expect(p.providerRef).toMatch(/^transfer_/);
   });
 });

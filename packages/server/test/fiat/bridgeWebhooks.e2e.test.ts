@@ -25,13 +25,13 @@ describe("Bridge webhooks (sqlite)", () => {
     // The USDC arrived and Bridge says so; our payment waits on the provider's word.
     const p = await poll("the transfer to be funded", async () => {
       const row = await b.payment(id);
-      return row.provider_ref && transfer(row.provider_ref).state === "funds_received" ? row : undefined;
+      return row.providerRef && transfer(row.providerRef).state === "funds_received" ? row : undefined;
     });
-    const early = b.standIn.signedEvent(p.provider_ref!);
+    const early = b.standIn.signedEvent(p.providerRef!);
     expect((await post(early.body, early.headers)).status).toBe(202); // read: still funds_received
     b.standIn.pause(false);
-    await poll("Bridge to process the payout", async () => (transfer(p.provider_ref!).state === "payment_processed" ? true : undefined));
-    await poll("the on-chain leg to be confirmed", async () => ((await b.payment(id)).rail_state?.includes('"stage":"payout"') ? true : undefined));
+    await poll("Bridge to process the payout", async () => (transfer(p.providerRef!).state === "payment_processed" ? true : undefined));
+    await poll("the on-chain leg to be confirmed", async () => ((await b.payment(id)).railState?.includes('"stage":"payout"') ? true : undefined));
 
     // Replayed: the event id was processed before.
     const replay = await post(early.body, early.headers);
@@ -39,7 +39,7 @@ describe("Bridge webhooks (sqlite)", () => {
     expect(((await replay.json()) as { code: string }).code).toBe("webhook_replayed");
     // Forged: signed with another key.
     const other = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey;
-    const fresh = b.standIn.signedEvent(p.provider_ref!);
+    const fresh = b.standIn.signedEvent(p.providerRef!);
     const ts = Date.now();
     const forgedSig = sign("sha256", createHash("sha256").update(`${ts}.${fresh.body}`).digest(), other).toString("base64");
     const forged = await post(fresh.body, { "content-type": "application/json", "x-webhook-signature": `t=${ts},v0=${forgedSig}` });
@@ -48,7 +48,7 @@ describe("Bridge webhooks (sqlite)", () => {
     const tampered = await post(fresh.body.replace("payment_processed", "payment_processed "), fresh.headers);
     expect(tampered.status).toBe(401);
     // Stale: eleven minutes old.
-    const stale = b.standIn.signedEvent(p.provider_ref!, Date.now() - 11 * 60_000);
+    const stale = b.standIn.signedEvent(p.providerRef!, Date.now() - 11 * 60_000);
     const staleRes = await post(stale.body, stale.headers);
     expect(staleRes.status).toBe(400);
     expect(((await staleRes.json()) as { code: string }).code).toBe("webhook_stale");

@@ -55,7 +55,7 @@ describe.each(dialects)("recipient addresses and reverted transfers on a real ch
     expect(UsdcTransferResponse.parse(legacy.json).to_address).toBe(CHECKSUMMED);
     for (const id of [pay.json.id, legacy.json.id]) {
       const p = await final(id);
-      expect(p).toMatchObject({ status: "completed", recipient: CHECKSUMMED, failure_code: null });
+      expect(p).toMatchObject({ status: "completed", recipient: CHECKSUMMED, failureCode: null });
     }
     expect((await chain().usdcBalance(CHECKSUMMED)) - r0).toBe(30_000n);
   });
@@ -83,10 +83,10 @@ describe.each(dialects)("recipient addresses and reverted transfers on a real ch
     const res = await call("/v1/pay", { recipient: CHECKSUMMED, amount_usd: 1, idempotency_key: "reverts" }, token);
     expect(res.status).toBe(201);
     const p = await final(res.json.id);
-    expect(p).toMatchObject({ status: "failed", failure_code: "wallet_underfunded" });
-    expect(p.failure_reason).toMatch(/reverted on-chain in transaction 0x[0-9a-f]{64}/);
+    expect(p).toMatchObject({ status: "failed", failureCode: "wallet_underfunded" });
+    expect(p.failureReason).toMatch(/reverted on-chain in transaction 0x[0-9a-f]{64}/);
     const replay = await call("/v1/pay", { recipient: CHECKSUMMED, amount_usd: 1, idempotency_key: "reverts" }, token);
-    expect(replay.json).toMatchObject({ id: p.id, status: "failed", failure_code: "wallet_underfunded", failure_message: p.failure_reason });
+    expect(replay.json).toMatchObject({ id: p.id, status: "failed", failure_code: "wallet_underfunded", failure_message: p.failureReason });
     expect(Balance.parse((await call("/v1/balance", undefined, token)).json).available).toBe(5_000_000);
     const list = TransactionList.parse((await call("/v1/transactions?limit=1", undefined, token)).json);
     expect(list.transactions[0]).toMatchObject({ id: p.id, status: "failed", failure_code: "wallet_underfunded" });
@@ -100,7 +100,7 @@ describe.each(dialects)("recipient addresses and reverted transfers on a real ch
     if (h.kind !== "held") throw new Error(h.kind);
     ctx.dispatch!(h.payment);
     const p = await final(h.payment.id);
-    expect(p).toMatchObject({ status: "failed", failure_code: "signing_refused", tx_hash: null, step_errors: 0 });
+    expect(p).toMatchObject({ status: "failed", failureCode: "signing_refused", txHash: null, stepErrors: 0 });
     expect((await ctx.ledger.balances.get(s.projectId))!.available_micros).toBe(before);
   });
 
@@ -109,7 +109,7 @@ describe.each(dialects)("recipient addresses and reverted transfers on a real ch
     const res = await call("/v1/pay", { recipient: { name: "Refused Payee", account_number: SANDBOX_REFUSE_ACCOUNT, routing_number: "021000021" }, amount_usd: 1.5 });
     expect(res.status).toBe(201);
     const p = await final(res.json.id);
-    expect(p).toMatchObject({ status: "failed", failure_code: "payout_refused" });
+    expect(p).toMatchObject({ status: "failed", failureCode: "payout_refused" });
     const list = TransactionList.parse((await call("/v1/transactions?limit=2")).json);
     expect(list.transactions.map((x) => [x.type, x.status, x.failure_code])).toEqual([
       ["payment", "failed", "payout_refused"],

@@ -2,7 +2,7 @@
 // ones however old the new ones are, each claimed payment is leased to the claimer, and a leased
 // payment is not claimed again until its lease ends. And the worker loop drains a backlog pass after pass.
 import { afterEach, describe, expect, test } from "vitest";
-import type { PaymentRow } from "../../src/ledger/payments.ts";
+import type { Payment } from "../../src/domain/payment.ts";
 import type { Rails } from "../../src/rails/rails.ts";
 import { createPaymentWorker, startPaymentWorkerLoop } from "../../src/settlement/paymentWorker.ts";
 import { dialects } from "../support/db.ts";
@@ -21,9 +21,9 @@ describe.each(dialects)("claiming due payments on %s", (dialect) => {
     const { ctx } = t;
     const projectId = await fundedProject(ctx);
     /** A held payment, due `dueAgoMs` ago, with no lease. */
-    const open = async (status: "pending" | "processing", dueAgoMs: number): Promise<PaymentRow> => {
+    const open = async (status: "pending" | "processing", dueAgoMs: number): Promise<Payment> => {
       const p = await holdSmall(ctx, projectId, { status, inFlightUntil: new Date(Date.now() - 60_000).toISOString(), leaseOwner: "nobody" });
-      await ctx.ledger.payments.updatePayment(p.id, { lease_owner: null, lease_until: null, next_attempt_at: new Date(Date.now() - dueAgoMs).toISOString() });
+      await ctx.ledger.payments.updatePayment(p.id, { leaseOwner: null, leaseUntil: null, nextAttemptAt: new Date(Date.now() - dueAgoMs).toISOString() });
       return p;
     };
     return { ctx, open };
@@ -35,7 +35,7 @@ describe.each(dialects)("claiming due payments on %s", (dialect) => {
     const started = [await open("processing", 1_000), await open("processing", 2_000)];
     const first = await ctx.ledger.payments.claimDuePayments("w1", 30_000, 3);
     expect(first.map((p) => p.id)).toEqual([started[1]!.id, started[0]!.id, fresh[0]!.id]);
-    for (const p of first) expect(p).toMatchObject({ lease_owner: "w1", attempts: 1 });
+    for (const p of first) expect(p).toMatchObject({ leaseOwner: "w1", attempts: 1 });
     // Leased: another claimer gets only what is left.
     const second = await ctx.ledger.payments.claimDuePayments("w2", 30_000, 10);
     expect(second.map((p) => p.id)).toEqual([fresh[1]!.id, fresh[2]!.id]);
@@ -47,7 +47,7 @@ test("behavior: the worker loop runs again at once after a full pass, so a backl
   t = await createTestContext("sqlite");
   const { ctx } = t;
   const advanced = new Set<string>();
-  const rails = { byName: { usdc_transfer: { advance: async (p: PaymentRow) => (advanced.add(p.id), { done: true }) } } } as unknown as Rails;
+  const rails = { byName: { usdc_transfer: { advance: async (p: Payment) => (advanced.add(p.id), { done: true }) } } } as unknown as Rails;
   const projectId = await fundedProject(ctx);
   const n = 130;
   const past = new Date(Date.now() - 1_000).toISOString();
@@ -72,7 +72,7 @@ test("behavior: a worker pass leaves finished payments alone and releases the ot
   const rails = {
     byName: {
       usdc_transfer: {
-        advance: async (p: PaymentRow) => {
+        advance: async (p: Payment) => {
           if (p.id !== done.id) return { done: false, retryInMs: 5_000 };
           await ctx.ledger.payments.resolve(p.id, "completed");
           return { done: true };
@@ -84,9 +84,9 @@ test("behavior: a worker pass leaves finished payments alone and releases the ot
   const before = Date.now();
   expect(await worker.runOnce()).toBe(2);
   const [a, b] = [(await ctx.ledger.payments.getPayment(done.id))!, (await ctx.ledger.payments.getPayment(again.id))!];
-  expect(a).toMatchObject({ status: "completed", lease_owner: null, lease_until: null });
-  expect(b).toMatchObject({ status: "pending", lease_owner: null, lease_until: null });
-  expect(Date.parse(b.next_attempt_at)).toBeGreaterThanOrEqual(before + 5_000);
+  expect(a).toMatchObject({ status: "completed", leaseOwner: null, leaseUntil: null });
+  expect(b).toMatchObject({ status: "pending", leaseOwner: null, leaseUntil: null });
+  expect(Date.parse(b.nextAttemptAt)).toBeGreaterThanOrEqual(before + 5_000);
   // Not due again before its next attempt.
   expect(await worker.runOnce()).toBe(0);
 });

@@ -3,7 +3,7 @@
 // drains, or cannot queue, goes to the worker with its lease released. The rail here only records what it
 // is asked to do; the real rails are exercised end to end in the other pay tests.
 import { afterEach, expect, test } from "vitest";
-import type { PaymentRow } from "../../src/ledger/payments.ts";
+import type { Payment } from "../../src/domain/payment.ts";
 import type { Rails } from "../../src/rails/rails.ts";
 import { createDispatcher } from "../../src/settlement/dispatcher.ts";
 import { type TestContext, createTestContext } from "../support/context.ts";
@@ -20,7 +20,7 @@ async function setUp() {
   const { ctx } = t;
   const advanced: string[] = [];
   // Like every rail, it resolves a payment before it says it is done.
-  const advance = async (p: PaymentRow) => {
+  const advance = async (p: Payment) => {
     advanced.push(p.id);
     await ctx.ledger.payments.resolve(p.id, "completed");
     return { done: true };
@@ -42,7 +42,7 @@ test("behavior: a submitted payment is advanced on the next turn of the event lo
   await dispatcher.drain();
   expect(advanced).toEqual([p.id]);
   // Done: final, and resolving it released the lease for good.
-  expect((await ctx.ledger.payments.getPayment(p.id))!).toMatchObject({ status: "completed", lease_owner: null });
+  expect((await ctx.ledger.payments.getPayment(p.id))!).toMatchObject({ status: "completed", leaseOwner: null });
 });
 
 test("behavior: a payment submitted just before drain is handed to the worker, never advanced here", async () => {
@@ -54,8 +54,8 @@ test("behavior: a payment submitted just before drain is handed to the worker, n
   await new Promise((r) => setTimeout(r, 20));
   expect(advanced).toEqual([]);
   const row = (await ctx.ledger.payments.getPayment(p.id))!;
-  expect(row.lease_owner).toBeNull();
-  expect(Date.parse(row.next_attempt_at)).toBeLessThanOrEqual(Date.now());
+  expect(row.leaseOwner).toBeNull();
+  expect(Date.parse(row.nextAttemptAt)).toBeLessThanOrEqual(Date.now());
 });
 
 test("behavior: beyond queueMax, payments go straight to the worker with their leases released", async () => {
@@ -66,7 +66,7 @@ test("behavior: beyond queueMax, payments go straight to the worker with their l
   await new Promise((r) => setTimeout(r, 50));
   await dispatcher.drain();
   expect(advanced).toEqual(payments.slice(0, 2).map((p) => p.id));
-  for (const p of payments.slice(2)) expect((await ctx.ledger.payments.getPayment(p.id))!.lease_owner).toBeNull();
+  for (const p of payments.slice(2)) expect((await ctx.ledger.payments.getPayment(p.id))!.leaseOwner).toBeNull();
 });
 
 test("behavior: the leases released in one turn are written together, in one write", async () => {
@@ -83,7 +83,7 @@ test("behavior: the leases released in one turn are written together, in one wri
   await new Promise((r) => setTimeout(r, 50));
   await dispatcher.drain();
   expect(writes[0]).toBe(4);
-  for (const p of payments.slice(2)) expect((await ctx.ledger.payments.getPayment(p.id))!.lease_owner).toBeNull();
+  for (const p of payments.slice(2)) expect((await ctx.ledger.payments.getPayment(p.id))!.leaseOwner).toBeNull();
 });
 
 test("behavior: a payment that waited longer than it may be followed is handed to the worker, never advanced here", async () => {
@@ -101,7 +101,7 @@ test("behavior: a payment that waited longer than it may be followed is handed t
   await new Promise((r) => setTimeout(r, 150));
   await dispatcher.drain();
   expect(advanced).toEqual([a.id]);
-  expect((await ctx.ledger.payments.getPayment(b.id))!).toMatchObject({ status: "pending", lease_owner: null });
+  expect((await ctx.ledger.payments.getPayment(b.id))!).toMatchObject({ status: "pending", leaseOwner: null });
 });
 
 test("behavior: a long queue keeps ids only and reads each payment again at its turn; one finished elsewhere meanwhile is skipped", async () => {

@@ -44,7 +44,7 @@ describe.each(dialects)("failure reasons and replays as they are now (%s)", (dia
   test("a failed payment's replay answers failed with its code and message; the list shows both on its two transactions", async () => {
     const p = await held("fails");
     const r = await t.ctx.ledger.payments.resolve(p.id, "failed", { failureCode: "onchain_reverted", failureReason: "The USDC transfer reverted on-chain." });
-    expect(r.payment).toMatchObject({ status: "failed", failure_code: "onchain_reverted", failure_reason: "The USDC transfer reverted on-chain." });
+    expect(r.payment).toMatchObject({ status: "failed", failureCode: "onchain_reverted", failureReason: "The USDC transfer reverted on-chain." });
     const replay = await post("/v1/pay", { recipient, amount_usd: 1, idempotency_key: "fails" });
     expect(replay.statusCode).toBe(200);
     expect(replay.headers["idempotent-replayed"]).toBe("true");

@@ -78,7 +78,7 @@ describe.each(dialects)("fee on an ACH return (%s)", (dialect) => {
     const paid = PayResponse.parse(res.json);
     expect(paid).toMatchObject({ amount_charged: 400, fee: 8 });
     const reversed = await settled(paid.id, ["reversed"]);
-    expect(reversed.failure_reason).toMatch(/R01/);
+    expect(reversed.failureReason).toMatch(/R01/);
     await nothingOpen();
     const after = Balance.parse((await call("GET", "/v1/balance")).json);
     // 4.00 USD came back; the 0.08 USD fee (80,000 micro-USDC) paid for the rail's work and stays spent.
@@ -104,7 +104,7 @@ describe.each(dialects)("fee on an ACH return (%s)", (dialect) => {
     const res = await call("POST", "/v1/pay", { recipient, amount_usd: amount / 1_000_000 });
     expect(res.status).toBe(201);
     const done = await settled(res.json.id);
-    expect([done.status, done.failure_reason]).toEqual(["completed", null]);
+    expect([done.status, done.failureReason]).toEqual(["completed", null]);
     await nothingOpen();
     const b = (await ledger().balances.get(s.projectId))!;
     expect(b.available_micros).toBeLessThanOrEqual(1);

@@ -61,7 +61,7 @@ describe.each(dialects)("fiat: a return that races the completion (%s)", (dialec
         throw new Error(`${err.message}: it is ${(await ledger.payments.getPayment(id))?.status}`);
       });
       expect(stale).toBeDefined();
-      expect(final.failure_reason).toMatch(/^R01/);
+      expect(final.failureReason).toMatch(/^R01/);
       expect((await ledger.balances.get(s.projectId))!.held_micros).toBe(0);
     } finally {
       provider.getPayout = read;

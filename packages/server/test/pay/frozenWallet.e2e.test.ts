@@ -69,8 +69,8 @@ describe.each(dialects)("a wallet frozen by Circle's USDC (%s)", { timeout: 120_
     const res = await call("/v1/pay", { recipient: RECIPIENT, amount_usd: 1 });
     expect(res.status).toBe(201);
     const p = await final(res.json.id);
-    expect(p).toMatchObject({ status: "failed", failure_code: "wallet_frozen" });
-    expect(p.failure_reason).toMatch(/frozen|blacklist/i);
+    expect(p).toMatchObject({ status: "failed", failureCode: "wallet_frozen" });
+    expect(p.failureReason).toMatch(/frozen|blacklist/i);
     const frozen = await balance();
     expect(frozen).toMatchObject({ frozen: true, available: 0, frozen_amount: 20_000_000 });
 
@@ -93,7 +93,7 @@ describe.each(dialects)("a wallet frozen by Circle's USDC (%s)", { timeout: 120_
     expect(await metrics()).toMatch(/agentwallet_frozen_wallets(\{[^}]*\})? 0/);
     const again = await call("/v1/pay", { recipient: RECIPIENT, amount_usd: 1 });
     expect(again.status).toBe(201);
-    expect(await final(again.json.id)).toMatchObject({ status: "completed", failure_code: null });
+    expect(await final(again.json.id)).toMatchObject({ status: "completed", failureCode: null });
   });
 
   test("a freeze is seen on-chain before any payment: the wallet shows frozen and payments are refused without a relayer transaction", async () => {
@@ -112,8 +112,8 @@ describe.each(dialects)("a wallet frozen by Circle's USDC (%s)", { timeout: 120_
     try {
       const res = await call("/v1/pay", { recipient: RECIPIENT, amount_usd: 1 });
       const p = await final(res.json.id);
-      expect(p).toMatchObject({ status: "failed", failure_code: "recipient_blocked" });
-      expect(p.failure_reason).toContain(RECIPIENT);
+      expect(p).toMatchObject({ status: "failed", failureCode: "recipient_blocked" });
+      expect(p.failureReason).toContain(RECIPIENT);
       expect(await balance()).toMatchObject({ frozen: false });
     } finally {
       await dev.circle!.unBlacklist(RECIPIENT);
@@ -125,8 +125,8 @@ describe.each(dialects)("a wallet frozen by Circle's USDC (%s)", { timeout: 120_
     try {
       const res = await call("/v1/pay", { recipient: RECIPIENT, amount_usd: 1 });
       const p = await final(res.json.id);
-      expect(p).toMatchObject({ status: "failed", failure_code: "token_paused" });
-      expect(p.failure_reason).toMatch(/paused/);
+      expect(p).toMatchObject({ status: "failed", failureCode: "token_paused" });
+      expect(p.failureReason).toMatch(/paused/);
     } finally {
       await dev.circle!.unpause();
     }
@@ -147,8 +147,8 @@ describe.each(dialects)("a wallet frozen by Circle's USDC (%s)", { timeout: 120_
       const hashes = await relayLegs(ctx, ctx.rails!.relayer, [frozenPay, ...mates], RECIPIENT);
       expect(new Set(hashes).size).toBe(1);
       const [f, ...done] = await finishByWorker(ctx, [frozenPay.id, ...mates.map((m) => m.id)]);
-      expect(f).toMatchObject({ status: "failed", failure_code: "wallet_frozen" });
-      for (const m of done) expect(m).toMatchObject({ status: "completed", failure_code: null });
+      expect(f).toMatchObject({ status: "failed", failureCode: "wallet_frozen" });
+      for (const m of done) expect(m).toMatchObject({ status: "completed", failureCode: null });
       expect(await balance(token)).toMatchObject({ frozen: false });
     } finally {
       await dev.circle!.unBlacklist(wallet);

@@ -40,7 +40,7 @@ describe("payments end to end on a real chain (usdc_transfer and fiat rails)", (
     expect(body.status).toBe("pending"); // accepted: recorded, submitted right after the answer
     const done = await settled(body.id);
     expect(done.status).toBe("completed");
-    body.tx_hash = done.tx_hash;
+    body.tx_hash = done.txHash;
     expect(body.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
     expect((await chain().usdcBalance(recipient)) - r0).toBe(12_345_678n);
     expect((await chain().usdcBalance(treasury)) - t0).toBe(246_914n);

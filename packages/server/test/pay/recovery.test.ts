@@ -42,12 +42,12 @@ describe("recovery: a payment interrupted at each step is finished by a worker, 
     const rails = ctx().rails!;
     // Store the leg exactly as the rail does, but "die" before broadcasting.
     const relayer = { ...rails.relayer, broadcast: async () => {} };
-    const hash = await relayTransfers({ ctx: ctx(), chain: rails.chain, relayer }, held.payment, [{ to: recipient, micros: 2_222_222 }, { to: rails.chain.treasuryAddress, micros: held.payment.fee_micros }], (t) => ({ status: "processing", tx_hash: t.hash, rail_state: relayedState("held", t) }));
+    const hash = await relayTransfers({ ctx: ctx(), chain: rails.chain, relayer }, held.payment, [{ to: recipient, micros: 2_222_222 }, { to: rails.chain.treasuryAddress, micros: held.payment.feeMicros }], (t) => ({ status: "processing", tx_hash: t.hash, rail_state: relayedState("held", t) }));
     expect(await s.server.chain!.client.transactionKnown(hash)).toBe(false);
-    await ctx().ledger.payments.updatePayment(held.payment.id, { lease_owner: null, lease_until: past(), in_flight_until: null, next_attempt_at: past() });
+    await ctx().ledger.payments.updatePayment(held.payment.id, { leaseOwner: null, leaseUntil: past(), inFlightUntil: null, nextAttemptAt: past() });
     const p = await final(held.payment.id);
     expect(p.status).toBe("completed");
-    expect(p.tx_hash).toBe(hash); // the stored transaction, not a new one
+    expect(p.txHash).toBe(hash); // the stored transaction, not a new one
     expect(usdcStates.read(p)).toMatchObject({ stage: "relayed", transfers: [{}, {}] });
     expect((await s.server.chain!.client.usdcBalance(recipient)) - r0).toBe(2_222_222n);
     const relayed = await dbOf(ctx().ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();
@@ -63,7 +63,7 @@ describe("recovery: a payment interrupted at each step is finished by a worker, 
     const outcomes = await Promise.allSettled([rail.advance(held.payment), rail.advance(held.payment), rail.advance(held.payment)]);
     expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
     for (const o of outcomes.filter((o) => o.status === "rejected")) expect(String((o as PromiseRejectedResult).reason)).toMatch(/advanced by another process/);
-    await ctx().ledger.payments.updatePayment(held.payment.id, { lease_owner: null, lease_until: null, next_attempt_at: past() });
+    await ctx().ledger.payments.updatePayment(held.payment.id, { leaseOwner: null, leaseUntil: null, nextAttemptAt: past() });
     const p = await final(held.payment.id);
     expect(p.status).toBe("completed");
     const relayed = await dbOf(ctx().ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();

@@ -6,7 +6,7 @@ import { type Address, createWalletClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { MAX_BATCH_PAYMENTS } from "../../src/chain/relayer.ts";
-import type { PaymentRow } from "../../src/ledger/payments.ts";
+import type { Payment } from "../../src/domain/payment.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { randomNonce, signAuthorization } from "../../src/rails/eip3009.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
@@ -27,7 +27,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
   const chain = () => s.server.chain!.client;
   const held = (amountMicros: number, key: string) => heldElsewhere(ctx(), s.projectId, recipient, amountMicros, key);
   /** The payments' legs asked of the server's relayer in one turn; each payment's row afterwards. */
-  async function stepTogether(payments: PaymentRow[]): Promise<PaymentRow[]> {
+  async function stepTogether(payments: Payment[]): Promise<Payment[]> {
     await relayLegs(ctx(), ctx().rails!.relayer, payments, recipient);
     return Promise.all(payments.map(async (p) => (await ctx().ledger.payments.getPayment(p.id))!));
   }
@@ -38,7 +38,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     const rail = ctx().rails!.byName.usdc_transfer!;
     await Promise.all(payments.map((p) => rail.advance(p)));
     const rows = await Promise.all(payments.map(async (p) => (await ctx().ledger.payments.getPayment(p.id))!));
-    expect(new Set(rows.map((p) => p.tx_hash)).size).toBeLessThan(payments.length);
+    expect(new Set(rows.map((p) => p.txHash)).size).toBeLessThan(payments.length);
     const final = await finish(payments.map((p) => p.id));
     expect(final.every((p) => p.status === "completed")).toBe(true);
   });
@@ -48,15 +48,15 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     const amounts = [100_001, 100_002, 100_003, 100_004, 100_005];
     const payments = await Promise.all(amounts.map((a, i) => held(a, `batch-${i}`)));
     const stepped = await stepTogether(payments);
-    const hashes = new Set(stepped.map((p) => p.tx_hash));
+    const hashes = new Set(stepped.map((p) => p.txHash));
     expect(hashes.size).toBe(1);
-    const relayed = await dbOf(ctx().ledger).selectFrom("relayer_txs").select(["tx_hash", "payment_id"]).where("tx_hash", "=", stepped[0]!.tx_hash!).execute();
+    const relayed = await dbOf(ctx().ledger).selectFrom("relayer_txs").select(["tx_hash", "payment_id"]).where("tx_hash", "=", stepped[0]!.txHash!).execute();
     expect(relayed).toHaveLength(1);
     const final = await finish(payments.map((p) => p.id));
     expect(final.map((p) => p.status)).toEqual(amounts.map(() => "completed"));
     expect((await chain().usdcBalance(recipient)) - r0).toBe(BigInt(amounts.reduce((a, b) => a + b, 0)));
     // One transaction on-chain carried all five: five payments' worth of USDC transfers in one receipt.
-    const receipt = await chain().receipt(stepped[0]!.tx_hash as `0x${string}`);
+    const receipt = await chain().receipt(stepped[0]!.txHash as `0x${string}`);
     expect(receipt?.status).toBe("success");
     expect(receipt!.logs.filter((l) => l.address.toLowerCase() === chain().usdcAddress.toLowerCase()).length).toBeGreaterThanOrEqual(2 * amounts.length * 2);
   });
@@ -79,15 +79,15 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     const ok = await held(1_000_000, "fits");
     const tooBig = await held(5_000_000, "does-not-fit-on-chain");
     const alsoOk = await held(500_000, "fits-too");
-    const hashes = new Set((await stepTogether([ok, tooBig, alsoOk])).map((p) => p.tx_hash));
+    const hashes = new Set((await stepTogether([ok, tooBig, alsoOk])).map((p) => p.txHash));
     expect(hashes.size).toBe(1);
     const [a, b, c] = await finish([ok.id, tooBig.id, alsoOk.id]);
     expect([a!.status, b!.status, c!.status]).toEqual(["completed", "failed", "completed"]);
-    expect(b!.failure_reason).toMatch(/reverted/);
+    expect(b!.failureReason).toMatch(/reverted/);
     expect((await chain().usdcBalance(recipient)) - r0).toBe(1_500_000n);
     // The failed one was credited back in full (amount and fee); the others were spent.
     const after = (await ctx().ledger.balances.get(s.projectId))!;
-    expect(before.available_micros - after.available_micros).toBe(ok.amount_micros + ok.fee_micros + alsoOk.amount_micros + alsoOk.fee_micros);
+    expect(before.available_micros - after.available_micros).toBe(ok.amountMicros + ok.feeMicros + alsoOk.amountMicros + alsoOk.feeMicros);
     expect(after.held_micros).toBe(0);
   });
 
@@ -95,7 +95,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     const n = MAX_BATCH_PAYMENTS + 3;
     const payments = await Promise.all(Array.from({ length: n }, (_, i) => held(1_000 + i, `many-${i}`)));
     const rows = await stepTogether(payments);
-    const sizes = [...rows.reduce((m, p) => m.set(p.tx_hash!, (m.get(p.tx_hash!) ?? 0) + 1), new Map<string, number>()).values()].sort((x, y) => y - x);
+    const sizes = [...rows.reduce((m, p) => m.set(p.txHash!, (m.get(p.txHash!) ?? 0) + 1), new Map<string, number>()).values()].sort((x, y) => y - x);
     expect(sizes).toEqual([MAX_BATCH_PAYMENTS, 3]);
     const final = await finish(payments.map((p) => p.id));
     expect(final.every((p) => p.status === "completed")).toBe(true);
@@ -118,7 +118,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     };
     try {
       const [row] = await stepTogether([p]);
-      const stored = await dbOf(ledger).selectFrom("relayer_txs").select("nonce").where("tx_hash", "=", row!.tx_hash!).executeTakeFirstOrThrow();
+      const stored = await dbOf(ledger).selectFrom("relayer_txs").select("nonce").where("tx_hash", "=", row!.txHash!).executeTakeFirstOrThrow();
       expect(Number(stored.nonce)).toBe(before + 1);
       expect(Number(await ledger.kv.get(key))).toBe(before + 2);
     } finally {

@@ -6,7 +6,7 @@ import type { Permission } from "@agentwallet/api";
 import { type Address, type Hex, createTestClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { LOST_TX_KEY_PREFIX, createRelayer } from "../../src/chain/relayer.ts";
-import type { PaymentRow } from "../../src/ledger/payments.ts";
+import type { Payment } from "../../src/domain/payment.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { signAuthorization, randomNonce } from "../../src/rails/eip3009.ts";
 import { findLostLegs } from "../../src/settlement/lostLegs.ts";
@@ -74,7 +74,7 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     for (const amount_usd of amounts) paid.push(await pay(s.token, { recipient: recipientA, amount_usd }));
     const done = await Promise.all(paid.map((p) => final(p.id)));
     expect(done.map((p) => p.status)).toEqual(["completed", "completed", "completed"]);
-    const lost = [...new Set(done.map((p) => p.tx_hash as Hex))];
+    const lost = [...new Set(done.map((p) => p.txHash as Hex))];
     expect((await chain().usdcBalance(recipientA)) - a0).toBe(6_600_000n);
 
     // The chain comes back from before those transactions: the ledger says completed, the chain has none of them.
@@ -90,14 +90,14 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     // The lost transactions were sent again, as stored: the recipient holds the money the ledger says it paid.
     await poll("the lost transactions to be mined again", async () => ((await Promise.all(lost.map((h) => chain().receipt(h)))).every((r) => r?.status === "success") ? true : undefined), 45_000);
     expect((await chain().usdcBalance(recipientA)) - a0).toBe(6_600_000n);
-    const fees = done.reduce((f, p) => f + p.fee_micros, 0) + (await ctx().ledger.payments.getPayment(next.id))!.fee_micros;
+    const fees = done.reduce((f, p) => f + p.feeMicros, 0) + (await ctx().ledger.payments.getPayment(next.id))!.feeMicros;
     expect((await chain().usdcBalance(treasury)) - t0).toBe(BigInt(fees));
     // Each was checked once its nonce was taken again: its transfer moved, so nothing is signed again.
     await poll("the lost transactions' payments to be checked", async () => {
       const left = await dbOf(ctx().ledger).selectFrom("kv").select("key").where("key", "like", `${LOST_TX_KEY_PREFIX}%`).execute();
       return left.length === 0 ? true : undefined;
     }, 45_000);
-    for (const p of done) expect((await ctx().ledger.payments.getPayment(p.id))!.tx_hash).toBe(p.tx_hash);
+    for (const p of done) expect((await ctx().ledger.payments.getPayment(p.id))!.txHash).toBe(p.txHash);
   });
 
   test("behavior: a lost transaction whose authorizations can no longer succeed is replaced by a no-op at its nonce; its open payment fails and is credited back, its completed one is sent again", async () => {
@@ -112,7 +112,7 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     const open = await heldElsewhere(ctx(), s.projectId, recipientC, 2_000_000, "short-lived-open");
     const validBefore = Math.floor(Date.now() / 1000) + 8;
     const auths = await Promise.all([done, open].map((p) => shortLivedLeg(d, p, validBefore)));
-    const txs = await Promise.all([done, open].map((p, i) => relayer.prepare(p.id, encodeCalls(d, auths[i]!), (t) => usdcLegPatch({ ...t, auths: auths[i]! }), { tx_hash: p.tx_hash, rail_state: p.rail_state })));
+    const txs = await Promise.all([done, open].map((p, i) => relayer.prepare(p.id, encodeCalls(d, auths[i]!), (t) => usdcLegPatch({ ...t, auths: auths[i]! }), { txHash: p.txHash, railState: p.railState })));
     expect(txs[1]!.hash).toBe(txs[0]!.hash);
     const lost = txs[0]!;
     await relayer.broadcast(lost.raw);
@@ -132,15 +132,15 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     while (Math.floor(Date.now() / 1000) <= validBefore) await new Promise((r) => setTimeout(r, 250));
     const [failed] = await finishByWorker(ctx(), [open.id]);
     expect(failed!.status).toBe("failed");
-    expect(failed!.failure_reason).toMatch(/expired/);
+    expect(failed!.failureReason).toMatch(/expired/);
     // The completed one: signed again and sent, so the recipient holds what the ledger says was paid.
     const resent = await poll("the completed payment to be sent again", async () => {
       const p = (await ctx().ledger.payments.getPayment(done.id))!;
-      return p.tx_hash !== lost.hash && p.tx_hash && (await chain().receipt(p.tx_hash as Hex))?.status === "success" ? p : undefined;
+      return p.txHash !== lost.hash && p.txHash && (await chain().receipt(p.txHash as Hex))?.status === "success" ? p : undefined;
     }, 45_000);
     expect(resent.status).toBe("completed");
     expect((await chain().usdcBalance(recipientC)) - c0).toBe(1_000_000n);
-    expect((await ctx().ledger.balances.get(s.projectId))!.available_micros).toBe(available0 - done.amount_micros - done.fee_micros);
+    expect((await ctx().ledger.balances.get(s.projectId))!.available_micros).toBe(available0 - done.amountMicros - done.feeMicros);
     expect(await ctx().ledger.kv.get(`${LOST_TX_KEY_PREFIX}${lost.hash}`)).toBeUndefined();
   });
 
@@ -170,8 +170,8 @@ async function fundedProject(s: TestServer, micros: bigint): Promise<{ projectId
 }
 
 /** The usdc rail's leg (amount to recipientC, fee to the treasury), with authorizations valid only until `validBefore`. */
-async function shortLivedLeg(d: LegDeps, p: PaymentRow, validBefore: number) {
-  const project = (await d.ctx.ledger.projects.get(p.project_id))!;
+async function shortLivedLeg(d: LegDeps, p: Payment, validBefore: number) {
+  const project = (await d.ctx.ledger.projects.get(p.projectId))!;
   const sign = (to: Address, micros: number) => signAuthorization(d.ctx.custody, project.wallet_index, { chainId: d.chain.client.settings.chainId, usdc: d.chain.client.usdcAddress, to, valueMicros: micros, validAfter: 0, validBefore, nonce: randomNonce() });
-  return [await sign(recipientC, p.amount_micros), await sign(d.chain.treasuryAddress, p.fee_micros)];
+  return [await sign(recipientC, p.amountMicros), await sign(d.chain.treasuryAddress, p.feeMicros)];
 }

@@ -4,7 +4,7 @@
 import { type Address, createTestClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Relayer, RelayerBusyError, createRelayer } from "../../src/chain/relayer.ts";
-import type { PaymentRow } from "../../src/ledger/payments.ts";
+import type { Payment } from "../../src/domain/payment.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { finishByWorker, heldElsewhere, relayLegs } from "../support/relay.ts";
@@ -28,7 +28,7 @@ describe("relayer: at most maxPendingTxs transactions not yet mined", () => {
   const counter = async () => Number(await ctx().ledger.kv.get(counterKey()));
   const mined = () => chain().client.nonceOf(chain().relayerAddress, "latest");
   const held = (key: string) => heldElsewhere(ctx(), s.projectId, recipient, 10_000, key);
-  const step = async (relayer: Relayer, p: PaymentRow) => (await relayLegs(ctx(), relayer, [p], recipient))[0]!;
+  const step = async (relayer: Relayer, p: Payment) => (await relayLegs(ctx(), relayer, [p], recipient))[0]!;
   const finish = (ids: string[]) => finishByWorker(ctx(), ids);
 
   /** Blocks only on request: no automatic blocks, no interval blocks. */
@@ -51,11 +51,11 @@ describe("relayer: at most maxPendingTxs transactions not yet mined", () => {
       await new Promise((r) => setTimeout(r, 500));
       // Two unmined: the third waits unsigned; its payment row is untouched.
       expect(cStored).toBe(false);
-      expect((await ctx().ledger.payments.getPayment(c.id))!.tx_hash).toBeNull();
+      expect((await ctx().ledger.payments.getPayment(c.id))!.txHash).toBeNull();
       expect((await counter()) - start).toBe(2);
       await anvil.mine({ blocks: 1 });
       const hash = await third;
-      expect((await ctx().ledger.payments.getPayment(c.id))!.tx_hash).toBe(hash);
+      expect((await ctx().ledger.payments.getPayment(c.id))!.txHash).toBe(hash);
       expect(await mined()).toBe(start + 2);
       expect(await counter()).toBe(start + 3);
     } finally {
@@ -75,7 +75,7 @@ describe("relayer: at most maxPendingTxs transactions not yet mined", () => {
       await expect(step(relayer, b)).rejects.toBeInstanceOf(RelayerBusyError);
       expect(await counter()).toBe(before);
       const row = (await ctx().ledger.payments.getPayment(b.id))!;
-      expect([row.status, row.tx_hash]).toEqual(["pending", null]);
+      expect([row.status, row.txHash]).toEqual(["pending", null]);
     } finally {
       await anvil.setAutomine(true);
     }

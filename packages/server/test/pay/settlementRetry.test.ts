@@ -12,7 +12,7 @@ import { createRelayer } from "../../src/chain/relayer.ts";
 import type { ChainRuntime } from "../../src/chain/runtime.ts";
 import { newId } from "../../src/ids.ts";
 import { Ledger } from "../../src/ledger/store.ts";
-import { type PaymentRow } from "../../src/ledger/payments.ts";
+import type { Payment } from "../../src/domain/payment.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import type { Rails } from "../../src/rails/rails.ts";
 import { backoffMs, classifyStepError } from "../../src/settlement/settlementRetry.ts";
@@ -50,13 +50,13 @@ test("error: a rail state that does not parse names its payment, whatever the ra
   const { x402States } = await import("../../src/rails/x402/x402State.ts");
   for (const [codec, rail] of [[usdcStates, "usdc_transfer"], [fiatStates, "fiat"], [x402States, "x402"]] as const) {
     for (const railState of ["{", '{"stage":"no_such_stage"}', "[]"]) {
-      const read = () => codec.read({ id: "pay_corrupt", rail_state: railState });
+      const read = () => codec.read({ id: "pay_corrupt", railState });
       expect(read).toThrow(CorruptRailState);
       expect(read).toThrow(`payment pay_corrupt: its ${rail} rail_state does not parse`);
     }
   }
   // x402 is always held with its quote: no state at all is corrupt too, never a default.
-  expect(() => x402States.read({ id: "pay_none", rail_state: null })).toThrow("payment pay_none: its x402 rail_state does not parse");
+  expect(() => x402States.read({ id: "pay_none", railState: null })).toThrow("payment pay_none: its x402 rail_state does not parse");
   expect(classifyStepError(new CorruptRailState("pay_corrupt", "fiat", "not JSON"))).toMatchObject({ kind: "corrupt" });
   expect(() => fiatStates.write("fee_sweep", { stage: "held" })).toThrow("fiat rail state may not go from fee_sweep to held");
 });
@@ -98,7 +98,7 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
   const leftForOperator: { notJson?: string; wrongShape?: string; healthy?: string } = {};
 
   /** A held payment whose creating process is gone (its lease over): the worker's to take. */
-  async function abandoned(recipient: string, key: string): Promise<PaymentRow> {
+  async function abandoned(recipient: string, key: string): Promise<Payment> {
     const at = new Date(now - 1_000).toISOString();
     const h = await t.ctx.ledger.payments.hold(usdcPayment(projectId, 1_000_000, 20_000, { recipient, idempotencyKey: key, inFlightUntil: at, leaseOwner: "gone", leaseUntil: at }));
     if (h.kind !== "held") throw new Error(h.kind);
@@ -112,8 +112,8 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     expect(await available()).toBe(before - 1_020_000);
     await worker.runOnce();
     const after = (await t.ctx.ledger.payments.getPayment(p.id))!;
-    expect(after).toMatchObject({ status: "failed", failure_code: "signing_refused", step_errors: 0, tx_hash: null });
-    expect(after.failure_reason).toMatch(/refused to sign/);
+    expect(after).toMatchObject({ status: "failed", failureCode: "signing_refused", stepErrors: 0, txHash: null });
+    expect(after.failureReason).toMatch(/refused to sign/);
     expect(await available()).toBe(before);
     const relayed = await dbOf(t.ctx.ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();
     expect(relayed).toEqual([]);
@@ -126,17 +126,17 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     for (let pass = 1; pass <= 3; pass++) {
       expect(await worker.runOnce()).toBe(1);
       const row = (await t.ctx.ledger.payments.getPayment(p.id))!;
-      expect(row).toMatchObject({ status: "pending", step_errors: pass, tx_hash: null, lease_owner: null });
-      delays.push(Date.parse(row.next_attempt_at) - now);
+      expect(row).toMatchObject({ status: "pending", stepErrors: pass, txHash: null, leaseOwner: null });
+      delays.push(Date.parse(row.nextAttemptAt) - now);
       // Not due before its time: a pass now takes nothing.
       expect(await worker.runOnce()).toBe(0);
-      now = Date.parse(row.next_attempt_at);
+      now = Date.parse(row.nextAttemptAt);
     }
     expect(delays).toEqual([1_000, 2_000, 3_000]);
     expect(await worker.runOnce()).toBe(1);
     const failed = (await t.ctx.ledger.payments.getPayment(p.id))!;
-    expect(failed).toMatchObject({ status: "failed", failure_code: "retries_exhausted", tx_hash: null });
-    expect(failed.failure_reason).toMatch(/after 4 attempts \(last error: .+\)/);
+    expect(failed).toMatchObject({ status: "failed", failureCode: "retries_exhausted", txHash: null });
+    expect(failed.failureReason).toMatch(/after 4 attempts \(last error: .+\)/);
     expect(await available()).toBe(before);
     // Final: nothing left for the worker.
     now += 60_000;
@@ -150,7 +150,7 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     const healthy = await abandoned("0x90F79bf6EB2c4f870365E785982E1f101E93b906", "healthy-beside-corrupt");
     Object.assign(leftForOperator, { notJson: notJson.id, wrongShape: wrongShape.id, healthy: healthy.id });
     const corrupt = { [notJson.id]: '{"stage":"relayed","transfers":[', [wrongShape.id]: '{"stage":"relayed","transfers":"0xdead","relayNonce":-1}' };
-    for (const [id, railState] of Object.entries(corrupt)) await t.ctx.ledger.payments.updatePayment(id, { rail_state: railState });
+    for (const [id, railState] of Object.entries(corrupt)) await t.ctx.ledger.payments.updatePayment(id, { railState: railState });
     const errors = vi.spyOn(t.ctx.logger, "error");
     try {
       // One pass takes all three: the corrupt ones do not stop it, the healthy one takes its own (transient) step.
@@ -158,13 +158,13 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
       for (const [id, railState] of Object.entries(corrupt)) {
         const row = (await t.ctx.ledger.payments.getPayment(id))!;
         // Left as it was: not failed, not credited back, not counted towards the retry bound; looked at again after the longest delay.
-        expect(row).toMatchObject({ status: "pending", rail_state: railState, tx_hash: null, step_errors: 0, failure_code: null, lease_owner: null });
-        expect(Date.parse(row.next_attempt_at) - now).toBe(3_000);
+        expect(row).toMatchObject({ status: "pending", railState: railState, txHash: null, stepErrors: 0, failureCode: null, leaseOwner: null });
+        expect(Date.parse(row.nextAttemptAt) - now).toBe(3_000);
         const logged = errors.mock.calls.filter(([fields]) => (fields as { payment_id?: string }).payment_id === id);
         expect(logged).toHaveLength(1);
         expect(String((logged[0]![0] as { err: unknown }).err)).toContain(`payment ${id}: its usdc_transfer rail_state does not parse`);
       }
-      expect(await t.ctx.ledger.payments.getPayment(healthy.id)).toMatchObject({ status: "pending", step_errors: 1 });
+      expect(await t.ctx.ledger.payments.getPayment(healthy.id)).toMatchObject({ status: "pending", stepErrors: 1 });
       expect(await available()).toBe(before - 3 * 1_020_000);
     } finally {
       errors.mockRestore();
@@ -183,11 +183,11 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     const before = await available();
     const failed = await resolveByHand(t.ctx, { paymentId: notJson, outcome: "failed", reason: "relayer nonce never used; no Transfer log", by });
     expect(failed.problem).toContain(`payment ${notJson}: its usdc_transfer rail_state does not parse`);
-    expect(failed.payment).toMatchObject({ status: "failed", failure_code: "operator_resolved", failure_reason: `Resolved as failed by ${by}: relayer nonce never used; no Transfer log` });
+    expect(failed.payment).toMatchObject({ status: "failed", failureCode: "operator_resolved", failureReason: `Resolved as failed by ${by}: relayer nonce never used; no Transfer log` });
     expect(await available()).toBe(before + 1_020_000);
     const hash = `0x${"cd".repeat(32)}`;
     const completed = await resolveByHand(t.ctx, { paymentId: wrongShape, outcome: "completed", reason: "Transfer log in the tx", by, txHash: hash.toUpperCase().replace("0X", "0x") });
-    expect(completed.payment).toMatchObject({ status: "completed", failure_code: null, tx_hash: hash });
+    expect(completed.payment).toMatchObject({ status: "completed", failureCode: null, txHash: hash });
     expect(await available()).toBe(before + 1_020_000);
     expect(await refused(resolveByHand(t.ctx, { paymentId: notJson, outcome: "completed", reason: "again", by }))).toBe("payment_final");
     // Final now: the worker has nothing of theirs to take.

@@ -69,7 +69,7 @@ describe("approvals on the real chain across a restart", () => {
     // A kill -9 and a new process: both still wait, nothing was sent.
     await server.kill9();
     server = await spawnServer(env(1_500));
-    for (const id of [approved.body.id, denied.body.id]) expect(await ledger.payments.getPayment(id)).toMatchObject({ status: "pending", approval: "awaiting", tx_hash: null });
+    for (const id of [approved.body.id, denied.body.id]) expect(await ledger.payments.getPayment(id)).toMatchObject({ status: "pending", approval: "awaiting", txHash: null });
 
     // Accepted now, with the short timeout: nobody decides it.
     const expired = await pay(TO_EXPIRED, 4);
@@ -81,10 +81,10 @@ describe("approvals on the real chain across a restart", () => {
     expect((await decide(denied.body.id, "approve")).status).toBe(409);
 
     const [a, d, e] = [await settled(approved.body.id), await settled(denied.body.id), await settled(expired.body.id)];
-    expect(a).toMatchObject({ status: "completed", approval: "approved", approval_decided_by: admin.id });
-    expect(d).toMatchObject({ status: "failed", approval: "denied", failure_code: "approval_denied" });
-    expect(e).toMatchObject({ status: "failed", approval: "expired", failure_code: "approval_expired" });
-    for (const p of [d, e]) expect(p.tx_hash).toBeNull();
+    expect(a).toMatchObject({ status: "completed", approval: "approved", approvalDecidedBy: admin.id });
+    expect(d).toMatchObject({ status: "failed", approval: "denied", failureCode: "approval_denied" });
+    expect(e).toMatchObject({ status: "failed", approval: "expired", failureCode: "approval_expired" });
+    for (const p of [d, e]) expect(p.txHash).toBeNull();
 
     // On-chain: only the approved payment moved; the ledger equals the wallet.
     const chain = createChainClient({ rpcUrl: dev.rpcUrl, chainId: dev.chainId, usdcAddress: dev.usdcAddress, timeoutMs: 5_000, retries: 1 });
@@ -95,7 +95,7 @@ describe("approvals on the real chain across a restart", () => {
     expect(b.held_micros).toBe(0);
     // The fee is swept to the treasury by the worker: wait until the wallet shows it.
     await poll("wallet equals the ledger", async () => (Number(await chain.usdcBalance(wallet)) === b.available_micros ? true : undefined));
-    expect(b.available_micros).toBe(20 * USD - 2 * USD - a.fee_micros);
+    expect(b.available_micros).toBe(20 * USD - 2 * USD - a.feeMicros);
     expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
   });
 });

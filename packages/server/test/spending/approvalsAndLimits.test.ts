@@ -44,18 +44,18 @@ describe.each(dialects)("approvals and GET /v1/limits (%s)", (dialect) => {
     const c = approvalControls(newId("tok"));
     const h = await ledger.payments.hold(usdcPayment(projectId, 60 * USD, USD, { controls: c }));
     expect(h.kind).toBe("held");
-    const p = (h as { payment: { id: string; approval: string | null; lease_owner: string | null } }).payment;
-    expect([p.approval, p.lease_owner]).toEqual(["awaiting", null]);
+    const p = (h as { payment: { id: string; approval: string | null; leaseOwner: string | null } }).payment;
+    expect([p.approval, p.leaseOwner]).toEqual(["awaiting", null]);
     expect(await ledger.payments.listAwaitingApprovals({ projectId, limit: 10 })).toHaveLength(1);
     const denied = await decidePayment({ ledger, clock: t.ctx.clock }, p.id, "denied", "adm_test");
-    expect(denied.kind === "decided" && [denied.payment.status, denied.payment.failure_code]).toEqual(["failed", "approval_denied"]);
+    expect(denied.kind === "decided" && [denied.payment.status, denied.payment.failureCode]).toEqual(["failed", "approval_denied"]);
     expect((await ledger.balances.get(projectId))!.available_micros).toBe(1_000 * USD);
     expect(await ledger.payments.windowSpending([{ scopeId: c.tokenId, kind: "daily", start: windowStart("daily", new Date()) }])).toEqual([0]);
     // Decided once: approving afterwards changes nothing.
     expect((await decidePayment({ ledger, clock: t.ctx.clock }, p.id, "approved", "adm_test")).kind).toBe("not_awaiting");
     // The console's list of decisions: who and when, the project's only.
     const decided = await ledger.payments.listDecidedApprovals(projectId, 5);
-    expect(decided.map((d) => [d.id, d.approval, d.approval_decided_by, typeof d.approval_decided_at])).toEqual([[p.id, "denied", "adm_test", "string"]]);
+    expect(decided.map((d) => [d.id, d.approval, d.approvalDecidedBy, typeof d.approvalDecidedAt])).toEqual([[p.id, "denied", "adm_test", "string"]]);
     expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
   });
 
@@ -66,9 +66,9 @@ describe.each(dialects)("approvals and GET /v1/limits (%s)", (dialect) => {
     const c = approvalControls(newId("tok"));
     const a = await ledger.payments.hold(usdcPayment(projectId, 60 * USD, USD, { controls: c }));
     const b = await ledger.payments.hold(usdcPayment(projectId, 70 * USD, USD, { controls: c }));
-    const [pa, pb] = [a, b].map((h) => (h as { payment: import("../../src/ledger/payments.ts").PaymentRow }).payment);
+    const [pa, pb] = [a, b].map((h) => (h as { payment: import("../../src/domain/payment.ts").Payment }).payment);
     const approved = await decidePayment({ ledger, clock: () => now }, pa!.id, "approved", "adm_test");
-    expect(approved.kind === "decided" && [approved.payment.approval, approved.payment.approval_decided_by, approved.payment.approval_decided_at]).toEqual(["approved", "adm_test", now.toISOString()]);
+    expect(approved.kind === "decided" && [approved.payment.approval, approved.payment.approvalDecidedBy, approved.payment.approvalDecidedAt]).toEqual(["approved", "adm_test", now.toISOString()]);
     expect(await ledger.payments.settleApproval(approved.kind === "decided" ? approved.payment : pa!)).toEqual({ handled: false });
     // Before its time runs out the worker leaves the other one alone.
     expect((await ledger.payments.settleApproval(pb!)).handled).toBe(true);
@@ -76,7 +76,7 @@ describe.each(dialects)("approvals and GET /v1/limits (%s)", (dialect) => {
     now = new Date(now.getTime() + 61_000);
     expect((await decidePayment({ ledger, clock: () => now }, pb!.id, "approved", "adm_test")).kind).toBe("not_awaiting");
     const expired = await ledger.payments.settleApproval((await ledger.payments.getPayment(pb!.id))!);
-    expect([expired.payment?.status, expired.payment?.failure_code]).toEqual(["failed", "approval_expired"]);
+    expect([expired.payment?.status, expired.payment?.failureCode]).toEqual(["failed", "approval_expired"]);
     // Only the approved one (60 + 1 fee) is still held.
     expect((await ledger.balances.get(projectId))!.available_micros).toBe(1_000 * USD - 61 * USD);
   });

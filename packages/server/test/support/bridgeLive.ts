@@ -12,7 +12,7 @@ import { createHdCustody } from "../../src/chain/custody.ts";
 import { BASE_USDC_ADDRESS } from "../../src/config.ts";
 import { type OpenedDb, openDb } from "../../src/ledger/db.ts";
 import { migrateToLatest } from "../../src/ledger/migrations.ts";
-import type { PaymentRow } from "../../src/ledger/payments.ts";
+import type { Payment } from "../../src/domain/payment.ts";
 import { Ledger } from "../../src/ledger/store.ts";
 import {  } from "../../src/ledger/payments.ts";
 import { newId, systemClock } from "../../src/ids.ts";
@@ -32,9 +32,9 @@ export type BridgeLive = {
   server: ServerProcess;
   /** POST /v1/pay to bank details; returns the payment row's id. */
   payBank(recipient: { name: string; account_number: string; routing_number: string }, amountUsd: number): Promise<string>;
-  payment(id: string): Promise<PaymentRow>;
+  payment(id: string): Promise<Payment>;
   /** Waits (bounded) until the payment is in one of `statuses`. */
-  until(id: string, statuses: string[], ms?: number): Promise<PaymentRow>;
+  until(id: string, statuses: string[], ms?: number): Promise<Payment>;
   /** On-chain USDC transfers from the project wallet to `to`, in micro-USDC. */
   sentTo(to: Address): Promise<bigint[]>;
   usdc(address: Address): Promise<bigint>;

@@ -3,7 +3,8 @@
 // paying principal for holds made directly; and a bounded wait until a payment is final.
 import type { AppContext } from "../../src/context.ts";
 import type { Principal } from "../../src/domain/principal.ts";
-import type { NewPayment, PaymentRow } from "../../src/ledger/payments.ts";
+import type { NewPayment } from "../../src/ledger/payments.ts";
+import type { Payment } from "../../src/domain/payment.ts";
 import { dbOf } from "../../src/ledger/connection.ts";
 
 export async function fundedProject(ctx: AppContext): Promise<string> {
@@ -35,7 +36,7 @@ export function usdcPayment(projectId: string, amountMicros: number, feeMicros: 
   };
 }
 
-export async function holdSmall(ctx: AppContext, projectId: string, lease: Pick<NewPayment, "inFlightUntil" | "leaseOwner" | "leaseUntil" | "status">): Promise<PaymentRow> {
+export async function holdSmall(ctx: AppContext, projectId: string, lease: Pick<NewPayment, "inFlightUntil" | "leaseOwner" | "leaseUntil" | "status">): Promise<Payment> {
   const r = await ctx.ledger.payments.hold(usdcPayment(projectId, 1_000, 20, lease));
   if (r.kind !== "held") throw new Error(`not held: ${r.kind}`);
   return r.payment;
@@ -47,7 +48,7 @@ export function payingPrincipal(projectId: string): Principal {
 }
 
 /** Polls the payment until it is completed or failed (at most ~20 s), and returns that row. */
-export async function untilFinal(ctx: AppContext, id: string): Promise<PaymentRow> {
+export async function untilFinal(ctx: AppContext, id: string): Promise<Payment> {
   for (let i = 0; i < 400; i++) {
     const p = (await ctx.ledger.payments.getPayment(id))!;
     if (p.status === "completed" || p.status === "failed") return p;

@@ -78,7 +78,7 @@ async function expectCompleted(rogue: Rogue, paymentId: string) {
   expect(await w.settle(paymentId)).toBe("completed");
   const payment = (await w.ctx.ledger.payments.getPayment(paymentId))!;
   expect(rogue.settlements).toHaveLength(1);
-  expect(payment.tx_hash).toBe(rogue.settlements[0]);
+  expect(payment.txHash).toBe(rogue.settlements[0]);
   expect(await w.balanceOf(rogue.payTo)).toBe(PRICE);
   const state = x402States.read(payment);
   if (state.stage !== "settled" || !state.feeSweep) throw new Error(`payment ${paymentId} completed without a recorded fee sweep (${state.stage})`);
@@ -97,8 +97,8 @@ async function expectCompleted(rogue: Rogue, paymentId: string) {
 async function expectFailedAndCredited(rogue: Rogue, paymentId: string) {
   expect(await w.settle(paymentId)).toBe("failed");
   const payment = (await w.ctx.ledger.payments.getPayment(paymentId))!;
-  expect(payment.tx_hash).toBeNull();
-  expect(payment.failure_reason).toMatch(/expired/);
+  expect(payment.txHash).toBeNull();
+  expect(payment.failureReason).toMatch(/expired/);
   expect(await w.balanceOf(rogue.payTo)).toBe(0n);
   expect(x402States.read(payment).stage).toBe("signed");
   expect(await dbOf(w.ctx.ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", paymentId).execute()).toEqual([]);

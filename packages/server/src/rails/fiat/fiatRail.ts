@@ -8,41 +8,41 @@
  */
 import { forgetBankAccount, openBankRecipient } from "../../domain/bankAccount.ts";
 import type { Address } from "viem";
-import type { PaymentRow } from "../../ledger/payments.ts";
+import type { Payment } from "../../domain/payment.ts";
 import { type FiatProvider, FiatProviderError, type Payout } from "./provider.ts";
 import { type LegDeps, checkLeg, checkRelayed, legFailure, relayTransfers, startLeg } from "../onchainLeg.ts";
 import { type AdvanceResult, type Rail, advanceByStage } from "../rails.ts";
 import type { FailureCode } from "../../ledger/failureCodes.ts";
 import { type FiatPaidOutState, type FiatState, fiatStates, seenPaidOut } from "./fiatState.ts";
 
-export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: (p: PaymentRow, outcome: "completed" | "failed" | "reversed") => void }) {
+export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: (p: Payment, outcome: "completed" | "failed" | "reversed") => void }) {
   const { ctx, provider } = d;
   const pollMs = provider.pollIntervalMs ?? 1_000;
 
-  async function fail(payment: PaymentRow, code: FailureCode, reason: string): Promise<AdvanceResult> {
+  async function fail(payment: Payment, code: FailureCode, reason: string): Promise<AdvanceResult> {
     const r = await ctx.ledger.payments.resolve(payment.id, "failed", { failureCode: code, failureReason: reason.slice(0, 500) });
     if (r.changed) d.onFinal?.(r.payment, "failed");
     return { done: true };
   }
 
   /** The ledger notes where the USDC is while a refund is under way (the payment's failure_reason). */
-  async function noteWhere(payment: PaymentRow, payout: Payout): Promise<void> {
-    if (payout.note && payout.note !== payment.failure_reason) await ctx.ledger.payments.updatePayment(payment.id, { failure_reason: payout.note.slice(0, 500) });
+  async function noteWhere(payment: Payment, payout: Payout): Promise<void> {
+    if (payout.note && payout.note !== payment.failureReason) await ctx.ledger.payments.updatePayment(payment.id, { failureReason: payout.note.slice(0, 500) });
   }
 
   /**
    * `payout_first` (Bridge): the payout is created first (its deposit address and amount persisted
    * before anything is signed), then exactly that USDC goes on-chain, then the payout's state decides.
    */
-  async function advancePayoutFirst(payment: PaymentRow, state: FiatState): Promise<AdvanceResult> {
+  async function advancePayoutFirst(payment: Payment, state: FiatState): Promise<AdvanceResult> {
     if (state.stage === "held") {
-      const project = await ctx.ledger.projects.get(payment.project_id);
+      const project = await ctx.ledger.projects.get(payment.projectId);
       let payout: Payout;
       try {
         payout = await provider.createPayout({
           reference: payment.id,
-          amountCents: payment.amount_units,
-          recipient: openBankRecipient(ctx.bankAccountKey, payment.project_id, payment.recipient_json!),
+          amountCents: payment.amountUnits,
+          recipient: openBankRecipient(ctx.bankAccountKey, payment.projectId, payment.recipientJson!),
           refundAddress: project!.wallet_address as Address,
         });
       } catch (err) {
@@ -51,14 +51,14 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
         throw err;
       }
       // Invariant: sign for exactly the amount held, to the address the provider named, or nothing.
-      if (!payout.deposit || payout.deposit.amountMicros !== payment.amount_micros) {
-        return fail(payment, "payout_refused", `The off-ramp asked for ${payout.deposit ? `${payout.deposit.amountMicros} micro-USDC` : "no USDC deposit"} for a payout of ${payment.amount_micros}; nothing was sent`);
+      if (!payout.deposit || payout.deposit.amountMicros !== payment.amountMicros) {
+        return fail(payment, "payout_refused", `The off-ramp asked for ${payout.deposit ? `${payout.deposit.amountMicros} micro-USDC` : "no USDC deposit"} for a payout of ${payment.amountMicros}; nothing was sent`);
       }
       await ctx.ledger.payments.updatePayment(payment.id, {
-        provider_ref: payout.payoutId,
-        rail_state: fiatStates.write(state.stage, { stage: "payout_created", deposit: payout.deposit }),
+        providerRef: payout.payoutId,
+        railState: fiatStates.write(state.stage, { stage: "payout_created", deposit: payout.deposit }),
         // The provider holds the bank details now: keep only the last four digits of the account.
-        recipient_json: forgetBankAccount(payment.recipient_json!),
+        recipientJson: forgetBankAccount(payment.recipientJson!),
       });
       return { done: false, retryInMs: 0 };
     }
@@ -76,19 +76,19 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
         return fail(payment, f.failureCode, f.failureReason);
       }
       const next: FiatPaidOutState = { ...state, stage: "payout" };
-      payment = await ctx.ledger.payments.updatePayment(payment.id, { rail_state: fiatStates.write(state.stage, next) });
+      payment = await ctx.ledger.payments.updatePayment(payment.id, { railState: fiatStates.write(state.stage, next) });
       return applyPayout(payment, next);
     }
     return applyPayout(payment, state);
   }
 
   /** Where the amount's leg to the off-ramp stands (sent again under a new nonce if the node lost it). */
-  function checkUsdcLeg(payment: PaymentRow, state: Extract<FiatState, { stage: "usdc_leg" }>) {
+  function checkUsdcLeg(payment: Payment, state: Extract<FiatState, { stage: "usdc_leg" }>) {
     return checkLeg(d, payment, state.transfers, (t) => fiatStates.write(state.stage, { ...state, relayNonce: t.nonce }));
   }
 
-  async function applyPayout(payment: PaymentRow, state: FiatPaidOutState): Promise<AdvanceResult> {
-    const payout = await provider.getPayout(payment.provider_ref!);
+  async function applyPayout(payment: Payment, state: FiatPaidOutState): Promise<AdvanceResult> {
+    const payout = await provider.getPayout(payment.providerRef!);
     if (!payout || payout.status === "processing") {
       if (payout) await noteWhere(payment, payout);
       return { done: false, retryInMs: pollMs };
@@ -103,25 +103,25 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
     if (provider.flow === "payout_first" && !paidOutBefore) {
       // Remembered before anything else: a refund read later is then a return (reversed), never a failure.
       const next: FiatPaidOutState = { ...state, paidOut: true };
-      payment = await ctx.ledger.payments.updatePayment(payment.id, { rail_state: fiatStates.write(state.stage, next) });
+      payment = await ctx.ledger.payments.updatePayment(payment.id, { railState: fiatStates.write(state.stage, next) });
       state = next;
     }
     // completed or returned: the USD went out, so the fee is earned: sweep it to the treasury
     // (a relayed authorization of its own), and complete once that is confirmed on-chain.
-    if (payment.fee_micros > 0) {
+    if (payment.feeMicros > 0) {
       const sweep = state.stage === "fee_sweep" ? state.feeSweep : undefined;
       if (!sweep) {
-        await relayTransfers(d, payment, [{ to: d.chain.treasuryAddress, micros: payment.fee_micros }], (t) => ({
-          rail_state: fiatStates.write(state.stage, { ...state, stage: "fee_sweep", feeSweep: { hash: t.hash, transfers: t.auths } }),
+        await relayTransfers(d, payment, [{ to: d.chain.treasuryAddress, micros: payment.feeMicros }], (t) => ({
+          railState: fiatStates.write(state.stage, { ...state, stage: "fee_sweep", feeSweep: { hash: t.hash, transfers: t.auths } }),
         }));
         return { done: false, retryInMs: 250 };
       }
-      const swept = await checkRelayed(d, payment, sweep.hash, sweep.transfers, (t) => ({ rail_state: fiatStates.write(state.stage, { ...state, stage: "fee_sweep", feeSweep: { ...sweep, hash: t.hash } }) }));
+      const swept = await checkRelayed(d, payment, sweep.hash, sweep.transfers, (t) => ({ railState: fiatStates.write(state.stage, { ...state, stage: "fee_sweep", feeSweep: { ...sweep, hash: t.hash } }) }));
       if (swept === "pending") return { done: false, retryInMs: 500 };
       if (swept !== "confirmed") {
         // The sweep can no longer be mined and moved nothing: sign a fresh one next time, after the
         // retry rule's growing delay (thrown so it counts: a sweep that keeps reverting must not spin).
-        await ctx.ledger.payments.updatePayment(payment.id, { rail_state: fiatStates.write(state.stage, { ...state, stage: "fee_sweep", feeSweep: undefined }) });
+        await ctx.ledger.payments.updatePayment(payment.id, { railState: fiatStates.write(state.stage, { ...state, stage: "fee_sweep", feeSweep: undefined }) });
         throw new Error(`the fee sweep ${swept} (transaction ${sweep.hash}); a fresh one is signed on the next try`);
       }
     }
@@ -130,7 +130,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
     // Asked again now that the payment is completed: a return that came after the read above was
     // announced by a webhook that, finding the payment still open, only woke this worker; the
     // answer read before the completion would lose it for good.
-    const now = backWithUs(payout) ? payout : await provider.getPayout(payment.provider_ref!);
+    const now = backWithUs(payout) ? payout : await provider.getPayout(payment.providerRef!);
     if (now && backWithUs(now)) await reverseReturned(r.payment, now);
     else if (payout.note) await noteWhere(r.payment, payout);
     return { done: true };
@@ -140,7 +140,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
   const backWithUs = (x: Payout | undefined) => x?.status === "returned" || x?.status === "refunded";
 
   /** A completed payment whose payout came back: reversed through the ledger, once (amount back, fee kept). */
-  async function reverseReturned(payment: PaymentRow, payout: Payout): Promise<boolean> {
+  async function reverseReturned(payment: Payment, payout: Payout): Promise<boolean> {
     if (payout.refundTxHash) await ctx.ledger.returnWatch.noteRefundTx(payment.id, payout.refundTxHash);
     const reversed = await ctx.ledger.payments.reverse(payment.id, payout.reason ?? "returned", "ach_returned");
     if (reversed) d.onFinal?.(payment, "reversed");
@@ -152,7 +152,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
    * made due (the worker, holding its lease, reads and applies it); a completed one whose payout came back is
    * reversed; otherwise where its USDC is is noted. `wake` asks for a worker pass.
    */
-  async function applyProviderState(payment: PaymentRow, payout: Payout | undefined, wake: () => void): Promise<"woken" | "reversed" | "unchanged"> {
+  async function applyProviderState(payment: Payment, payout: Payout | undefined, wake: () => void): Promise<"woken" | "reversed" | "unchanged"> {
     if (payment.status === "processing") {
       await ctx.ledger.payments.makePaymentDue(payment.id, ctx.clock().toISOString());
       wake();
@@ -166,7 +166,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
 
   const rail: Rail & {
     onProviderHint(payoutId: string, wake: () => void): Promise<void>;
-    applyProviderState(payment: PaymentRow, payout: Payout | undefined, wake: () => void): Promise<"woken" | "reversed" | "unchanged">;
+    applyProviderState(payment: Payment, payout: Payout | undefined, wake: () => void): Promise<"woken" | "reversed" | "unchanged">;
     provider: FiatProvider;
   } = {
     provider,
@@ -175,7 +175,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
       if (payment.status !== "pending" && payment.status !== "processing") return { done: true };
       if (provider.flow === "payout_first") return advancePayoutFirst(payment, state);
       if (state.stage === "held") {
-        await startLeg(d, payment, [{ to: provider.depositAddress!, micros: payment.amount_micros }], (t) => fiatStates.write(state.stage, { stage: "usdc_leg", transfers: t.auths, relayNonce: t.nonce }));
+        await startLeg(d, payment, [{ to: provider.depositAddress!, micros: payment.amountMicros }], (t) => fiatStates.write(state.stage, { stage: "usdc_leg", transfers: t.auths, relayNonce: t.nonce }));
         return { done: false, retryInMs: 250 };
       }
       if (state.stage === "payout_created") throw new Error(`payment ${payment.id}: a payout_first stage with a deposit_first off-ramp (${provider.name})`);
@@ -187,15 +187,15 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
           if (r.changed) d.onFinal?.(r.payment, "failed");
           return { done: true };
         }
-        const project = await ctx.ledger.projects.get(payment.project_id);
+        const project = await ctx.ledger.projects.get(payment.projectId);
         const payout = await provider.createPayout({
           reference: payment.id,
-          amountCents: payment.amount_units,
-          recipient: openBankRecipient(ctx.bankAccountKey, payment.project_id, payment.recipient_json!),
+          amountCents: payment.amountUnits,
+          recipient: openBankRecipient(ctx.bankAccountKey, payment.projectId, payment.recipientJson!),
           refundAddress: project!.wallet_address as Address,
         });
         // The provider holds the bank details now: keep only the last four digits of the account.
-        await ctx.ledger.payments.updatePayment(payment.id, { provider_ref: payout.payoutId, rail_state: fiatStates.write(state.stage, { ...state, stage: "payout" }), recipient_json: forgetBankAccount(payment.recipient_json!) });
+        await ctx.ledger.payments.updatePayment(payment.id, { providerRef: payout.payoutId, railState: fiatStates.write(state.stage, { ...state, stage: "payout" }), recipientJson: forgetBankAccount(payment.recipientJson!) });
         return { done: false, retryInMs: 1_000 };
       }
       return applyPayout(payment, state);

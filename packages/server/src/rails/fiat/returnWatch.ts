@@ -18,7 +18,7 @@
  * reading the same payout, or a pass cut short by a crash, credit nothing twice (decisions.md, "Watching
  * completed bank payments for returns").
  */
-import type { PaymentRow } from "../../ledger/payments.ts";
+import type { Payment } from "../../domain/payment.ts";
 import type { RailDeps } from "../railDeps.ts";
 import type { FiatProvider, Payout } from "./provider.ts";
 
@@ -31,7 +31,7 @@ const LEASE_MS = 10 * 60_000;
 
 export type ReturnWatchRail = {
   provider: FiatProvider;
-  applyProviderState(payment: PaymentRow, payout: Payout | undefined, wake: () => void): Promise<"woken" | "reversed" | "unchanged">;
+  applyProviderState(payment: Payment, payout: Payout | undefined, wake: () => void): Promise<"woken" | "reversed" | "unchanged">;
 };
 
 export type ReturnWatchPass = { leased: boolean; listed: number; read: number; reversed: number; sweeping: boolean };
@@ -47,7 +47,7 @@ export async function watchReturns(ctx: RailDeps, rail: ReturnWatchRail, wake: (
   let cursor = state.cursor_ms ?? startedMs - w.windowMs;
   let sweepFrom = state.sweep_from;
   const out: ReturnWatchPass = { leased: true, listed: 0, read: 0, reversed: 0, sweeping: false };
-  const apply = async (payment: PaymentRow | undefined, payout: Payout | undefined) => {
+  const apply = async (payment: Payment | undefined, payout: Payout | undefined) => {
     if (payment && (await rail.applyProviderState(payment, payout, wake)) === "reversed") {
       out.reversed++;
       ctx.logger.warn({ payment_id: payment.id, provider: provider.name, reason: payout?.reason }, "bank payment returned after completion; reversed");

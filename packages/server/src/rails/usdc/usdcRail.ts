@@ -4,18 +4,18 @@
  * credited back) if it reverts or can no longer be mined. Its stages: usdcState.ts.
  */
 import type { Address } from "viem";
-import type { PaymentRow } from "../../ledger/payments.ts";
+import type { Payment } from "../../domain/payment.ts";
 import { type LegDeps, type RelayedLeg, checkLeg, legFailure, startLeg } from "../onchainLeg.ts";
 import { type AdvanceResult, type Rail, advanceByStage } from "../rails.ts";
 import { type UsdcState, usdcStates } from "./usdcState.ts";
 
-export function createUsdcRail(d: LegDeps & { onFinal?: (p: PaymentRow, outcome: "completed" | "failed") => void }): Rail {
-  async function step(payment: PaymentRow, state: UsdcState): Promise<AdvanceResult> {
+export function createUsdcRail(d: LegDeps & { onFinal?: (p: Payment, outcome: "completed" | "failed") => void }): Rail {
+  async function step(payment: Payment, state: UsdcState): Promise<AdvanceResult> {
     if (payment.status !== "pending" && payment.status !== "processing") return { done: true };
     if (state.stage === "held") {
       await startLeg(d, payment, [
-        { to: payment.recipient as Address, micros: payment.amount_micros },
-        { to: d.chain.treasuryAddress, micros: payment.fee_micros },
+        { to: payment.recipient as Address, micros: payment.amountMicros },
+        { to: d.chain.treasuryAddress, micros: payment.feeMicros },
       ], (t) => relayedState("held", t));
       return { done: false, retryInMs: 250 };
     }

@@ -12,20 +12,20 @@
  */
 import type { Hex } from "viem";
 import type { FailureCode } from "../../ledger/failureCodes.ts";
-import type { PaymentRow } from "../../ledger/payments.ts";
+import type { Payment } from "../../domain/payment.ts";
 import { type LegDeps, checkRelayed, relayTransfers } from "../onchainLeg.ts";
 import type { AdvanceResult } from "../rails.ts";
 import { authorizationStanding } from "./settlementOnChain.ts";
 import { type X402SettledState, type X402SignedState, type X402State, x402States } from "./x402State.ts";
 
-export type X402Deps = LegDeps & { onFinal?: (p: PaymentRow, outcome: "completed" | "failed") => void };
+export type X402Deps = LegDeps & { onFinal?: (p: Payment, outcome: "completed" | "failed") => void };
 
 /** How often an open authorization is looked at: cheap reads, bounded either way. */
 const WATCH_INTERVAL_MS_MIN = 250;
 const WATCH_INTERVAL_MS_MAX = 2_000;
 
 /** One step of an open x402 payment, from its parsed state (rails.ts `advanceByStage`). */
-export async function advanceX402Payment(d: X402Deps, payment: PaymentRow, state: X402State): Promise<AdvanceResult> {
+export async function advanceX402Payment(d: X402Deps, payment: Payment, state: X402State): Promise<AdvanceResult> {
   if (payment.status !== "pending" && payment.status !== "processing") return { done: true };
   switch (state.stage) {
     case "held":
@@ -39,7 +39,7 @@ export async function advanceX402Payment(d: X402Deps, payment: PaymentRow, state
   }
 }
 
-async function watchAuthorization(d: X402Deps, payment: PaymentRow, state: X402SignedState): Promise<AdvanceResult> {
+async function watchAuthorization(d: X402Deps, payment: Payment, state: X402SignedState): Promise<AdvanceResult> {
   const standing = await authorizationStanding(d.chain, state.authorization, {
     fromBlock: state.fromBlock ?? 0,
     confirmations: d.ctx.config.chain.paymentConfirmations,
@@ -57,7 +57,7 @@ async function watchAuthorization(d: X402Deps, payment: PaymentRow, state: X402S
   if (!standing.txHash) return { done: false, retryInMs: WATCH_INTERVAL_MS_MAX };
   const settled = settledState(state, standing.txHash, "chain");
   // Recorded: `tx_hash` is the merchant's settlement, never our fee sweep.
-  const payment2 = await d.ctx.ledger.payments.updatePayment(payment.id, { tx_hash: standing.txHash, rail_state: x402States.write(state.stage, settled) });
+  const payment2 = await d.ctx.ledger.payments.updatePayment(payment.id, { txHash: standing.txHash, railState: x402States.write(state.stage, settled) });
   return sweepFeeAndComplete(d, payment2, settled);
 }
 
@@ -65,12 +65,12 @@ export function settledState(state: X402SignedState, txHash: Hex, source: "recei
   return { ...state, stage: "settled", settlement: { txHash, source } };
 }
 
-async function sweepFeeAndComplete(d: X402Deps, payment: PaymentRow, state: X402SettledState): Promise<AdvanceResult> {
-  if (payment.fee_micros > 0) {
+async function sweepFeeAndComplete(d: X402Deps, payment: Payment, state: X402SettledState): Promise<AdvanceResult> {
+  if (payment.feeMicros > 0) {
     const sweep = state.feeSweep;
     if (!sweep) {
-      await relayTransfers(d, payment, [{ to: d.chain.treasuryAddress, micros: payment.fee_micros }], (t) => ({
-        rail_state: x402States.write(state.stage, { ...state, feeSweep: { hash: t.hash, transfers: t.auths } }),
+      await relayTransfers(d, payment, [{ to: d.chain.treasuryAddress, micros: payment.feeMicros }], (t) => ({
+        railState: x402States.write(state.stage, { ...state, feeSweep: { hash: t.hash, transfers: t.auths } }),
       }));
       // A chain that mines at once confirms it now; otherwise the check below says when to look again.
       const relayed = (await d.ctx.ledger.payments.getPayment(payment.id))!;
@@ -79,13 +79,13 @@ async function sweepFeeAndComplete(d: X402Deps, payment: PaymentRow, state: X402
       return sweepFeeAndComplete(d, relayed, next);
     }
     const swept = await checkRelayed(d, payment, sweep.hash, sweep.transfers, (t) => ({
-      rail_state: x402States.write(state.stage, { ...state, feeSweep: { ...sweep, hash: t.hash } }),
+      railState: x402States.write(state.stage, { ...state, feeSweep: { ...sweep, hash: t.hash } }),
     }));
     if (swept === "pending") return { done: false, retryInMs: 500 };
     if (swept !== "confirmed") {
       // That sweep can no longer be mined and moved nothing: a fresh one is signed next time, after the
       // retry rule's growing delay (thrown so it counts: a sweep that keeps reverting must not spin).
-      await d.ctx.ledger.payments.updatePayment(payment.id, { rail_state: x402States.write(state.stage, { ...state, feeSweep: undefined }) });
+      await d.ctx.ledger.payments.updatePayment(payment.id, { railState: x402States.write(state.stage, { ...state, feeSweep: undefined }) });
       throw new Error(`the fee sweep ${swept} (transaction ${sweep.hash}); a fresh one is signed on the next try`);
     }
   }
@@ -94,7 +94,7 @@ async function sweepFeeAndComplete(d: X402Deps, payment: PaymentRow, state: X402
   return { done: true };
 }
 
-async function fail(d: X402Deps, payment: PaymentRow, code: FailureCode, reason: string): Promise<PaymentRow> {
+async function fail(d: X402Deps, payment: Payment, code: FailureCode, reason: string): Promise<Payment> {
   const r = await d.ctx.ledger.payments.resolve(payment.id, "failed", { failureCode: code, failureReason: reason });
   if (r.changed) d.onFinal?.(r.payment, "failed");
   return r.payment;

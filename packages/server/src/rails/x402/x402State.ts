@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { type Transitions, addressSchema, authorizationSchema, feeSweepSchema, hexSchema, railStateCodec } from "../railState.ts";
 import type { SignedAuthorization } from "./signPayment.ts";
+import type { Payment } from "../../domain/payment.ts";
 
 /** The authorization as signed for the merchant (the signature travels in the payment header only). */
 const signedAuthorization = authorizationSchema.omit({ signature: true }) satisfies z.ZodType<SignedAuthorization>;
@@ -65,11 +66,11 @@ export const X402_TRANSITIONS = {
 /** An x402 payment is always held with its state: none stored does not parse. */
 export const x402States = railStateCodec<X402State>("x402", x402StateSchema, X402_TRANSITIONS);
 
-/** Whether the payment was paid by MPP (read without throwing: rendering never fails on a row's state). */
-export function paidByMpp(p: { rail: string; rail_state: string | null }): boolean {
-  if (p.rail !== "x402" || !p.rail_state) return false;
+/** Whether the payment was paid by MPP (read without throwing: rendering never fails on a payment's state). */
+export function paidByMpp(p: Pick<Payment, "rail" | "railState">): boolean {
+  if (p.rail !== "x402" || !p.railState) return false;
   try {
-    return (JSON.parse(p.rail_state) as { protocol?: unknown }).protocol === "mpp";
+    return (JSON.parse(p.railState) as { protocol?: unknown }).protocol === "mpp";
   } catch {
     return false;
   }

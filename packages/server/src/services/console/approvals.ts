@@ -4,7 +4,7 @@
  * `decidePayment`), recorded under the name `authorizeChange` gives the viewer.
  */
 import type { ApprovalItem, RefusalItem, Viewer } from "@agentwallet/console";
-import type { PaymentRow } from "../../ledger/payments.ts";
+import type { Payment } from "../../domain/payment.ts";
 import { decidePayment } from "../approvals.ts";
 import { type ConsoleDeps, authorizeChange } from "./viewers.ts";
 
@@ -12,22 +12,22 @@ import { type ConsoleDeps, authorizeChange } from "./viewers.ts";
 const AWAITING_SHOWN_MAX = 100;
 const DECIDED_SHOWN_MAX = 20;
 
-function approvalItem(p: PaymentRow, prefixes: Map<string, string>): ApprovalItem {
+function approvalItem(p: Payment, prefixes: Map<string, string>): ApprovalItem {
   return {
     id: p.id,
     rail: p.rail,
-    amount_micros: Number(p.amount_micros),
+    amount_micros: Number(p.amountMicros),
     recipient: p.rail === "fiat" ? `${p.recipient} (bank account)` : p.recipient,
     description: p.description,
-    token_id: p.token_id,
-    token_prefix: p.token_id ? (prefixes.get(p.token_id) ?? null) : null,
+    token_id: p.tokenId,
+    token_prefix: p.tokenId ? (prefixes.get(p.tokenId) ?? null) : null,
     status: p.status,
-    created_at: p.created_at,
+    created_at: p.createdAt,
     approval: p.approval as ApprovalItem["approval"],
-    approval_until: p.approval_until,
-    decided_by: p.approval_decided_by,
-    decided_at: p.approval_decided_at,
-    tx_hash: p.rail === "fiat" ? null : p.tx_hash,
+    approval_until: p.approvalUntil,
+    decided_by: p.approvalDecidedBy,
+    decided_at: p.approvalDecidedAt,
+    tx_hash: p.rail === "fiat" ? null : p.txHash,
   };
 }
 
@@ -49,15 +49,15 @@ export async function listApprovals(deps: Pick<ConsoleDeps, "ledger">, projectId
 /** The approval of one payment of the project, if it had one. */
 export async function getApproval(deps: Pick<ConsoleDeps, "ledger">, projectId: string, paymentId: string): Promise<ApprovalItem | null> {
   const p = await deps.ledger.payments.getPayment(paymentId);
-  if (!p || p.project_id !== projectId || p.approval === null) return null;
-  const t = p.token_id ? await deps.ledger.tokens.get(p.token_id) : undefined;
+  if (!p || p.projectId !== projectId || p.approval === null) return null;
+  const t = p.tokenId ? await deps.ledger.tokens.get(p.tokenId) : undefined;
   return approvalItem(p, new Map(t ? [[t.id, t.display_prefix]] : []));
 }
 
 export async function decideApproval(deps: ConsoleDeps, viewer: Viewer, projectId: string, paymentId: string, decision: "approved" | "denied"): Promise<{ ok: true } | { ok: false; detail: string }> {
   const who = await authorizeChange(deps, viewer, projectId, "decide");
   const p = await deps.ledger.payments.getPayment(paymentId);
-  if (!p || p.project_id !== projectId) return { ok: false, detail: "There is no such payment in this project." };
+  if (!p || p.projectId !== projectId) return { ok: false, detail: "There is no such payment in this project." };
   const out = await decidePayment(deps, paymentId, decision, who);
   return out.kind === "decided" ? { ok: true } : { ok: false, detail: `This payment no longer waits for approval: ${out.detail}.` };
 }

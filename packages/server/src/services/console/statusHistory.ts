@@ -3,14 +3,14 @@
  * ledger recorded (its status history, or its rows for transactions older than that history) and the payment row.
  */
 import type { HistoryEntry } from "@agentwallet/console";
-import type { PaymentRow } from "../../ledger/payments.ts";
+import type { Payment } from "../../domain/payment.ts";
 
 /**
  * A transaction's way to its status: the transitions its webhooks report, as the ledger's triggers recorded
  * them (`status_history`, decisions.md "Status history"), each with what the payment row says of it, and the
  * approval's decision, which changes no status, after the wait for it.
  */
-export function historyOfEvents(events: { type: string; status: string; at: string }[], p: PaymentRow | undefined): HistoryEntry[] {
+export function historyOfEvents(events: { type: string; status: string; at: string }[], p: Payment | undefined): HistoryEntry[] {
   const out: HistoryEntry[] = [];
   for (const e of events) {
     // A deposit's events carry the deposit's own status (seen, credited); its transaction's is pending, then completed, as the event's body says.
@@ -18,22 +18,22 @@ export function historyOfEvents(events: { type: string; status: string; at: stri
     const entry = (text: string) => out.push({ at: e.at, status, text });
     switch (e.type) {
       case "payment.created":
-        entry(p ? `Created; ${usdOf(p.amount_micros + p.fee_micros)} held from the balance` : "Created");
+        entry(p ? `Created; ${usdOf(p.amountMicros + p.feeMicros)} held from the balance` : "Created");
         break;
       case "payment.approval_required":
-        entry(`Waits for approval (above the token's threshold)${p?.approval_until ? ` until ${utc(p.approval_until)}` : ""}`);
-        if (p?.approval === "expired") out.push({ at: p.approval_until ?? p.updated_at, status: e.status, text: "Approval time ran out" });
-        else if (p && p.approval && p.approval !== "awaiting") out.push({ at: p.approval_decided_at ?? p.updated_at, status: e.status, text: `${p.approval === "approved" ? "Approved" : "Denied"}${p.approval_decided_by ? ` by ${p.approval_decided_by}` : ""}` });
+        entry(`Waits for approval (above the token's threshold)${p?.approvalUntil ? ` until ${utc(p.approvalUntil)}` : ""}`);
+        if (p?.approval === "expired") out.push({ at: p.approvalUntil ?? p.updatedAt, status: e.status, text: "Approval time ran out" });
+        else if (p && p.approval && p.approval !== "awaiting") out.push({ at: p.approvalDecidedAt ?? p.updatedAt, status: e.status, text: `${p.approval === "approved" ? "Approved" : "Denied"}${p.approvalDecidedBy ? ` by ${p.approvalDecidedBy}` : ""}` });
         break;
       case "payment.processing":
-        entry(p?.tx_hash && p.rail !== "fiat" ? `Sent on-chain: ${p.tx_hash}` : p?.rail === "fiat" ? "Processing: the bank payout is under way" : "Processing");
+        entry(p?.txHash && p.rail !== "fiat" ? `Sent on-chain: ${p.txHash}` : p?.rail === "fiat" ? "Processing: the bank payout is under way" : "Processing");
         break;
       case "payment.completed":
         entry("Completed");
         break;
       case "payment.failed":
       case "payment.reversed":
-        entry(`${e.type === "payment.failed" ? "Failed" : "Reversed"}${p?.failure_code ? ` (${p.failure_code})` : ""}: ${p?.failure_reason ?? "no reason recorded"}`);
+        entry(`${e.type === "payment.failed" ? "Failed" : "Reversed"}${p?.failureCode ? ` (${p.failureCode})` : ""}: ${p?.failureReason ?? "no reason recorded"}`);
         break;
       case "deposit.pending":
         entry("Deposit seen on-chain; credited once confirmed");
@@ -55,22 +55,22 @@ export function historyOfEvents(events: { type: string; status: string; at: stri
  */
 export function historyOf(
   t: { type: string; status: string; created_at: string; completed_at: string | null },
-  p: PaymentRow | undefined,
+  p: Payment | undefined,
 ): HistoryEntry[] {
   const out: HistoryEntry[] = [];
   if (t.type === "usdc_fund") out.push({ at: t.created_at, status: t.status, text: "Deposit confirmed on-chain and credited" });
-  else out.push({ at: t.created_at, status: "pending", text: p ? `Created; ${usdOf(p.amount_micros + p.fee_micros)} held from the balance` : "Created" });
+  else out.push({ at: t.created_at, status: "pending", text: p ? `Created; ${usdOf(p.amountMicros + p.feeMicros)} held from the balance` : "Created" });
   if (p?.approval) {
-    out.push({ at: p.created_at, status: "pending", text: `Waits for approval (above the token's threshold) until ${utc(p.approval_until)}` });
-    if (p.approval === "expired") out.push({ at: p.approval_until ?? p.updated_at, status: "pending", text: "Approval time ran out" });
-    else if (p.approval !== "awaiting") out.push({ at: p.approval_decided_at ?? p.updated_at, status: "pending", text: `${p.approval === "approved" ? "Approved" : "Denied"}${p.approval_decided_by ? ` by ${p.approval_decided_by}` : ""}` });
+    out.push({ at: p.createdAt, status: "pending", text: `Waits for approval (above the token's threshold) until ${utc(p.approvalUntil)}` });
+    if (p.approval === "expired") out.push({ at: p.approvalUntil ?? p.updatedAt, status: "pending", text: "Approval time ran out" });
+    else if (p.approval !== "awaiting") out.push({ at: p.approvalDecidedAt ?? p.updatedAt, status: "pending", text: `${p.approval === "approved" ? "Approved" : "Denied"}${p.approvalDecidedBy ? ` by ${p.approvalDecidedBy}` : ""}` });
   }
-  if (p?.tx_hash && p.rail !== "fiat") out.push({ at: p.completed_at ?? p.updated_at, status: p.status, text: `Sent on-chain: ${p.tx_hash}` });
+  if (p?.txHash && p.rail !== "fiat") out.push({ at: p.completedAt ?? p.updatedAt, status: p.status, text: `Sent on-chain: ${p.txHash}` });
   if (t.status === "completed" && t.completed_at && t.type !== "usdc_fund") out.push({ at: t.completed_at, status: "completed", text: "Completed" });
   if ((t.status === "failed" || t.status === "reversed") && p) {
-    out.push({ at: p.updated_at, status: t.status, text: `${t.status === "failed" ? "Failed" : "Reversed"}${p.failure_code ? ` (${p.failure_code})` : ""}: ${p.failure_reason ?? "no reason recorded"}` });
+    out.push({ at: p.updatedAt, status: t.status, text: `${t.status === "failed" ? "Failed" : "Reversed"}${p.failureCode ? ` (${p.failureCode})` : ""}: ${p.failureReason ?? "no reason recorded"}` });
   }
-  if ((t.status === "pending" || t.status === "processing") && p && p.updated_at > p.created_at) out.push({ at: p.updated_at, status: t.status, text: `${t.status === "processing" ? "Processing" : "Pending"} (last change)` });
+  if ((t.status === "pending" || t.status === "processing") && p && p.updatedAt > p.createdAt) out.push({ at: p.updatedAt, status: t.status, text: `${t.status === "processing" ? "Processing" : "Pending"} (last change)` });
   return out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
 }
 

@@ -9,13 +9,14 @@ import { sealBankRecipient } from "../../domain/bankAccount.ts";
 import { type DomainError, badRequest, unavailable } from "../../domain/errors.ts";
 import type { Principal } from "../../domain/principal.ts";
 import { type RecipientOf, refusalError } from "../../domain/spending.ts";
-import type { NewPayment, PaymentRow } from "../../ledger/payments.ts";
+import type { NewPayment } from "../../ledger/payments.ts";
+import type { Payment } from "../../domain/payment.ts";
 import { formatUsdc } from "../../money.ts";
 import { holdControls } from "../spendingControls.ts";
 import { findReplay } from "./idempotency.ts";
 import type { PaymentContext } from "./paymentContext.ts";
 
-export type CreatedPayment = { payment: PaymentRow; replayed: boolean };
+export type CreatedPayment = { payment: Payment; replayed: boolean };
 
 /** The core's answer: a payment (new or replayed), or the free reply of a target that asked for nothing. */
 export type Created = ({ kind: "payment" } & CreatedPayment) | { kind: "reply"; body: PayResponse; replayed: boolean };

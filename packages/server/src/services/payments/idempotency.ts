@@ -14,7 +14,7 @@ import { randomBytes } from "node:crypto";
 import type { PayResponse } from "@agentwallet/api";
 import type { PaymentContext } from "./paymentContext.ts";
 import { conflict } from "../../domain/errors.ts";
-import type { PaymentRow } from "../../ledger/payments.ts";
+import type { Payment } from "../../domain/payment.ts";
 
 /** How long a kept reply answers repeats of its key (the usual life of an idempotency key). */
 export const KEPT_REPLY_MS = 24 * 3_600_000;
@@ -24,11 +24,11 @@ function inFlight(key: string) {
 }
 
 /** A repeat of an idempotency key: the original payment, or 409 while its request still runs. */
-export async function findReplay(ctx: PaymentContext, projectId: string, key: string | null): Promise<PaymentRow | undefined> {
+export async function findReplay(ctx: PaymentContext, projectId: string, key: string | null): Promise<Payment | undefined> {
   if (key === null) return undefined;
   const existing = await ctx.ledger.payments.findPaymentByKey(projectId, key);
   if (!existing) return undefined;
-  if (existing.in_flight_until && existing.in_flight_until > ctx.clock().toISOString()) throw inFlight(key);
+  if (existing.inFlightUntil && existing.inFlightUntil > ctx.clock().toISOString()) throw inFlight(key);
   return existing;
 }
 

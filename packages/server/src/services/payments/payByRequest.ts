@@ -16,7 +16,7 @@ import type { PaymentContext } from "./paymentContext.ts";
 import type { Principal } from "../../domain/principal.ts";
 import { judgeStatic, refusalError } from "../../domain/spending.ts";
 import type { FailureCode } from "../../ledger/failureCodes.ts";
-import type { PaymentRow } from "../../ledger/payments.ts";
+import type { Payment } from "../../domain/payment.ts";
 import type { PaidRetry, X402Call, X402Quote, X402Rail, X402Signature } from "../../rails/rails.ts";
 import { x402States } from "../../rails/x402/x402State.ts";
 import { feeFor } from "../../money.ts";
@@ -29,7 +29,7 @@ import { renderFreeReply } from "./render.ts";
 export type X402Request = X402Call & { rail: "x402"; description: string | null; idempotencyKey: string | null; metadata: Record<string, string> | null };
 
 /** A payment held for a judged requirement: signed and recorded already (`signature`), or to be signed. */
-type Held = { payment: PaymentRow; walletIndex: number; quote: X402Quote; signature: X402Signature | undefined; retry: PaidRetry };
+type Held = { payment: Payment; walletIndex: number; quote: X402Quote; signature: X402Signature | undefined; retry: PaidRetry };
 
 /** After createPayment answered a replay and refused a paused project. */
 export async function payByRequest(ctx: PaymentContext, principal: Principal, req: X402Request): Promise<Created> {
@@ -142,16 +142,16 @@ function hold(ctx: PaymentContext, principal: Principal, req: X402Request, quote
 }
 
 /** Sign (unless signed already), send the paid retry once, and record what the answer settles. */
-async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h: Held): Promise<PaymentRow> {
+async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h: Held): Promise<Payment> {
   let payment = h.payment;
   let signature: X402Signature;
   try {
-    const leaseLeftMs = Date.parse(payment.lease_until ?? "") - ctx.clock().getTime();
+    const leaseLeftMs = Date.parse(payment.leaseUntil ?? "") - ctx.clock().getTime();
     if (!(leaseLeftMs > rail.leaseNeededMs)) throw new Error("the request's lease is too short to send a signature safely");
     if (h.signature) signature = h.signature;
     else {
       signature = await rail.sign(h.walletIndex, h.quote);
-      payment = await ctx.ledger.payments.updatePayment(payment.id, { status: "processing", rail_state: x402States.write("held", signature.state) });
+      payment = await ctx.ledger.payments.updatePayment(payment.id, { status: "processing", railState: x402States.write("held", signature.state) });
     }
   } catch (err) {
     // Nothing left the process: the payment fails and the hold is credited back at once.
@@ -171,10 +171,10 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
   const dispatch = sent.settlement !== undefined ? ctx.dispatch : undefined;
   try {
     payment = await ctx.ledger.payments.updatePayment(payment.id, {
-      ...(sent.reply ? { response_json: JSON.stringify(sent.reply) } : {}),
-      ...(sent.settlement ? { tx_hash: sent.settlement.txHash, rail_state: x402States.write("signed", sent.settlement.state) } : {}),
-      in_flight_until: null,
-      ...(dispatch ? {} : { lease_owner: null, lease_until: null, next_attempt_at: ctx.clock().toISOString() }),
+      ...(sent.reply ? { responseJson: JSON.stringify(sent.reply) } : {}),
+      ...(sent.settlement ? { txHash: sent.settlement.txHash, railState: x402States.write("signed", sent.settlement.state) } : {}),
+      inFlightUntil: null,
+      ...(dispatch ? {} : { leaseOwner: null, leaseUntil: null, nextAttemptAt: ctx.clock().toISOString() }),
     });
   } catch (err) {
     // The lease expires and a worker resumes from the signed stage: the chain still decides.
@@ -186,7 +186,7 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
 }
 
 /** Resolves a payment that nothing can pay any more: failed, amount and fee credited back. */
-async function fail(ctx: PaymentContext, payment: PaymentRow, code: FailureCode, reason: string): Promise<void> {
+async function fail(ctx: PaymentContext, payment: Payment, code: FailureCode, reason: string): Promise<void> {
   const r = await ctx.ledger.payments.resolve(payment.id, "failed", { failureCode: code, failureReason: reason });
   if (r.changed) ctx.rails?.onFinal?.(r.payment, "failed");
 }

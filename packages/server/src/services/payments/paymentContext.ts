@@ -4,7 +4,7 @@
  */
 import type { Logger } from "pino";
 import type { IdGenerator } from "../../ids.ts";
-import type { PaymentRow } from "../../ledger/payments.ts";
+import type { Payment } from "../../domain/payment.ts";
 import type { IdempotencyKeyStore } from "../../ledger/ports.ts";
 import type { Rails } from "../../rails/rails.ts";
 import type { SpendingContext } from "../spendingControls.ts";
@@ -17,7 +17,7 @@ export type PaymentContext = SpendingContext & {
   /** The rails of the deployment; absent until the chain is configured. */
   rails: Rails | undefined;
   /** Hands a just-accepted payment (leased to this process) to the dispatcher. */
-  dispatch?: (payment: PaymentRow) => void;
+  dispatch?: (payment: Payment) => void;
   /** Identifies this process in payment leases. */
   instanceId: string;
   /** Seals a bank payment's account number until its payout is created (domain/bankAccount.ts). */

@@ -1,11 +1,11 @@
 /** Wire shapes of a payment, one per endpoint that can return it. */
 import { paidByMpp } from "../../rails/x402/x402State.ts";
 import type { LegacyPaymentResponse, PayResponse, PaymentStatus, ProxiedResponse, UsdcTransferResponse, X402PayResponse } from "@agentwallet/api";
-import type { PaymentRow } from "../../ledger/payments.ts";
+import type { Payment } from "../../domain/payment.ts";
 import { microsToUsdcNumber } from "../../money.ts";
 
 /** The payment's metadata as given, or null. */
-function metadataOf(p: PaymentRow): Record<string, string> | null {
+function metadataOf(p: Payment): Record<string, string> | null {
   return p.metadata ? (JSON.parse(p.metadata) as Record<string, string>) : null;
 }
 
@@ -13,13 +13,13 @@ function metadataOf(p: PaymentRow): Record<string, string> | null {
  * The deprecated endpoints' answers keep their shape unless the payment was given metadata: a client
  * of theirs that sends none sees nothing new.
  */
-function legacyMetadataOf(p: PaymentRow): { metadata?: Record<string, string> } {
+function legacyMetadataOf(p: Payment): { metadata?: Record<string, string> } {
   const m = metadataOf(p);
   return m ? { metadata: m } : {};
 }
 
 /** The payment as it is now, `reversed` included (decisions.md, "A replay shows the payment as it is now"). */
-function wireStatus(p: PaymentRow): PaymentStatus {
+function wireStatus(p: Payment): PaymentStatus {
   return p.status;
 }
 
@@ -27,54 +27,54 @@ function wireStatus(p: PaymentRow): PaymentStatus {
  * `failure_code` and `failure_message` of a failed or reversed payment (or transaction), each only when
  * known: absent on every other status, so the spec's shapes are unchanged for them.
  */
-export function failureFields(r: { status: string; failure_code: string | null; failure_reason: string | null }): { failure_code?: string; failure_message?: string } {
+export function failureFields(r: Pick<Payment, "failureCode" | "failureReason"> & { status: string }): { failure_code?: string; failure_message?: string } {
   if (r.status !== "failed" && r.status !== "reversed") return {};
-  return { ...(r.failure_code ? { failure_code: r.failure_code } : {}), ...(r.failure_reason ? { failure_message: r.failure_reason } : {}) };
+  return { ...(r.failureCode ? { failure_code: r.failureCode } : {}), ...(r.failureReason ? { failure_message: r.failureReason } : {}) };
 }
 
-export function renderPay(p: PaymentRow): PayResponse {
+export function renderPay(p: Payment): PayResponse {
   return {
     id: p.id,
     status: wireStatus(p),
     rail: p.rail,
-    amount_charged: p.amount_units,
-    fee: p.fee_units,
+    amount_charged: p.amountUnits,
+    fee: p.feeUnits,
     currency: p.currency,
     recipient: p.recipient,
-    tx_hash: p.rail === "fiat" ? null : p.tx_hash,
-    created_at: p.created_at,
-    estimated_arrival: p.rail === "fiat" ? p.estimated_arrival : null,
-    response: p.rail === "x402" && p.response_json ? JSON.parse(p.response_json) : null,
+    tx_hash: p.rail === "fiat" ? null : p.txHash,
+    created_at: p.createdAt,
+    estimated_arrival: p.rail === "fiat" ? p.estimatedArrival : null,
+    response: p.rail === "x402" && p.responseJson ? JSON.parse(p.responseJson) : null,
     ...(paidByMpp(p) ? { protocol: "mpp" as const } : {}),
     ...failureFields(p),
     metadata: metadataOf(p),
   };
 }
 
-export function renderLegacyPayment(p: PaymentRow): LegacyPaymentResponse {
-  return { id: p.id, status: wireStatus(p), amount: p.amount_units, recipient_name: p.recipient, created_at: p.created_at, estimated_arrival: p.estimated_arrival, ...failureFields(p), ...legacyMetadataOf(p) };
+export function renderLegacyPayment(p: Payment): LegacyPaymentResponse {
+  return { id: p.id, status: wireStatus(p), amount: p.amountUnits, recipient_name: p.recipient, created_at: p.createdAt, estimated_arrival: p.estimatedArrival, ...failureFields(p), ...legacyMetadataOf(p) };
 }
 
-export function renderUsdcTransfer(p: PaymentRow): UsdcTransferResponse {
+export function renderUsdcTransfer(p: Payment): UsdcTransferResponse {
   return {
     id: p.id,
     status: wireStatus(p),
-    amount_usdc: microsToUsdcNumber(p.amount_micros),
-    fee_usdc: microsToUsdcNumber(p.fee_micros),
+    amount_usdc: microsToUsdcNumber(p.amountMicros),
+    fee_usdc: microsToUsdcNumber(p.feeMicros),
     to_address: p.recipient,
     chain: "base",
-    tx_hash: p.tx_hash,
-    created_at: p.created_at,
+    tx_hash: p.txHash,
+    created_at: p.createdAt,
     ...failureFields(p),
     ...legacyMetadataOf(p),
   };
 }
 
-export function renderX402(p: PaymentRow): X402PayResponse {
-  const r = p.response_json ? (JSON.parse(p.response_json) as { status_code: number; headers: Record<string, string>; body: string }) : { status_code: 0, headers: {}, body: "" };
+export function renderX402(p: Payment): X402PayResponse {
+  const r = p.responseJson ? (JSON.parse(p.responseJson) as { status_code: number; headers: Record<string, string>; body: string }) : { status_code: 0, headers: {}, body: "" };
   // `settled` is the merchant's settlement, proven on-chain (x402 sets tx_hash only then); the
   // payment itself completes a little later, once the fee reached the treasury.
-  return { ...r, payment_amount: p.amount_units, fee_amount: p.fee_units, tx_hash: p.tx_hash, settled: p.tx_hash !== null && p.status !== "failed", ...legacyMetadataOf(p) };
+  return { ...r, payment_amount: p.amountUnits, fee_amount: p.feeUnits, tx_hash: p.txHash, settled: p.txHash !== null && p.status !== "failed", ...legacyMetadataOf(p) };
 }
 
 /**

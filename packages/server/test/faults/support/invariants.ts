@@ -190,7 +190,7 @@ async function liveness(world: FaultWorld): Promise<string | undefined> {
     for (;;) {
       const p = await world.ledger.payments.getPayment(answer.id);
       if (p?.status === "completed") return undefined;
-      if (p && p.status !== "pending" && p.status !== "processing") return `liveness: a new project's payment ${answer.id} ended ${p.status} (${p.failure_reason})`;
+      if (p && p.status !== "pending" && p.status !== "processing") return `liveness: a new project's payment ${answer.id} ended ${p.status} (${p.failureReason})`;
       if (Date.now() > end) return `liveness: the relayer is wedged — a new project's payment ${answer.id} is still ${p?.status} after 45 s`;
       await sleep(200);
     }
