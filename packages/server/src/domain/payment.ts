@@ -1,26 +1,14 @@
 /**
  * A payment as every layer above the ledger sees it: camelCase, its amounts branded integers, its
- * status and rail the wire's unions. The ledger maps its row to this once (`toPayment`, ledger/payments.ts);
+ * status and rail the wire's unions. The ledger maps its row to this once (`toPayment`, ledger/paymentRows.ts);
  * nothing above `ledger/` reads the row.
  */
 import type { Currency, PaymentStatus, Rail } from "@agentwallet/api";
 
-/** An amount in micro-USDC (10⁻⁶ USDC), an integer. */
+/** An amount in micro-USDC (10⁻⁶ USDC), an integer; made only by the ledger's mapping of its row (`toPayment`). */
 export type Micros = number & { readonly __brand: "Micros" };
 /** An amount in the rail's own unit: micro-USDC on-chain, cents for fiat; an integer. */
 export type RailUnits = number & { readonly __brand: "RailUnits" };
-
-/** A safe integer as micro-USDC; throws on anything else. */
-export function micros(n: number): Micros {
-  if (!Number.isSafeInteger(n)) throw new Error(`not an amount of micros: ${n}`);
-  return n as Micros;
-}
-
-/** A safe integer in the rail's unit; throws on anything else. */
-export function railUnits(n: number): RailUnits {
-  if (!Number.isSafeInteger(n)) throw new Error(`not an amount of rail units: ${n}`);
-  return n as RailUnits;
-}
 
 /** A payment above a token's approval threshold: waiting for a person, or how it was decided. */
 export type Approval = "awaiting" | "approved" | "denied" | "expired";
