@@ -42,7 +42,7 @@ describe("recovery: a payment interrupted at each step is finished by a worker, 
     const rails = ctx().rails!;
     // Store the leg exactly as the rail does, but "die" before broadcasting.
     const relayer = { ...rails.relayer, broadcast: async () => {} };
-    const hash = await relayTransfers({ ctx: ctx(), chain: rails.chain, relayer }, held.payment, [{ to: recipient, micros: 2_222_222 }, { to: rails.chain.treasuryAddress, micros: held.payment.feeMicros }], (t) => ({ status: "processing", tx_hash: t.hash, rail_state: relayedState("held", t) }));
+    const hash = await relayTransfers({ ctx: ctx(), chain: rails.chain, relayer }, held.payment, [{ to: recipient, micros: 2_222_222 }, { to: rails.chain.treasuryAddress, micros: held.payment.feeMicros }], (t) => ({ status: "processing", txHash: t.hash, railState: relayedState("held", t) }));
     expect(await s.server.chain!.client.transactionKnown(hash)).toBe(false);
     await ctx().ledger.payments.updatePayment(held.payment.id, { leaseOwner: null, leaseUntil: past(), inFlightUntil: null, nextAttemptAt: past() });
     const p = await final(held.payment.id);
