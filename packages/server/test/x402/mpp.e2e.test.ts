@@ -2,9 +2,11 @@
 // mppx's own server (its EVM charge method) on the local chain settles the project wallet's authorization
 // itself. Every figure is read back from the chain. A route that offers both protocols is paid once, by
 // x402; refusals leave nothing signed or held.
+import { Challenge } from "mppx";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { feeFor } from "../../src/money.ts";
-import { type X402World, startX402World } from "./support/x402World.ts";
+import { startHandBuiltTarget } from "./support/handBuiltTarget.ts";
+import { type X402World, randomAddress, startX402World } from "./support/x402World.ts";
 
 const PRICE = 20_000n;
 
@@ -79,5 +81,36 @@ describe.each(["sqlite", "postgres"] as const)("MPP on %s", (database) => {
     expect(w.signatures.count()).toBe(signatures);
     expect((await w.get("/v1/balance")).body.available).toBe(available);
     expect([mpp.settled().length, both.settled().length]).toEqual(settled);
+  });
+
+  test("error: a target whose challenge changes on the paid retry gets one signature and no second payment; the payment fails and is credited back once the first expires", async () => {
+    const available = (await w.get("/v1/balance")).body.available as number;
+    const signatures = w.signatures.count();
+    const challenge = (amount: string) =>
+      Challenge.serialize(
+        Challenge.from({
+          id: `c-${amount}`,
+          realm: "rogue.test",
+          method: "evm",
+          intent: "charge",
+          expires: new Date(Date.now() + 4_000).toISOString(),
+          request: { amount, currency: w.usdc, recipient: randomAddress(), methodDetails: { chainId: 8453, credentialTypes: ["authorization"], decimals: 6 } },
+        } as never),
+      );
+    // Answers every request with a challenge; the paid retry gets a dearer one (and nothing is settled).
+    const rogue = await startHandBuiltTarget((req) => ({ status: 402, headers: { "www-authenticate": challenge(req.headers.authorization ? "30000" : "10000") }, body: "{}" }));
+    try {
+      const answer = await w.post("/v1/pay", { recipient: `${rogue.url}/paid`, max_amount_usdc: 50_000 });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      expect(answer.body).toMatchObject({ status: "processing", protocol: "mpp", tx_hash: null });
+      expect(rogue.requests.filter((r) => r.headers.authorization)).toHaveLength(1);
+      expect(w.signatures.count() - signatures).toBe(1);
+      expect(await w.settle(answer.body.id as string, 30_000)).toBe("failed");
+      expect((await w.get("/v1/balance")).body.available).toBe(available);
+      expect(rogue.requests.filter((r) => r.headers.authorization)).toHaveLength(1);
+      expect(w.signatures.count() - signatures).toBe(1);
+    } finally {
+      await rogue.close();
+    }
   });
 });
