@@ -46,7 +46,8 @@ export async function startMppMerchant(o: StartMppMerchantOptions): Promise<MppM
   const chain = defineChain({ id: o.chainId, name: "dev", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [o.rpcUrl] } } });
   const account = privateKeyToAccount(o.settlerKey);
   const wallet = createWalletClient({ account, chain, transport: http(o.rpcUrl) });
-  const reader = createPublicClient({ chain, transport: http(o.rpcUrl) });
+  // Automine answers at once: poll for the settlement's receipt often, not every 4 s (viem's default).
+  const reader = createPublicClient({ chain, transport: http(o.rpcUrl), pollingInterval: 50 });
   const settled: Hex[] = [];
   let price = o.priceMicros;
   const mppx = Mppx.create({

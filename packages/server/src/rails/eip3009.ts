@@ -30,8 +30,9 @@ export async function signAuthorization(
   custody: Custody,
   walletIndex: number,
   p: { chainId: number; usdc: Address; to: Address; valueMicros: number; validAfter: number; validBefore: number; nonce: Hex },
+  o: { onCallerThread?: boolean } = {},
 ): Promise<Authorization> {
-  const signer = custody.signerFor(walletIndex);
+  const signer = custody.signerFor(walletIndex, o);
   const message = { from: signer.address, to: p.to, value: BigInt(p.valueMicros), validAfter: BigInt(p.validAfter), validBefore: BigInt(p.validBefore), nonce: p.nonce };
   const signature = await signer.signTypedData({
     domain: { ...USDC_EIP712, chainId: p.chainId, verifyingContract: p.usdc },

@@ -151,7 +151,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       const q = quote as Judged;
       if (q.mpp) {
         const { mpp } = q;
-        const auth = await signAuthorization(ctx.custody, walletIndex, { chainId: chain.client.settings.chainId, usdc: chain.client.usdcAddress, to: mpp.payTo, valueMicros: mpp.amountMicros, validAfter: 0, validBefore: mpp.validBefore, nonce: mpp.nonce });
+        const auth = await signAuthorization(ctx.custody, walletIndex, { chainId: chain.client.settings.chainId, usdc: chain.client.usdcAddress, to: mpp.payTo, valueMicros: mpp.amountMicros, validAfter: 0, validBefore: mpp.validBefore, nonce: mpp.nonce }, { onCallerThread: true });
         const { signature: _signature, ...authorization } = auth;
         const state: X402SignedState = { ...q.state, stage: "signed", authorization, fromBlock: await q.fromBlock };
         return { header: { name: "authorization", value: mppCredential(mpp, auth, chain.client.settings.chainId) }, state } satisfies X402Signature;
