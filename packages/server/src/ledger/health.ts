@@ -3,7 +3,6 @@
  * `agentwallet doctor` (inspect.ts): the oldest open payment per rail, the webhook backlog, payments the
  * relayer sent lately. Nothing here writes. A Ledger's `health`.
  */
-import { sql } from "kysely";
 import type { Db } from "./db.ts";
 
 /** The rails whose payments the relayer sends on-chain (and pays the gas of). */
@@ -45,12 +44,6 @@ export class HealthReads {
       .where("d.state", "=", "pending")
       .executeTakeFirstOrThrow();
     return { undelivered: Number(r.n), oldest_occurred_at: r.oldest ?? null };
-  }
-
-  /** Whether this address is a project's wallet. */
-  async isProjectWallet(address: string): Promise<boolean> {
-    const rows = await this.db.selectFrom("projects").select("id").where(sql<string>`lower(wallet_address)`, "=", address.toLowerCase()).limit(1).execute();
-    return rows.length > 0;
   }
 
   /** Payments the relayer sent since then (USDC transfers and bank payments). */

@@ -56,7 +56,7 @@ export async function inspectDatabase(config: Config, ask: { treasury: string | 
       state: "current",
       deployment: await ledger.deployment.get(),
       verify: await ledger.verify(),
-      treasuryIsProjectWallet: ask.treasury ? await ledger.health.isProjectWallet(ask.treasury) : false,
+      treasuryIsProjectWallet: ask.treasury ? await ledger.projects.isWallet(ask.treasury) : false,
       relayerPaymentsLastDay: await ledger.health.relayerPaymentsSince(new Date(ask.now.getTime() - 86_400_000)),
     };
   } finally {

@@ -1,8 +1,9 @@
 /**
  * What an operator alerts on, read when Prometheus scrapes (http/metrics.ts): the relayer's ETH and its
  * runway, the oldest open payment per rail, the webhook backlog, the deposit watcher's lag in blocks and the
- * last reconcile. Chain reads are kept for `CHAIN_READ_MS`, so a scrape every few seconds costs the node
- * little; a read that fails leaves its figures out of that scrape (an alert on their absence fires).
+ * last reconcile. Chain reads, and the count of the last day's relayed payments (a range over every payment),
+ * are kept for `CHAIN_READ_MS`, so a scrape every few seconds costs the node and the database little; a read that
+ * fails leaves its figures out of that scrape (an alert on their absence fires).
  */
 import type { Address } from "viem";
 import type { ChainClient } from "../chain/chainClient.ts";
@@ -44,13 +45,15 @@ export function createHealthSignals(d: {
       return last.value;
     };
   };
-  const relayerReads = cached(() => Promise.all([d.chain.client.getBalance({ address: d.relayerAddress }), d.chain.client.getGasPrice()]));
+  const relayerReads = cached(() =>
+    Promise.all([d.chain.client.getBalance({ address: d.relayerAddress }), d.chain.client.getGasPrice(), d.ledger.health.relayerPaymentsSince(new Date(d.now().getTime() - 86_400_000))]),
+  );
   const head = cached(() => d.chain.blockNumber());
   const ageSeconds = (iso: string) => Math.max(0, (d.now().getTime() - Date.parse(iso)) / 1_000);
   return {
     async relayer() {
       try {
-        const [[balanceWei, gasPriceWei], paymentsLastDay] = await Promise.all([relayerReads(), d.ledger.health.relayerPaymentsSince(new Date(d.now().getTime() - 86_400_000))]);
+        const [balanceWei, gasPriceWei, paymentsLastDay] = await relayerReads();
         const r = relayerRunway({ balanceWei, gasPriceWei, paymentsLastDay });
         return { balanceWei, runwaySeconds: r.runwaySeconds ?? Number.POSITIVE_INFINITY };
       } catch {

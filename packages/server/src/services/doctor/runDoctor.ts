@@ -2,6 +2,7 @@
  * `agentwallet doctor`: the deployment's configuration checked against reality, one check per line: the
  * database, the chain (live mode), the secrets on disk, Redis and Bridge. Reads only; changes nothing.
  */
+import { getAddress, isAddress } from "viem";
 import type { Config } from "../../config.ts";
 import { inspectDatabase } from "../../ledger/inspect.ts";
 import { chainChecks } from "./chainChecks.ts";
@@ -14,7 +15,9 @@ export type DoctorReport = { ok: boolean; checks: Check[] };
 export async function runDoctor(config: Config, now: Date): Promise<DoctorReport> {
   // Modes first: opening a SQLite database sets its files' modes, which would hide a wrong one.
   const files = [keyFileCheck(config), dataFilesCheck(config)];
-  const db = await inspectDatabase(config, { treasury: config.custody.treasuryAddress, now });
+  // Wallets are stored checksummed; a malformed treasury is the chain checks' to report.
+  const treasury = config.custody.treasuryAddress;
+  const db = await inspectDatabase(config, { treasury: treasury && isAddress(treasury, { strict: false }) ? getAddress(treasury) : undefined, now });
   const current = db.state === "current" ? db : undefined;
   const chain =
     config.mode === "live"
