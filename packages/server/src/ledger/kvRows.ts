@@ -17,6 +17,15 @@ export class KvRows {
   }
 
   /**
+   * Stores `value` under `key` unless the key has one already, in one statement, and answers the value
+   * the key holds then: the first writer's. Two writers racing for one key both get the same answer.
+   */
+  async claim(key: string, value: string): Promise<string> {
+    await this.db.insertInto("kv").values({ key, value }).onConflict((oc) => oc.column("key").doNothing()).execute();
+    return (await this.get(key))!;
+  }
+
+  /**
    * Up to `limit` rows whose key starts with `prefix`, in key order; with `after`, those after that key, so a
    * caller can walk through more rows than one read holds.
    */

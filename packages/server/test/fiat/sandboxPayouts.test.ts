@@ -85,4 +85,20 @@ describe("sandbox off-ramp: payouts move forward and refunds are sent once", () 
     expect((await provider.getPayout(payout.payoutId))?.status).toBe("failed");
     expect(await real.usdcBalance(refundTo)).toBe(2_500_000n);
   });
+
+  test("defect: a payout asked for twice at once (a retry racing the first try) is one payout, refunded once", async () => {
+    // Seen in the fault suite: the off-ramp stored the payout, then its reference, in two writes; a try that
+    // read no reference before the other stored it (or ran after a kill -9 between the two writes) made a
+    // second payout for the same payment, and a failing payout was then refunded once for each.
+    const real = createChainClient({ rpcUrl: dev.rpcUrl, chainId: dev.chainId, usdcAddress: dev.usdcAddress, timeoutMs: 5_000, retries: 1 });
+    const provider = createSandboxFiatProvider({ ledger: t.ctx.ledger, chain: real, privateKey: dev.accounts.offramp.privateKey, webhookSecret: "", delayMs: 0, logger: pino({ level: "silent" }) });
+    const refundTo = `0x${"5f".repeat(20)}` as const;
+    await dev.mint(dev.accounts.offramp.address, 5_000_000n);
+    const req = { reference: "pay_asked_twice", amountCents: 175, recipient: { ...recipient, account_number: SANDBOX_FAIL_ACCOUNT }, refundAddress: refundTo };
+    const [a, b] = await Promise.all([provider.createPayout(req), provider.createPayout(req)]);
+    expect(b.payoutId).toBe(a.payoutId);
+    for (let i = 0; i < 3; i++) await provider.tick();
+    expect((await provider.getPayout(a.payoutId))?.status).toBe("failed");
+    expect(await real.usdcBalance(refundTo)).toBe(1_750_000n);
+  });
 });

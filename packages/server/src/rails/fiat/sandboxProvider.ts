@@ -153,12 +153,17 @@ export function createSandboxFiatProvider(deps: {
     setWebhookUrl(url) {
       webhookUrl = url;
     },
+    /**
+     * One payout per reference, however many tries ask at once or after a crash: the reference is claimed
+     * for a payout id first, then that payout is stored if no try stored it yet. (Stored the other way
+     * round, two tries that both read no reference, or a kill -9 between the writes, made two payouts for
+     * one payment, and a failing one was refunded once for each.)
+     */
     async createPayout(req) {
-      const existing = await deps.ledger.kv.get(refKey(req.reference));
-      if (existing) return view((await load(existing))!);
+      const payoutId = await deps.ledger.kv.claim(refKey(req.reference), `po_${randomBytes(10).toString("hex")}`);
       const now = Date.now();
-      const p: Stored = {
-        payoutId: `po_${randomBytes(10).toString("hex")}`,
+      const fresh: Stored = {
+        payoutId,
         reference: req.reference,
         status: "processing",
         reason: null,
@@ -171,9 +176,7 @@ export function createSandboxFiatProvider(deps: {
         refundTx: null,
         delivered: null,
       };
-      await save(p);
-      await deps.ledger.kv.set(refKey(req.reference), p.payoutId);
-      return view(p);
+      return view(JSON.parse(await deps.ledger.kv.claim(key(payoutId), JSON.stringify(fresh))) as Stored);
     },
     async getPayout(id) {
       const p = await load(id);

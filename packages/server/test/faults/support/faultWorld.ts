@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Anvil, connectDevChain, type DevChain, type Facilitator, type Merchant, startAnvil, startFacilitator, startMerchantV1, startMerchantV2 } from "@agentwallet/devchain";
-import { type Address, type Hex, createTestClient, getAddress, http } from "viem";
+import { type Address, type Hex, createTestClient, getAddress, http, parseAbiItem } from "viem";
 import { createChainClient, type ChainClient } from "../../../src/chain/chainClient.ts";
 import { type OpenedDb, openDb } from "../../../src/ledger/db.ts";
 import { Ledger } from "../../../src/ledger/store.ts";
@@ -49,6 +49,8 @@ export type FaultChain = {
   nonces(a: Address): Promise<{ latest: number; pending: number }>;
   /** A mined transaction's status, or undefined when the chain does not have it. */
   receipt(hash: Hex): Promise<"success" | "reverted" | undefined>;
+  /** Every USDC transfer from or to an address, in chain order (for a failure's report). */
+  transfersOf(a: Address): Promise<{ block: bigint; tx: Hex; from: Address; to: Address; value: bigint }[]>;
   usdc: Address;
   dev(): DevChain;
 };
@@ -118,6 +120,13 @@ async function startChain(dir: string): Promise<FaultChain> {
     async receipt(hash) {
       const r = await client.client.getTransactionReceipt({ hash }).catch(() => undefined);
       return r?.status;
+    },
+    async transfersOf(a) {
+      const event = parseAbiItem("event Transfer(address indexed from, address indexed to, uint256 value)");
+      const read = (args: { from: Address } | { to: Address }) => client.client.getLogs({ address: dev.usdcAddress, event, args, fromBlock: 0n });
+      const logs = [...(await read({ from: a })), ...(await read({ to: a }))];
+      logs.sort((x, y) => Number(x.blockNumber! - y.blockNumber!) || x.logIndex! - y.logIndex!);
+      return logs.map((l) => ({ block: l.blockNumber!, tx: l.transactionHash!, from: l.args.from!, to: l.args.to!, value: l.args.value! }));
     },
     get usdc() {
       return dev.usdcAddress;

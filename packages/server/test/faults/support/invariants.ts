@@ -152,6 +152,7 @@ export async function checkInvariants(world: FaultWorld, o: CheckOptions): Promi
   const nonces = await relayerNonces(world).catch((e: Error) => ({ error: e.message }));
   const open = rows.filter((p) => !["completed", "failed", "reversed"].includes(p.status) || isReturnAccount(o.specs, p));
   const bank = rows.filter((p) => p.rail === "fiat");
+  const offrampTransfers = await world.chain.transfersOf(world.offramp).catch((e: Error) => e.message);
   throw new Error(
     [
       `fault scenario "${o.scenario}" on ${world.dialect} (replay: FAULT_SEED=${o.seed}) left ${problems.length} problem(s):`,
@@ -162,6 +163,8 @@ export async function checkInvariants(world: FaultWorld, o: CheckOptions): Promi
       `all payments: ${summarize(rows)}`,
       `bank payments (${bank.length}):`,
       ...bank.slice(0, 30).map((p) => `  ${kindOf(o.specs, p) ?? "?"} ${p.id} ${p.status} amount=${p.amount_micros} ref=${p.provider_ref ?? "-"} refund_tx=${p.refund_tx_hash ?? "-"}`),
+      `off-ramp USDC transfers (block tx from → to value):`,
+      ...(typeof offrampTransfers === "string" ? [`  ${offrampTransfers}`] : offrampTransfers.slice(0, 60).map((t) => `  ${t.block} ${t.tx} ${t.from} → ${t.to} ${t.value}`)),
       `proxy injected: ${JSON.stringify(world.proxy.injected())}`,
       `events:`,
       ...world.events().map((e) => `  ${e}`),
