@@ -6,16 +6,17 @@ import { setPriority } from "node:os";
 import { workerData } from "node:worker_threads";
 import { register } from "tsx/esm/api";
 
-// Requests first: on Linux this thread (and the signing thread it starts, which inherits it) runs at a
-// lower CPU priority from its first step, loading its code included, so when the cores are short the
-// event loop that answers requests gets them and settlement takes the rest. Elsewhere it keeps the
-// process's priority.
+register();
+await import("./settlementMain.ts");
+
+// Requests first, once the code is loaded: on Linux this thread (and the signing thread it starts next,
+// which inherits it) runs at a lower CPU priority, so when the cores are short the event loop that answers
+// requests gets them and settlement takes the rest. Loading runs at the process's priority: at nice 10 a
+// busy machine took 30 s and more to load it, and the server settled nothing meanwhile. Elsewhere the
+// thread keeps the process's priority.
 try {
   const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
   if (Number.isInteger(tid) && tid > 0) setPriority(tid, workerData.nice);
 } catch {
   /* no per-thread priority here */
 }
-
-register();
-await import("./settlementMain.ts");

@@ -97,5 +97,6 @@ describe("approvals on the real chain across a restart", () => {
     await poll("wallet equals the ledger", async () => (Number(await chain.usdcBalance(wallet)) === b.available_micros ? true : undefined));
     expect(b.available_micros).toBe(20 * USD - 2 * USD - a.feeMicros);
     expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
-  });
+    // Two server processes start here, each allowed spawnServer's 90 s on a busy machine; every wait after is bounded too.
+  }, 300_000);
 });
