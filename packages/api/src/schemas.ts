@@ -167,6 +167,14 @@ export const TransactionDetail = Transaction.extend({
     .nullable()
     .describe("On a platform_fee row, the payment it belongs to; on a payment, the id of its platform_fee row; null otherwise."),
   metadata: Metadata.nullable(),
+  waiting: z
+    .object({
+      code: z.string().describe("Why, as a stable snake_case code: relayer_unfunded (the service's relayer has too little ETH for gas; see docs/errors.md)."),
+      detail: z.string().describe("What holds the payment, for people."),
+      since: isoTimestamp.describe("Since when it holds."),
+    })
+    .optional()
+    .describe("Processing payments only, and only while the service knows why one is not moving: nothing is lost, it goes on by itself once the cause is gone."),
 }).meta({ id: "TransactionDetail" });
 export type TransactionDetail = z.infer<typeof TransactionDetail>;
 

@@ -1,16 +1,19 @@
 // docs/errors.md is the table of error codes a client programs against; ERROR_CODES (domain/errorCodes.ts) is the
 // union every throw site is typed by. They are held to each other both ways: a code the server can answer with
 // is documented, and a documented code is one the server can answer with. Payments' failure codes
-// (`failure_code`, their own section of the page) are checked against FAILURE_CODES the same way.
+// (`failure_code`, their own section of the page) are checked against FAILURE_CODES the same way, and why a
+// payment waits (`waiting.code`) against WAITING_CODES.
 import { readFileSync } from "node:fs";
 import { expect, test } from "vitest";
 import { ERROR_CODES } from "../src/domain/errorCodes.ts";
 import { DomainError, badRequest } from "../src/domain/errors.ts";
 import { ApiError } from "../src/http/apiError.ts";
+import { WAITING_CODES } from "../src/domain/payment.ts";
 import { FAILURE_CODES } from "../src/ledger/failureCodes.ts";
 
 const page = readFileSync(new URL("../../../docs/errors.md", import.meta.url), "utf8");
 const FAILURE_SECTION = "Failure codes of payments";
+const WAITING_SECTION = "Why a payment waits";
 
 /** The `code`s in the Code column of every table of the page, by the section (`## …`) they are in. */
 function documentedCodes(markdown: string): Map<string, Set<string>> {
@@ -38,7 +41,7 @@ function documentedCodes(markdown: string): Map<string, Set<string>> {
 }
 
 const sections = documentedCodes(page);
-const errorCodesDocumented = new Set([...sections].filter(([name]) => name !== FAILURE_SECTION).flatMap(([, codes]) => [...codes]));
+const errorCodesDocumented = new Set([...sections].filter(([name]) => name !== FAILURE_SECTION && name !== WAITING_SECTION).flatMap(([, codes]) => [...codes]));
 
 test("every code the server can answer with is in docs/errors.md", () => {
   expect(ERROR_CODES.filter((c) => !errorCodesDocumented.has(c))).toEqual([]);
@@ -51,6 +54,10 @@ test("every code docs/errors.md lists is one the server can answer with", () => 
 
 test("the failure codes of payments in docs/errors.md are exactly FAILURE_CODES", () => {
   expect([...(sections.get(FAILURE_SECTION) ?? [])].sort()).toEqual([...FAILURE_CODES].sort());
+});
+
+test("why a payment waits, in docs/errors.md, is exactly WAITING_CODES", () => {
+  expect([...(sections.get(WAITING_SECTION) ?? [])].sort()).toEqual([...WAITING_CODES].sort());
 });
 
 test("ERROR_CODES names each code once, in snake_case", () => {

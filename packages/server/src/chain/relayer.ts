@@ -31,7 +31,7 @@ import { type Address, type Hex, decodeFunctionData, encodeFunctionData, keccak2
 import type { Custody } from "./custody.ts";
 import type { Logger } from "pino";
 import type { KvStore, NonceStore } from "../ledger/ports.ts";
-import type { Payment, PaymentPatch } from "../domain/payment.ts";
+import type { Payment, PaymentPatch, WaitingCode } from "../domain/payment.ts";
 import { MULTICALL3_ADDRESS, multicall3Abi, usdcAbi } from "./chainClient.ts";
 import type { ChainRuntime } from "./runtime.ts";
 import { type Clock, systemClock } from "../ids.ts";
@@ -61,6 +61,18 @@ export const LOST_TX_KEY_PREFIX = "relayer_lost:";
 const GAP_GRACE_MS = 2_000;
 /** Gas of the no-op that fills a nonce (a plain transfer). */
 const NOOP_GAS = 21_000n;
+/**
+ * `kv` row `relayer_condition:<address>` (JSON RelayerCondition): what keeps the relayer's transactions from
+ * being sent, written when the node first refuses one for it and deleted when one is accepted again. Any
+ * process reads it: a waiting payment says why (services/getTransaction.ts), and a gauge fires the alert.
+ */
+export const RELAYER_CONDITION_KEY_PREFIX = "relayer_condition:";
+export const relayerConditionKey = (relayer: Address) => `${RELAYER_CONDITION_KEY_PREFIX}${relayer.toLowerCase()}`;
+/** Why relayed payments wait, and since when (ISO 8601). */
+export type RelayerCondition = { code: Extract<WaitingCode, "relayer_unfunded">; detail: string; since: string };
+/** A node's refusal of a transaction whose sender cannot pay its gas (geth, anvil, reth word it so). */
+const UNFUNDED = /insufficient funds/i;
+
 /** geth's default number of executable transactions per account in its pool (`txpool.accountslots`); config RELAYER_MAX_PENDING_TXS. */
 export const RELAYER_MAX_PENDING_TXS = 16;
 
@@ -161,6 +173,9 @@ export function createRelayer(ledger: { relayerNonces: NonceStore; kv: KvStore }
   const sending = new Map<Hex, Promise<void>>();
   /** The chain's nonce of the relayer as last read (only ever rises): transactions below it are mined. */
   let minedNonce = 0;
+  const conditionKey = relayerConditionKey(account.address);
+  /** What keeps the relayer from sending, as this process last knew it (its `kv` row is read again by closeGaps). */
+  let condition: RelayerCondition | undefined;
 
   async function currentFees() {
     if (!fees || Date.now() - fees.at > FEE_CACHE_MS) {
@@ -297,8 +312,34 @@ export function createRelayer(ledger: { relayerNonces: NonceStore; kv: KvStore }
     } catch (err) {
       const msg = String((err as Error).message ?? err);
       if (/already known|nonce too low|known transaction|replacement transaction underpriced/i.test(msg)) return;
+      if (UNFUNDED.test(msg)) return noteUnfunded();
       logger.warn({ err: msg.slice(0, 300) }, "broadcast failed; the worker will retry");
+      return;
     }
+    if (condition) await noteFunded();
+  }
+
+  /**
+   * The node refused a transaction for its gas: payments wait (their transactions are stored and sent again
+   * by the worker and `closeGaps`), and this is said once per change, not at every retry. The first process
+   * to see it sets `since`; the others keep it.
+   */
+  async function noteUnfunded(): Promise<void> {
+    if (condition) return;
+    const seen: RelayerCondition = {
+      code: "relayer_unfunded",
+      detail: `The service's relayer (${account.address}) has too little ETH to pay gas: USDC and bank payments wait, nothing is lost, and they go on once it is funded.`,
+      since: clock().toISOString(),
+    };
+    condition = JSON.parse(await ledger.kv.claim(conditionKey, JSON.stringify(seen))) as RelayerCondition;
+    logger.error({ relayer: account.address, since: condition.since }, "the relayer cannot pay gas: relayed payments wait until it is funded (agentwallet doctor shows its balance)");
+  }
+
+  async function noteFunded(): Promise<void> {
+    const since = condition?.since;
+    condition = undefined;
+    await ledger.kv.delete(conditionKey);
+    logger.warn({ relayer: account.address, since }, "the relayer pays gas again: waiting payments go on");
   }
 
   /**
@@ -327,6 +368,9 @@ export function createRelayer(ledger: { relayerNonces: NonceStore; kv: KvStore }
    */
   async function closeGaps(): Promise<GapRepair> {
     const done: GapRepair = { resent: [], replaced: [] };
+    // Another process may have seen the relayer unfunded (or funded again) since: this one's next send then says when it changes.
+    const stored = await ledger.kv.get(conditionKey);
+    condition = stored === undefined ? undefined : (JSON.parse(stored) as RelayerCondition);
     const latest = await chain.client.nonceOf(account.address, "latest");
     // May move down: a rollback or reorg took mined transactions of ours away.
     minedNonce = latest;

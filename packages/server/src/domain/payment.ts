@@ -13,6 +13,10 @@ export type RailUnits = number & { readonly __brand: "RailUnits" };
 /** A payment above a token's approval threshold: waiting for a person, or how it was decided. */
 export type Approval = "awaiting" | "approved" | "denied" | "expired";
 
+/** Why an open payment is not moving, when the service knows (`waiting.code` in GET /v1/transactions/{id}; docs/errors.md). */
+export const WAITING_CODES = ["relayer_unfunded"] as const;
+export type WaitingCode = (typeof WAITING_CODES)[number];
+
 export type Payment = {
   /** = the id of the rail transaction. */
   id: string;

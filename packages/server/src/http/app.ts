@@ -166,7 +166,7 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
   });
   app.get<{ Params: { id: string } }>("/v1/transactions/:id", asReader, async (req) => {
     const p = principalOf(req);
-    return getTransaction(ctx.ledger.transactions, p.projectId, req.params.id);
+    return getTransaction(ctx.ledger, p.projectId, req.params.id);
   });
 
   registerPaymentRoutes(app as unknown as FastifyInstance, ctx, metrics);

@@ -65,6 +65,9 @@ function healthGauges(registry: Registry, signals: () => HealthSignals | undefin
     const r = await h.relayer();
     if (r) g.set(r.runwaySeconds);
   });
+  gauge("agentwallet_relayer_unfunded", "1 while the node refuses the relayer's transactions for want of ETH for gas (relayed payments wait), else 0", async (g, h) => {
+    g.set((await h.relayerCondition()) ? 1 : 0);
+  });
   gauge("agentwallet_oldest_open_payment_age_seconds", "Age of the oldest payment not yet final (pending or processing), per rail; 0 with none", async (g, h) => {
     for (const [rail, age] of Object.entries(await h.openPaymentAges())) g.labels(rail).set(age);
   }, ["rail"]);

@@ -46,6 +46,8 @@ export type DetailRow = ListedRow & {
   payment_tx_hash: string | null;
   fee_txn_id: string | null;
   deposit_tx_hash: string | null;
+  /** The payment's own row only (null on its fee's row and elsewhere): its rail's stored state. */
+  rail_state: string | null;
 };
 
 /**
@@ -90,7 +92,7 @@ export class TransactionReads {
     const keys = pageKeys(projectId, f, page.cursor, page.limit, page.offset, this.dialect);
     const { rows } = await sql<ListedRow>`
       select t.id, t.type, t.status, t.amount, t.currency, t.description, t.merchant_name, t.created_at, t.completed_at, t.payment_id,
-        case when p.id = t.id then p.metadata end as metadata, p.failure_code, p.failure_reason
+        case when p.id = t.id then p.metadata end as metadata, case when p.id = t.id then p.rail_state end as rail_state, p.failure_code, p.failure_reason
       from (${keys}) as k
       join transactions t on t.project_id = ${projectId} and t.pos = k.pos
       left join payments p on p.id = t.payment_id
@@ -158,7 +160,7 @@ export class TransactionReads {
   async detail(projectId: string, id: string): Promise<DetailRow | undefined> {
     const { rows } = await sql<DetailRow>`
       select t.id, t.type, t.status, t.amount, t.currency, t.description, t.merchant_name, t.created_at, t.completed_at, t.payment_id,
-        case when p.id = t.id then p.metadata end as metadata,
+        case when p.id = t.id then p.metadata end as metadata, case when p.id = t.id then p.rail_state end as rail_state,
         p.rail, p.recipient, p.recipient_json, p.tx_hash as payment_tx_hash, p.fee_txn_id, p.failure_code, p.failure_reason,
         d.tx_hash as deposit_tx_hash
       from transactions t

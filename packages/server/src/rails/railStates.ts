@@ -20,3 +20,15 @@ export function railStateProblem(p: Pick<Payment, "id" | "rail" | "railState">):
     return (err as Error).message;
   }
 }
+
+/**
+ * Whether the payment waits for a transaction of the service's relayer: an open USDC transfer, or an open bank
+ * payment whose USDC has not reached the off-ramp yet. (x402 settlements are the merchant's facilitator's.)
+ */
+export function waitsOnRelayer(p: Pick<Payment, "id" | "rail" | "railState" | "status">): boolean {
+  if (p.status !== "processing") return false;
+  if (p.rail === "usdc_transfer") return true;
+  if (p.rail !== "fiat") return false;
+  const stage = fiatStates.read(p).stage;
+  return stage === "held" || stage === "payout_created" || stage === "usdc_leg";
+}

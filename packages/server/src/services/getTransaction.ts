@@ -3,14 +3,30 @@
  * payment or deposit adds. Another project's id is answered exactly as an unknown one.
  */
 import type { TransactionDetail } from "@agentwallet/api";
+import { RELAYER_CONDITION_KEY_PREFIX, type RelayerCondition } from "../chain/relayer.ts";
 import { notFound } from "../domain/errors.ts";
+import type { Payment } from "../domain/payment.ts";
+import type { KvStore } from "../ledger/ports.ts";
 import type { DetailRow, TransactionReads } from "../ledger/transactionReads.ts";
+import { waitsOnRelayer } from "../rails/railStates.ts";
 import { renderTransaction } from "./listTransactions.ts";
 
-export async function getTransaction(transactions: TransactionReads, projectId: string, id: string): Promise<TransactionDetail> {
-  const row = await transactions.detail(projectId, id);
+export async function getTransaction(ledger: { transactions: TransactionReads; kv: KvStore }, projectId: string, id: string): Promise<TransactionDetail> {
+  const row = await ledger.transactions.detail(projectId, id);
   if (!row) throw notFound("transaction_not_found", `No transaction ${id.slice(0, 80)} in this project. List them with GET /v1/transactions.`);
-  return renderDetail(row);
+  const detail = renderDetail(row);
+  const waiting = await waitingOf(ledger.kv, row);
+  return waiting ? { ...detail, waiting } : detail;
+}
+
+/** Why an open payment is not moving, when the service knows: its relayer cannot pay gas (chain/relayer.ts). */
+async function waitingOf(kv: KvStore, r: DetailRow): Promise<TransactionDetail["waiting"]> {
+  if (r.rail === null || r.payment_id !== r.id) return undefined;
+  if (!waitsOnRelayer({ id: r.id, rail: r.rail, status: r.status as Payment["status"], railState: r.rail_state })) return undefined;
+  const [row] = await kv.withPrefix(RELAYER_CONDITION_KEY_PREFIX, 1);
+  if (!row) return undefined;
+  const c = JSON.parse(row.value) as RelayerCondition;
+  return { code: c.code, detail: c.detail, since: c.since };
 }
 
 export function renderDetail(r: DetailRow): TransactionDetail {

@@ -1,12 +1,13 @@
 /**
  * What an operator alerts on, read when Prometheus scrapes (http/metrics.ts): the relayer's ETH and its
- * runway, the oldest open payment per rail, the webhook backlog, the deposit watcher's lag in blocks and the
+ * runway and whether the node refuses its transactions for gas, the oldest open payment per rail, the webhook backlog, the deposit watcher's lag in blocks and the
  * last reconcile. Chain reads, and the count of the last day's relayed payments (a range over every payment),
  * are kept for `CHAIN_READ_MS`, so a scrape every few seconds costs the node and the database little; a read that
  * fails leaves its figures out of that scrape (an alert on their absence fires).
  */
 import type { Address } from "viem";
 import type { ChainClient } from "../chain/chainClient.ts";
+import { RELAYER_CONDITION_KEY_PREFIX, type RelayerCondition } from "../chain/relayer.ts";
 import type { HealthStore, KvStore } from "../ledger/ports.ts";
 import { relayerRunway } from "./relayerRunway.ts";
 import { type ReconcileSummary, lastReconcile } from "./reconcile.ts";
@@ -21,6 +22,8 @@ export type HealthSignals = {
   webhookBacklog(): Promise<{ undelivered: number; oldestAgeSeconds: number }>;
   depositLagBlocks(): Promise<number | undefined>;
   reconcile(): Promise<ReconcileSummary | undefined>;
+  /** What keeps the relayer from sending now (chain/relayer.ts), or undefined while it sends. */
+  relayerCondition(): Promise<RelayerCondition | undefined>;
 };
 
 export const PAYMENT_RAILS = ["usdc_transfer", "fiat", "x402"] as const;
@@ -79,5 +82,9 @@ export function createHealthSignals(d: {
       }
     },
     reconcile: () => lastReconcile(d.ledger.kv),
+    async relayerCondition() {
+      const [row] = await d.ledger.kv.withPrefix(RELAYER_CONDITION_KEY_PREFIX, 1);
+      return row ? (JSON.parse(row.value) as RelayerCondition) : undefined;
+    },
   };
 }

@@ -1,10 +1,11 @@
 /**
  * The health gauges an operator alerts on, read from a real ledger and the real local chain at scrape time:
- * the relayer's ETH and runway, open payments per rail, the webhook backlog, the deposit watcher's lag and
+ * the relayer's ETH, runway and whether it can pay gas, open payments per rail, the webhook backlog, the deposit watcher's lag and
  * the last reconcile. What cannot be read is NaN, never a 0 that looks like an empty relayer.
  */
 import { formatEther } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { relayerConditionKey } from "../../src/chain/relayer.ts";
 import { createMetrics } from "../../src/http/metrics.ts";
 import { newId, systemClock } from "../../src/ids.ts";
 import { Ledger } from "../../src/ledger/store.ts";
@@ -72,6 +73,21 @@ describe.each(dialects)("health gauges on %s", (dialect) => {
     expect(s.get("agentwallet_reconcile_drift_micros")).toBe(1_500_000);
     expect(s.get("agentwallet_reconcile_ok")).toBe(0);
     expect(s.get("agentwallet_reconcile_last_run_timestamp_seconds")).toBe(Date.parse("2026-01-02T03:04:05Z") / 1_000);
+  });
+
+  test("behavior: the relayer's condition is kept by the first process to see it, and read by every scrape", async () => {
+    const health = createHealthSignals({ ledger, chain: chain.client, relayerAddress: chain.dev.accounts.relayer.address, depositCursorKey: "deposits:cursor:base", depositConfirmations: 2, now: () => new Date() });
+    const { registry } = createMetrics({ health: () => health });
+    expect((await scrape(registry)).get("agentwallet_relayer_unfunded")).toBe(0);
+    // Two processes seeing the refusal at once: one `since`, the first writer's, for both.
+    const key = relayerConditionKey(chain.dev.accounts.relayer.address);
+    const seen = (since: string) => JSON.stringify({ code: "relayer_unfunded", detail: "no ETH", since });
+    const answers = await Promise.all([ledger.kv.claim(key, seen("2026-01-01T00:00:00.000Z")), ledger.kv.claim(key, seen("2026-01-01T00:00:01.000Z"))]);
+    expect(answers[1]).toBe(answers[0]);
+    expect(await ledger.kv.claim(key, seen("2026-01-02T00:00:00.000Z"))).toBe(answers[0]);
+    expect((await scrape(registry)).get("agentwallet_relayer_unfunded")).toBe(1);
+    await ledger.kv.delete(key);
+    expect((await scrape(registry)).get("agentwallet_relayer_unfunded")).toBe(0);
   });
 });
 

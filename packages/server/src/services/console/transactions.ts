@@ -22,7 +22,7 @@ export async function listTransactions(deps: Pick<ConsoleDeps, "ledger">, projec
 
 /** One transaction of the project, or null (another project's id is answered as an unknown one). */
 export async function getTransaction(deps: Pick<ConsoleDeps, "ledger">, projectId: string, id: string): Promise<Transaction | null> {
-  return orNull(getTransactionDetail(deps.ledger.transactions, projectId, id));
+  return orNull(getTransactionDetail(deps.ledger, projectId, id));
 }
 
 /** The transitions its webhooks report, as the ledger's triggers recorded them, or, for older rows, what the ledger records. */
