@@ -28,6 +28,12 @@ const EnvSchema = z.object({
    * count. Off by default: the client is the socket's peer. Read by `trustProxySetting`.
    */
   TRUST_PROXY: z.string().optional(),
+  /**
+   * Private-network services this deployment may reach, as `address:port` (IPv6 as `[address]:port`): x402 APIs
+   * and webhook receivers inside the operator's own network. Each is named exactly; everything else private
+   * stays refused, in live mode too. Read by `privateTargetsSetting`.
+   */
+  PRIVATE_TARGETS: z.string().optional(),
   REDIS_URL: z.string().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Spec: 100 requests per minute per token. */
@@ -157,6 +163,8 @@ export type Config = DeepReadonly<{
   publicBaseUrl: string | undefined;
   /** Fastify's `trustProxy`: off, the trusted proxies' addresses and ranges, or a hop count (TRUST_PROXY). */
   trustProxy: TrustProxy;
+  /** `address:port` of the private-network services x402 payments and webhooks may reach (PRIVATE_TARGETS). */
+  privateTargets: readonly string[];
   redisUrl: string | undefined;
   logLevel: string;
   rateLimitPerMinute: number;
@@ -246,6 +254,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
     port: overrides.port ?? e.PORT,
     publicBaseUrl: e.PUBLIC_BASE_URL,
     trustProxy: trustProxySetting(e.TRUST_PROXY),
+    privateTargets: privateTargetsSetting(e.PRIVATE_TARGETS),
     redisUrl: e.REDIS_URL,
     logLevel: e.LOG_LEVEL,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
@@ -289,7 +298,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
     x402: {
       allowHttp: e.X402_ALLOW_HTTP,
       allowPrivateNetworks: e.X402_ALLOW_PRIVATE_NETWORKS,
-      allowedTargets: [],
+      allowedTargets: privateTargetsSetting(e.PRIVATE_TARGETS),
       timeoutMs: e.X402_TIMEOUT_MS,
       maxResponseBytes: e.X402_MAX_RESPONSE_BYTES,
       maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS,
@@ -351,6 +360,24 @@ function trustProxySetting(raw: string | undefined): TrustProxy {
     }
   }
   return entries;
+}
+
+/**
+ * PRIVATE_TARGETS as the SSRF-safe fetcher's `allowedTargets` (`address:port`, IPv6 in brackets): literal addresses
+ * only, as the fetcher compares the address it dials (a name could resolve anywhere), and a port always.
+ */
+function privateTargetsSetting(raw: string | undefined): string[] {
+  const value = (raw ?? "").trim();
+  if (value === "") return [];
+  const how = "Give each private service as address:port, e.g. PRIVATE_TARGETS=10.0.0.5:443,[fd00::7]:8443 (addresses, not names: the address dialled is what is checked)";
+  return value.split(",").map((x) => {
+    const entry = x.trim();
+    const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(entry);
+    const address = m?.[1] ?? m?.[2];
+    const port = Number(m?.[3]);
+    if (!m || isIP(address!) !== (m[1] ? 6 : 4) || port < 1 || port > 65535) throw new ConfigError(`PRIVATE_TARGETS: "${entry.slice(0, 80)}" is not address:port. ${how}.`);
+    return m[1] ? `[${address!.toLowerCase()}]:${port}` : `${address}:${port}`;
+  });
 }
 
 /** Which off-ramp: Bridge when its settings are given (live), the built-in one in the sandbox. */

@@ -85,6 +85,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     logger,
     mode: config.mode,
     secretKey: base.webhookSecretKey,
+    privateTargets: config.privateTargets,
     maxInFlight: d.maxInFlight,
     maxInFlightPerEndpoint: d.maxInFlightPerEndpoint,
     timeoutMs: d.timeoutMs,

@@ -35,7 +35,7 @@ export const webhookCommands: Record<string, Command> = {
     const url = need(options, "url");
     const events = typeof options.events === "string" ? options.events.split(",").map((e) => e.trim()).filter(Boolean) : undefined;
     const { endpoint, secret } = await withLedger(config, (ledger) =>
-      createWebhookEndpoint({ ledger, clock: systemClock, newId, mode: config.mode, secretKey: () => loadWebhookSecretKey(config) }, { projectId, url, events }),
+      createWebhookEndpoint({ ledger, clock: systemClock, newId, mode: config.mode, privateTargets: config.privateTargets, secretKey: () => loadWebhookSecretKey(config) }, { projectId, url, events }),
     );
     const json = endpointJson(endpoint);
     io.out(

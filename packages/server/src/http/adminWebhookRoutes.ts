@@ -28,6 +28,7 @@ export function registerAdminWebhookRoutes(app: FastifyInstance, ctx: AdminRoute
     clock: ctx.clock,
     newId: ctx.newId,
     mode: ctx.config.mode,
+    privateTargets: ctx.config.privateTargets,
     secretKey: () => {
       if (!ctx.webhookSecretKey) throw unavailable("webhook_key_unavailable", "This server has no key to encrypt webhook secrets with (no master key source); create the endpoint with `agentwallet webhooks create` where the master key is.");
       return ctx.webhookSecretKey;

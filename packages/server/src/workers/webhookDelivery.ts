@@ -42,6 +42,8 @@ export type WebhookDelivererOptions = {
   clock: Clock;
   logger: Logger;
   mode: "sandbox" | "live";
+  /** Private-network receivers allowed by name (`address:port`, PRIVATE_TARGETS), in live mode too. */
+  privateTargets?: readonly string[];
   /** Opens endpoints' secrets (deps.ts `loadWebhookSecretKey`). */
   secretKey: Uint8Array;
   /** Requests under way at once in this process. */
@@ -171,7 +173,7 @@ export function createWebhookDeliverer(ledger: { webhooks: WebhookStore; transac
    * deliveries to one receiver reuse their connections.
    */
   function fetcherFor(url: string): SafeFetch {
-    const allowedTargets = o.mode === "sandbox" ? loopbackTargets(url) : [];
+    const allowedTargets = [...(o.mode === "sandbox" ? loopbackTargets(url) : []), ...(o.privateTargets ?? [])];
     const key = allowedTargets.join(",");
     let f = fetchers.get(key);
     if (!f) {

@@ -60,7 +60,7 @@ export async function createWebhook(
 ) {
   await authorizeChange(deps, viewer, projectId);
   if (!secretKey) throw badRequest("webhook_url_invalid", "This server was started without the key webhook secrets are sealed with; create endpoints with `agentwallet webhooks create`.");
-  const { endpoint, secret } = await createWebhookEndpoint({ ledger: deps.ledger, clock: deps.clock, newId: deps.newId, mode: deps.config.mode, secretKey }, { projectId, url: input.url, events: input.events });
+  const { endpoint, secret } = await createWebhookEndpoint({ ledger: deps.ledger, clock: deps.clock, newId: deps.newId, mode: deps.config.mode, privateTargets: deps.config.privateTargets, secretKey }, { projectId, url: input.url, events: input.events });
   return { endpoint: endpointJson(endpoint), secret };
 }
 

@@ -13,7 +13,7 @@ import { newWebhookSecret, sealSecret } from "./secrets.ts";
 
 /** The endpoints of a project that exists: the webhooks and the projects of the ledger. */
 type WebhookLedger = { webhooks: WebhookStore; projects: ProjectStore };
-export type WebhookDeps = { ledger: WebhookLedger; clock: Clock; newId: IdGenerator; mode: "sandbox" | "live"; secretKey: () => Uint8Array };
+export type WebhookDeps = { ledger: WebhookLedger; clock: Clock; newId: IdGenerator; mode: "sandbox" | "live"; secretKey: () => Uint8Array; privateTargets?: readonly string[] };
 
 /** The common practical URL limit, as the fetcher's. */
 const URL_LENGTH_MAX = 2048;
@@ -36,7 +36,7 @@ export function endpointJson(e: WebhookEndpointRow) {
 }
 
 export async function createWebhookEndpoint(deps: WebhookDeps, input: { projectId: string; url: string; events?: string[] }) {
-  const url = checkWebhookUrl(input.url, deps.mode);
+  const url = checkWebhookUrl(input.url, deps.mode, deps.privateTargets);
   const events = checkEvents(input.events);
   if (!(await deps.ledger.projects.get(input.projectId))) throw projectNotFound(input.projectId);
   const existing = await deps.ledger.webhooks.listEndpoints(input.projectId);
@@ -60,7 +60,7 @@ export async function createWebhookEndpoint(deps: WebhookDeps, input: { projectI
 }
 
 /** The URL normalised, or a 400 `webhook_url_invalid` saying what to change. */
-export function checkWebhookUrl(raw: string, mode: "sandbox" | "live"): string {
+export function checkWebhookUrl(raw: string, mode: "sandbox" | "live", privateTargets: readonly string[] = []): string {
   const bad = (why: string) => badRequest("webhook_url_invalid", `Webhook URL ${JSON.stringify(raw.slice(0, 100))} ${why}.`);
   if (raw.length > URL_LENGTH_MAX) throw bad(`is longer than ${URL_LENGTH_MAX} characters`);
   let url: URL;
@@ -76,7 +76,8 @@ export function checkWebhookUrl(raw: string, mode: "sandbox" | "live"): string {
     if (host === "localhost" || host.endsWith(".localhost")) throw bad("is local; live mode delivers only to public hosts (the sandbox takes a local receiver)");
     const ip = ipLiteralFromHostname(host);
     const verdict = ip ? checkAddress(ip) : undefined;
-    if (verdict && !verdict.public) throw bad(`is a ${verdict.reason} address; live mode delivers only to public hosts`);
+    const named = !!ip && privateTargets.includes(`${ip.includes(":") ? `[${ip}]` : ip}:${url.port || "443"}`);
+    if (verdict && !verdict.public && !named) throw bad(`is a ${verdict.reason} address; live mode delivers only to public hosts and to the private ones PRIVATE_TARGETS names`);
   }
   url.hash = "";
   return url.toString();
