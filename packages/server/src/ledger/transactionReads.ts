@@ -46,6 +46,10 @@ export type DetailRow = ListedRow & {
   payment_tx_hash: string | null;
   fee_txn_id: string | null;
   deposit_tx_hash: string | null;
+  /** On a payment's own row: its approval (null when it needed none), until when, and when decided. */
+  approval: string | null;
+  approval_until: string | null;
+  approval_decided_at: string | null;
 };
 
 /**
@@ -160,7 +164,8 @@ export class TransactionReads {
       select t.id, t.type, t.status, t.amount, t.currency, t.description, t.merchant_name, t.created_at, t.completed_at, t.payment_id,
         case when p.id = t.id then p.metadata end as metadata,
         p.rail, p.recipient, p.recipient_json, p.tx_hash as payment_tx_hash, p.fee_txn_id, p.failure_code, p.failure_reason,
-        d.tx_hash as deposit_tx_hash
+        d.tx_hash as deposit_tx_hash,
+        case when p.id = t.id then p.approval end as approval, p.approval_until, p.approval_decided_at
       from transactions t
       left join payments p on p.id = t.payment_id
       left join deposits d on d.txn_id = t.id

@@ -42,5 +42,8 @@ async function transactionOf(transactions: TransactionReads, e: Pick<WebhookEven
     payment_tx_hash: null,
     fee_txn_id: null,
     deposit_tx_hash: d.tx_hash,
+    approval: null,
+    approval_until: null,
+    approval_decided_at: null,
   });
 }
