@@ -3,27 +3,16 @@
 // quote_changed with nothing signed or held; a quote the controls refuse says so and pay with it is
 // refused the same way; a host not allowed is never contacted by either. Signed offers (x402's
 // offer-and-receipt extension) are reported with their verification. On SQLite and PostgreSQL.
-import { createServer, type Server } from "node:net";
 import { startMerchantV2 } from "@agentwallet/devchain";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { countingListener } from "../support/net.ts";
 import { dbOf } from "../../src/ledger/connection.ts";
 import { feeFor } from "../../src/money.ts";
 import { issueToken } from "../../src/services/tokens.ts";
 import { type X402World, randomAddress, startX402World } from "./support/x402World.ts";
 
 const PRICE = 10_000;
-
-/** A TCP listener that only counts the connections it accepts. */
-async function countingListener(): Promise<{ url: string; accepted(): number; close(): Promise<void> }> {
-  let accepted = 0;
-  const server: Server = createServer((socket) => {
-    accepted += 1;
-    socket.destroy();
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, accepted: () => accepted, close: () => new Promise((r) => server.close(() => r())) };
-}
 
 describe.each(["sqlite", "postgres"] as const)("POST /v1/quote then POST /v1/pay (%s)", (database) => {
   let w: X402World;
