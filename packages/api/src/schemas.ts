@@ -71,8 +71,7 @@ export const ApprovalState = z
       .describe("required: waiting for a person (the payment stays pending); approved: it is being sent; denied or expired: it failed and was credited back."),
     expires_at: isoTimestamp.describe("Not decided by then, the payment fails and is credited back (approval_expired)."),
     decided_at: isoTimestamp.nullable().describe("When a person approved or denied it; null while waiting or when it expired."),
-  })
-  .meta({ id: "ApprovalState" });
+  });
 export type ApprovalState = z.infer<typeof ApprovalState>;
 const approvalField = {
   approval: ApprovalState.optional().describe(
@@ -387,8 +386,7 @@ export const QuoteWindow = z
     limit_usd: z.number().nonnegative(),
     spent_usd: z.number().nonnegative(),
     remaining_usd: z.number().nonnegative().describe("What remains now, before this payment."),
-  })
-  .meta({ id: "QuoteWindow" });
+  });
 
 export const QuoteResponse = z
   .object({
