@@ -98,6 +98,7 @@ export function createWalletClient(options: WalletClientOptions) {
     },
     getTransaction: (id: string) => call("GET", `/v1/transactions/${encodeURIComponent(id)}`, s.TransactionDetail),
     pay: (body: s.PayRequest) => call("POST", "/v1/pay", s.PayResponse, body),
+    quote: (body: s.QuoteRequest) => call("POST", "/v1/quote", s.QuoteResponse, body),
     /** @deprecated use `pay` with bank details. */
     sendPayment: (body: s.LegacyPaymentRequest) => call("POST", "/v1/payments", s.LegacyPaymentResponse, body),
     /** @deprecated use `pay` with a URL. */

@@ -49,6 +49,8 @@ export const limits = {
   adminRefusalsDefault: 50,
   /** Names of projects and admin credentials. */
   projectNameMaxChars: 200,
+  /** How long a `POST /v1/quote` id may be paid with (five minutes: x402's default offer validity). */
+  quoteValiditySeconds: 300,
   /** A token's lifetime from the admin API: up to ten years. */
   tokenExpiresInSecondsMax: 3650 * 86_400,
 } as const;

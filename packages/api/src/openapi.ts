@@ -30,7 +30,7 @@ const errorResponses = {
 };
 const payErrors = {
   ...errorResponses,
-  "409": { description: "A request with the same idempotency key is still in flight (idempotency_in_flight), or, on a deprecated endpoint, the key belongs to a payment of another rail (idempotency_key_reused).", schema: s.ErrorBody },
+  "409": { description: "A request with the same idempotency key is still in flight (idempotency_in_flight), or, on a deprecated endpoint, the key belongs to a payment of another rail (idempotency_key_reused); with a quote_id, the target's terms changed since the quote (quote_changed) or the quote expired (quote_expired).", schema: s.ErrorBody },
   "502": { description: "The payment provider, the target API or the facilitator failed.", schema: s.ErrorBody },
 };
 
@@ -228,6 +228,33 @@ const operations: Record<string, Record<string, Op>> = {
         "200": { description: "x402 payment (or pass-through), or an idempotent replay.", schema: s.PayResponse },
         "201": { description: "USDC transfer or fiat payment accepted.", schema: s.PayResponse },
         ...payErrors,
+      },
+    },
+  },
+  "/v1/quote": {
+    post: {
+      operationId: "quote",
+      summary: "What paying a URL would cost, and whether this token's controls allow it (nothing is signed or charged)",
+      permission: "x402",
+      request: s.QuoteRequest,
+      responses: {
+        "200": { description: "The price, fee, requirement, the merchant's signed offer, the controls' verdict and a quote_id for POST /v1/pay.", schema: s.QuoteResponse },
+        ...errorResponses,
+        "502": { description: "The target failed or could not be reached.", schema: s.ErrorBody },
+      },
+    },
+  },
+  "/v1/x402/resources": {
+    get: {
+      operationId: "discoverX402Resources",
+      summary: "Paid HTTP resources from the configured facilitator's Bazaar catalogue (prices are hints)",
+      permission: "x402",
+      query: s.DiscoveryQuery,
+      responses: {
+        "200": { description: "Catalogue entries; quote one with POST /v1/quote before paying.", schema: s.DiscoveryResponse },
+        ...errorResponses,
+        "502": { description: "The facilitator's catalogue failed (discovery_failed).", schema: s.ErrorBody },
+        "503": { description: "No facilitator catalogue is configured (discovery_unavailable).", schema: s.ErrorBody },
       },
     },
   },

@@ -63,6 +63,22 @@ const failureFields = {
 };
 const microsUsdc = z.number().int().nonnegative();
 
+/** A payment that needed a person's approval: where it stands. Present only on such payments (an addition to the spec's shapes). */
+export const ApprovalState = z
+  .object({
+    status: z
+      .enum(["required", "approved", "denied", "expired"])
+      .describe("required: waiting for a person (the payment stays pending); approved: it is being sent; denied or expired: it failed and was credited back."),
+    expires_at: isoTimestamp.describe("Not decided by then, the payment fails and is credited back (approval_expired)."),
+    decided_at: isoTimestamp.nullable().describe("When a person approved or denied it; null while waiting or when it expired."),
+  });
+export type ApprovalState = z.infer<typeof ApprovalState>;
+const approvalField = {
+  approval: ApprovalState.optional().describe(
+    "Only on a payment above its token's approval threshold: whether a person has approved it yet. Check again with GET /v1/transactions/{id}.",
+  ),
+};
+
 // ---------------------------------------------------------------------------------------------
 // Errors
 
@@ -175,6 +191,7 @@ export const TransactionDetail = Transaction.extend({
     })
     .optional()
     .describe("Processing payments only, and only while the service knows why one is not moving: nothing is lost, it goes on by itself once the cause is gone."),
+  ...approvalField,
 }).meta({ id: "TransactionDetail" });
 export type TransactionDetail = z.infer<typeof TransactionDetail>;
 
@@ -309,6 +326,15 @@ export const PayRequest = z
       .max(limits.proxiedBodyMaxChars)
       .optional()
       .describe("Body for a proxied POST or PUT (URL recipients only)."),
+    quote_id: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .describe(
+        "URL recipients only: a quote from POST /v1/quote for this same request. The payment is made only if the target still asks " +
+          "exactly the quoted amount, payTo, network and asset; otherwise 409 quote_changed and nothing is signed.",
+      ),
   })
   .meta({ id: "PayRequest" });
 export type PayRequest = z.infer<typeof PayRequest>;
@@ -341,9 +367,121 @@ export const PayResponse = z
       .describe("Present when a URL recipient was paid by the Machine Payments Protocol (its 402 offered an MPP challenge and no x402 requirement); absent when it was paid by x402."),
     ...failureFields,
     metadata: z.record(z.string(), z.string()).nullable().optional().describe("The metadata given with the payment; null if none."),
+    ...approvalField,
   })
   .meta({ id: "PayResponse" });
 export type PayResponse = z.infer<typeof PayResponse>;
+
+// ---------------------------------------------------------------------------------------------
+// POST /v1/quote and GET /v1/x402/resources
+
+export const QuoteRequest = z
+  .strictObject({
+    recipient: z.string().min(1).describe("The https URL to price: the same recipient a POST /v1/pay would pay."),
+    max_amount_usdc: PayRequest.shape.max_amount_usdc,
+    method: PayRequest.shape.method,
+    headers: ProxiedHeaders.optional(),
+    body: PayRequest.shape.body,
+  })
+  .meta({ id: "QuoteRequest" });
+export type QuoteRequest = z.infer<typeof QuoteRequest>;
+
+export const QuoteWindow = z
+  .object({
+    scope: z.enum(["token", "project"]),
+    interval: z.enum(["daily", "weekly", "monthly", "all_time"]),
+    window_end: isoTimestamp.nullable().describe("When the window ends (UTC calendar); null for all_time."),
+    limit_usd: z.number().nonnegative(),
+    spent_usd: z.number().nonnegative(),
+    remaining_usd: z.number().nonnegative().describe("What remains now, before this payment."),
+  });
+
+export const QuoteResponse = z
+  .object({
+    quote_id: z
+      .string()
+      .nullable()
+      .describe("Pass it as quote_id to POST /v1/pay to pay exactly this price, or nothing; null when the target asks no payment."),
+    expires_at: isoTimestamp.nullable().describe("The quote_id is accepted until then."),
+    recipient: z.string(),
+    method: HttpMethod,
+    payment_required: z.boolean().describe("false: the target answered without asking to be paid (its reply is in response); nothing would be charged."),
+    protocol: z.enum(["x402", "mpp"]).nullable(),
+    amount_usdc: microsUsdc.nullable().describe("The price in micro-USDC (1 USDC = 1,000,000)."),
+    amount_usd: z.number().nonnegative().nullable().describe("The price in US dollars."),
+    fee_usdc: microsUsdc.nullable().describe("This service's fee on top, in micro-USDC (the wallet is debited amount + fee)."),
+    fee_usd: z.number().nonnegative().nullable(),
+    requirement: z
+      .object({
+        scheme: z.string().describe("x402's scheme (exact), or evm/charge for MPP."),
+        network: z.string().describe("CAIP-2 id, e.g. eip155:8453."),
+        asset: z.string().describe("The token contract (USDC)."),
+        pay_to: z.string().describe("Who the target would be paid to."),
+        max_timeout_seconds: z.number().int().nullable(),
+      })
+      .nullable()
+      .describe("The requirement a payment would choose (the cheapest this service can pay)."),
+    offer: z
+      .object({
+        format: z.enum(["eip712", "jws"]),
+        payload: z.record(z.string(), z.unknown()).describe("The signed offer's terms as the merchant signed them."),
+        signature: z.string(),
+        verification: z
+          .enum(["verified", "invalid", "not_checked"])
+          .describe("verified: the signature recovers to the offer's payTo (the spec's payTo-signing authorisation) and its terms match the requirement; invalid: it does not; not_checked: a JWS offer (its key would have to be fetched)."),
+        signer: z.string().nullable(),
+        reason: z.string().nullable().describe("Why it is invalid or not checked."),
+      })
+      .nullable()
+      .describe("The merchant's signed offer (x402 offer-and-receipt extension) for the chosen requirement, if it sent one."),
+    controls: z
+      .object({
+        verdict: z.enum(["would_pay", "needs_approval", "refused"]),
+        code: z.string().nullable().describe("For refused: the code a payment would get (spending_limit_exceeded, recipient_not_allowed, rail_not_allowed, approval_required)."),
+        detail: z.string().describe("The rule that decides, in words."),
+        windows: z.array(QuoteWindow).describe("Every limited window of the token and its project, with what remains in it now."),
+      })
+      .nullable()
+      .describe("What the token's spending controls (and its project's) would say to this payment, judged as the payment's hold judges them."),
+    balance_sufficient: z.boolean().nullable().describe("Whether the available balance covers amount + fee now."),
+    response: ProxiedResponse.nullable().describe("When no payment is required: the target's reply."),
+  })
+  .meta({ id: "QuoteResponse" });
+export type QuoteResponse = z.infer<typeof QuoteResponse>;
+
+export const DiscoveryQuery = z.object({
+  query: z.string().max(500).optional().describe("Words to search for (the facilitator's /discovery/search); without it, the catalogue is listed (/discovery/resources)."),
+  limit: z.coerce.number().int().min(1).max(100).optional().describe("At most this many; up to 100."),
+  offset: z.coerce.number().int().min(0).max(10_000).optional().describe("Listing only: skip this many."),
+  cursor: z.string().max(500).optional().describe("Search only: the cursor of the previous page."),
+});
+
+export const DiscoveredResource = z
+  .object({
+    resource: z.string().describe("The paid URL."),
+    type: z.string(),
+    description: z.string().nullable(),
+    last_updated: z.string().nullable().describe("When the catalogue last saw it."),
+    price_hint: z
+      .object({
+        amount_usdc: microsUsdc.nullable().describe("The cheapest price the catalogue lists, in micro-USDC; null if it lists none this service could pay."),
+        network: z.string().nullable(),
+        pay_to: z.string().nullable(),
+      })
+      .describe("A hint only: catalogues go stale. POST /v1/quote asks the resource itself."),
+    accepts: z.array(z.record(z.string(), z.unknown())).describe("The payment requirements as the catalogue lists them."),
+  })
+  .meta({ id: "DiscoveredResource" });
+
+export const DiscoveryResponse = z
+  .object({
+    resources: z.array(DiscoveredResource),
+    prices_are_hints: z.literal(true).describe("Always true: check the price with POST /v1/quote before paying."),
+    partial_results: z.boolean(),
+    pagination: z.object({ limit: z.number().int().nullable(), offset: z.number().int().nullable(), total: z.number().int().nullable(), cursor: z.string().nullable() }),
+  })
+  .meta({ id: "DiscoveryResponse" });
+export type DiscoveryResponse = z.infer<typeof DiscoveryResponse>;
 
 // ---------------------------------------------------------------------------------------------
 // Deprecated endpoints
@@ -633,7 +771,7 @@ export const AdminRefusalsQuery = z.object({
 // Webhooks to clients, managed through the admin API (and the `agentwallet webhooks` CLI)
 
 export const WebhookEventType = z
-  .enum(["payment.created", "payment.processing", "payment.completed", "payment.failed", "payment.reversed", "payment.approval_required", "deposit.pending", "deposit.credited", "wallet.frozen", "wallet.unfrozen"])
+  .enum(["payment.created", "payment.processing", "payment.completed", "payment.failed", "payment.reversed", "payment.approval_required", "payment.approved", "payment.denied", "deposit.pending", "deposit.credited", "wallet.frozen", "wallet.unfrozen"])
   .meta({ id: "WebhookEventType" });
 
 export const AdminWebhookEndpoint = z

@@ -3,6 +3,7 @@
 // "eip155:<chainId>" and v1 payloads on "base" (v1 names map to chain ids; "base" is 8453).
 import { x402Facilitator } from "@x402/core/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import type { DiscoveryResource } from "@x402/extensions/bazaar";
 import { toFacilitatorEvmSigner } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
 import express, { type NextFunction, type Request, type Response } from "express";
@@ -19,18 +20,28 @@ export type StartFacilitatorOptions = {
 };
 
 export type Facilitator = {
-  /** Base URL; x402 clients append /verify, /settle and /supported. */
+  /** Base URL; x402 clients append /verify, /settle and /supported (and /discovery/… for its catalogue). */
   url: string;
+  /**
+   * The Bazaar catalogue it serves at GET /discovery/resources and GET /discovery/search (x402's bazaar
+   * extension), empty at start: a test adds the resources it wants listed.
+   */
+  catalogue: DiscoveryResource[];
   stop(): Promise<void>;
 };
+
+/** Catalogue pages: at most this many resources each, as a real facilitator bounds them. */
+const DISCOVERY_LIMIT_MAX = 100;
+const DISCOVERY_LIMIT_DEFAULT = 20;
 
 /** Facilitator requests are a payload and its requirements: a few KB. */
 const BODY_LIMIT = "64kb";
 
 export async function startFacilitator(options: StartFacilitatorOptions): Promise<Facilitator> {
   const facilitator = await createFacilitator(options.rpcUrl, options.privateKey);
-  const listening = await listenOnLoopback(createFacilitatorApp(facilitator), options.port);
-  return { url: listening.url, stop: listening.close };
+  const catalogue: DiscoveryResource[] = [];
+  const listening = await listenOnLoopback(createFacilitatorApp(facilitator, catalogue), options.port);
+  return { url: listening.url, catalogue, stop: listening.close };
 }
 
 /** The x402Facilitator, settling with `privateKey` on the chain behind `rpcUrl`. */
@@ -59,10 +70,42 @@ export async function createFacilitator(rpcUrl: string, privateKey: Hex): Promis
   return registerExactEvmScheme(new x402Facilitator(), { signer, networks: `eip155:${chainId}` });
 }
 
-/** The HTTP face of a facilitator: GET /supported, POST /verify, POST /settle. Does not listen. */
-export function createFacilitatorApp(facilitator: x402Facilitator): express.Express {
+/**
+ * The HTTP face of a facilitator: GET /supported, POST /verify, POST /settle, and the Bazaar catalogue
+ * (GET /discovery/resources: filters and limit/offset pages; GET /discovery/search: a query matched
+ * against each resource's URL, description and tags). Does not listen.
+ */
+export function createFacilitatorApp(facilitator: x402Facilitator, catalogue: readonly DiscoveryResource[] = []): express.Express {
   const app = express();
   app.use(express.json({ limit: BODY_LIMIT }));
+
+  const limitOf = (raw: unknown) => Math.min(DISCOVERY_LIMIT_MAX, Math.max(1, Number.parseInt(String(raw ?? DISCOVERY_LIMIT_DEFAULT), 10) || DISCOVERY_LIMIT_DEFAULT));
+  const filtered = (q: Request["query"]) =>
+    catalogue.filter(
+      (r) =>
+        (q.type === undefined || r.type === q.type) &&
+        (q.network === undefined || r.accepts.some((a) => a.network === q.network)) &&
+        (q.payTo === undefined || r.accepts.some((a) => a.payTo.toLowerCase() === String(q.payTo).toLowerCase())) &&
+        (q.scheme === undefined || r.accepts.some((a) => a.scheme === q.scheme)),
+    );
+  app.get("/discovery/resources", (req, res) => {
+    const limit = limitOf(req.query.limit);
+    const offset = Math.max(0, Number.parseInt(String(req.query.offset ?? 0), 10) || 0);
+    const items = filtered(req.query);
+    res.json({ x402Version: 2, items: items.slice(offset, offset + limit), pagination: { limit, offset, total: items.length } });
+  });
+  app.get("/discovery/search", (req, res) => {
+    const query = typeof req.query.query === "string" ? req.query.query.trim().toLowerCase() : "";
+    if (!query) {
+      res.status(400).json({ error: "query is required" });
+      return;
+    }
+    const words = query.split(/\s+/);
+    const text = (r: DiscoveryResource) => [r.resource, r.description ?? "", ...(r.tags ?? [])].join(" ").toLowerCase();
+    const matches = filtered(req.query).filter((r) => words.every((w) => text(r).includes(w)));
+    const limit = limitOf(req.query.limit);
+    res.json({ x402Version: 2, resources: matches.slice(0, limit), partialResults: matches.length > limit, pagination: { limit, cursor: null } });
+  });
 
   app.get("/supported", (_req, res) => {
     res.json(facilitator.getSupported());

@@ -35,6 +35,7 @@ export {
   startMerchantV2,
   USDC_EIP712_DOMAIN,
   type Merchant,
+  type RepricingMerchant,
   type StartMerchantOptions,
 } from "./merchants.ts";
 export {

@@ -3,10 +3,12 @@
 // TestUSDC, because a price like "$0.01" would resolve to the real USDC of the network, and both
 // use the given facilitator, never the public default one.
 import { HTTPFacilitatorClient } from "@x402/core/server";
+import { createEIP712OfferReceiptIssuer, createOfferReceiptExtension, declareOfferReceiptExtension } from "@x402/extensions/offer-receipt";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { paymentMiddlewareFromHTTPServer, x402HTTPResourceServer, x402ResourceServer } from "@x402/express";
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from "express";
-import type { Address } from "viem";
+import type { Address, Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { paymentMiddleware as paymentMiddlewareV1 } from "x402-express";
 import { listenOnLoopback } from "./listen.ts";
 
@@ -23,6 +25,12 @@ export type StartMerchantOptions = {
   port?: number;
   /** How long a signed payment stays valid (x402 clients set validBefore = now + this); 60 when omitted. */
   maxTimeoutSeconds?: number;
+  /**
+   * v2 only: sign an offer for each requirement with this key (x402's offer-and-receipt extension, EIP-712).
+   * The spec's simplest authorisation is a key whose address is the payTo; a test may give another to see
+   * an unauthorised signer.
+   */
+  offerSignerKey?: Hex;
 };
 
 export type Merchant = {
@@ -30,6 +38,9 @@ export type Merchant = {
   url: string;
   stop(): Promise<void>;
 };
+
+/** A v2 merchant whose price can change while it runs (a merchant raising its price between a quote and a payment). */
+export type RepricingMerchant = Merchant & { setPrice(priceMicros: bigint): void };
 
 /** The EIP-712 domain of USDC (and TestUSDC); x402 needs it in the requirements' `extra`. */
 export const USDC_EIP712_DOMAIN = { name: "USD Coin", version: "2" } as const;
@@ -44,27 +55,42 @@ const BODY_LIMIT = "1mb";
 const DESCRIPTION = "Dev chain test resource";
 
 /** A merchant speaking x402 v2 (PAYMENT-REQUIRED / PAYMENT-SIGNATURE / PAYMENT-RESPONSE). */
-export async function startMerchantV2(options: StartMerchantOptions): Promise<Merchant> {
+export async function startMerchantV2(options: StartMerchantOptions): Promise<RepricingMerchant> {
   assertPrice(options.priceMicros);
+  let priceMicros = options.priceMicros;
   const facilitator = new HTTPFacilitatorClient({ url: options.facilitatorUrl, timeoutMs: FACILITATOR_TIMEOUT_MS });
   const resourceServer = new x402ResourceServer(facilitator).register(V2_NETWORK, new ExactEvmScheme());
+  if (options.offerSignerKey) {
+    const signer = privateKeyToAccount(options.offerSignerKey);
+    const issuer = createEIP712OfferReceiptIssuer(`did:pkh:${V2_NETWORK}:${signer.address}`, (params) => signer.signTypedData(params as never));
+    resourceServer.registerExtension(createOfferReceiptExtension(issuer));
+  }
   const httpServer = new x402HTTPResourceServer(resourceServer, {
     "/paid": {
       accepts: {
         scheme: "exact",
         network: V2_NETWORK,
         payTo: options.payTo,
-        price: { amount: options.priceMicros.toString(), asset: options.usdcAddress, extra: { ...USDC_EIP712_DOMAIN } },
+        // Read at each request, so setPrice takes effect at once (x402's dynamic price).
+        price: () => ({ amount: priceMicros.toString(), asset: options.usdcAddress, extra: { ...USDC_EIP712_DOMAIN } }),
         maxTimeoutSeconds: options.maxTimeoutSeconds ?? MAX_TIMEOUT_SECONDS,
       },
       description: DESCRIPTION,
       mimeType: "application/json",
+      ...(options.offerSignerKey ? { extensions: declareOfferReceiptExtension() } : {}),
     },
   });
   // Fetch the facilitator's /supported now, so a missing facilitator fails here and not on a request.
   await httpServer.initialize();
   const payment = paymentMiddlewareFromHTTPServer(httpServer, undefined, undefined, false);
-  return listen(createMerchantApp(payment), options.port);
+  const merchant = await listen(createMerchantApp(payment), options.port);
+  return {
+    ...merchant,
+    setPrice(next) {
+      assertPrice(next);
+      priceMicros = next;
+    },
+  };
 }
 
 /** A merchant speaking x402 v1 (402 body `accepts`, X-PAYMENT / X-PAYMENT-RESPONSE). */

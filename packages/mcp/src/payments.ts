@@ -140,8 +140,13 @@ function paymentNotes(
         "this payment instead of paying again; pass a different idempotency_key to make a deliberate second payment.",
     );
   }
-  const data = result.data as { status?: string; rail?: string; tx_hash?: string | null };
-  if (data.rail === "x402" && data.tx_hash) {
+  const data = result.data as { id?: string; status?: string; rail?: string; tx_hash?: string | null; approval?: { status: string; expires_at: string } };
+  if (data.approval?.status === "required") {
+    notes.push(
+      `Waiting for a person's approval: nothing is sent until someone approves it, and if nobody does by ${data.approval.expires_at} ` +
+        `it fails and is credited back. Check with get_transaction (id "${data.id}"); do not pay again meanwhile.`,
+    );
+  } else if (data.rail === "x402" && data.tx_hash) {
     notes.push("The target was paid on-chain (tx_hash); the platform fee is being moved, then the payment shows completed.");
   } else if (data.status === "processing" || data.status === "pending") {
     notes.push("Accepted but not settled yet: list_transactions shows when it completes (or fails and is credited back).");

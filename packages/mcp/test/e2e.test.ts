@@ -129,6 +129,46 @@ describe("against the real Agent Wallet server", () => {
     expect(stable(await replay(() => api.pay(args)))).toEqual(stable(data));
   });
 
+  test("behavior: check_price, then pay with its quote_id at exactly that price, then get_transaction shows the payment", async () => {
+    const quoted = await call("check_price", { recipient: `${merchant.url}/paid` });
+    expect(quoted.result.isError, quoted.text).toBeFalsy();
+    expect(quoted.data).toMatchObject({ payment_required: true, amount_usdc: Number(x402PriceMicros), controls: { verdict: "would_pay" } });
+    expect(quoted.text).toContain(`quote_id "${String(quoted.data.quote_id)}"`);
+    const paid = await call("pay", { recipient: `${merchant.url}/paid`, quote_id: quoted.data.quote_id, idempotency_key: "mcp-e2e-quote-1" });
+    expect(paid.result.isError, paid.text).toBeFalsy();
+    expect(paid.data).toMatchObject({ rail: "x402", amount_charged: quoted.data.amount_usdc, fee: quoted.data.fee_usdc });
+    const got = await call("get_transaction", { id: paid.data.id });
+    expect(got.result.isError, got.text).toBeFalsy();
+    expect(got.data).toEqual((await api.getTransaction(paid.data.id)).data);
+    expect(got.data).toMatchObject({ id: paid.data.id, type: "x402_payment", rail: "x402", amount: quoted.data.amount_usdc });
+    expect(got.data.approval).toBeUndefined();
+  });
+
+  test("behavior: a payment waiting for approval says so in pay's result, until when and how to check; get_transaction shows it required, then approved", async () => {
+    const { issueToken } = await import("../../server/src/services/tokens.ts");
+    const { decidePayment } = await import("../../server/src/services/approvals.ts");
+    const approver = await issueToken(server.server.ctx, { projectId: server.projectId, permissions: ["read", "pay"], mode: "test", controls: { approval_above_usd: 1 } });
+    const approvalSession = await connectStdio({ AGENTWALLET_API_TOKEN: approver.token, AGENTWALLET_BASE_URL: server.baseUrl });
+    try {
+      const paid = await approvalSession.client.callTool({ name: "pay", arguments: { recipient: randomAddress(), amount_usd: 2 } });
+      expect(paid.isError, textOf(paid)).toBeFalsy();
+      const payment = paid.structuredContent as Payment & { approval: { status: string; expires_at: string } };
+      expect(payment).toMatchObject({ status: "pending", approval: { status: "required", decided_at: null } });
+      expect(textOf(paid)).toContain(`Waiting for a person's approval: nothing is sent until someone approves it, and if nobody does by ${payment.approval.expires_at}`);
+      expect(textOf(paid)).toContain(`Check with get_transaction (id "${payment.id}")`);
+
+      const waiting = await approvalSession.client.callTool({ name: "get_transaction", arguments: { id: payment.id } });
+      expect(waiting.structuredContent).toMatchObject({ id: payment.id, status: "pending", approval: { status: "required", expires_at: payment.approval.expires_at } });
+      expect(textOf(waiting)).toContain("Waiting for a person's approval until");
+
+      await decidePayment(server.server.ctx, payment.id, "approved", "cli:e2e");
+      const approved = await approvalSession.client.callTool({ name: "get_transaction", arguments: { id: payment.id } });
+      expect(approved.structuredContent).toMatchObject({ approval: { status: "approved", expires_at: payment.approval.expires_at, decided_at: expect.any(String) } });
+    } finally {
+      await approvalSession.close();
+    }
+  });
+
   test("behavior: pay with a URL that asks for MPP pays it the same way and says so", async () => {
     const args = { recipient: `${mppMerchant.url}/paid`, max_amount_usdc: 20_000, idempotency_key: "mcp-e2e-mpp-1" };
     const { result, data, text } = await call("pay", args);

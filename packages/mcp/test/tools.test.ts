@@ -12,11 +12,15 @@ const specTools = [
   "pay",
   "get_usdc_deposit_address",
   "get_spending_limits",
+  "check_price",
+  "get_transaction",
   "send_payment",
   "x402_pay",
   "send_usdc",
 ];
-const readTools = ["get_balance", "list_transactions", "get_usdc_deposit_address", "get_spending_limits"];
+const readTools = ["get_balance", "list_transactions", "get_usdc_deposit_address", "get_spending_limits", "check_price", "get_transaction"];
+/** Read tools that reach beyond the wallet: check_price makes the unpaid request to the URL. */
+const openReadTools = ["check_price"];
 const deprecatedTools = ["send_payment", "x402_pay", "send_usdc"];
 
 // No API is reached by listing; a closed port makes sure nothing else would answer.
@@ -32,7 +36,7 @@ describe("tools/list", () => {
   });
   afterAll(() => session.close());
 
-  test("default: the seven tools of the spec's table, in its order, and get_spending_limits before the deprecated ones", () => {
+  test("default: the seven tools of the spec's table, in its order, and get_spending_limits, check_price and get_transaction before the deprecated ones", () => {
     expect(tools.map((tool) => tool.name)).toEqual(specTools);
   });
 
@@ -54,9 +58,9 @@ describe("tools/list", () => {
     }
   });
 
-  test("behavior: read tools are annotated read-only and closed-world", () => {
+  test("behavior: read tools are annotated read-only and closed-world (check_price: open-world, it asks the URL)", () => {
     for (const tool of tools.filter((candidate) => readTools.includes(candidate.name))) {
-      expect(tool.annotations).toEqual({ readOnlyHint: true, openWorldHint: false });
+      expect(tool.annotations).toEqual({ readOnlyHint: true, openWorldHint: openReadTools.includes(tool.name) });
     }
   });
 

@@ -150,6 +150,8 @@ const EnvSchema = z.object({
   X402_MAX_RESPONSE_BYTES: int(1_048_576, 1_024, 50 * 1_048_576),
   /** We refuse x402 requirements that want an authorization valid for longer than this. */
   X402_MAX_TIMEOUT_SECONDS: int(600, 1, 86_400),
+  /** A facilitator whose Bazaar catalogue GET /v1/x402/resources passes through (its base URL). */
+  X402_DISCOVERY_URL: z.string().url().optional(),
 });
 
 export type Config = DeepReadonly<{
@@ -202,7 +204,7 @@ export type Config = DeepReadonly<{
    * `allowedTargets`: `address:port` of non-public targets allowed without `allowPrivateNetworks` — in the
    * sandbox, its own demo merchant and facilitator (added once they listen). Not an environment setting.
    */
-  x402: { allowHttp: boolean; allowPrivateNetworks: boolean; allowedTargets: string[]; timeoutMs: number; maxResponseBytes: number; maxTimeoutSeconds: number };
+  x402: { allowHttp: boolean; allowPrivateNetworks: boolean; allowedTargets: string[]; timeoutMs: number; maxResponseBytes: number; maxTimeoutSeconds: number; discoveryUrl?: string };
 }>;
 
 type DeepReadonly<T> = T extends (infer E)[] ? readonly DeepReadonly<E>[] : T extends object ? { readonly [K in keyof T]: DeepReadonly<T[K]> } : T;
@@ -302,6 +304,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
       timeoutMs: e.X402_TIMEOUT_MS,
       maxResponseBytes: e.X402_MAX_RESPONSE_BYTES,
       maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS,
+      discoveryUrl: e.X402_DISCOVERY_URL,
     },
   };
   if (mode === "live") assertLiveSettings(config, opts.signs ?? true);

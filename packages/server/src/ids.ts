@@ -32,7 +32,7 @@ function timePart(ms: number): string {
   return out;
 }
 
-export type IdKind = "prj" | "tok" | "txn" | "mov" | "whe" | "adm";
+export type IdKind = "prj" | "tok" | "txn" | "mov" | "whe" | "adm" | "quo";
 export type IdGenerator = (kind: IdKind) => string;
 
 /**

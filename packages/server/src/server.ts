@@ -148,13 +148,14 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       },
     });
     // Housekeeping, bounded per pass: expired idempotency claims and kept replies, webhook ids past any replay window, old webhook events sent,
-    // expired console sessions, sign-in codes and one-time views never opened.
+    // expired console sessions, sign-in codes and one-time views never opened, expired quotes.
     loops.push(
       startLoop("housekeeping", 60_000, async () => {
         await base.ledger.idempotencyKeys.pruneExpired(base.clock().toISOString());
         await base.ledger.consoleSessions.prune(base.clock().toISOString());
         await base.ledger.receivedWebhooks.prune(new Date(base.clock().getTime() - WEBHOOK_ID_KEEP_MS).toISOString());
         await base.ledger.webhooks.prune(new Date(base.clock().getTime() - OUTBOX_KEEP_MS).toISOString(), OUTBOX_PRUNE_MAX);
+        await base.ledger.quotes.prune(base.clock().toISOString());
       }, logger),
     );
   } catch (err) {

@@ -1,5 +1,7 @@
-/** Every tool, in the order of the spec's tool table, then get_spending_limits (the deprecated ones last). */
+/** Every tool, in the order of the spec's tool table, then get_spending_limits, check_price and get_transaction (the deprecated ones last). */
+import { checkPrice } from "./checkPrice.ts";
 import { getBalance } from "./getBalance.ts";
+import { getTransaction } from "./getTransaction.ts";
 import { getUsdcDepositAddress } from "./getUsdcDepositAddress.ts";
 import { getSpendingLimits } from "./getSpendingLimits.ts";
 import { listTransactions } from "./listTransactions.ts";
@@ -15,6 +17,8 @@ export const walletTools: readonly WalletTool[] = [
   pay,
   getUsdcDepositAddress,
   getSpendingLimits,
+  checkPrice,
+  getTransaction,
   sendPayment,
   x402Pay,
   sendUsdc,

@@ -40,6 +40,7 @@ export const ERROR_CODES = [
   "webhook_url_invalid",
   "webhook_events_invalid",
   "webhook_endpoints_limit",
+  "quote_mismatch",
   // x402: the refusals above, then the target's own fault (502).
   ...X402_REFUSAL_CODES,
   "x402_payment_required_invalid",
@@ -52,6 +53,8 @@ export const ERROR_CODES = [
   "timeout",
   "connect_failed",
   "response_too_large",
+  // The facilitator's discovery catalogue failed (502).
+  "discovery_failed",
   // unauthorized (401) and forbidden (403).
   "unauthorized",
   "admin_credential_required",
@@ -71,6 +74,7 @@ export const ERROR_CODES = [
   "admin_credential_not_found",
   "webhook_endpoint_not_found",
   "webhook_event_not_found",
+  "quote_not_found",
   // conflict (409).
   "idempotency_in_flight",
   "idempotency_key_reused",
@@ -78,6 +82,8 @@ export const ERROR_CODES = [
   "payment_final",
   "rail_state_readable",
   "webhook_replayed",
+  "quote_expired",
+  "quote_changed",
   // Answered by the HTTP layer itself (http/app.ts, http/auth.ts): 408, 415, 429, 431, 500, 503.
   "request_timeout",
   "unsupported_media_type",
@@ -94,6 +100,7 @@ export const ERROR_CODES = [
   "fiat_unavailable",
   "webhook_not_configured",
   "webhook_key_unavailable",
+  "discovery_unavailable",
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -15,6 +15,8 @@ export class DomainError extends Error {
     readonly kind: ErrorKind,
     readonly code: ErrorCode,
     readonly detail: string,
+    /** Fields the answer carries beside `detail` and `code` (e.g. a changed quote's terms, both sides). */
+    readonly extra?: Readonly<Record<string, unknown>>,
   ) {
     super(detail);
   }
@@ -24,6 +26,6 @@ export const badRequest = (code: ErrorCode, detail: string) => new DomainError("
 export const unauthorized = (detail: string) => new DomainError("unauthorized", "unauthorized", detail);
 export const forbidden = (code: ErrorCode, detail: string) => new DomainError("forbidden", code, detail);
 export const notFound = (code: ErrorCode, detail: string) => new DomainError("not_found", code, detail);
-export const conflict = (code: ErrorCode, detail: string) => new DomainError("conflict", code, detail);
+export const conflict = (code: ErrorCode, detail: string, extra?: Record<string, unknown>) => new DomainError("conflict", code, detail, extra);
 export const upstream = (code: ErrorCode, detail: string) => new DomainError("upstream", code, detail);
 export const unavailable = (code: ErrorCode, detail: string) => new DomainError("unavailable", code, detail);

@@ -118,6 +118,15 @@ export function windowRefusal(w: SpendWindow, spentMicros: number, amountMicros:
 }
 
 /**
+ * A window's verdict on a payment of `amountMicros` when `spentMicros` is counted in it already: the
+ * refusal if the payment would take it past its limit. The hold judges every limited window by this (in
+ * its write), and a quote by the same rule over the counters as they stand.
+ */
+export function windowVerdict(w: SpendWindow, spentMicros: number, amountMicros: number): Refusal | undefined {
+  return spentMicros + amountMicros > w.limitMicros ? windowRefusal(w, spentMicros, amountMicros) : undefined;
+}
+
+/**
  * Judges the static rules of both scopes and lists the windows the hold must move. The block-list
  * always wins; with an allow-list, anything not on it is refused; per_payment and every window's
  * limit must each cover the amount on its own (a window's counter is judged in the hold's write).

@@ -99,7 +99,7 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
       for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
       return reply.code(err.status).send({ detail: err.detail, code: err.code });
     }
-    if (err instanceof DomainError) return reply.code(statusOf(err)).send({ detail: err.detail, code: err.code });
+    if (err instanceof DomainError) return reply.code(statusOf(err)).send({ ...err.extra, detail: err.detail, code: err.code });
     const fe = err as { statusCode?: number; code?: string; message?: string };
     if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
       // Fastify's own client errors: bad JSON, wrong content type, body too large.

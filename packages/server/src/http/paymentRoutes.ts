@@ -3,7 +3,7 @@
  * Success is 201 for a new USDC or fiat payment, 200 for x402 and for an idempotent replay (with
  * `Idempotent-Replayed: true`).
  */
-import { IdempotencyKey, LegacyPaymentRequest, PayRequest, type PayResponse, UsdcTransferRequest, X402PayRequest, limits } from "@agentwallet/api";
+import { DiscoveryQuery, IdempotencyKey, LegacyPaymentRequest, PayRequest, type PayResponse, QuoteRequest, UsdcTransferRequest, X402PayRequest, limits } from "@agentwallet/api";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { HttpDeps } from "./httpDeps.ts";
 import { principalOf, tokenAuth } from "./auth.ts";
@@ -17,6 +17,8 @@ import { type Created, createPayment } from "../services/payments/createPayment.
 import type { Payment } from "../domain/payment.ts";
 import { checkAddress, checkUrl, classifyRecipient, fiatIntent, payIntent, usdcIntent, x402Request } from "../services/payments/parsePay.ts";
 import { renderLegacyPayment, renderPay, renderUsdcTransfer, renderX402, renderX402FreeReply } from "../services/payments/render.ts";
+import { quotePrice } from "../services/payments/quotePrice.ts";
+import { discoverResources } from "../services/discoverResources.ts";
 
 /**
  * The core's answer on the wire: 201 for a new USDC or bank payment, 200 for x402 (a payment or the
@@ -92,6 +94,19 @@ export function registerPaymentRoutes(app: FastifyInstance, ctx: HttpDeps, metri
     if (kind.rail === "x402") requirePermission(p, "pay", "x402");
     // The core answers a replay, then refuses a paused project.
     return answer(reply, metrics, await createPayment(ctx, p, kind.rail === "x402" ? x402Request(body, kind.url) : payIntent(body, kind, p)), renderPay);
+  });
+
+  // The price of a URL, without paying (permission x402): the x402 half of a /v1/pay request.
+  app.post("/v1/quote", { preHandler: tokenAuth(ctx, "x402") }, async (req) => {
+    const p = principalOf(req);
+    const body = parseOr400(QuoteRequest, req.body);
+    const call = x402Request({ ...body, description: undefined, idempotency_key: undefined }, checkUrl(body.recipient, "recipient"));
+    return quotePrice(ctx, p, call);
+  });
+
+  app.get("/v1/x402/resources", { preHandler: tokenAuth(ctx, "x402") }, async (req) => {
+    const q = parseOr400(DiscoveryQuery, req.query, "query");
+    return discoverResources(ctx, q);
   });
 
   app.post("/v1/payments", { preHandler: [deprecated, payer] }, async (req, reply) => {

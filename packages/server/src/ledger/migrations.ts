@@ -4,7 +4,7 @@
  */
 import { type Kysely, type Migration, Migrator, sql } from "kysely";
 import type { Dialect } from "./db.ts";
-import { statusHistoryTriggers, webhookTriggers } from "./webhookOutbox.ts";
+import { approvalWebhookTriggers, statusHistoryTriggers, webhookTriggers } from "./webhookOutbox.ts";
 import { PG_BATCH_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 import { countedWindows } from "../domain/spending.ts";
 
@@ -515,6 +515,33 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       async up(db: Kysely<any>) {
         if (dialect !== "postgres") return;
         await db.schema.createIndex("transactions_project_created_pos").on("transactions").columns(["project_id", "created_at", "pos"]).execute();
+      },
+    },
+    "0029_quotes": {
+      // Quotes of `POST /v1/quote` (ledger/quotes.ts), found again by id when a payment names one; and the
+      // triggers that write payment.approved / payment.denied in the same write as the decision (webhookOutbox.ts).
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable("quotes")
+          .addColumn("id", "text", (c) => c.primaryKey())
+          .addColumn("project_id", "text", (c) => c.notNull())
+          .addColumn("token_id", "text", (c) => c.notNull())
+          .addColumn("url", "text", (c) => c.notNull())
+          .addColumn("method", "text", (c) => c.notNull())
+          .addColumn("body_hash", "text", (c) => c.notNull())
+          .addColumn("protocol", "text", (c) => c.notNull())
+          .addColumn("scheme", "text", (c) => c.notNull())
+          .addColumn("network", "text", (c) => c.notNull())
+          .addColumn("asset", "text", (c) => c.notNull())
+          .addColumn("pay_to", "text", (c) => c.notNull())
+          .addColumn("amount_micros", "bigint", (c) => c.notNull())
+          .addColumn("verdict", "text", (c) => c.notNull())
+          .addColumn("refusal_code", "text")
+          .addColumn("created_at", "text", (c) => c.notNull())
+          .addColumn("expires_at", "text", (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex("quotes_expires").on("quotes").column("expires_at").execute();
+        for (const statement of approvalWebhookTriggers(dialect)) await sql.raw(statement).execute(db);
       },
     },
   };

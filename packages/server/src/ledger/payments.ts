@@ -23,7 +23,7 @@ import type { FailureCode } from "./failureCodes.ts";
 import { account } from "./accounts.ts";
 import type { Database } from "./schema.ts";
 import { type PaymentRow, toPayment, toRowPatch } from "./paymentRows.ts";
-import { type HoldControls, type Refusal, type SpendWindow, type WindowKey, type WindowKind, countedWindows, judgeStatic, windowBounds, windowRefusal } from "../domain/spending.ts";
+import { type HoldControls, type Refusal, type SpendWindow, type WindowKey, type WindowKind, countedWindows, judgeStatic, windowBounds, windowRefusal, windowVerdict } from "../domain/spending.ts";
 import type { Payment, PaymentPatch } from "../domain/payment.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 
@@ -292,7 +292,8 @@ export class Payments {
           yield windowSeed(w, input.projectId);
           const row = (yield db.selectFrom("spend_windows").select("spent_micros").where("scope_id", "=", w.scopeId).where("kind", "=", w.kind).where("window_start", "=", w.start).compile())[0] as { spent_micros: number };
           const spent = Number(row.spent_micros);
-          if (spent + amount > w.limitMicros) throw new WindowRefused(windowRefusal(w, spent, amount), i);
+          const refusal = windowVerdict(w, spent, amount);
+          if (refusal) throw new WindowRefused(refusal, i);
         }
         yield countInWindows(counted, amount);
         for (const q of plan.records(Number(debited.tx_count))) yield q;

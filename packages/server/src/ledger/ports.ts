@@ -44,6 +44,8 @@ export type DeploymentStore = Ledger["deployment"];
 
 /** Small persistent state: the `kv` rows (kvRows.ts). */
 export type KvStore = Ledger["kv"];
+/** Prices quoted by POST /v1/quote (quotes.ts). */
+export type QuoteStore = Ledger["quotes"];
 
 /** Reads an operator alerts on (health.ts). */
 export type HealthStore = Ledger["health"];

@@ -216,7 +216,33 @@ export interface AdminCredentialsTable {
   revoked_at: string | null;
 }
 
+/**
+ * A price quoted by `POST /v1/quote` (migration 0029_quotes): the request and the terms a payment with its
+ * id must find again. Kept until it expires (quotes.ts prunes them).
+ */
+export interface QuotesTable {
+  id: string;
+  project_id: string;
+  token_id: string;
+  url: string;
+  method: string;
+  /** SHA-256 hex of the request body ("" hashed when none). */
+  body_hash: string;
+  protocol: string;
+  scheme: string;
+  network: string;
+  asset: string;
+  pay_to: string;
+  amount_micros: number;
+  /** would_pay | needs_approval | refused, and the refusal's code. */
+  verdict: string;
+  refusal_code: string | null;
+  created_at: string;
+  expires_at: string;
+}
+
 export interface Database {
+  quotes: QuotesTable;
   projects: ProjectsTable;
   api_tokens: ApiTokensTable;
   balances: BalancesTable;

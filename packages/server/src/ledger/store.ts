@@ -13,6 +13,7 @@ import { IdempotencyKeys } from "./idempotencyKeys.ts";
 import { AtomicWrites } from "./atomicWrites.ts";
 import { RelayerNonces } from "./relayerNonces.ts";
 import { KvRows } from "./kvRows.ts";
+import { Quotes } from "./quotes.ts";
 import { Deployment } from "./deployment.ts";
 import { Deposits } from "./deposits.ts";
 import { Projects } from "./projects.ts";
@@ -41,6 +42,8 @@ export class Ledger {
   readonly relayerNonces: RelayerNonces;
   /** Small persistent state: the `kv` rows (kvRows.ts). */
   readonly kv: KvRows;
+  /** Prices quoted by POST /v1/quote, until they expire (quotes.ts). */
+  readonly quotes: Quotes;
   /** The deployment's mode and chain (deployment.ts). */
   readonly deployment: Deployment;
   /** Deposits seen, credited or dropped (deposits.ts). */
@@ -79,6 +82,7 @@ export class Ledger {
     this.transactions = new TransactionReads(db, dialect);
     this.relayerNonces = new RelayerNonces(db, writes);
     this.kv = new KvRows(db);
+    this.quotes = new Quotes(db);
     this.deployment = new Deployment(db);
     this.health = new HealthReads(db);
     this.deposits = new Deposits(db, clock, newId);

@@ -48,6 +48,10 @@ export type DetailRow = ListedRow & {
   deposit_tx_hash: string | null;
   /** The payment's own row only (null on its fee's row and elsewhere): its rail's stored state. */
   rail_state: string | null;
+  /** On a payment's own row: its approval (null when it needed none), until when, and when decided. */
+  approval: string | null;
+  approval_until: string | null;
+  approval_decided_at: string | null;
 };
 
 /**
@@ -92,7 +96,7 @@ export class TransactionReads {
     const keys = pageKeys(projectId, f, page.cursor, page.limit, page.offset, this.dialect);
     const { rows } = await sql<ListedRow>`
       select t.id, t.type, t.status, t.amount, t.currency, t.description, t.merchant_name, t.created_at, t.completed_at, t.payment_id,
-        case when p.id = t.id then p.metadata end as metadata, case when p.id = t.id then p.rail_state end as rail_state, p.failure_code, p.failure_reason
+        case when p.id = t.id then p.metadata end as metadata, p.failure_code, p.failure_reason
       from (${keys}) as k
       join transactions t on t.project_id = ${projectId} and t.pos = k.pos
       left join payments p on p.id = t.payment_id
@@ -162,7 +166,8 @@ export class TransactionReads {
       select t.id, t.type, t.status, t.amount, t.currency, t.description, t.merchant_name, t.created_at, t.completed_at, t.payment_id,
         case when p.id = t.id then p.metadata end as metadata, case when p.id = t.id then p.rail_state end as rail_state,
         p.rail, p.recipient, p.recipient_json, p.tx_hash as payment_tx_hash, p.fee_txn_id, p.failure_code, p.failure_reason,
-        d.tx_hash as deposit_tx_hash
+        d.tx_hash as deposit_tx_hash,
+        case when p.id = t.id then p.approval end as approval, p.approval_until, p.approval_decided_at
       from transactions t
       left join payments p on p.id = t.payment_id
       left join deposits d on d.txn_id = t.id

@@ -29,6 +29,9 @@ export const WEBHOOK_EVENT_TYPES = [
   "payment.failed",
   "payment.reversed",
   "payment.approval_required",
+  // Written by the approval triggers (migration 0029): a person approved or denied a waiting payment.
+  "payment.approved",
+  "payment.denied",
   "deposit.pending",
   "deposit.credited",
   // Written by Projects.setWalletFrozen (not a trigger): USDC's blacklister froze or released the wallet.
@@ -164,6 +167,39 @@ export function webhookTriggers(dialect: Dialect): string[] {
  */
 export function statusHistoryTriggers(dialect: Dialect): string[] {
   return dialect === "postgres" ? pgFunctions(true) : EVENTS.map(sqliteHistoryTrigger).reverse();
+}
+
+/**
+ * The statements of migration 0029: `payment.approved` / `payment.denied`, written by a trigger on the
+ * `approval` column in the same write as the decision (whichever path decides: CLI, admin API, console),
+ * as the status triggers write theirs. An approval that expires is reported by its `payment.failed`.
+ */
+export function approvalWebhookTriggers(dialect: Dialect): string[] {
+  const type = "'payment.' || new.approval";
+  const at = "coalesce(new.approval_decided_at, new.updated_at, new.created_at)";
+  const decided = "old.approval = 'awaiting' and new.approval in ('approved', 'denied')";
+  if (dialect === "postgres") {
+    return [
+      `create or replace function webhook_payments_approval() returns trigger language plpgsql as $$
+        begin
+          if ${decided} then perform webhook_enqueue(new.project_id, ${type}, new.id, new.status, ${at}); end if;
+          return null;
+        end $$`,
+      `create trigger webhook_payments_approval after update of approval on payments for each row when (old.approval is distinct from new.approval) execute function webhook_payments_approval()`,
+    ];
+  }
+  const enabled = (t: string) => `e.project_id = new.project_id and e.disabled_at is null and ${wants("e", t)}`;
+  return [
+    `create trigger webhook_approval_event after update of approval on payments
+      when ${decided} and exists (select 1 from webhook_endpoints e where ${enabled(type)})
+      begin
+        insert into webhook_outbox (id, project_id, type, object_id, status, occurred_at)
+          values ('evt_' || lower(hex(randomblob(12))), new.project_id, ${type}, new.id, new.status, ${at});
+        insert into webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at)
+          select o.id, e.id, 'pending', 0, o.occurred_at from webhook_outbox o, webhook_endpoints e
+          where o.seq = last_insert_rowid() and ${enabled("o.type")};
+      end`,
+  ];
 }
 
 /** Stores `events` as ",a,b," so a trigger matches one with a substring test; null = every event. */

@@ -10,6 +10,7 @@ import type { Payment } from "../domain/payment.ts";
 import type { FiatProvider } from "./fiat/provider.ts";
 import type { RailStateCodec } from "./railState.ts";
 import type { X402HeldState, X402SettledState, X402SignedState } from "./x402/x402State.ts";
+import type { OfferReport } from "./x402/readOffer.ts";
 
 export type AdvanceResult = { done: boolean; retryInMs?: number };
 
@@ -42,8 +43,24 @@ export type X402Call = {
 /** The target's reply to the unpaid request. */
 export type TargetReply = { paymentRequired: boolean; raw: unknown; proxied: () => ProxiedResponse };
 
+/**
+ * What the chosen requirement asks, as a quote shows it and a payment with a quote compares it: the
+ * protocol and, for x402, its scheme (`evm/charge` for MPP), the network, asset, payee and price; and the
+ * merchant's signed offer for it, read only when asked (POST /v1/quote).
+ */
+export type X402Terms = {
+  protocol: "x402" | "mpp";
+  scheme: string;
+  network: string;
+  asset: string;
+  payTo: string;
+  amountMicros: number;
+  maxTimeoutSeconds: number | null;
+  offer(): Promise<OfferReport | null>;
+};
+
 /** The requirement `judge` chose: its price and the rail state of a payment held for it (`held`). */
-export type X402Quote = { amountMicros: number; state: X402HeldState; fromBlock: Promise<number> };
+export type X402Quote = { amountMicros: number; state: X402HeldState; fromBlock: Promise<number>; terms: X402Terms };
 
 /** A signed payment: the header to send, and the rail state that records it (`signed`). */
 export type X402Signature = { header: { name: string; value: string }; state: X402SignedState };

@@ -38,6 +38,8 @@ export type SandboxParts = {
   x402Targets: readonly string[];
   /** Whether the environment leaves X402_ALLOW_HTTP unset (then the sandbox allows http). */
   x402HttpUnset: boolean;
+  /** The demo facilitator, whose Bazaar catalogue lists the demo merchant (GET /v1/x402/resources), unless X402_DISCOVERY_URL names another. */
+  x402DiscoveryUrl?: string;
 };
 
 export async function startSandbox(config: Config, logger: Logger, opts: StartSandboxOptions = {}): Promise<RunningSandbox> {
@@ -77,7 +79,7 @@ export async function startSandbox(config: Config, logger: Logger, opts: StartSa
       });
     }
     const x402Targets = x402Demo ? [x402Demo.merchantUrl, x402Demo.facilitatorUrl] : [];
-    const settled = sandboxConfig(config, { webhookSecrets, bridge, x402Targets, x402HttpUnset: env.X402_ALLOW_HTTP === undefined });
+    const settled = sandboxConfig(config, { webhookSecrets, bridge, x402Targets, x402HttpUnset: env.X402_ALLOW_HTTP === undefined, x402DiscoveryUrl: x402Demo?.facilitatorUrl });
     server = await startServer(settled, logger, { ...serverOpts, chain, demoMerchant: x402Demo ? { paidUrl: x402Demo.paidUrl, priceMicros: x402Demo.priceMicros } : undefined });
   } catch (err) {
     await stopWorld();
@@ -116,6 +118,7 @@ export function sandboxConfig(config: Config, parts: SandboxParts): Config {
       ...config.x402,
       allowHttp: config.x402.allowHttp || parts.x402HttpUnset,
       allowedTargets: [...config.x402.allowedTargets, ...parts.x402Targets.map((u) => new URL(u).host)],
+      discoveryUrl: config.x402.discoveryUrl ?? parts.x402DiscoveryUrl,
     },
   });
 }

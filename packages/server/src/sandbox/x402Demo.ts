@@ -50,6 +50,16 @@ export async function startX402Demo(chain: ChainRuntime, opts: { dataDir?: strin
       merchant = await start(undefined);
     }
     const merchantPort = Number(new URL(merchant.url).port);
+    // The facilitator's Bazaar catalogue lists the demo, so GET /v1/x402/resources finds it.
+    facilitator.catalogue.push({
+      resource: `${merchant.url}/paid`,
+      type: "http",
+      x402Version: 2,
+      accepts: [{ scheme: "exact", network: `eip155:${chain.client.settings.chainId}`, amount: String(DEMO_PRICE_MICROS), asset: chain.client.usdcAddress, payTo: payTo.address, maxTimeoutSeconds: 60, extra: { name: "USD Coin", version: "2" } }],
+      lastUpdated: new Date().toISOString(),
+      description: "Agent Wallet sandbox demo resource",
+      tags: ["demo", "sandbox"],
+    });
     return {
       facilitatorUrl: facilitator.url,
       merchantUrl: merchant.url,

@@ -10,6 +10,7 @@ import type { KvStore } from "../ledger/ports.ts";
 import type { DetailRow, TransactionReads } from "../ledger/transactionReads.ts";
 import { waitsOnRelayer } from "../rails/railStates.ts";
 import { renderTransaction } from "./listTransactions.ts";
+import { approvalField } from "./payments/render.ts";
 
 export async function getTransaction(ledger: { transactions: TransactionReads; kv: KvStore }, projectId: string, id: string): Promise<TransactionDetail> {
   const row = await ledger.transactions.detail(projectId, id);
@@ -40,6 +41,7 @@ export function renderDetail(r: DetailRow): TransactionDetail {
     recipient: isPayment ? recipientOf(r) : null,
     tx_hash: isPayment ? (r.rail === "fiat" ? null : r.payment_tx_hash) : r.deposit_tx_hash,
     payment_id: isFee ? r.payment_id : isPayment ? r.fee_txn_id : null,
+    ...(isPayment ? approvalField({ approval: r.approval, approvalUntil: r.approval_until, approvalDecidedAt: r.approval_decided_at }) : {}),
   };
 }
 

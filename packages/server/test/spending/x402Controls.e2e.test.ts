@@ -2,25 +2,13 @@
 // on anvil): a price above the token's per_payment limit is refused before anything is signed; a host
 // outside the allow-list is refused before any connection (a listener counts the sockets it accepts);
 // within the limits the merchant is paid. The refusals are in the operator's list.
-import { createServer, type Server } from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { countingListener } from "../support/net.ts";
 import { listRefusals } from "../../src/services/spendingControls.ts";
 import { issueToken } from "../../src/services/tokens.ts";
 import { type X402World, startX402World } from "../x402/support/x402World.ts";
 
 const PRICE_MICROS = 10_000n; // $0.01
-
-/** A TCP listener that only counts the connections it accepts (and closes them). */
-async function countingListener(): Promise<{ url: string; accepted(): number; close(): Promise<void> }> {
-  let accepted = 0;
-  const server: Server = createServer((socket) => {
-    accepted += 1;
-    socket.destroy();
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  return { url: `http://127.0.0.1:${port}`, accepted: () => accepted, close: () => new Promise((resolve) => server.close(() => resolve())) };
-}
 
 describe.each(["sqlite", "postgres"] as const)("x402 under spending controls (%s)", (database) => {
   let w: X402World;

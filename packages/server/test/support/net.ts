@@ -11,3 +11,15 @@ export async function freePort(): Promise<number> {
     });
   });
 }
+
+/** A TCP listener on loopback that only counts the connections it accepts (and closes them): proof a host was never contacted. */
+export async function countingListener(): Promise<{ url: string; accepted(): number; close(): Promise<void> }> {
+  let accepted = 0;
+  const server = createServer((socket) => {
+    accepted += 1;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}`, accepted: () => accepted, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}

@@ -29,6 +29,7 @@ import { badRequest } from "../../domain/errors.ts";
 import { readSettlementHeader, transactionUsedAuthorization } from "./settlementOnChain.ts";
 import { signPayment } from "./signPayment.ts";
 import { fetchFailed } from "./x402Errors.ts";
+import { readOffer } from "./readOffer.ts";
 import { type X402HeldState, type X402SettledState, type X402SignedState, x402States } from "./x402State.ts";
 import type { PaymentRequired } from "@x402/core/types";
 
@@ -134,11 +135,15 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
           payTo: chosen.payTo,
           maxTimeoutSeconds: Math.max(1, chosen.validBefore - Math.floor(ctx.clock().getTime() / 1000)),
         };
-        return { amountMicros: chosen.amountMicros, state, fromBlock: recentBlock(), mpp: chosen } satisfies Judged;
+        const terms = { protocol: "mpp" as const, scheme: `${chosen.challenge.method}/${chosen.challenge.intent}`, network: v2Network, asset: chain.client.usdcAddress, payTo: chosen.payTo, amountMicros: chosen.amountMicros, maxTimeoutSeconds: state.maxTimeoutSeconds, offer: async () => null };
+        return { amountMicros: chosen.amountMicros, state, fromBlock: recentBlock(), mpp: chosen, terms } satisfies Judged;
       }
       const chosen = await chooseRequirement(paymentRequired, policyFor(walletIndex), maxAmountMicros);
       const state: X402HeldState = { stage: "held", x402Version: chosen.x402Version, network: chosen.network, payTo: chosen.payTo, maxTimeoutSeconds: chosen.maxTimeoutSeconds };
-      return { amountMicros: chosen.amountMicros, state, fromBlock: recentBlock(), chosen, paymentRequired } satisfies Judged;
+      // Reported in CAIP-2 whatever the version (v1 says "base"), as offers and quotes name networks.
+      const termsOf = { scheme: "exact", network: v2Network, asset: getAddress(String(chosen.raw.asset)), payTo: chosen.payTo, amountMicros: chosen.amountMicros };
+      const terms = { protocol: "x402" as const, ...termsOf, maxTimeoutSeconds: chosen.maxTimeoutSeconds, offer: () => readOffer(paymentRequired, termsOf, Math.floor(ctx.clock().getTime() / 1000)) };
+      return { amountMicros: chosen.amountMicros, state, fromBlock: recentBlock(), chosen, paymentRequired, terms } satisfies Judged;
     },
 
     prepareRetry: (url) => fetcher.prepare(url),

@@ -11,6 +11,7 @@
  */
 import { refuseOwnAddress } from "../../rails/ownAddresses.ts";
 import type { PaymentContext } from "./paymentContext.ts";
+import type { QuoteContext } from "./quotePrice.ts";
 import { type Principal, requireActive } from "../../domain/principal.ts";
 import type { NewPayment } from "../../ledger/payments.ts";
 import { type Created, type CreatedPayment, holdPayment, railUnavailable } from "./hold.ts";
@@ -31,7 +32,7 @@ export type PaymentRequest = PaymentIntent | X402Request;
  * nothing, so a paused project can still read back its earlier result); a new payment of a paused
  * project is refused (403).
  */
-export async function createPayment(ctx: PaymentContext, principal: Principal, request: PaymentRequest): Promise<Created> {
+export async function createPayment(ctx: QuoteContext, principal: Principal, request: PaymentRequest): Promise<Created> {
   const key = request.idempotencyKey;
   const replay = await findReplay(ctx, principal.projectId, key);
   if (replay) return { kind: "payment", payment: replay, replayed: true };

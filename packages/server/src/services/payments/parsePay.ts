@@ -58,7 +58,7 @@ export function checkAddress(text: string, field: string): `0x${string}` {
   return getAddress(text.toLowerCase());
 }
 
-const URL_ONLY = ["max_amount_usdc", "method", "headers", "body"] as const;
+const URL_ONLY = ["max_amount_usdc", "method", "headers", "body", "quote_id"] as const;
 
 /** What every payment request may carry beside its recipient and amount. */
 export type PaymentExtras = { description: string | null; idempotencyKey: string | null; metadata?: Record<string, string> | null };
@@ -120,7 +120,7 @@ export function payIntent(body: PayRequest, kind: Exclude<RecipientKind, { rail:
  * the target sets the price, so `amount_usd` is refused; `max_amount_usdc` caps it.
  */
 export function x402Request(
-  b: Pick<PayRequest, "method" | "headers" | "body" | "max_amount_usdc" | "amount_usd" | "description" | "idempotency_key" | "metadata">,
+  b: Pick<PayRequest, "method" | "headers" | "body" | "max_amount_usdc" | "amount_usd" | "description" | "idempotency_key" | "metadata" | "quote_id">,
   url: string,
 ): X402Request {
   if (b.amount_usd !== undefined) throw badRequest("invalid_request", "amount_usd is not used for URL recipients: the target sets the price. Cap it with max_amount_usdc (micro-USDC).");
@@ -134,5 +134,6 @@ export function x402Request(
     description: b.description ?? null,
     idempotencyKey: b.idempotency_key ?? null,
     metadata: b.metadata ?? null,
+    quoteId: b.quote_id ?? null,
   };
 }

@@ -24,19 +24,23 @@ import { holdControls } from "../spendingControls.ts";
 import { type Created, type CreatedPayment, holdPayment, railUnavailable } from "./hold.ts";
 import { type KeyClaim, claimKey, findReplay } from "./idempotency.ts";
 import { renderFreeReply } from "./render.ts";
+import { judgeAgainstQuote, quoteOf } from "./quoteCheck.ts";
+import type { QuoteContext } from "./quotePrice.ts";
 
-/** An x402 payment request: the call to make, and what every payment may carry. */
-export type X402Request = X402Call & { rail: "x402"; description: string | null; idempotencyKey: string | null; metadata: Record<string, string> | null };
+/** An x402 payment request: the call to make, and what every payment may carry (and a quote it must match: quoteCheck.ts). */
+export type X402Request = X402Call & { rail: "x402"; description: string | null; idempotencyKey: string | null; metadata: Record<string, string> | null; quoteId: string | null };
 
 /** A payment held for a judged requirement: signed and recorded already (`signature`), or to be signed. */
 type Held = { payment: Payment; walletIndex: number; quote: X402Quote; signature: X402Signature | undefined; retry: PaidRetry };
 
 /** After createPayment answered a replay and refused a paused project. */
-export async function payByRequest(ctx: PaymentContext, principal: Principal, req: X402Request): Promise<Created> {
+export async function payByRequest(ctx: QuoteContext, principal: Principal, req: X402Request): Promise<Created> {
   const key = req.idempotencyKey;
   const rail = ctx.rails?.x402;
   if (!rail) throw railUnavailable("x402");
   await refuseBeforeConnecting(ctx, principal, req);
+  // A quote that is unknown, expired or for another request is refused before the target is contacted.
+  const quoted = await quoteOf(ctx, principal, req);
   let claim: KeyClaim | undefined;
   if (key !== null) {
     const claimed = await claimKey(ctx, principal.projectId, key);
@@ -63,7 +67,7 @@ export async function payByRequest(ctx: PaymentContext, principal: Principal, re
     }
     const project = await projectRead;
     if (!project) throw new Error(`project ${principal.projectId} missing`);
-    const quote = await rail.judge(first, project.wallet_index, req.maxAmountMicros);
+    const quote = quoted ? await judgeAgainstQuote(rail, first, project.wallet_index, req, quoted) : await rail.judge(first, project.wallet_index, req.maxAmountMicros);
     let signature: X402Signature | undefined;
     let payment: CreatedPayment;
     if (coveredBySnapshot(ctx, principal, req, quote)) {

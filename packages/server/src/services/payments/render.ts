@@ -1,6 +1,6 @@
 /** Wire shapes of a payment, one per endpoint that can return it. */
 import { paidByMpp } from "../../rails/x402/x402State.ts";
-import type { LegacyPaymentResponse, PayResponse, PaymentStatus, ProxiedResponse, UsdcTransferResponse, X402PayResponse } from "@agentwallet/api";
+import type { ApprovalState, LegacyPaymentResponse, PayResponse, PaymentStatus, ProxiedResponse, UsdcTransferResponse, X402PayResponse } from "@agentwallet/api";
 import type { Payment } from "../../domain/payment.ts";
 import { microsToUsdcNumber } from "../../money.ts";
 
@@ -32,6 +32,16 @@ export function failureFields(r: Pick<Payment, "failureCode" | "failureReason"> 
   return { ...(r.failureCode ? { failure_code: r.failureCode } : {}), ...(r.failureReason ? { failure_message: r.failureReason } : {}) };
 }
 
+/**
+ * `approval` of a payment that needed a person's approval, and only of such a payment (absent otherwise,
+ * so the spec's shapes are unchanged): `awaiting` is shown as `required`, the word an agent acts on.
+ */
+export function approvalField(r: { approval: string | null; approvalUntil: string | null; approvalDecidedAt: string | null }): { approval?: ApprovalState } {
+  if (r.approval === null || r.approvalUntil === null) return {};
+  const status = r.approval === "awaiting" ? "required" : (r.approval as ApprovalState["status"]);
+  return { approval: { status, expires_at: r.approvalUntil, decided_at: status === "approved" || status === "denied" ? r.approvalDecidedAt : null } };
+}
+
 export function renderPay(p: Payment): PayResponse {
   return {
     id: p.id,
@@ -48,6 +58,7 @@ export function renderPay(p: Payment): PayResponse {
     ...(paidByMpp(p) ? { protocol: "mpp" as const } : {}),
     ...failureFields(p),
     metadata: metadataOf(p),
+    ...approvalField(p),
   };
 }
 

@@ -43,5 +43,8 @@ async function transactionOf(transactions: TransactionReads, e: Pick<WebhookEven
     fee_txn_id: null,
     deposit_tx_hash: d.tx_hash,
     rail_state: null,
+    approval: null,
+    approval_until: null,
+    approval_decided_at: null,
   });
 }

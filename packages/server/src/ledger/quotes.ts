@@ -1,0 +1,33 @@
+/**
+ * Quotes of `POST /v1/quote` (migration 0029_quotes): what was asked and the terms the target named, so
+ * that `POST /v1/pay` with the quote's id can require the same again. A quote moves no money; rows live
+ * until they expire, then `prune` removes them in bounded batches.
+ */
+import type { Db } from "./db.ts";
+import type { QuotesTable } from "./schema.ts";
+
+export type QuoteRow = QuotesTable;
+
+/** Expired quotes removed per prune (a quote is a small row; a bounded delete never holds a long lock). */
+const PRUNE_BATCH_MAX = 500;
+
+export class Quotes {
+  constructor(private readonly db: Db) {}
+
+  async insert(row: QuoteRow): Promise<void> {
+    await this.db.insertInto("quotes").values(row).execute();
+  }
+
+  /** The project's quote by id (another project's answers as unknown). */
+  async get(projectId: string, id: string): Promise<QuoteRow | undefined> {
+    const row = await this.db.selectFrom("quotes").selectAll().where("id", "=", id).where("project_id", "=", projectId).executeTakeFirst();
+    return row ? { ...row, amount_micros: Number(row.amount_micros) } : undefined;
+  }
+
+  /** Deletes up to PRUNE_BATCH_MAX quotes that expired before `before`; returns how many. */
+  async prune(before: string): Promise<number> {
+    const ids = this.db.selectFrom("quotes").select("id").where("expires_at", "<", before).limit(PRUNE_BATCH_MAX);
+    const r = await this.db.deleteFrom("quotes").where("id", "in", ids).executeTakeFirst();
+    return Number(r.numDeletedRows);
+  }
+}
