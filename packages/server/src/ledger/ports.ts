@@ -47,3 +47,6 @@ export type KvStore = Ledger["kv"];
 
 /** Reads an operator alerts on (health.ts). */
 export type HealthStore = Ledger["health"];
+
+/** Payments' evidence records, hash-chained per project (evidence.ts). */
+export type EvidenceReadStore = Ledger["evidence"];
