@@ -106,6 +106,28 @@ export function evidenceTriggers(dialect: Dialect): string[] {
 /** The head of a project's chain: its last record's number and hash (seq 0 and the genesis hash: none yet). */
 export type EvidenceHead = { seq: number; hash: string };
 
+const STATUSES = new Set(["pending", "processing", "completed", "failed", "reversed"]);
+
+/** One payment as the accounting export lists it. */
+export type ExportedPayment = {
+  id: string;
+  created_at: string;
+  rail: string;
+  status: string;
+  amount_units: number;
+  fee_units: number;
+  currency: string;
+  amount_micros: number;
+  fee_micros: number;
+  recipient: string;
+  tx_hash: string | null;
+  provider_ref: string | null;
+  failure_code: string | null;
+  status_history: { status: string; at: string }[];
+  /** The hash of the payment's last evidence record (null: made before evidence was kept). */
+  evidence_hash: string | null;
+};
+
 export class EvidenceStore {
   constructor(private readonly db: Db) {}
 
@@ -117,6 +139,35 @@ export class EvidenceStore {
   /** Up to `limit` records of the project after number `afterSeq`, in order (a page of the chain). */
   page(projectId: string, afterSeq: number, limit: number): Promise<EvidenceRow[]> {
     return this.db.selectFrom("evidence").selectAll().where("project_id", "=", projectId).where("seq", ">", afterSeq).orderBy("seq").limit(limit).execute();
+  }
+
+  /**
+   * Up to `limit` payments of the project after `after` (by creation, then id), each with its status history
+   * (from the records: created and every status) and its last record's hash: a page of the accounting export.
+   */
+  async paymentsPage(projectId: string, after: { createdAt: string; id: string } | null, limit: number): Promise<ExportedPayment[]> {
+    let q = this.db
+      .selectFrom("payments")
+      .select(["id", "created_at", "rail", "status", "amount_units", "fee_units", "currency", "amount_micros", "fee_micros", "recipient", "tx_hash", "provider_ref", "failure_code"])
+      .where("project_id", "=", projectId);
+    if (after) q = q.where((eb) => eb.or([eb("created_at", ">", after.createdAt), eb.and([eb("created_at", "=", after.createdAt), eb("id", ">", after.id)])]));
+    const rows = await q.orderBy("created_at").orderBy("id").limit(limit).execute();
+    if (rows.length === 0) return [];
+    const records = await this.db
+      .selectFrom("evidence")
+      .select(["payment_id", "seq", "kind", "at", "hash"])
+      .where("project_id", "=", projectId)
+      .where("payment_id", "in", rows.map((r) => r.id))
+      .orderBy("seq")
+      .execute();
+    const of = new Map<string, { history: { status: string; at: string }[]; hash: string | null }>();
+    for (const r of records) {
+      const e = of.get(r.payment_id) ?? { history: [], hash: null };
+      if (r.kind === "created" || STATUSES.has(r.kind)) e.history.push({ status: r.kind, at: r.at });
+      e.hash = r.hash;
+      of.set(r.payment_id, e);
+    }
+    return rows.map((r) => ({ ...r, status_history: of.get(r.id)?.history ?? [], evidence_hash: of.get(r.id)?.hash ?? null }));
   }
 
   async head(projectId: string): Promise<EvidenceHead> {
