@@ -97,6 +97,7 @@ export function createWalletClient(options: WalletClientOptions) {
       return call("GET", `/v1/transactions${qs ? `?${qs}` : ""}`, s.TransactionList);
     },
     getTransaction: (id: string) => call("GET", `/v1/transactions/${encodeURIComponent(id)}`, s.TransactionDetail),
+    getTransactionEvidence: (id: string) => call("GET", `/v1/transactions/${encodeURIComponent(id)}/evidence`, s.TransactionEvidence),
     pay: (body: s.PayRequest) => call("POST", "/v1/pay", s.PayResponse, body),
     quote: (body: s.QuoteRequest) => call("POST", "/v1/quote", s.QuoteResponse, body),
     /** @deprecated use `pay` with bank details. */

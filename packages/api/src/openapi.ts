@@ -217,6 +217,18 @@ const operations: Record<string, Record<string, Op>> = {
       },
     },
   },
+  "/v1/transactions/{id}/evidence": {
+    get: {
+      summary: "The evidence of a transaction's payment: every change, hash-chained per project",
+      permission: "read",
+      params: { id: "The transaction's id: the payment's or its fee's." },
+      responses: {
+        "200": { description: "The payment's evidence records, oldest first, and the project's chain head.", schema: s.TransactionEvidence },
+        ...errorResponses,
+        "404": { description: "No such transaction in this project (another project's id answers the same).", schema: s.ErrorBody },
+      },
+    },
+  },
   "/v1/pay": {
     post: {
       operationId: "pay",

@@ -195,6 +195,31 @@ export const TransactionDetail = Transaction.extend({
 }).meta({ id: "TransactionDetail" });
 export type TransactionDetail = z.infer<typeof TransactionDetail>;
 
+/** One evidence record of a payment: a change of it, hash-chained with the project's other records. */
+export const EvidenceRecord = z
+  .object({
+    seq: z.number().int().describe("The record's number in the project's chain: 1, 2, … without gaps."),
+    kind: z.string().describe("What changed: created, a status (processing, completed, failed, reversed), approval_<decision>, or progress (a rail stage: signed, settled, relayed, a provider's transfer)."),
+    at: z.string().describe("When the change was made (ISO 8601)."),
+    body: z.string().describe("The payment as the change left it, as JSON text, exactly as hashed: its rail state (what was signed, sent and received, the settlement and its Transfer log), the controls that admitted it and the approval."),
+    prev_hash: z.string().describe("The hash of the project's previous record (64 zeros for the first)."),
+    hash: z.string().describe("sha256 hex of prev_hash, seq, project id, payment id, kind, at and body, joined by newlines."),
+  })
+  .meta({ id: "EvidenceRecord" });
+export type EvidenceRecord = z.infer<typeof EvidenceRecord>;
+
+/** `GET /v1/transactions/{id}/evidence`: the records of the transaction's payment, oldest first. */
+export const TransactionEvidence = z
+  .object({
+    transaction_id: z.string(),
+    payment_id: z.string().nullable().describe("The payment whose records these are; null for a transaction that is not a payment's (a deposit): no records."),
+    project_id: z.string(),
+    records: z.array(EvidenceRecord),
+    chain_head: z.object({ seq: z.number().int(), hash: z.string() }).describe("The project's last record: `agentwallet verify-evidence` checks every record up to it."),
+  })
+  .meta({ id: "TransactionEvidence" });
+export type TransactionEvidence = z.infer<typeof TransactionEvidence>;
+
 export const TransactionList = z
   .object({
     transactions: z.array(Transaction),

@@ -24,6 +24,8 @@ export const commands: Record<string, Command> = {
   "sandbox info": async (input) => (await import("./sandboxCommands.ts")).sandboxInfo(input),
   "workers run-once": async (input) => (await import("./opsCommands.ts")).workersRunOnce(input),
   reconcile: async (input) => (await import("./opsCommands.ts")).reconcileCommand(input),
+  "verify-evidence": async (input) => (await import("./evidenceCommands.ts")).verifyEvidenceCommand(input),
+  export: async (input) => (await import("./evidenceCommands.ts")).exportCommand(input),
   init: async (input) => (await import("./deployCommands.ts")).init(input),
   doctor: async (input) => (await import("./deployCommands.ts")).doctor(input),
 

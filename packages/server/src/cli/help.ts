@@ -174,6 +174,25 @@ Example:
 
   "workers run-once": ID_ONLY("workers run-once", "Fills relayer nonces the chain lost, then moves every open payment forward once (needs the deployment's chain settings).", "workers run-once --json"),
   reconcile: ID_ONLY("reconcile", "Compares on-chain wallet balances with the ledger; exit 1 on a difference.", "reconcile --json"),
+  "verify-evidence": `Usage: agentwallet verify-evidence --project ID | --file EXPORT.jsonl [--offline]
+
+Checks a project's evidence records: their hash chain (numbers, previous hashes, each record's own hash, the
+project's head), every signature they carry (the wallet's EIP-3009 authorizations, the exact x402 payload
+sent, a merchant's signed receipt and whether its signer may sign for the resource) and every completed
+payment's USDC Transfer log on the configured chain. Names each record that does not hold; exit 1 then.
+--file reads an "export --format jsonl" file instead of the database; --offline skips the chain.
+
+Example:
+  npm run -s agentwallet -- verify-evidence --project prj_…`,
+  export: `Usage: agentwallet export --project ID --format jsonl|csv [--out FILE]
+
+Writes the project's payments for accounting, one row each: fee, rail, counterparty, status history and the
+hash of its last evidence record; jsonl also carries the evidence records, so verify-evidence --file can
+check it with no database. Streamed: memory stays bounded whatever the number of payments.
+Default FILE: export-ID.FORMAT in the current directory.
+
+Example:
+  npm run -s agentwallet -- export --project prj_… --format csv --out payments.csv`,
 
   init: `Usage: agentwallet init
 

@@ -49,6 +49,9 @@ Commands:
   admin credentials list | admin credentials revoke ID
   workers run-once                                 fill lost relayer nonces, move every open payment forward once
   reconcile                                        compare on-chain wallet balances with the ledger
+  verify-evidence --project ID | --file EXPORT.jsonl [--offline]
+                                                   check a project's evidence: its hash chain, every signature, every log on-chain
+  export --project ID --format jsonl|csv [--out FILE]   the project's payments for accounting (jsonl: with its evidence)
   doctor                                           check the deployment's settings against the database, chain and disk
 
 Global options: --json, --data-dir DIR, --help (after a command: that command's options and an example)
@@ -106,6 +109,10 @@ async function dispatch(argv: string[], proc: CliProcess): Promise<number> {
         as: { type: "string" },
         reason: { type: "string" },
         "tx-hash": { type: "string" },
+        file: { type: "string" },
+        format: { type: "string" },
+        out: { type: "string" },
+        offline: { type: "boolean" },
         help: { type: "boolean", short: "h", default: false },
       },
     });

@@ -12,6 +12,7 @@ import type { HttpDeps } from "./httpDeps.ts";
 import { getLimits } from "../services/spendingControls.ts";
 import { getBalance } from "../services/getBalance.ts";
 import { getDepositAddress } from "../services/getDepositAddress.ts";
+import { getEvidence } from "../services/evidence/getEvidence.ts";
 import { getTransaction } from "../services/getTransaction.ts";
 import { listTransactions } from "../services/listTransactions.ts";
 import { principalOf, tokenAuth } from "./auth.ts";
@@ -167,6 +168,10 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
   app.get<{ Params: { id: string } }>("/v1/transactions/:id", asReader, async (req) => {
     const p = principalOf(req);
     return getTransaction(ctx.ledger, p.projectId, req.params.id);
+  });
+  app.get<{ Params: { id: string } }>("/v1/transactions/:id/evidence", asReader, async (req) => {
+    const p = principalOf(req);
+    return getEvidence(ctx.ledger, p.projectId, req.params.id);
   });
 
   registerPaymentRoutes(app as unknown as FastifyInstance, ctx, metrics);

@@ -10,6 +10,7 @@ import pg from "pg";
 import { type GroupCommit, createGroupCommit } from "./groupCommit.ts";
 import { createLogSync } from "./logSync.ts";
 import type { Database } from "./schema.ts";
+import { SQLITE_SHA256_FUNCTION, sqliteSha256 } from "./evidenceHash.ts";
 
 export type Dialect = "sqlite" | "postgres";
 
@@ -81,6 +82,8 @@ export function openDb(options: OpenDbOptions): OpenedDb {
     sqlite.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5_000}`);
     sqlite.pragma(`wal_autocheckpoint = ${options.checkpointPages ?? 1_000}`);
     sqlite.pragma("foreign_keys = ON");
+    // The evidence triggers hash each record in the write that makes it (evidence.ts); SQLite has no hash of its own.
+    sqlite.function(SQLITE_SHA256_FUNCTION, { deterministic: true }, (text) => sqliteSha256(String(text)));
     // Savepoints keep the pages they change in a statement journal; in a temporary file (SQLite's
     // default) every group-commit savepoint cost a write to disk: 100 µs of statements per hold, 35
     // in memory. The journal holds only the pages of one write, so memory stays small.

@@ -7,6 +7,7 @@ import type { Dialect } from "./db.ts";
 import { approvalWebhookTriggers, statusHistoryTriggers, webhookTriggers } from "./webhookOutbox.ts";
 import { PG_BATCH_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 import { countedWindows } from "../domain/spending.ts";
+import { evidenceTriggers } from "./evidence.ts";
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   // `seq` gives every row a strictly increasing number: the stable tie-break for ordering.
@@ -542,6 +543,34 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
         await db.schema.createIndex("quotes_expires").on("quotes").column("expires_at").execute();
         for (const statement of approvalWebhookTriggers(dialect)) await sql.raw(statement).execute(db);
+      },
+    },
+    "0030_evidence": {
+      // Evidence per payment (evidence.ts): records hash-chained per project, each project's head, what
+      // admitted a payment, and the triggers that write a record in the same transaction as each change.
+      // Payments made before this migration have no records; their chain starts at their next change.
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable("payments").addColumn("admitted_json", "text").execute();
+        await db.schema
+          .createTable("evidence")
+          .addColumn("project_id", "text", (c) => c.notNull())
+          .addColumn("seq", "bigint", (c) => c.notNull())
+          .addColumn("payment_id", "text", (c) => c.notNull())
+          .addColumn("kind", "text", (c) => c.notNull())
+          .addColumn("at", "text", (c) => c.notNull())
+          .addColumn("body", "text", (c) => c.notNull())
+          .addColumn("prev_hash", "text", (c) => c.notNull())
+          .addColumn("hash", "text", (c) => c.notNull())
+          .addPrimaryKeyConstraint("evidence_pk", ["project_id", "seq"])
+          .execute();
+        await db.schema.createIndex("evidence_payment").on("evidence").columns(["payment_id", "seq"]).execute();
+        await db.schema
+          .createTable("evidence_heads")
+          .addColumn("project_id", "text", (c) => c.primaryKey())
+          .addColumn("seq", "bigint", (c) => c.notNull())
+          .addColumn("hash", "text", (c) => c.notNull())
+          .execute();
+        for (const statement of evidenceTriggers(dialect)) await sql.raw(statement).execute(db);
       },
     },
   };

@@ -260,7 +260,7 @@ export class Payments {
     }
     const tokenId = input.tokenId ?? input.controls?.tokenId ?? null;
     const counted = countedWindows(tokenId, input.projectId, now);
-    const plan = this.holdPlan(input, total, counted, tokenId, approval, now);
+    const plan = this.holdPlan(input, total, counted, tokenId, approval, now, admittedJson(input, windows, approval));
     const balances = this.balances;
     const db = this.db;
     const amount = input.amountMicros;
@@ -440,7 +440,7 @@ export class Payments {
    * inserts (`records`). On PostgreSQL the rows go into one statement with the project's other holds
    * (pgHolds.ts).
    */
-  private holdPlan(input: NewPayment, total: number, counted: WindowKey[], tokenId: string | null, approval: boolean, now: Date) {
+  private holdPlan(input: NewPayment, total: number, counted: WindowKey[], tokenId: string | null, approval: boolean, now: Date, admitted: string | null) {
     const at = now.toISOString();
     // A payment awaiting approval belongs to no process: it is due when its approval runs out
     // (the worker then fails it), or at once when a person approves it.
@@ -489,6 +489,7 @@ export class Payments {
       approval_decided_at: null,
       return_checked_at: null,
       refund_tx_hash: null,
+      admitted_json: admitted,
     };
     // Fee first so the rail transaction, inserted last, lists first among equal timestamps. Positions:
     // the rail transaction's is the debited count (`pos`), the fee's one less.
@@ -718,6 +719,23 @@ export class Payments {
       .where("lease_owner", "=", owner)
       .compile();
   }
+}
+
+/**
+ * What admitted a payment, kept with it for its evidence (evidence.ts): the token's and the project's
+ * spending controls as the hold judged them, the limited windows it had to fit, and whether it must wait
+ * for a person. Null: no controls applied (the balance alone bounded it).
+ */
+function admittedJson(input: NewPayment, windows: SpendWindow[], approval: boolean): string | null {
+  const c = input.controls;
+  if (!c) return null;
+  return JSON.stringify({
+    token_id: c.tokenId,
+    token_controls: c.token,
+    project_controls: c.project,
+    windows: windows.map((w) => ({ scope: w.scope, scope_id: w.scopeId, kind: w.kind, start: w.start, limit_micros: w.limitMicros })),
+    approval_required: approval,
+  });
 }
 
 /** The row, if any, as a `Payment`. */

@@ -49,3 +49,6 @@ export type QuoteStore = Ledger["quotes"];
 
 /** Reads an operator alerts on (health.ts). */
 export type HealthStore = Ledger["health"];
+
+/** Payments' evidence records, hash-chained per project (evidence.ts). */
+export type EvidenceReadStore = Ledger["evidence"];

@@ -118,6 +118,8 @@ export interface PaymentsTable {
   return_checked_at: string | null;
   /** Fiat: the on-chain transaction by which the provider sent its USDC back, as the provider named it (migration 0019). */
   refund_tx_hash: string | null;
+  /** JSON: the spending controls that admitted the payment, as judged by its hold (migration 0030); null: none applied. */
+  admitted_json: string | null;
 }
 
 export interface DepositsTable {
@@ -260,6 +262,8 @@ export interface Database {
   console_signin_codes: ConsoleSigninCodesTable;
   console_one_time_views: ConsoleOneTimeViewsTable;
   status_history: StatusHistoryTable;
+  evidence: EvidenceTable;
+  evidence_heads: EvidenceHeadsTable;
   spend_windows: SpendWindowsTable;
   spending_refusals: SpendingRefusalsTable;
   webhook_endpoints: WebhookEndpointsTable;
@@ -375,4 +379,23 @@ export interface ConsoleSigninCodesTable {
   code_hash: string;
   token_id: string;
   expires_at: string;
+}
+
+/** One record of a payment's evidence, hash-chained per project (migration 0030, evidence.ts). */
+export interface EvidenceTable {
+  project_id: string;
+  seq: number; // 1, 2, … per project, no gaps
+  payment_id: string;
+  kind: string; // created | a status | approval_<decision> | progress (a rail stage, a transaction, a provider's id)
+  at: string;
+  body: string; // JSON text of the payment as the change left it; hashed as stored
+  prev_hash: string; // the project's previous record's hash (64 zeros for the first)
+  hash: string; // sha256 hex of prev_hash, seq, project_id, payment_id, kind, at, body joined by newlines
+}
+
+/** Each project's last evidence record: the chain's head, moved in the same transaction as the record. */
+export interface EvidenceHeadsTable {
+  project_id: string;
+  seq: number;
+  hash: string;
 }

@@ -25,6 +25,7 @@ import { attachDb } from "./connection.ts";
 import { type LedgerProblem, verifyLedger } from "./verify.ts";
 import { TransactionReads } from "./transactionReads.ts";
 import { HealthReads } from "./health.ts";
+import { EvidenceStore } from "./evidence.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 
 export class Ledger {
@@ -64,6 +65,8 @@ export class Ledger {
   readonly transactions: TransactionReads;
   /** Reads an operator alerts on: the oldest open payment per rail, the webhook backlog (health.ts). */
   readonly health: HealthReads;
+  /** Payments' evidence records, hash-chained per project, written by triggers (evidence.ts). */
+  readonly evidence: EvidenceStore;
 
   constructor(
     private readonly db: Db,
@@ -85,6 +88,7 @@ export class Ledger {
     this.quotes = new Quotes(db);
     this.deployment = new Deployment(db);
     this.health = new HealthReads(db);
+    this.evidence = new EvidenceStore(db);
     this.deposits = new Deposits(db, clock, newId);
     this.returnWatch = new ReturnWatch(db, clock);
     this.projects = new Projects(db, clock, newId);

@@ -86,8 +86,11 @@ export interface X402Rail extends Rail {
   judge(reply: TargetReply, walletIndex: number, maxAmountMicros: number): Promise<X402Quote>;
   /** Dials the paid retry's fresh connection now, while the payment is signed and held. */
   prepareRetry(url: string): PaidRetry;
-  /** Signs the quote from the project wallet. */
-  sign(walletIndex: number, quote: X402Quote): Promise<X402Signature>;
+  /**
+   * Signs the quote from the project wallet. `identity` names the payment to a merchant that declared x402's
+   * payment-identifier (derived from the project and the idempotency key).
+   */
+  sign(walletIndex: number, quote: X402Quote, identity: { projectId: string; idempotencyKey: string | null }): Promise<X402Signature>;
   /** Sends the paid retry over `retry` and proves a settlement the target reports. */
   sendPaid(retry: PaidRetry, call: X402Call, signature: X402Signature, paymentId: string): Promise<X402PaidOutcome>;
 }

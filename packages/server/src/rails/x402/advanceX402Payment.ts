@@ -61,8 +61,8 @@ async function watchAuthorization(d: X402Deps, payment: Payment, state: X402Sign
   return sweepFeeAndComplete(d, payment2, settled);
 }
 
-export function settledState(state: X402SignedState, txHash: Hex, source: "receipt" | "chain"): X402SettledState {
-  return { ...state, stage: "settled", settlement: { txHash, source } };
+export function settledState(state: X402SignedState, txHash: Hex, source: "receipt" | "chain", seen: { response?: string; log?: { blockNumber: number; logIndex: number } } = {}): X402SettledState {
+  return { ...state, stage: "settled", settlement: { txHash, source, ...seen } };
 }
 
 async function sweepFeeAndComplete(d: X402Deps, payment: Payment, state: X402SettledState): Promise<AdvanceResult> {

@@ -8,6 +8,7 @@
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import type { Network, PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { PAYMENT_IDENTIFIER, appendPaymentIdentifierToExtensions } from "@x402/extensions/payment-identifier";
 import { type Address, type Hex, getAddress } from "viem";
 import type { ChosenRequirement } from "./chooseRequirement.ts";
 
@@ -21,6 +22,8 @@ export type SignedPayment = {
   authorization: SignedAuthorization;
   /** `PAYMENT-SIGNATURE` (v2) or `X-PAYMENT` (v1), and its value. */
   header: { name: string; value: string };
+  /** The payment-identifier the payload carries (the merchant declared the extension), or undefined. */
+  paymentIdentifier: string | undefined;
 };
 
 /** Seconds of clock skew tolerated between x402's `validBefore` and our own bound. */
@@ -30,7 +33,7 @@ export async function signPayment(
   signer: PaymentSigner,
   paymentRequired: PaymentRequired,
   chosen: ChosenRequirement,
-  p: { usdcAddress: Address; v2Network: string; v1Network: string; nowMs: number },
+  p: { usdcAddress: Address; v2Network: string; v1Network: string; nowMs: number; paymentIdentifier?: string },
 ): Promise<SignedPayment> {
   const client = new x402Client((_version, offered) => {
     const match = offered.find((r) => r === chosen.raw);
@@ -49,11 +52,14 @@ export async function signPayment(
     ],
   });
   const http = new x402HTTPClient(client);
-  const payload = await http.createPaymentPayload({ ...paymentRequired, accepts: [chosen.raw] });
+  // x402's payment-identifier: only to a merchant that declared it (v2 payloads carry extensions).
+  const identified = p.paymentIdentifier !== undefined && paymentRequired.x402Version === 2 && paymentRequired.extensions?.[PAYMENT_IDENTIFIER] !== undefined;
+  const extensions = identified ? appendPaymentIdentifierToExtensions(structuredClone(paymentRequired.extensions ?? {}), p.paymentIdentifier) : paymentRequired.extensions;
+  const payload = await http.createPaymentPayload({ ...paymentRequired, ...(extensions ? { extensions } : {}), accepts: [chosen.raw] });
   const authorization = checkSigned(payload, signer.address, chosen, p.nowMs);
   const [entry, ...more] = Object.entries(http.encodePaymentSignatureHeader(payload));
   if (!entry || more.length > 0) throw new Error("x402 client produced an unexpected payment header set");
-  return { authorization, header: { name: entry[0], value: entry[1] } };
+  return { authorization, header: { name: entry[0], value: entry[1] }, paymentIdentifier: identified ? p.paymentIdentifier : undefined };
 }
 
 /** The signed authorization, asserted to be exactly the payment we chose; anything else is a bug. */

@@ -13,6 +13,7 @@
  * is paid by MPP instead: the same EIP-3009 authorization, sent as MPP's credential. A target that offers
  * both is paid by x402 alone; a refusal of its x402 requirement is never followed by MPP.
  */
+import { createHash, randomBytes } from "node:crypto";
 import { type ProxiedResponse, limits } from "@agentwallet/api";
 import { type Address, type Hex, getAddress } from "viem";
 import { type X402Rail, type X402Call, type X402Quote, type X402Signature, type X402PaidOutcome, advanceByStage } from "../rails.ts";
@@ -26,7 +27,7 @@ import { readPaymentRequired } from "./readPaymentRequired.ts";
 import { type ChosenChallenge, chooseMppChallenge, mppCredential, offersMpp, readMppChallenges, readMppReceipt } from "./mppChallenge.ts";
 import { signAuthorization } from "../eip3009.ts";
 import { badRequest } from "../../domain/errors.ts";
-import { readSettlementHeader, transactionUsedAuthorization } from "./settlementOnChain.ts";
+import { readSettlementHeader, settlementLog } from "./settlementOnChain.ts";
 import { signPayment } from "./signPayment.ts";
 import { fetchFailed } from "./x402Errors.ts";
 import { readOffer } from "./readOffer.ts";
@@ -49,6 +50,18 @@ const LEASE_MARGIN_MS = 5_000;
 /** How old a block number may be to bound a settlement search, and when it is read again. */
 const RECENT_BLOCK_MAX_AGE_MS = 60_000;
 const RECENT_BLOCK_REFRESH_MS = 1_000;
+
+/** Times the identical payload is sent again after an unknown outcome, to a merchant with payment-identifier. */
+const PAYLOAD_RESENDS_MAX = 2;
+
+/**
+ * The payment-identifier of a payment: derived from the project and the request's idempotency key, so every
+ * retry of one request names one payment; a request without a key gets a random one (stored with the payload).
+ */
+function paymentIdentifierFor(identity: { projectId: string; idempotencyKey: string | null }): string {
+  const seed = identity.idempotencyKey === null ? randomBytes(16).toString("hex") : `${identity.projectId}\n${identity.idempotencyKey}`;
+  return `pay_${createHash("sha256").update(seed).digest("hex").slice(0, 40)}`;
+}
 
 /** x402 v1 names the networks that v2 calls by CAIP-2 id; only Base (and its testnet) are ours. */
 const V1_NETWORK_NAMES: Readonly<Record<number, string>> = { 8453: "base", 84532: "base-sepolia" };
@@ -92,6 +105,21 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
   }
 
   const wire = (call: X402Call) => ({ url: call.url, method: call.method, headers: call.headers, body: call.body });
+
+  /**
+   * The paid retry's payload sent again, byte for byte, over a fresh connection, at most PAYLOAD_RESENDS_MAX
+   * times while the outcome stays unknown; undefined if no answer came.
+   */
+  async function resendIdentical(call: X402Call, headers: Record<string, string>, paymentId: string): Promise<SafeFetchResponse | undefined> {
+    for (let attempt = 1; attempt <= PAYLOAD_RESENDS_MAX; attempt++) {
+      try {
+        return await fetcher.prepare(call.url).send(wire(call), { serviceHeaders: headers });
+      } catch (err) {
+        ctx.logger.warn({ payment_id: paymentId, attempt, code: (err as SafeFetchError).code }, "x402 payload sent again; its outcome is still unknown");
+      }
+    }
+    return undefined;
+  }
 
   return {
     advance: advanceByStage(x402States, (payment, state) => advanceX402Payment(d, payment, state)),
@@ -139,7 +167,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
         return { amountMicros: chosen.amountMicros, state, fromBlock: recentBlock(), mpp: chosen, terms } satisfies Judged;
       }
       const chosen = await chooseRequirement(paymentRequired, policyFor(walletIndex), maxAmountMicros);
-      const state: X402HeldState = { stage: "held", x402Version: chosen.x402Version, network: chosen.network, payTo: chosen.payTo, maxTimeoutSeconds: chosen.maxTimeoutSeconds };
+      const state: X402HeldState = { stage: "held", x402Version: chosen.x402Version, network: chosen.network, payTo: chosen.payTo, maxTimeoutSeconds: chosen.maxTimeoutSeconds, paymentRequired };
       // Reported in CAIP-2 whatever the version (v1 says "base"), as offers and quotes name networks.
       const termsOf = { scheme: "exact", network: v2Network, asset: getAddress(String(chosen.raw.asset)), payTo: chosen.payTo, amountMicros: chosen.amountMicros };
       const terms = { protocol: "x402" as const, ...termsOf, maxTimeoutSeconds: chosen.maxTimeoutSeconds, offer: () => readOffer(paymentRequired, termsOf, Math.floor(ctx.clock().getTime() / 1000)) };
@@ -152,39 +180,60 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
      * One EIP-712 signature (~0.4 ms) that the request waits for: made on this thread, where the hop
      * to the signing thread and back would cost more than the work.
      */
-    async sign(walletIndex, quote) {
+    async sign(walletIndex, quote, identity) {
       const q = quote as Judged;
       if (q.mpp) {
         const { mpp } = q;
         const auth = await signAuthorization(ctx.custody, walletIndex, { chainId: chain.client.settings.chainId, usdc: chain.client.usdcAddress, to: mpp.payTo, valueMicros: mpp.amountMicros, validAfter: 0, validBefore: mpp.validBefore, nonce: mpp.nonce }, { onCallerThread: true });
         const { signature: _signature, ...authorization } = auth;
-        const state: X402SignedState = { ...q.state, stage: "signed", authorization, fromBlock: await q.fromBlock };
-        return { header: { name: "authorization", value: mppCredential(mpp, auth, chain.client.settings.chainId) }, state } satisfies X402Signature;
+        const header = { name: "authorization", value: mppCredential(mpp, auth, chain.client.settings.chainId) };
+        const state: X402SignedState = { ...q.state, stage: "signed", authorization, fromBlock: await q.fromBlock, sent: header };
+        return { header, state } satisfies X402Signature;
       }
-      const signed = await signPayment(ctx.custody.signerFor(walletIndex, { onCallerThread: true }) as never, q.paymentRequired, q.chosen, { usdcAddress: chain.client.usdcAddress, v2Network, v1Network, nowMs: ctx.clock().getTime() });
-      const state: X402SignedState = { ...q.state, stage: "signed", authorization: signed.authorization, fromBlock: await q.fromBlock };
+      const signed = await signPayment(ctx.custody.signerFor(walletIndex, { onCallerThread: true }) as never, q.paymentRequired, q.chosen, {
+        usdcAddress: chain.client.usdcAddress,
+        v2Network,
+        v1Network,
+        nowMs: ctx.clock().getTime(),
+        paymentIdentifier: paymentIdentifierFor(identity),
+      });
+      const state: X402SignedState = {
+        ...q.state,
+        stage: "signed",
+        authorization: signed.authorization,
+        fromBlock: await q.fromBlock,
+        sent: signed.header,
+        ...(signed.paymentIdentifier ? { paymentIdentifier: signed.paymentIdentifier } : {}),
+      };
       return { header: signed.header, state } satisfies X402Signature;
     },
 
     async sendPaid(retry, call, signature, paymentId): Promise<X402PaidOutcome> {
       const { state } = signature;
       let reply: SafeFetchResponse | undefined;
+      // The header exactly as stored with the payment (stage `signed`): sent again as it is, never re-signed.
+      const headers = { [signature.header.name]: signature.header.value };
       try {
-        reply = await (retry as PreparedRequest).send(wire(call), { serviceHeaders: { [signature.header.name]: signature.header.value } });
+        reply = await (retry as PreparedRequest).send(wire(call), { serviceHeaders: headers });
       } catch (err) {
         if (err instanceof SafeFetchError && !err.requestMayHaveBeenSent) {
           return { kind: "not_sent", error: fetchFailed(err, "paid_retry"), reason: `The signed payment never reached the target (${err.code}); the amount and fee were credited back.` };
         }
         // The target may have the signature: the chain decides (advanceX402Payment.ts).
         ctx.logger.warn({ payment_id: paymentId, code: (err as SafeFetchError).code }, "x402 paid retry failed after sending; settlement is unknown");
+        // A merchant that declared x402's payment-identifier recognises the same payload by its identifier and
+        // answers what it answered the first time ("recovering a lost response"): the identical bytes go again.
+        if (state.paymentIdentifier) reply = await resendIdentical(call, headers, paymentId);
       }
       // Only a receipt whose transaction used our authorization settles the payment here; a 402, an
       // error, or a receipt we cannot prove leaves it to the chain.
       let settlement: { txHash: Hex; state: X402SettledState } | undefined;
       try {
         const reported = !reply ? undefined : state.protocol === "mpp" ? mppReported(reply.headers) : readSettlementHeader(reply.headers);
-        if (reported?.success && reported.transaction && (await transactionUsedAuthorization(chain, reported.transaction, state.authorization!))) {
-          settlement = { txHash: reported.transaction as Hex, state: settledState(state, reported.transaction as Hex, "receipt") };
+        const proven = reported?.success && reported.transaction ? await settlementLog(chain, reported.transaction, state.authorization!) : undefined;
+        if (proven) {
+          const response = reply!.headers["payment-response"] ?? reply!.headers["x-payment-response"];
+          settlement = { txHash: reported!.transaction as Hex, state: settledState(state, reported!.transaction as Hex, "receipt", { ...(response ? { response } : {}), ...(proven.log ? { log: proven.log } : {}) }) };
         }
       } catch (err) {
         ctx.logger.warn({ err, payment_id: paymentId }, "x402 settlement proof failed; the worker will check the chain");

@@ -25,12 +25,21 @@ const quoted = {
   network: z.string(),
   payTo: addressSchema,
   maxTimeoutSeconds: z.number(),
+  /** The target's 402 as received and decoded (requirements, extensions: a signed offer), for the payment's evidence. */
+  paymentRequired: z.unknown().optional(),
 };
 const signed = {
   ...quoted,
   authorization: signedAuthorization,
   /** A block read before signing: the settlement cannot be earlier, so the log search starts here. */
   fromBlock: z.number().int().nonnegative().optional(),
+  /**
+   * The exact payment header, stored before it leaves: the evidence of what was sent, and what is sent again,
+   * byte for byte, when the outcome of sending it is unknown (never a new signature).
+   */
+  sent: z.object({ name: z.string(), value: z.string() }).optional(),
+  /** The x402 payment-identifier sent in the payload, when the merchant declared the extension. */
+  paymentIdentifier: z.string().optional(),
 };
 
 export const x402StateSchema = z.discriminatedUnion("stage", [
@@ -40,7 +49,14 @@ export const x402StateSchema = z.discriminatedUnion("stage", [
     stage: z.literal("settled"),
     ...signed,
     /** The transaction that used the authorization, and who told us. */
-    settlement: z.object({ txHash: hexSchema, source: z.enum(["receipt", "chain"]) }),
+    settlement: z.object({
+      txHash: hexSchema,
+      source: z.enum(["receipt", "chain"]),
+      /** The merchant's `PAYMENT-RESPONSE` (`X-PAYMENT-RESPONSE`) as received: its settle response and any signed receipt. */
+      response: z.string().optional(),
+      /** Where the USDC `Transfer` of the settlement is: read from the receipt that proved it. */
+      log: z.object({ blockNumber: z.number().int().nonnegative(), logIndex: z.number().int().nonnegative() }).optional(),
+    }),
     /**
      * The chain lost the settlement after the payment completed (a rollback deeper than the confirmation
      * depth) and the authorization expired unused: the same transfer to `payTo`, signed again and relayed

@@ -76,7 +76,7 @@ export async function payByRequest(ctx: QuoteContext, principal: Principal, req:
       // Sign first, then one commit holds the money and records the authorization (stage `signed`):
       // the signature leaves this process only after that commit. Should the hold be refused after
       // all (a concurrent spend, a racing key), the signature is dropped unsent.
-      signature = await rail.sign(project.wallet_index, quote);
+      signature = await rail.sign(project.wallet_index, quote, { projectId: principal.projectId, idempotencyKey: key });
       payment = await hold(ctx, principal, req, quote, signature.state, "processing");
     } else {
       // Most likely refused for the balance; if a deposit landed meanwhile, sign after the hold.
@@ -154,7 +154,7 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
     if (!(leaseLeftMs > rail.leaseNeededMs)) throw new Error("the request's lease is too short to send a signature safely");
     if (h.signature) signature = h.signature;
     else {
-      signature = await rail.sign(h.walletIndex, h.quote);
+      signature = await rail.sign(h.walletIndex, h.quote, { projectId: payment.projectId, idempotencyKey: req.idempotencyKey });
       payment = await ctx.ledger.payments.updatePayment(payment.id, { status: "processing", railState: x402States.write("held", signature.state) });
     }
   } catch (err) {

@@ -1,0 +1,95 @@
+// The evidence chain in the database, on both databases: every change of a payment writes one record in
+// its own transaction, numbered and chained per project without a fork however many writers race (on
+// PostgreSQL, two ledgers on two pools stand for two processes); and any record edited, deleted or moved
+// afterwards is named by the check.
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { Ledger } from "../../src/ledger/store.ts";
+import { newId, systemClock } from "../../src/ids.ts";
+import { type OpenedDb, openDb } from "../../src/ledger/db.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
+import { evidenceHash } from "../../src/ledger/evidenceHash.ts";
+import { recordsOf, verifyEvidence } from "../../src/services/evidence/verifyEvidence.ts";
+import { createTestDb, dialects, type TestDb } from "../support/db.ts";
+import { usdcPayment } from "../support/holds.ts";
+
+const domain = { chainId: 8453, usdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" as const };
+
+describe.each(dialects)("evidence chain (%s)", (dialect) => {
+  let t: TestDb;
+  let ledgers: Ledger[];
+  let second: OpenedDb | undefined;
+  let projectId: string;
+  const check = async () => verifyEvidence(recordsOf(ledgers[0]!.evidence, projectId), { domain, head: await ledgers[0]!.evidence.head(projectId) });
+  const db = () => dbOf(ledgers[0]!);
+
+  beforeAll(async () => {
+    t = await createTestDb(dialect);
+    ledgers = [new Ledger(t.db, t.dialect, systemClock, newId)];
+    if (dialect === "postgres") {
+      second = openDb({ kind: "postgres", url: t.url! });
+      ledgers.push(new Ledger(second.db, "postgres", systemClock, newId));
+    }
+    const project = await ledgers[0]!.projects.create({ name: "e", plan: "free" });
+    projectId = project.id;
+    await db().updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", projectId).execute();
+  });
+  afterAll(async () => {
+    await second?.close();
+    await t?.drop();
+  });
+
+  test("concurrent payments of one project write one unbroken chain: a record per change, in its transaction", async () => {
+    const held = await Promise.all(Array.from({ length: 40 }, (_, i) => ledgers[i % ledgers.length]!.payments.hold(usdcPayment(projectId, 1_000 + i, 20))));
+    const ids = held.map((h) => (h.kind === "held" ? h.payment.id : undefined)).filter((x): x is string => x !== undefined);
+    expect(ids).toHaveLength(40);
+    await Promise.all(ids.map((id, i) => ledgers[i % ledgers.length]!.payments.resolve(id, i % 2 ? "completed" : "failed", { failureCode: i % 2 ? null : "x402_not_sent" })));
+    const report = await check();
+    expect(report.problems).toEqual([]);
+    expect(report.records).toBe(80);
+    const head = await ledgers[0]!.evidence.head(projectId);
+    expect(head.seq).toBe(80);
+    const one = await ledgers[0]!.evidence.ofPayment(projectId, ids[1]!);
+    expect(one.map((r) => r.kind)).toEqual(["created", "completed"]);
+    expect(JSON.parse(one[1]!.body)).toMatchObject({ payment_id: ids[1], status: "completed", amount_micros: 1_001, fee_micros: 20 });
+  });
+
+  test("a record edited in any field is named", async () => {
+    for (const field of ["body", "kind", "at", "payment_id", "prev_hash", "hash"] as const) {
+      const [r] = await db().selectFrom("evidence").selectAll().where("project_id", "=", projectId).where("seq", "=", 7).execute();
+      const edited = field === "body" ? r!.body.replace("1", "2") : `${r![field]}x`;
+      await db().updateTable("evidence").set({ [field]: edited }).where("project_id", "=", projectId).where("seq", "=", 7).execute();
+      const report = await check();
+      expect(report.ok, field).toBe(false);
+      expect(report.problems.map((p) => p.seq), field).toContain(7);
+      await db().updateTable("evidence").set({ [field]: r![field] }).where("project_id", "=", projectId).where("seq", "=", 7).execute();
+    }
+    expect((await check()).ok).toBe(true);
+  });
+
+  test("a deleted record is named, the last one too (by the head)", async () => {
+    const all = await db().selectFrom("evidence").selectAll().where("project_id", "=", projectId).orderBy("seq").execute();
+    await db().deleteFrom("evidence").where("project_id", "=", projectId).where("seq", "=", 12).execute();
+    const report = await check();
+    expect(report.problems).toEqual(expect.arrayContaining([expect.objectContaining({ seq: 13, code: "record_missing" }), expect.objectContaining({ seq: 13, code: "chain_broken" })]));
+    await db().insertInto("evidence").values(all[11]!).execute();
+    const last = all[all.length - 1]!;
+    await db().deleteFrom("evidence").where("project_id", "=", projectId).where("seq", "=", last.seq).execute();
+    expect((await check()).problems).toEqual([expect.objectContaining({ code: "head_mismatch" })]);
+    await db().insertInto("evidence").values(last).execute();
+    expect((await check()).ok).toBe(true);
+  });
+
+  test("two records swapped are named, even with their hashes recomputed", async () => {
+    const [a, b] = await db().selectFrom("evidence").selectAll().where("project_id", "=", projectId).where("seq", "in", [20, 21]).orderBy("seq").execute();
+    const swap = async (x: typeof a, y: typeof a) => {
+      await db().updateTable("evidence").set({ payment_id: y!.payment_id, kind: y!.kind, at: y!.at, body: y!.body, hash: evidenceHash({ ...y!, prev_hash: x!.prev_hash, seq: x!.seq }) }).where("project_id", "=", projectId).where("seq", "=", x!.seq).execute();
+    };
+    await swap(a, b);
+    await swap(b, a);
+    const report = await check();
+    expect(report.ok).toBe(false);
+    expect(report.problems.map((p) => p.seq)).toContain(21);
+    for (const r of [a!, b!]) await db().updateTable("evidence").set(r).where("project_id", "=", projectId).where("seq", "=", r.seq).execute();
+    expect((await check()).ok).toBe(true);
+  });
+});

@@ -1,0 +1,79 @@
+// Evidence of real payments on the real chain, on both databases: an x402 payment to a real @x402/express
+// merchant, a USDC transfer and a sandbox bank payment each leave records that verify-evidence accepts —
+// signatures and on-chain Transfer logs included — from the database and from an exported file; and the
+// API returns a payment's records.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { Readable } from "node:stream";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { exportPayments, recordsOfExport } from "../../src/services/evidence/exportPayments.ts";
+import { recordsOf, verifyEvidence } from "../../src/services/evidence/verifyEvidence.ts";
+import { dialects } from "../support/db.ts";
+import { type X402World, startX402World } from "../x402/support/x402World.ts";
+
+describe.each(dialects)("evidence of each rail on the real chain (%s)", (database) => {
+  let w: X402World;
+  let projectId: string;
+  const dir = mkdtempSync(join(tmpdir(), "aw-evidence-"));
+  beforeAll(async () => {
+    w = await startX402World({ database, fundMicros: 50_000_000n });
+    projectId = w.server.projectId;
+  });
+  afterAll(async () => {
+    await w?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const chain = () => w.server.server.chain!.client;
+  const options = () => ({ domain: { chainId: chain().settings.chainId, usdc: chain().usdcAddress }, receipt: (h: `0x${string}`) => chain().receipt(h) as never });
+
+  test("x402, USDC and bank payments verify from the database and from an export; the API shows each payment's records", async () => {
+    const merchant = await w.startMerchant(2, 10_000n);
+    const x402 = await w.post("/v1/pay", { recipient: `${merchant.url}/paid`, idempotency_key: "ev-x402" });
+    expect(x402.status).toBe(200);
+    const usdc = await w.post("/v1/pay", { recipient: "0x90F79bf6EB2c4f870365E785982E1f101E93b906", amount_usd: 1.5 });
+    const bank = await w.post("/v1/pay", { recipient: { name: "Payee", account_number: "12345678", routing_number: "021000021" }, amount_usd: 2 });
+    for (const p of [x402, usdc, bank]) expect(await w.settle(p.body.id as string, 60_000)).toBe("completed");
+
+    const evidence = await w.get(`/v1/transactions/${x402.body.id}/evidence`);
+    expect(evidence.status).toBe(200);
+    const records = evidence.body.records as { kind: string; body: string }[];
+    expect(records.map((r) => r.kind)).toEqual(expect.arrayContaining(["created", "completed"]));
+    const settled = records.map((r) => JSON.parse(r.body).rail_state).find((s) => s?.stage === "settled");
+    expect(settled.paymentRequired).toMatchObject({ x402Version: 2 });
+    expect(settled.sent.name).toBe("PAYMENT-SIGNATURE");
+    expect(settled.settlement).toMatchObject({ source: "receipt", response: expect.any(String), log: { blockNumber: expect.any(Number), logIndex: expect.any(Number) } });
+    const bankRecords = (await w.get(`/v1/transactions/${bank.body.id}/evidence`)).body.records as { body: string }[];
+    expect(bankRecords.some((r) => JSON.parse(r.body).provider_ref)).toBe(true);
+
+    const ledger = w.ctx.ledger;
+    const fromDb = await verifyEvidence(recordsOf(ledger.evidence, projectId), { ...options(), head: await ledger.evidence.head(projectId) });
+    expect(fromDb.problems).toEqual([]);
+    expect(fromDb.onChainChecked).toBe(3);
+
+    const file = join(dir, `${database}.jsonl`);
+    let text = "";
+    const written = await exportPayments(ledger.evidence, projectId, "jsonl", async (chunk) => void (text += chunk));
+    writeFileSync(file, text);
+    expect(written.payments).toBe(3);
+    const fromFile = await verifyEvidence(recordsOfExport(createInterface({ input: Readable.from([readFileSync(file, "utf8")]) })), options());
+    expect(fromFile.problems).toEqual([]);
+    expect(fromFile.records).toBe(fromDb.records);
+
+    // A stored authorization's signature altered in the export: the record is named.
+    const tampered = text.split("\n").map((line) => line.replace(/(\\"signature\\":\\"0x)([0-9a-f])/, (_m, a, c) => `${a}${c === "0" ? "1" : "0"}`));
+    const changedAt = tampered.findIndex((l, i) => l !== text.split("\n")[i]);
+    expect(changedAt).toBeGreaterThan(0);
+    const report = await verifyEvidence(recordsOfExport(Readable.from(tampered)), options());
+    expect(report.ok).toBe(false);
+    expect(report.problems.map((p) => p.code)).toContain("hash_mismatch");
+
+    let csv = "";
+    await exportPayments(ledger.evidence, projectId, "csv", async (chunk) => void (csv += chunk));
+    const rows = csv.trim().split("\n");
+    expect(rows).toHaveLength(4);
+    expect(rows[0]).toMatch(/^payment_id,created_at,rail,status,amount,fee/);
+    expect(rows.slice(1).every((r) => /,[0-9a-f]{64}$/.test(r))).toBe(true);
+  });
+});
