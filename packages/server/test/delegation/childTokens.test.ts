@@ -1,6 +1,7 @@
 // Child tokens through the API on real SQLite and PostgreSQL: a token with `delegate` creates children no
 // wider than itself in any dimension (table-driven over every control), sees and revokes only its own
 // branch, and a revoked ancestor stops every descendant at its next request.
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { AppContext } from "../../src/context.ts";
 import { createToken } from "../../src/services/tokens.ts";
@@ -101,6 +102,19 @@ describe.each(dialects)("child tokens (%s)", (dialect) => {
     expect(body.code).toBe("token_wider_than_parent");
     expect(body.detail).toMatch(detail);
     expect((await call("GET", "/v1/tokens", mid.token)).json().data).toEqual([]);
+  });
+
+  test("behavior: the README's \"Let an agent hand out budgets\" request creates the child it describes", async () => {
+    const readme = readFileSync(new URL("../../../../README.md", import.meta.url), "utf8");
+    const start = readme.indexOf("## Let an agent hand out budgets");
+    const section = readme.slice(start, readme.indexOf("\n## ", start + 1));
+    const body = JSON.parse(/-d '(\{.*\})'/.exec(section)![1]!);
+    const root = await rootToken(t.ctx, { controls: { spending_limits: [{ amount_usd: 10, interval: "daily" }] } });
+    const res = await child(root.token, body);
+    expect(res.statusCode, res.body).toBe(201);
+    expect(res.json()).toMatchObject({ name: "researcher 1", parent_id: root.id, depth: 1, allowance_usd: 5 });
+    expect((await call("GET", `/v1/tokens/${res.json().id}/limits`, root.token)).statusCode).toBe(200);
+    expect((await call("DELETE", `/v1/tokens/${res.json().id}`, root.token)).json().state).toBe("revoked");
   });
 
   test("error: a permission beyond the parent's (x402 from a read,pay,delegate token) is refused", async () => {
