@@ -49,7 +49,7 @@ export function createWalletClient(options: WalletClientOptions) {
   const root = baseUrl.replace(/\/+$/, "");
 
   async function call<T extends z.ZodType>(
-    method: "GET" | "POST",
+    method: "GET" | "POST" | "DELETE",
     path: string,
     schema: T,
     body?: unknown,
@@ -100,6 +100,12 @@ export function createWalletClient(options: WalletClientOptions) {
     getTransactionEvidence: (id: string) => call("GET", `/v1/transactions/${encodeURIComponent(id)}/evidence`, s.TransactionEvidence),
     pay: (body: s.PayRequest) => call("POST", "/v1/pay", s.PayResponse, body),
     quote: (body: s.QuoteRequest) => call("POST", "/v1/quote", s.QuoteResponse, body),
+    /** A child token no wider than this one, for a sub-agent (needs `delegate`); its secret is in the answer this once. */
+    createChildToken: (body: s.CreateChildTokenRequest) => call("POST", "/v1/tokens", s.CreatedChildToken, body),
+    /** This token's descendants, with what each spent. */
+    listChildTokens: () => call("GET", "/v1/tokens", s.ChildTokenList),
+    /** Revokes a descendant and all of its own descendants. */
+    revokeChildToken: (id: string) => call("DELETE", `/v1/tokens/${encodeURIComponent(id)}`, s.ChildToken),
     /** @deprecated use `pay` with bank details. */
     sendPayment: (body: s.LegacyPaymentRequest) => call("POST", "/v1/payments", s.LegacyPaymentResponse, body),
     /** @deprecated use `pay` with a URL. */

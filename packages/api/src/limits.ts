@@ -53,6 +53,8 @@ export const limits = {
   quoteValiditySeconds: 300,
   /** A token's lifetime from the admin API: up to ten years. */
   tokenExpiresInSecondsMax: 3650 * 86_400,
+  /** A token's name. */
+  tokenNameMaxChars: 100,
 } as const;
 
 /** 1 USDC = 1,000,000 micro-USDC; 1 cent = 10,000 micro-USDC. */

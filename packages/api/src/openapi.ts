@@ -188,6 +188,51 @@ const operations: Record<string, Record<string, Op>> = {
       responses: { "200": { description: "The controls and windows.", schema: s.Limits }, ...errorResponses },
     },
   },
+  "/v1/tokens": {
+    post: {
+      operationId: "createChildToken",
+      summary: "Create a child token no wider than the calling one, for a sub-agent (its secret shown once)",
+      permission: "delegate",
+      request: s.CreateChildTokenRequest,
+      responses: {
+        "201": { description: "The child token, with its secret this once.", schema: s.CreatedChildToken },
+        ...errorResponses,
+        "403": { description: "Token lacks delegate (permission_denied), the child would be wider than it (token_wider_than_parent), the depth is reached (delegation_depth_exceeded) or it has too many children (child_tokens_limit).", schema: s.ErrorBody },
+      },
+    },
+    get: {
+      operationId: "listChildTokens",
+      summary: "The calling token's descendants, with what each (and its own descendants) spent",
+      permission: "delegate",
+      responses: { "200": { description: "Oldest first.", schema: s.ChildTokenList }, ...errorResponses },
+    },
+  },
+  "/v1/tokens/{id}": {
+    delete: {
+      operationId: "revokeChildToken",
+      summary: "Revoke a descendant and, at once, all of its own descendants",
+      permission: "delegate",
+      params: { id: "The descendant's id." },
+      responses: {
+        "200": { description: "The token, revoked.", schema: s.ChildToken },
+        ...errorResponses,
+        "404": { description: "No descendant of the calling token has this id (token_not_found); another branch's tokens answer the same.", schema: s.ErrorBody },
+      },
+    },
+  },
+  "/v1/tokens/{id}/limits": {
+    get: {
+      operationId: "getChildTokenLimits",
+      summary: "A descendant's controls and, per window, spent and remaining",
+      permission: "delegate",
+      params: { id: "The descendant's id." },
+      responses: {
+        "200": { description: "What the descendant's own GET /v1/limits answers.", schema: s.Limits },
+        ...errorResponses,
+        "404": { description: "No descendant of the calling token has this id (token_not_found).", schema: s.ErrorBody },
+      },
+    },
+  },
   "/v1/stablecoin/address": {
     get: {
       operationId: "getDepositAddress",

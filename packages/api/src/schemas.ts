@@ -42,7 +42,7 @@ export type Rail = z.infer<typeof Rail>;
 export const Currency = z.enum(["usd", "usdc"]);
 export type Currency = z.infer<typeof Currency>;
 
-export const Permission = z.enum(["read", "pay", "x402"]);
+export const Permission = z.enum(["read", "pay", "x402", "delegate"]).describe("read, pay, x402; delegate: may create child tokens no wider than itself (POST /v1/tokens).");
 export type Permission = z.infer<typeof Permission>;
 
 export const HttpMethod = z.enum(["GET", "POST", "PUT", "DELETE"]);
@@ -716,11 +716,15 @@ export const AdminToken = z
     id: z.string(),
     project_id: z.string(),
     display_prefix: z.string().describe("The token's first characters, to recognise it; the token itself is never shown again."),
+    name: z.string().nullable().describe("Who holds it, as its creator named it; null when unnamed."),
     permissions: z.array(Permission),
     spending_controls: SpendingControls.nullable(),
+    parent_id: z.string().nullable().describe("The token that created this one (POST /v1/tokens); null for a token an operator issued."),
+    depth: z.number().int().nonnegative().describe("0 for an operator's token, its parent's depth + 1 for a child."),
+    allowance_usd: z.number().nonnegative().nullable().describe("The most this token may ever spend, its descendants' payments included; null: no allowance of its own."),
     created_at: isoTimestamp,
     expires_at: isoTimestamp.nullable(),
-    revoked_at: isoTimestamp.nullable(),
+    revoked_at: isoTimestamp.nullable().describe("When it, or an ancestor (which revokes every descendant), was revoked."),
     state: z.enum(["active", "expired", "revoked"]),
   })
   .meta({ id: "AdminToken" });
@@ -732,15 +736,46 @@ export const CreatedAdminToken = AdminToken.extend({
 
 export const AdminTokenList = z.object({ data: z.array(AdminToken) }).meta({ id: "AdminTokenList" });
 
+const tokenName = z.string().min(1).max(limits.tokenNameMaxChars).describe("A name for people: which agent holds the token.");
+
 export const CreateTokenRequest = z
   .object({
-    permissions: z.array(Permission).min(1).max(3),
+    name: tokenName.optional(),
+    permissions: z.array(Permission).min(1).max(4),
     expires_in_seconds: z.number().int().positive().max(limits.tokenExpiresInSecondsMax).optional().describe("Lifetime; without it the token does not expire."),
     spending_controls: SpendingControlsInput.optional(),
   })
   .strict()
   .meta({ id: "CreateTokenRequest" });
 export type CreateTokenRequest = z.infer<typeof CreateTokenRequest>;
+
+// ---------------------------------------------------------------------------------------------
+// Child tokens (`/v1/tokens`, authenticated by a project token with `delegate`)
+
+export const CreateChildTokenRequest = z
+  .object({
+    name: tokenName.optional(),
+    permissions: z.array(Permission).min(1).max(4).describe("A subset of the calling token's; delegate only if it has delegate and the depth allows a grandchild."),
+    expires_in_seconds: z.number().int().positive().max(limits.tokenExpiresInSecondsMax).optional().describe("Lifetime; at most the calling token's. Without it: the calling token's expiry (none if it has none)."),
+    spending_controls: SpendingControlsInput.optional().describe("At most the calling token's in every field; a field not given is inherited from it."),
+    allowance_usd: usdAmount.optional().describe("The most the child (with its own descendants) may ever spend; at most the calling token's allowance."),
+  })
+  .strict()
+  .meta({ id: "CreateChildTokenRequest" });
+export type CreateChildTokenRequest = z.infer<typeof CreateChildTokenRequest>;
+
+/** A descendant as its ancestors see it: its shape, and what it and its own descendants have spent. */
+export const ChildToken = AdminToken.extend({
+  spent_usd: z.number().nonnegative().describe("Payment amounts of the token and its descendants that are neither failed nor reversed, all time."),
+}).meta({ id: "ChildToken" });
+export type ChildToken = z.infer<typeof ChildToken>;
+
+export const CreatedChildToken = ChildToken.extend({
+  token: z.string().describe("The API token (aw_live_… / aw_test_…), shown this once: only its hash is stored. Hand it to the sub-agent."),
+}).meta({ id: "CreatedChildToken" });
+export type CreatedChildToken = z.infer<typeof CreatedChildToken>;
+
+export const ChildTokenList = z.object({ data: z.array(ChildToken).describe("Every descendant of the calling token (children, their children, …), oldest first.") }).meta({ id: "ChildTokenList" });
 
 export const PendingApproval = z
   .object({

@@ -97,6 +97,10 @@ const EnvSchema = z.object({
   SETTLEMENT_BACKOFF_MAX_MS: int(60_000, 1, 3_600_000),
   /** A payment awaiting a person's approval fails (credited back) after this long undecided: 24 h. */
   APPROVAL_TIMEOUT_MS: int(86_400_000, 1_000, 30 * 86_400_000),
+  /** Child tokens (POST /v1/tokens): how deep below an operator's token (depth 0) they may go; 3 = child, grandchild, great-grandchild. */
+  TOKEN_DEPTH_MAX: int(3, 1, 10),
+  /** Child tokens: at most this many active children per token, so one agent cannot mint without bound. */
+  TOKEN_CHILDREN_MAX: int(100, 1, 10_000),
   /** Webhooks to clients: requests under way at once per process (a slow receiver holds one slot). */
   WEBHOOK_MAX_IN_FLIGHT: int(16, 1, 1_024),
   /**
@@ -191,6 +195,7 @@ export type Config = DeepReadonly<{
   webhookDelivery: { maxInFlight: number; maxInFlightPerEndpoint: number; timeoutMs: number; intervalMs: number; leaseMs: number; disableAfterFailingMs: number };
   workers: { watcherIntervalMs: number; workerIntervalMs: number; paymentRequestLeaseMs: number; settlement: "thread" | "inline"; retry: { stepErrorsMax: number; backoffMinMs: number; backoffMaxMs: number } };
   spending: { approvalTimeoutMs: number };
+  delegation: { depthMax: number; childrenMax: number };
   fiat: {
     sandboxDelayMs: number;
     /** Completed bank payments watched for returns (rails/fiat/returnWatch.ts). */
@@ -292,6 +297,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
     },
     workers: { watcherIntervalMs: e.WATCHER_INTERVAL_MS, workerIntervalMs: e.WORKER_INTERVAL_MS, paymentRequestLeaseMs: e.PAYMENT_REQUEST_LEASE_MS, settlement: e.SETTLEMENT, retry: { stepErrorsMax: e.SETTLEMENT_STEP_ERRORS_MAX, backoffMinMs: e.SETTLEMENT_BACKOFF_MIN_MS, backoffMaxMs: Math.max(e.SETTLEMENT_BACKOFF_MIN_MS, e.SETTLEMENT_BACKOFF_MAX_MS) } },
     spending: { approvalTimeoutMs: e.APPROVAL_TIMEOUT_MS },
+    delegation: { depthMax: e.TOKEN_DEPTH_MAX, childrenMax: e.TOKEN_CHILDREN_MAX },
     fiat: {
       sandboxDelayMs: e.FIAT_SANDBOX_DELAY_MS,
       returnWatch: { windowMs: e.FIAT_RETURN_WINDOW_DAYS * 86_400_000, intervalMs: e.FIAT_RETURN_WATCH_INTERVAL_MS, batchMax: e.FIAT_RETURN_WATCH_BATCH, recheckMs: e.FIAT_RETURN_RECHECK_MS },

@@ -84,12 +84,12 @@ describe.each(dialects)("agentwallet CLI on %s", (dialect) => {
     expect((await cli(dir, ["projects", "list"], env)).find((x: { id: string }) => x.id === p.id)).toEqual({ ...p, paused: true });
     expect(await cli(dir, ["projects", "resume", p.id], env)).toEqual(p);
 
-    const tok = await cli(dir, ["tokens", "create", "--project", p.id, "--permissions", "read,pay", "--expires-in", "30d"], env);
+    const tok = await cli(dir, ["tokens", "create", "--project", p.id, "--permissions", "read,pay", "--expires-in", "30d", "--name", "researcher"], env);
     expect(tok.token).toMatch(/^aw_test_[0-9A-Za-z]{38}$/);
     expect(tok.permissions).toEqual(["read", "pay"]);
     expect(Date.parse(tok.expires_at) - Date.now()).toBeGreaterThan(29 * 86_400_000);
     const { token, ...shown } = tok;
-    expect(shown).toEqual({ id: expect.stringMatching(/^tok_/), project_id: p.id, display_prefix: token.slice(0, shown.display_prefix.length), permissions: ["read", "pay"], spending_controls: null, created_at: expect.any(String), expires_at: tok.expires_at, revoked_at: null, state: "active" });
+    expect(shown).toEqual({ id: expect.stringMatching(/^tok_/), project_id: p.id, display_prefix: token.slice(0, shown.display_prefix.length), name: "researcher", permissions: ["read", "pay"], spending_controls: null, parent_id: null, depth: 0, allowance_usd: null, created_at: expect.any(String), expires_at: tok.expires_at, revoked_at: null, state: "active" });
     const tokens = await cli(dir, ["tokens", "list", "--project", p.id], env);
     expect(tokens).toEqual([shown]);
     expect(JSON.stringify(tokens)).not.toContain(token.slice(12));

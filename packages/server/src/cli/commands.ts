@@ -5,7 +5,7 @@ import { openLedger } from "../ledger/open.ts";
 import { claimDeployment } from "../services/deployment.ts";
 import { DomainError } from "../domain/errors.ts";
 import { createProject, listProjects, setProjectPaused } from "../services/projects.ts";
-import { issueToken, listTokens, parseDuration, parsePermissions, revokeToken } from "../services/tokens.ts";
+import { issueToken, listTokens, parseDuration, parsePermissions, revokeToken, tokenName } from "../services/tokens.ts";
 import { type Command, type CommandInput, type CommandIo, CliError, UsageError, configOfDeployment, need, needArg, withServices } from "./command.ts";
 import { spendingCommands, wireFromOptions } from "./spendingCommands.ts";
 import { adminCommands } from "./adminCommands.ts";
@@ -66,11 +66,12 @@ export const commands: Record<string, Command> = {
     const expiresIn = options["expires-in"];
     const expiresInMs = typeof expiresIn === "string" ? parseOption("expires-in", () => parseDuration(expiresIn)) : undefined;
     const controls = wireFromOptions(options, null) ?? undefined;
+    const name = typeof options.name === "string" ? parseOption("name", () => tokenName(options.name as string)) : undefined;
     // The token's prefix is the deployment's mode, as its database records it: never the shell's.
     if (!deployment) throw new CliError(`${describeDatabase(config)} records no deployment mode yet (it was created before the record existed): start its server once (\`agentwallet serve\` with the deployment's settings), which records it, then issue tokens`);
     const created = await withServices(config, async (c) => {
       try {
-        return await issueToken(c, { projectId, permissions, mode: deployment.mode, expiresInMs, controls });
+        return await issueToken(c, { projectId, permissions, mode: deployment.mode, expiresInMs, controls, name });
       } catch (err) {
         // The only invalid input issueToken finds is in the control options: a usage mistake.
         if (err instanceof DomainError && err.kind === "invalid") throw new UsageError(err.detail);
@@ -78,7 +79,7 @@ export const commands: Record<string, Command> = {
       }
     });
     io.out(
-      `Token ${created.id} for ${projectId} (${permissions.join(",")}${created.expires_at ? `, expires ${created.expires_at}` : ""}):\n\n  ${created.token}\n\nIt is shown once; only its hash is stored.`,
+      `Token ${created.id}${created.name ? ` "${created.name}"` : ""} for ${projectId} (${permissions.join(",")}${created.expires_at ? `, expires ${created.expires_at}` : ""}):\n\n  ${created.token}\n\nIt is shown once; only its hash is stored.`,
       created,
     );
     return 0;
@@ -87,7 +88,7 @@ export const commands: Record<string, Command> = {
   "tokens list": async ({ config, options, io }) => {
     const projectId = need(options, "project");
     const rows = await withServices(config, (c) => listTokens(c, projectId));
-    io.out(rows.map((r) => `${r.id}  ${r.display_prefix}…  ${r.permissions.join(",").padEnd(13)} ${r.state}`).join("\n") || "No tokens.", rows);
+    io.out(rows.map((r) => `${r.id}  ${r.display_prefix}…  ${r.permissions.join(",").padEnd(13)} ${r.state.padEnd(7)}${r.parent_id ? ` child of ${r.parent_id}` : ""}${r.name ? `  ${r.name}` : ""}`).join("\n") || "No tokens.", rows);
     return 0;
   },
 

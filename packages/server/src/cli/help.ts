@@ -66,7 +66,7 @@ ${CONTROLS}
 Example:
   npm run -s agentwallet -- projects limits prj_… --daily-limit-usd 500`,
 
-  "tokens create": `Usage: agentwallet tokens create --project ID --permissions LIST [--expires-in DURATION] [controls]
+  "tokens create": `Usage: agentwallet tokens create --project ID --permissions LIST [--name NAME] [--expires-in DURATION] [controls]
 
 Issues an API token for a project and prints it once (only its hash is stored). Its prefix is the
 deployment's mode as its database records it: aw_live_ on a live deployment, aw_test_ on the sandbox. No
@@ -74,7 +74,9 @@ signing secret is needed (a bank:… recipient in --allow/--block needs the mast
 
 Options:
   --project ID          required: the project (prj_…)
-  --permissions LIST    required: a comma-separated subset of read,pay,x402
+  --permissions LIST    required: a comma-separated subset of read,pay,x402,delegate (delegate: it may
+                        create child tokens no wider than itself, POST /v1/tokens)
+  --name NAME           which agent holds it (1 to 100 characters), shown in lists
   --expires-in D        30d, 12h or 90m; without it the token does not expire
 
 ${CONTROLS}
@@ -84,12 +86,13 @@ Example:
 
   "tokens list": `Usage: agentwallet tokens list --project ID
 
-Lists a project's tokens: id, the first characters, permissions, state (active, expired, revoked). Never the token.
+Lists a project's tokens: id, the first characters, permissions, state (active, expired, revoked), the parent
+of a child token and the name. Never the token.
 
 Example:
   npm run -s agentwallet -- tokens list --project prj_…`,
 
-  "tokens revoke": ID_ONLY("tokens revoke TOKEN_ID", "Revokes a token: requests with it are refused from the next one on.", "tokens revoke tok_…"),
+  "tokens revoke": ID_ONLY("tokens revoke TOKEN_ID", "Revokes a token and every token below it: requests with any of them are refused from the next one on.", "tokens revoke tok_…"),
   "tokens update": `Usage: agentwallet tokens update TOKEN_ID [controls]
 
 Changes a token's spending controls; only the options given change (a limit flag changes only its window).

@@ -65,6 +65,9 @@ export const ERROR_CODES = [
   "approval_required",
   "project_paused",
   "wallet_frozen",
+  "token_wider_than_parent",
+  "delegation_depth_exceeded",
+  "child_tokens_limit",
   // not_found (404).
   "not_found",
   "project_not_found",

@@ -33,17 +33,31 @@ export type SpendingControls = {
 };
 
 export type Scope = "token" | "project";
+
+/**
+ * A token above the paying one (its parent, the parent's parent, …) as a hold judges it: a child's payment
+ * must pass every ancestor's controls and fit every ancestor's windows and allowance too (nested budgets).
+ */
+export type AncestorControls = { tokenId: string; name: string | null; controls: SpendingControls | null; allowanceMicros: number | null };
+
 /** The controls that apply to one hold, as the token lookup read them at authentication. */
 export type HoldControls = {
   tokenId: string;
   token: SpendingControls | null;
   project: SpendingControls | null;
+  /** The most the paying token (with its descendants) may ever spend; judged as its all_time window. */
+  allowanceMicros?: number | null;
+  /** The paying token's ancestors, nearest first. */
+  ancestors?: AncestorControls[];
   /** The payment's recipient as a key (recipientKey below). */
   recipientKey: string;
 };
 
-/** One window counter a hold moves: its row's key and the limit it may not pass. */
-export type SpendWindow = { scope: Scope; scopeId: string; kind: WindowKind; start: string; limitMicros: number };
+/**
+ * One window counter a hold moves: its row's key and the limit it may not pass; `owner` names an ancestor
+ * token's window in its refusal, and `allowance` marks an all_time window that is a token's allowance.
+ */
+export type SpendWindow = { scope: Scope; scopeId: string; kind: WindowKind; start: string; limitMicros: number; owner?: string; allowance?: boolean };
 
 export type RefusalCode = "spending_limit_exceeded" | "recipient_not_allowed" | "rail_not_allowed" | "approval_required";
 export type Refusal = { code: RefusalCode; detail: string };
@@ -74,11 +88,12 @@ export const WINDOW_KINDS: readonly WindowKind[] = ["daily", "weekly", "monthly"
 export type WindowKey = [scopeId: string, kind: WindowKind, start: string];
 
 /**
- * Every window counter a payment made at `at` belongs to: each kind, of its token (when known) and of its
- * project. The hold adds the amount to those that exist; a failure or reversal takes it back (a trigger).
+ * Every window counter a payment made at `at` belongs to: each kind, of its token and that token's
+ * ancestors (`tokenIds`, none when the token is not known) and of its project. The hold adds the amount
+ * to those that exist; a failure or reversal takes it back (a trigger).
  */
-export function countedWindows(tokenId: string | null, projectId: string, at: Date): WindowKey[] {
-  const scopes = tokenId === null ? [projectId] : [tokenId, projectId];
+export function countedWindows(tokenIds: readonly string[], projectId: string, at: Date): WindowKey[] {
+  const scopes = [...tokenIds, projectId];
   return scopes.flatMap((id) => WINDOW_KINDS.map((kind): WindowKey => [id, kind, windowStart(kind, at)]));
 }
 
@@ -113,7 +128,7 @@ export function windowRefusal(w: SpendWindow, spentMicros: number, amountMicros:
   const remaining = Math.max(0, w.limitMicros - spentMicros);
   return {
     code: "spending_limit_exceeded",
-    detail: `Spending limit exceeded: the ${w.scope}'s ${WINDOW_NAME[w.kind]} limit is ${usd(w.limitMicros)}; spent ${usd(spentMicros)} ${windowText(w.kind, w.start)}, remaining ${usd(remaining)}, and this payment is ${usd(amountMicros)}. Pay at most the remaining amount, wait for the next window, or ask an operator to raise the limit (GET /v1/limits shows them).`,
+    detail: `Spending limit exceeded: the ${w.owner ?? w.scope}'s ${w.allowance ? "allowance" : `${WINDOW_NAME[w.kind]} limit`} is ${usd(w.limitMicros)}; spent ${usd(spentMicros)} ${windowText(w.kind, w.start)}, remaining ${usd(remaining)}, and this payment is ${usd(amountMicros)}. Pay at most the remaining amount, wait for the next window, or ask an operator to raise the limit (GET /v1/limits shows them).`,
   };
 }
 
@@ -134,10 +149,8 @@ export function windowVerdict(w: SpendWindow, spentMicros: number, amountMicros:
 export function judgeStatic(c: HoldControls, projectId: string, rail: SpendRail, amountMicros: number, now: Date): StaticJudgement {
   const windows: SpendWindow[] = [];
   let approval = false;
-  for (const scope of ["token", "project"] as const) {
-    const controls = c[scope];
-    if (!controls) continue;
-    const who = scope === "token" ? "this token" : "this project";
+  for (const level of levelsOf(c, projectId)) {
+    const { scope, controls, who, owner } = level;
     if (controls.allowedRails && !controls.allowedRails.includes(rail)) {
       return refused("rail_not_allowed", `Rail not allowed: ${who} may pay by ${controls.allowedRails.join(", ") || "no rail"}, not ${rail}. Use an allowed rail or ask an operator to change the token's allowed_rails.`);
     }
@@ -147,14 +160,14 @@ export function judgeStatic(c: HoldControls, projectId: string, rail: SpendRail,
     if (controls.allowedRecipients && !controls.allowedRecipients.some((k) => recipientMatches(k, c.recipientKey))) {
       return refused("recipient_not_allowed", `Recipient not allowed: ${displayRecipient(c.recipientKey)} is not on ${who}'s allowed_recipients list (${controls.allowedRecipients.map(displayRecipient).join(", ") || "empty"}). Pay an allowed recipient or ask an operator to add it.`);
     }
-    for (const l of controls.limits) {
+    for (const l of limitsOf(controls, level.allowanceMicros)) {
       if (l.interval === "per_payment") {
         if (amountMicros > l.amountMicros) {
           return refused("spending_limit_exceeded", `Spending limit exceeded: ${who}'s per_payment limit is ${usd(l.amountMicros)} and this payment is ${usd(amountMicros)}. Pay at most ${usd(l.amountMicros)} at a time.`);
         }
         continue;
       }
-      const w: SpendWindow = { scope, scopeId: scope === "token" ? c.tokenId : projectId, kind: l.interval, start: windowStart(l.interval, now), limitMicros: l.amountMicros };
+      const w: SpendWindow = { scope, scopeId: level.id, kind: l.interval, start: windowStart(l.interval, now), limitMicros: l.amountMicros, ...(owner ? { owner } : {}), ...(l.allowance ? { allowance: true } : {}) };
       // A payment larger than the whole limit can never fit; its counter is not even read.
       if (amountMicros > l.amountMicros) return { kind: "refused", refusal: windowRefusal(w, 0, amountMicros) };
       windows.push(w);
@@ -167,6 +180,28 @@ export function judgeStatic(c: HoldControls, projectId: string, rail: SpendRail,
     }
   }
   return { kind: "ok", windows, approval };
+}
+
+type Level = { scope: Scope; id: string; who: string; owner?: string; controls: SpendingControls; allowanceMicros: number | null };
+
+/** What a hold is judged by, in order: the paying token, each of its ancestors (nearest first), the project. */
+function levelsOf(c: HoldControls, projectId: string): Level[] {
+  const empty: SpendingControls = { limits: [], allowedRecipients: null, blockedRecipients: [], allowedRails: null, approvalAboveMicros: null };
+  const levels: Level[] = [{ scope: "token", id: c.tokenId, who: "this token", controls: c.token ?? empty, allowanceMicros: c.allowanceMicros ?? null }];
+  for (const a of c.ancestors ?? []) {
+    const owner = `ancestor token ${a.name === null ? a.tokenId : `"${a.name}" (${a.tokenId})`}`;
+    levels.push({ scope: "token", id: a.tokenId, who: `its ${owner}`, owner, controls: a.controls ?? empty, allowanceMicros: a.allowanceMicros });
+  }
+  if (c.project) levels.push({ scope: "project", id: projectId, who: "this project", controls: c.project, allowanceMicros: null });
+  return levels;
+}
+
+/** A level's limits with its allowance as its all_time limit (the lower of the two, when both are set). */
+function limitsOf(controls: SpendingControls, allowanceMicros: number | null): { interval: Interval; amountMicros: number; allowance?: boolean }[] {
+  if (allowanceMicros === null) return controls.limits;
+  const allTime = controls.limits.find((l) => l.interval === "all_time");
+  if (allTime && allTime.amountMicros <= allowanceMicros) return controls.limits;
+  return [...controls.limits.filter((l) => l.interval !== "all_time"), { interval: "all_time", amountMicros: allowanceMicros, allowance: true }];
 }
 
 function refused(code: RefusalCode, detail: string): StaticJudgement {
@@ -203,8 +238,8 @@ export function displayRecipient(key: string): string {
 // -------------------------------------------------------------------------------------------------
 // The controls a payment's hold is judged by, and the answer to a refusal.
 
-/** The spending controls of a token and of its project, as read with the token at authentication. */
-export type PrincipalControls = { token: SpendingControls | null; project: SpendingControls | null };
+/** The spending controls of a token, of its ancestors and of its project, as read with the token at authentication. */
+export type PrincipalControls = { token: SpendingControls | null; project: SpendingControls | null; allowanceMicros?: number | null; ancestors?: AncestorControls[] };
 
 export type RecipientOf = { rail: "x402"; url: string } | { rail: "usdc_transfer"; address: string } | { rail: "fiat"; routingNumber: string; accountNumber: string };
 
@@ -215,14 +250,15 @@ export function holdControlsOf(
   opts: { bankKey: Uint8Array; approvalTimeoutMs: number },
 ): (HoldControls & { approvalTimeoutMs: number }) | undefined {
   const c = p.controls;
-  if (!c || (isEmptyControls(c.token) && isEmptyControls(c.project))) return undefined;
+  const ancestorsBind = (c?.ancestors ?? []).some((a) => a.allowanceMicros !== null || !isEmptyControls(a.controls));
+  if (!c || (isEmptyControls(c.token) && isEmptyControls(c.project) && (c.allowanceMicros ?? null) === null && !ancestorsBind)) return undefined;
   const key =
     recipient.rail === "x402"
       ? recipientKey({ host: new URL(recipient.url).hostname }, opts.bankKey)
       : recipient.rail === "usdc_transfer"
         ? recipientKey({ address: recipient.address }, opts.bankKey)
         : recipientKey({ routingNumber: recipient.routingNumber, accountNumber: recipient.accountNumber }, opts.bankKey);
-  return { tokenId: p.tokenId, token: c.token, project: c.project, recipientKey: key, approvalTimeoutMs: opts.approvalTimeoutMs };
+  return { tokenId: p.tokenId, token: c.token, project: c.project, allowanceMicros: c.allowanceMicros ?? null, ancestors: c.ancestors ?? [], recipientKey: key, approvalTimeoutMs: opts.approvalTimeoutMs };
 }
 
 /** A refusal as the API answers it: 403 with its code and detail. */

@@ -51,6 +51,7 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: AdminRoutesContex
       mode: ctx.config.mode === "live" ? "live" : "test",
       expiresInMs: body.expires_in_seconds === undefined ? undefined : body.expires_in_seconds * 1000,
       controls: body.spending_controls,
+      name: body.name ?? null,
     });
     return reply.code(201).send(created);
   });

@@ -27,6 +27,7 @@ import { refuseAtTheEdge } from "./requestEdges.ts";
 import { registerPaymentRoutes } from "./paymentRoutes.ts";
 import { registerWebhookRoutes } from "./webhookRoutes.ts";
 import { registerAdminRoutes } from "./adminRoutes.ts";
+import { registerTokenRoutes } from "./tokenRoutes.ts";
 import { registerAdminWebhookRoutes } from "./adminWebhookRoutes.ts";
 import { type ConsoleAppOptions, registerConsoleRoutes } from "./console.ts";
 
@@ -177,6 +178,7 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
   registerPaymentRoutes(app as unknown as FastifyInstance, ctx, metrics);
   registerWebhookRoutes(app as unknown as FastifyInstance, ctx);
   registerAdminRoutes(app as unknown as FastifyInstance, ctx);
+  registerTokenRoutes(app as unknown as FastifyInstance, ctx);
   registerAdminWebhookRoutes(app as unknown as FastifyInstance, ctx);
   registerConsoleRoutes(app as unknown as FastifyInstance, ctx, options.console ?? {});
   return app as unknown as FastifyInstance;

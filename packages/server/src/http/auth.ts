@@ -43,7 +43,15 @@ async function authenticate(ctx: HttpDeps, req: FastifyRequest): Promise<Princip
   const row = await ctx.ledger.tokens.findByHash(hashToken(token));
   if (!row) throw unauthorized("The API token is not recognised. It may belong to another deployment or have been mistyped.");
   if (row.revoked_at) throw unauthorized("The API token has been revoked. Create a new one.");
-  if (row.expires_at && row.expires_at <= ctx.clock().toISOString()) throw unauthorized(`The API token expired at ${row.expires_at}. Create a new one.`);
+  const now = ctx.clock().toISOString();
+  if (row.expires_at && row.expires_at <= now) throw unauthorized(`The API token expired at ${row.expires_at}. Create a new one.`);
+  // A child token stands only while every ancestor does; their controls bind its payments (nested budgets).
+  const ancestors = row.parent_id === null ? [] : await ctx.ledger.tokens.ancestorsOf(row.id);
+  for (const a of ancestors) {
+    if (a.revoked_at) throw unauthorized(`The API token has been revoked: its ancestor token ${a.id} was revoked at ${a.revoked_at}, which revokes every token below it. Ask for a new one.`);
+    if (a.expires_at && a.expires_at <= now) throw unauthorized(`The API token's ancestor token ${a.id} expired at ${a.expires_at}. Ask for a new one.`);
+  }
+  const allowanceMicros = row.allowance_micros === null ? null : Number(row.allowance_micros);
   const principal: Principal = {
     tokenId: row.id,
     projectId: row.project_id,
@@ -58,7 +66,15 @@ async function authenticate(ctx: HttpDeps, req: FastifyRequest): Promise<Princip
       walletAddress: row.wallet_address,
       walletFrozenAt: row.wallet_frozen_at,
     },
-    controls: row.token_controls || row.project_controls ? { token: parseControls(row.token_controls), project: parseControls(row.project_controls) } : undefined,
+    controls:
+      row.token_controls || row.project_controls || allowanceMicros !== null || ancestors.length > 0
+        ? {
+            token: parseControls(row.token_controls),
+            project: parseControls(row.project_controls),
+            allowanceMicros,
+            ancestors: ancestors.map((a) => ({ tokenId: a.id, name: a.name, controls: parseControls(a.spending_controls), allowanceMicros: a.allowance_micros === null ? null : Number(a.allowance_micros) })),
+          }
+        : undefined,
   };
   req.principal = principal;
   return principal;

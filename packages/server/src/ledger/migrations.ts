@@ -5,7 +5,7 @@
 import { type Kysely, type Migration, Migrator, sql } from "kysely";
 import type { Dialect } from "./db.ts";
 import { approvalWebhookTriggers, statusHistoryTriggers, webhookTriggers } from "./webhookOutbox.ts";
-import { PG_BATCH_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
+import { PG_BATCH_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 import { countedWindows } from "../domain/spending.ts";
 import { evidenceTriggers } from "./evidence.ts";
 
@@ -518,6 +518,29 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex("transactions_project_created_pos").on("transactions").columns(["project_id", "created_at", "pos"]).execute();
       },
     },
+    "0027_token_delegation": {
+      // Child tokens (services/delegation.ts): a token's name, the token that created it, its depth and its
+      // allowance; and `token_lineage`, every (ancestor, descendant) pair, so a hold sums an ancestor's
+      // window over its descendants' payments and a revocation reaches every descendant in one statement.
+      // PostgreSQL's hold function seeds a token's window with its descendants' payments too
+      // (PG_NESTED_HOLD_FUNCTIONS; decisions.md, "Nested budgets").
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable("api_tokens").addColumn("name", "text").execute();
+        await db.schema.alterTable("api_tokens").addColumn("parent_id", "text").execute();
+        await db.schema.alterTable("api_tokens").addColumn("depth", "integer", (c) => c.notNull().defaultTo(0)).execute();
+        await db.schema.alterTable("api_tokens").addColumn("allowance_micros", "bigint").execute();
+        await db.schema.createIndex("api_tokens_parent").on("api_tokens").column("parent_id").execute();
+        await db.schema
+          .createTable("token_lineage")
+          .addColumn("ancestor_id", "text", (c) => c.notNull())
+          .addColumn("descendant_id", "text", (c) => c.notNull())
+          .addColumn("depth", "integer", (c) => c.notNull())
+          .addPrimaryKeyConstraint("token_lineage_pk", ["ancestor_id", "descendant_id"])
+          .execute();
+        await db.schema.createIndex("token_lineage_descendant").on("token_lineage").columns(["descendant_id", "depth"]).execute();
+        if (dialect === "postgres") for (const fn of PG_NESTED_HOLD_FUNCTIONS) await sql.raw(fn).execute(db);
+      },
+    },
     "0029_quotes": {
       // Quotes of `POST /v1/quote` (ledger/quotes.ts), found again by id when a payment names one; and the
       // triggers that write payment.approved / payment.denied in the same write as the decision (webhookOutbox.ts).
@@ -712,7 +735,7 @@ async function listCountedWindows(db: Kysely<any>): Promise<void> {
       .limit(COUNTED_BACKFILL_PAGE)
       .execute();
     for (const r of rows) {
-      const windows = JSON.stringify(countedWindows(r.token_id, r.project_id, new Date(r.created_at)));
+      const windows = JSON.stringify(countedWindows(r.token_id === null ? [] : [r.token_id], r.project_id, new Date(r.created_at)));
       await db.updateTable("payments").set({ spend_windows: windows }).where("id", "=", r.id).execute();
     }
     if (rows.length < COUNTED_BACKFILL_PAGE) return;

@@ -61,6 +61,8 @@ export type NewPayment = {
   controls?: HoldControls & { approvalTimeoutMs: number };
   /** The paying token, recorded on the payment whether or not it has controls (a limit set later counts its payments). */
   tokenId?: string | null;
+  /** The paying token's ancestors, nearest first: the payment counts in their windows too (nested budgets). */
+  ancestorTokenIds?: readonly string[];
 };
 
 /** A lease given back: when the payment is next due, and after a failed step its count of failed steps. */
@@ -259,7 +261,7 @@ export class Payments {
       approval = judged.approval;
     }
     const tokenId = input.tokenId ?? input.controls?.tokenId ?? null;
-    const counted = countedWindows(tokenId, input.projectId, now);
+    const counted = countedWindows(tokenId === null ? [] : [tokenId, ...(input.ancestorTokenIds ?? input.controls?.ancestors?.map((a) => a.tokenId) ?? [])], input.projectId, now);
     const plan = this.holdPlan(input, total, counted, tokenId, approval, now, admittedJson(input, windows, approval));
     const balances = this.balances;
     const db = this.db;
@@ -420,7 +422,8 @@ export class Payments {
           .where("created_at", ">=", from)
           .where("created_at", "<", to)
           .where("status", "not in", ["failed", "reversed"]);
-        if (w.scope === "token") q = q.where("token_id", "=", w.scopeId);
+        // A token's window holds its descendants' payments too (nested budgets).
+        if (w.scope === "token") q = q.where((eb) => eb.or([eb("token_id", "=", w.scopeId), eb("token_id", "in", eb.selectFrom("token_lineage").select("descendant_id").where("ancestor_id", "=", w.scopeId))]));
         return Number((await q.executeTakeFirstOrThrow()).spent);
       }),
     );
@@ -745,7 +748,8 @@ function maybe(row: PaymentRow | undefined): Payment | undefined {
 
 /**
  * SQLite: writes a window's counter that has no row yet as the sum of the window's payments that are
- * neither failed nor reversed (of the token, or of the whole project); an existing row is left as it is.
+ * neither failed nor reversed (of the token and its descendants, or of the whole project); an existing
+ * row is left as it is.
  */
 function windowSeed(w: SpendWindow, projectId: string): CompiledQuery {
   const { from, to } = windowBounds(w.kind, w.start);
@@ -753,8 +757,8 @@ function windowSeed(w: SpendWindow, projectId: string): CompiledQuery {
   return CompiledQuery.raw(
     // The ledger's sum is read only when the counter has no row yet: once it has one, this selects nothing, so a
     // hold never scans its window's payments again.
-    `insert into "spend_windows" ("scope_id", "kind", "window_start", "spent_micros") select ?, ?, ?, (select coalesce(sum("amount_micros"), 0) from "payments" where "project_id" = ?${token ? ` and "token_id" = ?` : ""} and "created_at" >= ? and "created_at" < ? and "status" not in ('failed', 'reversed')) where not exists (select 1 from "spend_windows" where "scope_id" = ? and "kind" = ? and "window_start" = ?) on conflict ("scope_id", "kind", "window_start") do nothing`,
-    [w.scopeId, w.kind, w.start, projectId, ...(token ? [w.scopeId] : []), from, to, w.scopeId, w.kind, w.start],
+    `insert into "spend_windows" ("scope_id", "kind", "window_start", "spent_micros") select ?, ?, ?, (select coalesce(sum("amount_micros"), 0) from "payments" where "project_id" = ?${token ? ` and ("token_id" = ? or "token_id" in (select "descendant_id" from "token_lineage" where "ancestor_id" = ?))` : ""} and "created_at" >= ? and "created_at" < ? and "status" not in ('failed', 'reversed')) where not exists (select 1 from "spend_windows" where "scope_id" = ? and "kind" = ? and "window_start" = ?) on conflict ("scope_id", "kind", "window_start") do nothing`,
+    [w.scopeId, w.kind, w.start, projectId, ...(token ? [w.scopeId, w.scopeId] : []), from, to, w.scopeId, w.kind, w.start],
   );
 }
 

@@ -247,6 +247,12 @@ const HOLD_BATCH_WITH_WINDOWS = holdBatchWithWindows(
  * lock, taken first, keeps every other writer of the project's counters and payments out meanwhile
  * (holds, and resolutions and reversals, which lock the balance row before the payment's).
  */
+/** A held payment adds its amount to every existing counter of its windows (migrations 0022 and 0027). */
+const MOVE_COUNTED = `      update spend_windows w set spent_micros = w.spent_micros + v_amount
+        from jsonb_array_elements(coalesce(v_hold->'counted', '[]'::jsonb)) e
+        where w.scope_id = e.value->>0 and w.kind = e.value->>1 and w.window_start = e.value->>2;
+`;
+
 const HOLD_BATCH_COUNTING_WINDOWS = holdBatchWithWindows(
   `        select w.spent_micros into v_spent from spend_windows w
           where w.scope_id = v_w->>'scope_id' and w.kind = v_w->>'kind' and w.window_start = v_w->>'start';
@@ -258,10 +264,28 @@ const HOLD_BATCH_COUNTING_WINDOWS = holdBatchWithWindows(
             values (v_w->>'scope_id', v_w->>'kind', v_w->>'start', v_spent);
         end if;
 `,
-  `      update spend_windows w set spent_micros = w.spent_micros + v_amount
-        from jsonb_array_elements(coalesce(v_hold->'counted', '[]'::jsonb)) e
-        where w.scope_id = e.value->>0 and w.kind = e.value->>1 and w.window_start = e.value->>2;
+  MOVE_COUNTED,
+);
+
+/**
+ * aw_hold_batch with nested budgets (migration 0027 replaces 0022's with this one): as 0022's, but a token's
+ * window without a row is seeded with the payments of the token and of every descendant (`token_lineage`),
+ * as a descendant's hold counts in each ancestor's windows (`counted` lists them).
+ */
+const HOLD_BATCH_NESTED = holdBatchWithWindows(
+  `        select w.spent_micros into v_spent from spend_windows w
+          where w.scope_id = v_w->>'scope_id' and w.kind = v_w->>'kind' and w.window_start = v_w->>'start';
+        if not found then
+          select coalesce(sum(p.amount_micros), 0) into v_spent from payments p
+            where p.project_id = p_project
+              and (v_w->>'token_id' is null or p.token_id = v_w->>'token_id'
+                or p.token_id in (select l.descendant_id from token_lineage l where l.ancestor_id = v_w->>'token_id'))
+              and p.created_at >= v_w->>'from' and p.created_at < v_w->>'to' and p.status not in ('failed', 'reversed');
+          insert into spend_windows (scope_id, kind, window_start, spent_micros)
+            values (v_w->>'scope_id', v_w->>'kind', v_w->>'start', v_spent);
+        end if;
 `,
+  MOVE_COUNTED,
 );
 
 /**
@@ -290,6 +314,9 @@ export const PG_SPENDING_FUNCTIONS = ["drop function aw_hold_batch(text, jsonb)"
 
 /** Migration 0022 on PostgreSQL: the hold function that counts every payment in its windows (replacing 0007's). */
 export const PG_COUNTING_HOLD_FUNCTIONS = ["drop function aw_hold_batch(text, jsonb)", HOLD_BATCH_COUNTING_WINDOWS];
+
+/** Migration 0027 on PostgreSQL: the hold function that seeds a token's windows with its descendants' payments. */
+export const PG_NESTED_HOLD_FUNCTIONS = ["drop function aw_hold_batch(text, jsonb)", HOLD_BATCH_NESTED];
 
 /** Migration 0007 on SQLite: the same release as a trigger. */
 export const SQLITE_RELEASE_SPENDING_TRIGGER = `

@@ -31,6 +31,17 @@ export interface ApiTokensTable {
   expires_at: string | null;
   revoked_at: string | null;
   spending_controls: string | null; // JSON SpendingControls (spending.ts), or none
+  name: string | null; // for people: which agent holds it
+  parent_id: string | null; // the token that created it (POST /v1/tokens); null for an operator's
+  depth: number; // 0 for an operator's token, parent's + 1 for a child
+  allowance_micros: number | null; // the most it (with its descendants) may ever spend
+}
+
+/** Every (ancestor, descendant) pair of child tokens (migration 0027); `depth` 1 is the parent. */
+export interface TokenLineageTable {
+  ancestor_id: string;
+  descendant_id: string;
+  depth: number;
 }
 
 export interface BalancesTable {
@@ -265,6 +276,7 @@ export interface Database {
   evidence: EvidenceTable;
   evidence_heads: EvidenceHeadsTable;
   spend_windows: SpendWindowsTable;
+  token_lineage: TokenLineageTable;
   spending_refusals: SpendingRefusalsTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_outbox: WebhookOutboxTable;

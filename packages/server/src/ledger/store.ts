@@ -92,7 +92,7 @@ export class Ledger {
     this.deposits = new Deposits(db, clock, newId);
     this.returnWatch = new ReturnWatch(db, clock);
     this.projects = new Projects(db, clock, newId);
-    this.tokens = new Tokens(db, clock, direct?.read);
+    this.tokens = new Tokens(db, dialect, clock, direct?.read);
     this.balances = new Balances(db, dialect);
     this.receivedWebhooks = new ReceivedWebhooks(db, clock);
     this.payments = new Payments(db, dialect, clock, newId, writes, this.balances);

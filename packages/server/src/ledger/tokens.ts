@@ -1,11 +1,13 @@
 /**
  * API tokens: issued, looked up by hash on every request (batched: see findByHash), listed, revoked,
- * and the spending controls set on a token or its project. A Ledger's `tokens`.
+ * and the spending controls set on a token or its project. A Ledger's `tokens`. A child token
+ * (services/delegation.ts) is written with a row in `token_lineage` for each of its ancestors, so its
+ * ancestors, its descendants and a revocation of a whole branch are each one statement.
  */
 import type { CompiledQuery } from "kysely";
 import type { Clock } from "../ids.ts";
 import { scheduleFlush } from "./batching.ts";
-import { type Db, type SqliteDirect, withParameters } from "./db.ts";
+import { type Db, type Dialect, type SqliteDirect, withParameters } from "./db.ts";
 import type { Database } from "./schema.ts";
 
 /**
@@ -26,6 +28,10 @@ const compileTokenQuery = (db: Db, n: number) =>
       "api_tokens.expires_at",
       "api_tokens.revoked_at",
       "api_tokens.spending_controls as token_controls",
+      "api_tokens.name",
+      "api_tokens.parent_id",
+      "api_tokens.depth",
+      "api_tokens.allowance_micros",
       "projects.spending_controls as project_controls",
       "projects.paused",
       "projects.plan",
@@ -40,6 +46,12 @@ const compileTokenQuery = (db: Db, n: number) =>
     .compile();
 export type TokenRow = ReturnType<typeof compileTokenQuery> extends CompiledQuery<infer R> ? R : never;
 type TokenWaiter = { resolve(row: TokenRow | undefined): void; reject(err: unknown): void };
+/** The columns of a token as lists and services read it (never its hash). */
+const TOKEN_COLUMNS = ["id", "project_id", "display_prefix", "name", "permissions", "created_at", "expires_at", "revoked_at", "spending_controls", "parent_id", "depth", "allowance_micros"] as const;
+/** A token as lists and services read it. */
+export type ListedTokenRow = Pick<Database["api_tokens"], (typeof TOKEN_COLUMNS)[number]>;
+/** What a new token's row gives; name, parent, depth and allowance default to none. */
+export type NewTokenRow = Omit<Database["api_tokens"], "spending_controls" | "name" | "parent_id" | "depth" | "allowance_micros"> & Partial<Pick<Database["api_tokens"], "spending_controls" | "name" | "allowance_micros">>;
 /** At most this many distinct tokens in one lookup statement. */
 const TOKEN_LOOKUP_BATCH_MAX = 32;
 
@@ -54,13 +66,70 @@ export class Tokens {
 
   constructor(
     private readonly db: Db,
+    private readonly dialect: Dialect,
     private readonly clock: Clock,
     /** SQLite: the token lookup, on every request, runs on the calling stack when it safely can. */
     private readonly read: SqliteDirect["read"] | undefined,
   ) {}
 
-  async insert(row: Omit<Database["api_tokens"], "spending_controls"> & { spending_controls?: string | null }): Promise<void> {
-    await this.db.insertInto("api_tokens").values(row).execute();
+  async insert(row: NewTokenRow): Promise<void> {
+    await this.db.insertInto("api_tokens").values({ depth: 0, ...row }).execute();
+  }
+
+  /**
+   * Writes a child of `parentId` with its lineage, in one transaction that first locks the parent's row
+   * (PostgreSQL; SQLite's writes are serial): `check` is given the parent as it is then and the number of
+   * its active children, and throws to write nothing or returns the columns it settled (controls, expiry,
+   * allowance). A revocation of the parent (revokeBranch) therefore
+   * comes wholly before (the check sees it) or after (its second statement sees the child).
+   */
+  async insertChild(parentId: string, row: NewTokenRow, check: (parent: ListedTokenRow, activeChildren: number) => Pick<NewTokenRow, "spending_controls" | "expires_at" | "allowance_micros">): Promise<void> {
+    const now = this.clock().toISOString();
+    await this.db.transaction().execute(async (trx) => {
+      let q = trx.selectFrom("api_tokens").select(TOKEN_COLUMNS).where("id", "=", parentId);
+      if (this.dialect === "postgres") q = q.forUpdate();
+      const parent = await q.executeTakeFirst();
+      if (!parent) throw new Error(`insertChild: no parent token ${parentId}`);
+      const children = await trx
+        .selectFrom("api_tokens")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("parent_id", "=", parentId)
+        .where("revoked_at", "is", null)
+        .where((eb) => eb.or([eb("expires_at", "is", null), eb("expires_at", ">", now)]))
+        .executeTakeFirstOrThrow();
+      const settled = check(parent, Number(children.n));
+      await trx.insertInto("api_tokens").values({ ...row, ...settled, parent_id: parentId, depth: Number(parent.depth) + 1 }).execute();
+      await trx.insertInto("token_lineage").values({ ancestor_id: parentId, descendant_id: row.id, depth: 1 }).execute();
+      await trx
+        .insertInto("token_lineage")
+        .columns(["ancestor_id", "descendant_id", "depth"])
+        .expression((eb) => eb.selectFrom("token_lineage").select([eb.ref("ancestor_id").as("ancestor_id"), eb.val(row.id).as("descendant_id"), eb(eb.ref("depth"), "+", 1).as("depth")]).where("descendant_id", "=", parentId))
+        .execute();
+    });
+  }
+
+  /** A token's ancestors, nearest first (none for an operator's token). */
+  ancestorsOf(id: string): Promise<ListedTokenRow[]> {
+    return this.kin("ancestor_id", "descendant_id", id).orderBy("token_lineage.depth").execute();
+  }
+
+  /** The first `limit` descendants of a token (children, their children, …), oldest first. */
+  descendantsOf(id: string, limit: number): Promise<ListedTokenRow[]> {
+    return this.kin("descendant_id", "ancestor_id", id).orderBy("api_tokens.created_at").orderBy("api_tokens.id").limit(limit).execute();
+  }
+
+  /** The tokens on the `side` of `id`'s lineage rows, where `id` is on the other. */
+  private kin(side: "ancestor_id" | "descendant_id", other: "ancestor_id" | "descendant_id", id: string) {
+    return this.db
+      .selectFrom("token_lineage")
+      .innerJoin("api_tokens", "api_tokens.id", `token_lineage.${side}`)
+      .select(TOKEN_COLUMNS.map((c) => `api_tokens.${c}` as const))
+      .where(`token_lineage.${other}`, "=", id);
+  }
+
+  /** Whether `id` is a descendant of `ancestorId`. */
+  async isDescendant(ancestorId: string, id: string): Promise<boolean> {
+    return (await this.db.selectFrom("token_lineage").select("depth").where("ancestor_id", "=", ancestorId).where("descendant_id", "=", id).executeTakeFirst()) !== undefined;
   }
 
   /**
@@ -100,22 +169,38 @@ export class Tokens {
     }
   }
 
-  list(projectId: string) {
+  list(projectId: string): Promise<ListedTokenRow[]> {
     return this.db
       .selectFrom("api_tokens")
-      .select(["id", "project_id", "display_prefix", "permissions", "created_at", "expires_at", "revoked_at", "spending_controls"])
+      .select(TOKEN_COLUMNS)
       .where("project_id", "=", projectId)
       .orderBy("created_at")
       .execute();
   }
 
-  get(id: string) {
-    return this.db.selectFrom("api_tokens").select(["id", "project_id", "display_prefix", "permissions", "created_at", "expires_at", "revoked_at", "spending_controls"]).where("id", "=", id).executeTakeFirst();
+  get(id: string): Promise<ListedTokenRow | undefined> {
+    return this.db.selectFrom("api_tokens").select(TOKEN_COLUMNS).where("id", "=", id).executeTakeFirst();
   }
 
+  /**
+   * Revokes an active token and, in the same transaction, every active descendant of it: the next request
+   * of any of them is refused. The token's row first (waiting for a child being written under it,
+   * insertChild), then its descendants, read by a later statement that sees such a child. False if the
+   * token was not active.
+   */
   async revoke(id: string): Promise<boolean> {
-    const r = await this.db.updateTable("api_tokens").set({ revoked_at: this.clock().toISOString() }).where("id", "=", id).where("revoked_at", "is", null).executeTakeFirst();
-    return r.numUpdatedRows > 0n;
+    const at = this.clock().toISOString();
+    return this.db.transaction().execute(async (trx) => {
+      const r = await trx.updateTable("api_tokens").set({ revoked_at: at }).where("id", "=", id).where("revoked_at", "is", null).executeTakeFirst();
+      if (r.numUpdatedRows === 0n) return false;
+      await trx
+        .updateTable("api_tokens")
+        .set({ revoked_at: at })
+        .where("id", "in", (eb) => eb.selectFrom("token_lineage").select("descendant_id").where("ancestor_id", "=", id))
+        .where("revoked_at", "is", null)
+        .execute();
+      return true;
+    });
   }
 
   /** Sets (or with null clears) the spending controls of a token or a project; false if there is none with that id. */

@@ -2,22 +2,33 @@
  * Issuing, listing and revoking API tokens, with their spending controls. The token text exists only in
  * the return of `createToken` / `issueToken`. The CLI and the admin API both call these.
  */
-import type { Permission } from "@agentwallet/api";
+import { type Permission, limits } from "@agentwallet/api";
 import type { ProjectStore, TokenStore } from "../ledger/ports.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 import { isEmptyControls, parseControls } from "../domain/spending.ts";
 import { displayPrefix, generateToken, hashToken, type TokenMode } from "../tokens.ts";
 import { badRequest, notFound } from "../domain/errors.ts";
-import { type SpendingContext, type WireControls, bankKeyOf, controlsColumn, parseControlsInput, renderControls } from "./spendingControls.ts";
+import { type SpendingContext, type WireControls, bankKeyOf, controlsColumn, microsToUsd, parseControlsInput, renderControls } from "./spendingControls.ts";
+import type { ListedTokenRow } from "../ledger/tokens.ts";
 import { projectNotFound } from "./projects.ts";
 
+/** The permissions that read and move money; `delegate` (creating child tokens) is given apart from them. */
 export const ALL_PERMISSIONS: Permission[] = ["read", "pay", "x402"];
+/** Every permission a token may carry. */
+export const PERMISSIONS: Permission[] = [...ALL_PERMISSIONS, "delegate"];
 
 export function parsePermissions(text: string): Permission[] {
   const perms = text.split(",").map((p) => p.trim()).filter(Boolean);
-  const bad = perms.filter((p) => !ALL_PERMISSIONS.includes(p as Permission));
-  if (bad.length || perms.length === 0) throw new Error(`permissions must be a comma-separated subset of read,pay,x402 (got "${text}")`);
+  const bad = perms.filter((p) => !PERMISSIONS.includes(p as Permission));
+  if (bad.length || perms.length === 0) throw new Error(`permissions must be a comma-separated subset of ${PERMISSIONS.join(",")} (got "${text}")`);
   return [...new Set(perms)] as Permission[];
+}
+
+/** A token's name as given: trimmed, 1 to limits.tokenNameMaxChars characters. */
+export function tokenName(text: string): string {
+  const name = text.trim();
+  if (name.length === 0 || name.length > limits.tokenNameMaxChars) throw new Error(`a token's name is 1 to ${limits.tokenNameMaxChars} characters (got ${name.length})`);
+  return name;
 }
 
 /** "30d", "12h", "90m" → milliseconds. */
@@ -32,7 +43,7 @@ export function parseDuration(text: string): number {
 
 export async function createToken(
   deps: { ledger: { tokens: TokenStore; projects: ProjectStore }; clock: Clock; newId: IdGenerator },
-  input: { projectId: string; permissions: Permission[]; mode: TokenMode; expiresInMs?: number; spendingControls?: string | null },
+  input: { projectId: string; permissions: Permission[]; mode: TokenMode; expiresInMs?: number; spendingControls?: string | null; name?: string | null },
 ): Promise<{ id: string; token: string; permissions: Permission[]; expires_at: string | null }> {
   const project = await deps.ledger.projects.get(input.projectId);
   if (!project) throw projectNotFound(input.projectId);
@@ -50,6 +61,7 @@ export async function createToken(
     expires_at: expiresAt,
     revoked_at: null,
     spending_controls: input.spendingControls ?? null,
+    name: input.name ?? null,
   });
   return { id, token, permissions: input.permissions, expires_at: expiresAt };
 }
@@ -60,8 +72,10 @@ export async function createToken(
  * project has and gains nothing by lifting another token's limits. A token with fewer permissions or with
  * controls could otherwise sign in and lift its own limits or approve its own payments.
  */
-export function mayManageProject(token: { permissions: string; spending_controls: string | null }): boolean {
+export function mayManageProject(token: { permissions: string; spending_controls: string | null; parent_id?: string | null; allowance_micros?: number | null }): boolean {
   const perms = token.permissions.split(",");
+  // A child token is bounded by its ancestors: managing the project would let it lift their limits.
+  if ((token.parent_id ?? null) !== null || (token.allowance_micros ?? null) !== null) return false;
   return ALL_PERMISSIONS.every((p) => perms.includes(p)) && isEmptyControls(parseControls(token.spending_controls));
 }
 
@@ -70,16 +84,28 @@ export function mayManageProject(token: { permissions: string; spending_controls
  * project sets no approval threshold of its own. The operator set that threshold for every token; a token
  * approving what it (or a token it created) paid would undo it, so those decisions are the operator's.
  */
-export function mayDecideApprovals(token: { permissions: string; spending_controls: string | null }, projectControls: string | null): boolean {
+export function mayDecideApprovals(token: Parameters<typeof mayManageProject>[0], projectControls: string | null): boolean {
   return mayManageProject(token) && (parseControls(projectControls)?.approvalAboveMicros ?? null) === null;
 }
 
-type ListedToken = NonNullable<Awaited<ReturnType<TokenStore["get"]>>>;
-
 /** The one JSON shape of a token (never its secret; creating one adds `token`, shown that once). */
-export function tokenJson(t: ListedToken, now: string) {
+export function tokenJson(t: ListedTokenRow, now: string) {
   const state = t.revoked_at ? "revoked" : t.expires_at && t.expires_at <= now ? "expired" : "active";
-  return { id: t.id, project_id: t.project_id, display_prefix: t.display_prefix, permissions: t.permissions.split(","), spending_controls: renderControls(parseControls(t.spending_controls)), created_at: t.created_at, expires_at: t.expires_at, revoked_at: t.revoked_at, state };
+  return {
+    id: t.id,
+    project_id: t.project_id,
+    display_prefix: t.display_prefix,
+    name: t.name,
+    permissions: t.permissions.split(",") as Permission[],
+    spending_controls: renderControls(parseControls(t.spending_controls)),
+    parent_id: t.parent_id,
+    depth: Number(t.depth),
+    allowance_usd: t.allowance_micros === null ? null : microsToUsd(Number(t.allowance_micros)),
+    created_at: t.created_at,
+    expires_at: t.expires_at,
+    revoked_at: t.revoked_at,
+    state,
+  };
 }
 
 /**
@@ -88,7 +114,7 @@ export function tokenJson(t: ListedToken, now: string) {
  */
 export async function issueToken(
   ctx: SpendingContext & { newId: IdGenerator },
-  input: { projectId: string; permissions: Permission[]; mode: TokenMode; expiresInMs?: number; controls?: WireControls },
+  input: { projectId: string; permissions: Permission[]; mode: TokenMode; expiresInMs?: number; controls?: WireControls; name?: string | null },
 ) {
   const column = input.controls ? controlsColumn(parseControlsInput(input.controls, ctx.recipientHashKey ?? bankKeyOf(ctx))) : null;
   const created = await createToken(ctx, { ...input, spendingControls: column });
@@ -107,7 +133,7 @@ export async function getToken(ctx: { ledger: { tokens: TokenStore }; clock: Clo
   return tokenJson(t, ctx.clock().toISOString());
 }
 
-/** Revokes an active token: requests with it are refused from the next one on (and its console sessions end). */
+/** Revokes an active token and every descendant of it: requests with any of them are refused from the next one on (and their console sessions end). */
 export async function revokeToken(ctx: { ledger: { tokens: TokenStore }; clock: Clock }, id: string) {
   if (!(await ctx.ledger.tokens.revoke(id))) {
     const t = await ctx.ledger.tokens.get(id);

@@ -72,4 +72,29 @@ describe.each(["sqlite", "postgres"] as const)("x402 under spending controls (%s
     const refusals = await listRefusals(w.ctx, { projectId: w.server.projectId, limit: 10 });
     expect(refusals.map((r) => r.code).sort()).toEqual(["recipient_not_allowed", "spending_limit_exceeded"]);
   });
+
+  test("behavior: a child token's allow-list binds it: outside → 403 with zero connections; a sibling within it pays, counted in the parent's window", async () => {
+    const parent = await issueToken(w.ctx, {
+      projectId: w.server.projectId,
+      permissions: ["read", "pay", "x402", "delegate"],
+      mode: "test",
+      controls: { spending_limits: [{ amount_usd: 1, interval: "daily" }], allowed_recipients: ["api.example.com", "127.0.0.1"] },
+    });
+    const narrow = await w.post("/v1/tokens", { name: "narrow", permissions: ["pay", "x402"], spending_controls: { allowed_recipients: ["api.example.com"] } }, parent.token);
+    const wide = await w.post("/v1/tokens", { name: "wide", permissions: ["read", "pay", "x402"], spending_controls: { allowed_recipients: ["127.0.0.1"] }, allowance_usd: 0.5 }, parent.token);
+    expect([narrow.status, wide.status]).toEqual([201, 201]);
+    const [signatures, connections] = [w.signatures.count(), listener.accepted()];
+    const refused = await w.post("/v1/pay", { recipient: `${listener.url}/paid`, max_amount_usdc: 50_000 }, String(narrow.body.token));
+    expect([refused.status, refused.body.code]).toEqual([403, "recipient_not_allowed"]);
+    expect(refused.body.detail).toContain("is not on this token's allowed_recipients list (api.example.com)");
+    expect(listener.accepted()).toBe(connections);
+    expect(w.signatures.count()).toBe(signatures);
+    const paid = await w.balanceOf(merchant.payTo);
+    const answer = await w.post("/v1/pay", { recipient: `${merchant.url}/paid`, max_amount_usdc: 50_000 }, String(wide.body.token));
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    if (answer.body.status !== "completed") expect(await w.settle(String(answer.body.id))).toBe("completed");
+    expect(await w.balanceOf(merchant.payTo)).toBe(paid + PRICE_MICROS);
+    const parentLimits = await w.get("/v1/limits", parent.token);
+    expect(parentLimits.body.windows).toEqual([expect.objectContaining({ interval: "daily", spent_usd: 0.01 })]);
+  });
 });

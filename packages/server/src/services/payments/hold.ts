@@ -32,7 +32,7 @@ export function railUnavailable(name: string): DomainError {
   return unavailable("rail_unavailable", `The ${name} rail is not configured on this deployment.`);
 }
 
-export async function holdPayment(ctx: PaymentContext, principal: Principal, p: Omit<NewPayment, "projectId" | "leaseOwner" | "controls" | "tokenId">): Promise<CreatedPayment> {
+export async function holdPayment(ctx: PaymentContext, principal: Principal, p: Omit<NewPayment, "projectId" | "leaseOwner" | "controls" | "tokenId" | "ancestorTokenIds">): Promise<CreatedPayment> {
   const held = await ctx.ledger.payments.hold({
     ...p,
     // The controls judge the whole number (its keyed hash); only its last four digits are kept in the clear.
@@ -41,6 +41,7 @@ export async function holdPayment(ctx: PaymentContext, principal: Principal, p: 
     leaseOwner: ctx.instanceId,
     controls: holdControls(ctx, principal, recipientOf(p)),
     tokenId: principal.tokenId,
+    ancestorTokenIds: principal.controls?.ancestors?.map((a) => a.tokenId),
   });
   if (held.kind === "insufficient") throw insufficient(held.availableMicros, p.amountMicros, p.feeMicros);
   if (held.kind === "refused") throw refusalError(held.refusal);
