@@ -47,6 +47,11 @@ export const limits = {
   adminPendingMax: 200,
   adminRefusalsMax: 1_000,
   adminRefusalsDefault: 50,
+  /** The audit log, per page (newest first, paged by `before`). */
+  adminAuditMax: 500,
+  adminAuditDefault: 50,
+  /** A reason given with an approval or a denial. */
+  decisionReasonMaxChars: 500,
   /** Names of projects and admin credentials. */
   projectNameMaxChars: 200,
   /** A token's lifetime from the admin API: up to ten years. */

@@ -7,6 +7,8 @@ import type { Clock } from "../ids.ts";
 import { scheduleFlush } from "./batching.ts";
 import { type Db, type SqliteDirect, withParameters } from "./db.ts";
 import type { Database } from "./schema.ts";
+import type { Actor } from "../domain/audit.ts";
+import { withAudit } from "./auditLog.ts";
 
 /**
  * The token, its project and the project's balance in one statement — authentication needs the first
@@ -59,8 +61,13 @@ export class Tokens {
     private readonly read: SqliteDirect["read"] | undefined,
   ) {}
 
-  async insert(row: Omit<Database["api_tokens"], "spending_controls"> & { spending_controls?: string | null }): Promise<void> {
-    await this.db.insertInto("api_tokens").values(row).execute();
+  /** A new token; with an actor, its audit entry in the same transaction. */
+  async insert(row: Omit<Database["api_tokens"], "spending_controls"> & { spending_controls?: string | null }, actor?: Actor): Promise<void> {
+    await withAudit(this.db, actor, row.created_at, async (trx) => {
+      await trx.insertInto("api_tokens").values(row).execute();
+      const after = { display_prefix: row.display_prefix, permissions: row.permissions.split(","), expires_at: row.expires_at, spending_controls: controlsOf(row.spending_controls ?? null) };
+      return { result: undefined, change: { action: "token.created", projectId: row.project_id, targetId: row.id, before: null, after } };
+    });
   }
 
   /**
@@ -113,17 +120,31 @@ export class Tokens {
     return this.db.selectFrom("api_tokens").select(["id", "project_id", "display_prefix", "permissions", "created_at", "expires_at", "revoked_at", "spending_controls"]).where("id", "=", id).executeTakeFirst();
   }
 
-  async revoke(id: string): Promise<boolean> {
-    const r = await this.db.updateTable("api_tokens").set({ revoked_at: this.clock().toISOString() }).where("id", "=", id).where("revoked_at", "is", null).executeTakeFirst();
-    return r.numUpdatedRows > 0n;
+  /** Revokes an active token; with an actor, its audit entry in the same transaction. False if none was active. */
+  async revoke(id: string, actor?: Actor): Promise<boolean> {
+    const at = this.clock().toISOString();
+    return withAudit(this.db, actor, at, async (trx) => {
+      const r = await trx.updateTable("api_tokens").set({ revoked_at: at }).where("id", "=", id).where("revoked_at", "is", null).returning(["project_id"]).executeTakeFirst();
+      return { result: !!r, change: r ? { action: "token.revoked", projectId: r.project_id, targetId: id, before: { revoked_at: null }, after: { revoked_at: at } } : null };
+    });
   }
 
   /** Sets (or with null clears) the spending controls of a token or a project; false if there is none with that id. */
-  async setSpendingControls(scope: "token" | "project", id: string, controls: string | null): Promise<boolean> {
-    const r =
-      scope === "token"
-        ? await this.db.updateTable("api_tokens").set({ spending_controls: controls }).where("id", "=", id).executeTakeFirst()
-        : await this.db.updateTable("projects").set({ spending_controls: controls }).where("id", "=", id).executeTakeFirst();
-    return r.numUpdatedRows > 0n;
+  /** With an actor, the controls before are read in the transaction that replaces them, and both go into its audit entry. */
+  async setSpendingControls(scope: "token" | "project", id: string, controls: string | null, actor?: Actor): Promise<boolean> {
+    return withAudit(this.db, actor, this.clock().toISOString(), async (trx) => {
+      const before =
+        scope === "token"
+          ? await trx.selectFrom("api_tokens").select(["spending_controls", "project_id"]).where("id", "=", id).executeTakeFirst()
+          : await trx.selectFrom("projects").select(["spending_controls", "id as project_id"]).where("id", "=", id).executeTakeFirst();
+      if (!before) return { result: false, change: null };
+      if (scope === "token") await trx.updateTable("api_tokens").set({ spending_controls: controls }).where("id", "=", id).execute();
+      else await trx.updateTable("projects").set({ spending_controls: controls }).where("id", "=", id).execute();
+      const change = { action: `${scope}.controls_changed` as const, projectId: before.project_id, targetId: id, before: { spending_controls: controlsOf(before.spending_controls) }, after: { spending_controls: controlsOf(controls) } };
+      return { result: true, change };
+    });
   }
 }
+
+/** A controls column as the audit log keeps it: its JSON, parsed (bank accounts in it are keyed hashes already). */
+const controlsOf = (c: string | null): unknown => (c === null ? null : JSON.parse(c));

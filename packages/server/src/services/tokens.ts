@@ -10,6 +10,7 @@ import { displayPrefix, generateToken, hashToken, type TokenMode } from "../toke
 import { badRequest, notFound } from "../domain/errors.ts";
 import { type SpendingContext, type WireControls, bankKeyOf, controlsColumn, parseControlsInput, renderControls } from "./spendingControls.ts";
 import { projectNotFound } from "./projects.ts";
+import type { Actor } from "../domain/audit.ts";
 
 export const ALL_PERMISSIONS: Permission[] = ["read", "pay", "x402"];
 
@@ -33,6 +34,7 @@ export function parseDuration(text: string): number {
 export async function createToken(
   deps: { ledger: { tokens: TokenStore; projects: ProjectStore }; clock: Clock; newId: IdGenerator },
   input: { projectId: string; permissions: Permission[]; mode: TokenMode; expiresInMs?: number; spendingControls?: string | null },
+  actor?: Actor,
 ): Promise<{ id: string; token: string; permissions: Permission[]; expires_at: string | null }> {
   const project = await deps.ledger.projects.get(input.projectId);
   if (!project) throw projectNotFound(input.projectId);
@@ -50,7 +52,7 @@ export async function createToken(
     expires_at: expiresAt,
     revoked_at: null,
     spending_controls: input.spendingControls ?? null,
-  });
+  }, actor);
   return { id, token, permissions: input.permissions, expires_at: expiresAt };
 }
 
@@ -89,9 +91,10 @@ export function tokenJson(t: ListedToken, now: string) {
 export async function issueToken(
   ctx: SpendingContext & { newId: IdGenerator },
   input: { projectId: string; permissions: Permission[]; mode: TokenMode; expiresInMs?: number; controls?: WireControls },
+  actor?: Actor,
 ) {
   const column = input.controls ? controlsColumn(parseControlsInput(input.controls, ctx.recipientHashKey ?? bankKeyOf(ctx))) : null;
-  const created = await createToken(ctx, { ...input, spendingControls: column });
+  const created = await createToken(ctx, { ...input, spendingControls: column }, actor);
   return { ...tokenJson((await ctx.ledger.tokens.get(created.id))!, ctx.clock().toISOString()), token: created.token };
 }
 
@@ -108,8 +111,8 @@ export async function getToken(ctx: { ledger: { tokens: TokenStore }; clock: Clo
 }
 
 /** Revokes an active token: requests with it are refused from the next one on (and its console sessions end). */
-export async function revokeToken(ctx: { ledger: { tokens: TokenStore }; clock: Clock }, id: string) {
-  if (!(await ctx.ledger.tokens.revoke(id))) {
+export async function revokeToken(ctx: { ledger: { tokens: TokenStore }; clock: Clock }, id: string, actor?: Actor) {
+  if (!(await ctx.ledger.tokens.revoke(id, actor))) {
     const t = await ctx.ledger.tokens.get(id);
     throw t ? badRequest("already_revoked", `There is no active token with id ${id}: it was revoked at ${t.revoked_at}.`) : notFound("token_not_found", `There is no active token with id ${id.slice(0, 80)}.`);
   }
