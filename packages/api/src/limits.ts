@@ -47,6 +47,11 @@ export const limits = {
   adminPendingMax: 200,
   adminRefusalsMax: 1_000,
   adminRefusalsDefault: 50,
+  /** The audit log, per page (newest first, paged by `before`). */
+  adminAuditMax: 500,
+  adminAuditDefault: 50,
+  /** A reason given with an approval or a denial. */
+  decisionReasonMaxChars: 500,
   /** Names of projects and admin credentials. */
   projectNameMaxChars: 200,
   /** How long a `POST /v1/quote` id may be paid with (five minutes: x402's default offer validity). */

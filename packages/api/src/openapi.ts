@@ -37,11 +37,12 @@ const payErrors = {
 const adminErrors = {
   "400": { description: "Validation error (the detail names the field).", schema: s.ErrorBody },
   "401": { description: "Missing, malformed, unknown or revoked admin credential.", schema: s.ErrorBody },
-  "403": { description: "A project's API token was sent (admin_credential_required): this API takes an admin credential only.", schema: s.ErrorBody },
+  "403": { description: "A project's API token was sent (admin_credential_required): this API takes an admin credential only; or the credential's role does not allow this (admin_role_insufficient).", schema: s.ErrorBody },
   "404": { description: "No such project, token or payment.", schema: s.ErrorBody },
   "429": { description: "Too many requests for this credential.", schema: s.ErrorBody },
 };
-const ADMIN = "admin credential (aw_admin_…, `agentwallet admin credentials create`)";
+const ADMIN = "admin credential (aw_admin_…, `agentwallet admin credentials create`); reads take any role, changes the admin role";
+const ADMIN_APPROVER = "admin credential of role approver or admin";
 const projectId = { id: "The project's id." };
 const tokenId = { id: "The token's id." };
 const paymentId = { id: "The payment's id." };
@@ -111,10 +112,10 @@ const adminOperations: Record<string, Record<string, Op>> = {
     get: { operationId: "adminListPendingApprovals", summary: "Payments waiting for a person's approval", permission: ADMIN, auth: "admin", query: s.AdminPendingQuery, responses: { "200": { description: "Oldest first.", schema: s.PendingApprovalList }, ...adminErrors } },
   },
   "/v1/admin/payments/{id}/approve": {
-    post: { operationId: "adminApprovePayment", summary: "Approve a waiting payment: the worker sends it", permission: ADMIN, auth: "admin", params: paymentId, responses: decisionResponses },
+    post: { operationId: "adminApprovePayment", summary: "Approve a waiting payment: the worker sends it", permission: ADMIN_APPROVER, auth: "admin", params: paymentId, request: s.DecisionRequest, responses: decisionResponses },
   },
   "/v1/admin/payments/{id}/deny": {
-    post: { operationId: "adminDenyPayment", summary: "Deny a waiting payment: failed and credited back", permission: ADMIN, auth: "admin", params: paymentId, responses: decisionResponses },
+    post: { operationId: "adminDenyPayment", summary: "Deny a waiting payment: failed and credited back", permission: ADMIN_APPROVER, auth: "admin", params: paymentId, request: s.DecisionRequest, responses: decisionResponses },
   },
   "/v1/admin/projects/{id}/webhooks": {
     get: { operationId: "adminListWebhookEndpoints", summary: "A project's webhook endpoints", permission: ADMIN, auth: "admin", params: projectId, responses: { "200": { description: "Oldest first.", schema: s.AdminWebhookEndpointList }, ...adminErrors } },
@@ -139,6 +140,9 @@ const adminOperations: Record<string, Record<string, Op>> = {
   },
   "/v1/admin/webhook-events/{id}/redeliver": {
     post: { operationId: "adminRedeliverWebhookEvent", summary: "Send an event again to its enabled endpoints", permission: ADMIN, auth: "admin", params: { id: "The event's id (the `webhook-id` header)." }, responses: { "200": { description: "How many deliveries were scheduled.", schema: s.AdminWebhookRedelivery }, ...adminErrors } },
+  },
+  "/v1/admin/audit": {
+    get: { operationId: "adminListAudit", summary: "The audit log: every operator and token-management change, newest first", permission: ADMIN, auth: "admin", query: s.AuditQuery, responses: { "200": { description: "Newest first, paged by `before`.", schema: s.AuditList }, ...adminErrors } },
   },
   "/v1/admin/refusals": {
     get: { operationId: "adminListRefusals", summary: "Payment attempts the spending controls refused", permission: ADMIN, auth: "admin", query: s.AdminRefusalsQuery, responses: { "200": { description: "Newest first.", schema: s.RefusalList }, ...adminErrors } },

@@ -798,9 +798,16 @@ export const ApprovalDecision = z
     decision: z.enum(["approved", "denied"]),
     status: PaymentStatus.describe("approved: pending until the worker sends it; denied: failed and credited back."),
     decided_by: z.string().nullable().describe("Who decided: the admin credential's id, or cli:<user>."),
+    decided_by_name: z.string().nullable().describe("The decider's name when they decided: the admin credential's name, or the CLI's user."),
     decided_at: isoTimestamp.nullable(),
+    reason: z.string().nullable().describe("The reason the decider gave, if any."),
   })
   .meta({ id: "ApprovalDecision" });
+
+export const DecisionRequest = z
+  .object({ reason: z.string().max(limits.decisionReasonMaxChars).optional().describe("Why: kept on the payment (its history) and in the audit log.") })
+  .strict()
+  .meta({ id: "DecisionRequest" });
 
 export const Refusal = z
   .object({
@@ -826,6 +833,35 @@ export const AdminRefusalsQuery = z.object({
   project_id: z.string().max(100).optional().describe("Only this project's; all projects without it."),
   limit: z.coerce.number().int().min(1).max(limits.adminRefusalsMax).optional().describe(`At most this many, newest first; default ${limits.adminRefusalsDefault}, up to ${limits.adminRefusalsMax}.`),
 });
+
+export const AuditQuery = z.object({
+  project_id: z.string().max(100).optional().describe("Only this project's entries; every entry without it."),
+  action: z.string().max(60).optional().describe("Only this action, e.g. token.revoked."),
+  before: z.coerce.number().int().min(1).optional().describe("Entries older than this `seq` (the previous page's `next_before`)."),
+  limit: z.coerce.number().int().min(1).max(limits.adminAuditMax).optional().describe(`At most this many, newest first; default ${limits.adminAuditDefault}, up to ${limits.adminAuditMax}.`),
+});
+
+export const AuditEntry = z
+  .object({
+    seq: z.number().int().describe("Increasing with time; the page cursor."),
+    at: isoTimestamp,
+    actor: z.object({
+      id: z.string().describe("adm_… (admin credential), tok_… (a project token in the console), or cli:<user>."),
+      name: z.string(),
+      role: z.enum(["viewer", "approver", "admin"]).nullable().describe("The admin credential's role; null for a token or the CLI."),
+      ip: z.string().nullable().describe("The client's address; null on the CLI."),
+    }),
+    action: z.string().describe("project.paused, project.resumed, project.controls_changed, token.created, token.controls_changed, token.revoked, webhook.created, webhook.deleted, webhook.enabled, approval.decided, credential.created, credential.revoked."),
+    project_id: z.string().nullable(),
+    target_id: z.string(),
+    before: z.unknown().describe("The changed fields before (null for a creation)."),
+    after: z.unknown().describe("The changed fields after."),
+  })
+  .meta({ id: "AuditEntry" });
+
+export const AuditList = z
+  .object({ data: z.array(AuditEntry), next_before: z.number().int().nullable().describe("Pass as `before` for the next page; null on the last.") })
+  .meta({ id: "AuditList" });
 
 // ---------------------------------------------------------------------------------------------
 // Webhooks to clients, managed through the admin API (and the `agentwallet webhooks` CLI)

@@ -5,15 +5,20 @@
  */
 import type { Balance, DepositAddress, Permission, Transaction, TransactionList } from "@agentwallet/api";
 
+/** An admin credential's role: `viewer` reads everything; `approver` also decides waiting payments; `admin` does everything. */
+export type OperatorRole = "viewer" | "approver" | "admin";
+
 /**
- * Who is signed in: the operator (every project), or one project's API token with its permissions. `manage`:
- * whether the token may create, change and revoke tokens and decide approvals (the server's rule,
- * services/tokens.ts `mayManageProject`); `decide`: whether it may approve or deny waiting payments
- * (`mayDecideApprovals`: not when the project has its own approval threshold). The operator always may.
+ * Who is signed in: an operator (every project; what they may change is their credential's `role`), or one
+ * project's API token with its permissions. `manage`: whether the token may create, change and revoke tokens and
+ * decide approvals (the server's rule, services/tokens.ts `mayManageProject`); `decide`: whether it may approve
+ * or deny waiting payments (`mayDecideApprovals`: not when the project has its own approval threshold).
+ * `ip`: the client's address of the request, for the audit log (set by the routes, never stored in the session).
  */
-export type Viewer =
-  | { kind: "operator"; credentialId: string }
-  | { kind: "token"; projectId: string; tokenId: string; permissions: Permission[]; manage: boolean; decide: boolean };
+export type Viewer = (
+  | { kind: "operator"; credentialId: string; name: string; role: OperatorRole }
+  | { kind: "token"; projectId: string; tokenId: string; permissions: Permission[]; manage: boolean; decide: boolean }
+) & { ip?: string };
 
 export type Session = { id: string; csrf: string; viewer: Viewer; expiresAt: string };
 
@@ -125,9 +130,26 @@ export type ApprovalItem = {
   created_at: string;
   approval: "awaiting" | "approved" | "denied" | "expired";
   approval_until: string | null;
+  /** Who decided: an admin credential's id, a token's id, or cli:<user>. */
   decided_by: string | null;
+  /** Their name when they decided (the credential's name, the token's prefix, the CLI's user). */
+  decided_by_name: string | null;
   decided_at: string | null;
+  /** The reason the decider gave, if any. */
+  reason: string | null;
   tx_hash: string | null;
+};
+
+/** One entry of the audit log: who changed what, from which address, before → after. */
+export type AuditItem = {
+  seq: number;
+  at: string;
+  actor: { id: string; name: string; role: OperatorRole | null; ip: string | null };
+  action: string;
+  project_id: string | null;
+  target_id: string;
+  before: unknown;
+  after: unknown;
 };
 
 export interface ConsoleBackend {
@@ -166,7 +188,9 @@ export interface ConsoleBackend {
   /** Payments waiting for a person (oldest first) and the latest decided ones (newest first). */
   listApprovals(projectId: string): Promise<{ awaiting: ApprovalItem[]; decided: ApprovalItem[] }>;
   /** Records the viewer's decision; `not_awaiting` with the reason when it is too late or not this project's. */
-  decideApproval(viewer: Viewer, projectId: string, paymentId: string, decision: "approved" | "denied"): Promise<{ ok: true } | { ok: false; detail: string }>;
+  decideApproval(viewer: Viewer, projectId: string, paymentId: string, decision: "approved" | "denied", reason: string | null): Promise<{ ok: true } | { ok: false; detail: string }>;
+  /** The audit log, newest first: one project's entries, or (null) every entry; a page below `before` (a `seq`). */
+  listAudit(projectId: string | null, before: number | null, limit: number): Promise<{ entries: AuditItem[]; nextBefore: number | null }>;
   /** The approval of one payment, if it had one. */
   getApproval(projectId: string, paymentId: string): Promise<ApprovalItem | null>;
   /** A transaction's way to its status, oldest first: the transitions its webhooks report, with what the ledger records of each. */

@@ -9,6 +9,7 @@ import type { FastifyInstance } from "fastify";
 import { CSS, JS } from "./assets.ts";
 import { registerAgents } from "./routes/agents.ts";
 import { registerApprovals } from "./routes/approvals.ts";
+import { registerAudit } from "./routes/audit.ts";
 import { type ConsoleOptions, guardRequests, routeKit } from "./routes/kit.ts";
 import { registerOverview } from "./routes/overview.ts";
 import { registerProjects } from "./routes/projects.ts";
@@ -16,7 +17,7 @@ import { registerSignIn } from "./routes/signIn.ts";
 import { registerTransactions } from "./routes/transactions.ts";
 import { registerWebhooks } from "./routes/webhooks.ts";
 
-export type { ApprovalItem, ConsoleBackend, Controls, DailySpend, HistoryEntry, RefusalItem, WebhookDelivery, WebhookEndpoint, LimitWindow, NewToken, OneTimeViewKind, Overview, ProjectSummary, Session, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
+export type { ApprovalItem, AuditItem, OperatorRole, ConsoleBackend, Controls, DailySpend, HistoryEntry, RefusalItem, WebhookDelivery, WebhookEndpoint, LimitWindow, NewToken, OneTimeViewKind, Overview, ProjectSummary, Session, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
 export type { ConsoleOptions } from "./routes/kit.ts";
 
 /** The console's routes, one module per page (routes/), over the helpers they share (routes/kit.ts). */
@@ -33,5 +34,6 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
     registerApprovals(c, kit);
     registerAgents(c, kit);
     registerWebhooks(c, kit);
+    registerAudit(c, kit);
   });
 }

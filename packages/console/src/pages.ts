@@ -9,7 +9,7 @@ export type PageContext = {
   csrf: string;
   /** The project in view, for the navigation. */
   project?: ProjectSummary;
-  current?: "overview" | "transactions" | "approvals" | "agents" | "webhooks" | "projects";
+  current?: "overview" | "transactions" | "approvals" | "agents" | "webhooks" | "projects" | "audit";
   sandbox: boolean;
   /** Base of a block explorer's transaction links (live mode), or null (sandbox: no links). */
   explorerTxUrl: string | null;
@@ -33,7 +33,8 @@ export function layout(pc: PageContext, title: string, body: Html): Html {
   const nav = pc.viewer
     ? html`<nav aria-label="Main"><ul>
         ${pc.viewer.kind === "operator" ? link("/console/projects", "Projects", "projects") : ""}
-        ${p ? [link(`/console/p/${p.id}`, "Overview", "overview"), link(`/console/p/${p.id}/transactions`, "Transactions", "transactions"), link(`/console/p/${p.id}/approvals`, "Approvals", "approvals"), link(`/console/p/${p.id}/agents`, "Agents", "agents"), link(`/console/p/${p.id}/webhooks`, "Webhooks", "webhooks")] : ""}
+        ${p ? [link(`/console/p/${p.id}`, "Overview", "overview"), link(`/console/p/${p.id}/transactions`, "Transactions", "transactions"), link(`/console/p/${p.id}/approvals`, "Approvals", "approvals"), link(`/console/p/${p.id}/agents`, "Agents", "agents"), link(`/console/p/${p.id}/webhooks`, "Webhooks", "webhooks"), canSeeAudit(pc) ? link(`/console/p/${p.id}/audit`, "Audit", "audit") : ""] : ""}
+        ${!p && pc.viewer.kind === "operator" ? link("/console/audit", "Audit", "audit") : ""}
       </ul></nav>
       <form class="inline" method="post" action="/console/signout"><input type="hidden" name="csrf" value="${pc.csrf}"><button class="secondary" type="submit">Sign out</button></form>`
     : "";
@@ -173,7 +174,7 @@ function x402Example(x: { paidUrl: string; priceMicros: number; baseUrl: string 
 /** Sandbox funding changes a balance: the operator, or a token that may pay. */
 export function canFund(pc: PageContext): boolean {
   const v = pc.viewer;
-  return pc.sandbox && !!v && (v.kind === "operator" || v.permissions.includes("pay"));
+  return pc.sandbox && !!v && (v.kind === "operator" ? v.role === "admin" : v.permissions.includes("pay"));
 }
 
 export function overviewPage(
@@ -304,16 +305,22 @@ function refusalList(refusals: RefusalItem[], withToken: boolean): Html {
   )}</ul>`;
 }
 
-/** Whether the viewer may create, change and revoke tokens and decide approvals (the server refuses the rest). */
+/** Whether the viewer may create, change and revoke tokens and webhooks: an operator of role admin, or a token that may manage (the server refuses the rest). */
 export function canManage(pc: PageContext): boolean {
   const v = pc.viewer;
-  return !!v && (v.kind === "operator" || v.manage);
+  return !!v && (v.kind === "operator" ? v.role === "admin" : v.manage);
 }
 
-/** Whether the viewer may approve or deny waiting payments (the server refuses the rest). */
+/** Whether the viewer may approve or deny waiting payments: an operator of role approver or admin, or a token that may decide (the server refuses the rest). */
 export function canDecide(pc: PageContext): boolean {
   const v = pc.viewer;
-  return !!v && (v.kind === "operator" || v.decide);
+  return !!v && (v.kind === "operator" ? v.role !== "viewer" : v.decide);
+}
+
+/** Whether the viewer may read the audit log: every operator, and a token that may manage its project (it names operators and their addresses). */
+export function canSeeAudit(pc: PageContext): boolean {
+  const v = pc.viewer;
+  return !!v && (v.kind === "operator" || v.manage);
 }
 
 const INTERVAL_LABEL: Record<Interval, string> = { per_payment: "Per payment", daily: "Daily", weekly: "Weekly", monthly: "Monthly", all_time: "All time" };
@@ -518,11 +525,12 @@ ${controlsFields(values, true)}
   );
 }
 
-/** "Approved by operator at 2026-11-24 16:30:00 UTC", or the state of an undecided approval. */
+/** "Approved by ops laptop (adm_…) at 2026-11-24 16:30:00 UTC: expected invoice", or the state of an undecided approval. */
 export function approvalOutcome(a: ApprovalItem): string {
   if (a.approval === "awaiting") return `waiting until ${formatTime(a.approval_until)}`;
   if (a.approval === "expired") return `expired at ${formatTime(a.approval_until)} (nobody decided)`;
-  return `${a.approval === "approved" ? "Approved" : "Denied"} by ${a.decided_by ?? "someone before decisions were recorded"}${a.decided_at ? ` at ${formatTime(a.decided_at)}` : ""}`;
+  const who = a.decided_by_name ? `${a.decided_by_name}${a.decided_by ? ` (${a.decided_by})` : ""}` : (a.decided_by ?? "someone before decisions were recorded");
+  return `${a.approval === "approved" ? "Approved" : "Denied"} by ${who}${a.decided_at ? ` at ${formatTime(a.decided_at)}` : ""}${a.reason ? `: ${a.reason}` : ""}`;
 }
 
 function approvalTable(pc: PageContext, rows: ApprovalItem[], caption: string, decided = false): Html {
@@ -536,10 +544,40 @@ function approvalTable(pc: PageContext, rows: ApprovalItem[], caption: string, d
 <td class="num" data-label="Amount">$${formatMicros(a.amount_micros)}</td><td class="address" data-label="Recipient">${a.recipient}</td><td class="address" data-label="Token">${a.token_prefix ? `${a.token_prefix}…` : ""}</td>
 <td data-label="${decided ? "Decision" : "Waits until"}">${decided ? approvalOutcome(a) : formatTime(a.approval_until)}</td>${decided ? html`<td data-label="Status">${statusCell(a.status)}</td>` : ""}
 ${decide
-  ? html`<td><div class="actions"><form method="post" action="/console/p/${p.id}/approvals/${a.id}/approve"><input type="hidden" name="csrf" value="${pc.csrf}"><button type="submit" aria-label="Approve ${formatMicros(a.amount_micros)} USD to ${a.recipient}">Approve</button></form>
-<form method="post" action="/console/p/${p.id}/approvals/${a.id}/deny"><input type="hidden" name="csrf" value="${pc.csrf}"><button type="submit" class="danger" aria-label="Deny ${formatMicros(a.amount_micros)} USD to ${a.recipient}">Deny</button></form></div></td>`
+  ? html`<td><div class="actions"><form method="get" action="/console/p/${p.id}/approvals/${a.id}/approve"><button type="submit" aria-label="Approve ${formatMicros(a.amount_micros)} USD to ${a.recipient}">Approve</button></form>
+<form method="get" action="/console/p/${p.id}/approvals/${a.id}/deny"><button type="submit" class="danger" aria-label="Deny ${formatMicros(a.amount_micros)} USD to ${a.recipient}">Deny</button></form></div></td>`
   : ""}</tr>`,
   )}</tbody></table></div>`;
+}
+
+/**
+ * A decision asked for is confirmed on a page of its own (a GET, so nothing changes until the person confirms),
+ * with an optional reason that the payment's history and the audit log keep.
+ */
+export function confirmDecisionPage(pc: PageContext, a: ApprovalItem, decision: "approve" | "deny", error?: string): Html {
+  const p = pc.project!;
+  const verb = decision === "approve" ? "Approve" : "Deny";
+  return layout(
+    pc,
+    `${p.name} — ${verb.toLowerCase()} a payment`,
+    html`<h1>${verb} this payment?</h1>
+${error ? html`<p class="notice error" role="alert">${error}</p>` : ""}
+<dl class="facts">
+<dt>Payment</dt><dd><a href="/console/p/${p.id}/transactions/${a.id}">${RAIL_LABEL[a.rail]}${a.description ? `: ${a.description}` : ""}</a></dd>
+<dt>Amount</dt><dd>$${formatMicros(a.amount_micros)}</dd>
+<dt>${a.rail === "fiat" ? "Recipient (bank account holder)" : "Recipient"}</dt><dd class="address">${a.recipient}</dd>
+<dt>Token</dt><dd class="address">${a.token_prefix ? `${a.token_prefix}…` : "unknown"}</dd>
+<dt>Waits until</dt><dd>${formatTime(a.approval_until)}</dd>
+</dl>
+<p>${decision === "approve" ? "Approved, it is sent at once and cannot be called back." : "Denied, it fails and the amount and fee are credited back to the project."}</p>
+<form method="post" action="/console/p/${p.id}/approvals/${a.id}/${decision}">
+<input type="hidden" name="csrf" value="${pc.csrf}">
+<div class="field"><label for="reason">Reason (optional; kept in the payment's history and the audit log)</label>
+<textarea id="reason" name="reason" rows="3" maxlength="500"></textarea></div>
+<div class="actions"><button type="submit"${decision === "deny" ? raw(' class="danger"') : ""}>Confirm: ${verb.toLowerCase()} $${formatMicros(a.amount_micros)}</button>
+<a href="/console/p/${p.id}/approvals">Cancel</a></div>
+</form>`,
+  );
 }
 
 export function approvalsPage(pc: PageContext, list: { awaiting: ApprovalItem[]; decided: ApprovalItem[] }, notice?: { text: string; error?: boolean }): Html {

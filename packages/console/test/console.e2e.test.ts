@@ -468,12 +468,19 @@ describe("console approvals", () => {
     await expect(page.locator("section", { has: page.getByRole("heading", { name: "Waiting for approval" }) }).getByRole("link", { name: "USDC transfer: deny me" }).count()).resolves.toBe(1);
     await page.getByRole("link", { name: "Approvals", exact: true }).first().click();
     await expectAccessible(page, "approvals-375");
+    // Asking to decide shows the payment and asks for a confirmation, with an optional reason.
     await page.getByRole("button", { name: /^Approve 2\.00 USD/ }).click();
+    await page.getByRole("heading", { name: "Approve this payment?" }).waitFor();
+    expect((await server.server.ctx.ledger.payments.getPayment(String(a.body.id)))!.approval).toBe("awaiting");
+    await expectAccessible(page, "approve-confirm-375");
+    await page.getByLabel(/^Reason/).fill("looks right");
+    await page.getByRole("button", { name: "Confirm: approve $2.00" }).click();
     await page.getByText("Approved: the payment is being sent.").waitFor();
     await page.getByRole("button", { name: /^Deny 1\.50 USD/ }).click();
+    await page.getByRole("button", { name: "Confirm: deny $1.50" }).click();
     await page.getByText("Denied: the payment failed").waitFor();
     const decided = await page.locator("table", { has: page.locator("caption", { hasText: "decided lately" }) }).textContent();
-    expect(decided).toMatch(/Approved by token tok_\S+ \(aw_test_\S+…\) at \d{4}-\d\d-\d\d/);
+    expect(decided).toMatch(/Approved by token aw_test_\S+… \(tok_\S+\) at \d{4}-\d\d-\d\d \S+ UTC: looks right/);
     expect(decided).toContain("Denied by token");
     await screenshot(page, "approvals-decided-375");
 
@@ -490,7 +497,7 @@ describe("console approvals", () => {
     expect(history.map((h) => h.replace(/^\S+ \S+ UTC /, ""))).toEqual([
       expect.stringMatching(/^pending Created; \$2\.\d\d held from the balance$/),
       expect.stringMatching(/^pending Waits for approval/),
-      expect.stringMatching(/^pending Approved by token tok_/),
+      expect.stringMatching(/^pending Approved by token aw_test_\S+… \(tok_\S+\): looks right$/),
       // The transitions its webhooks report (payment.created, approval_required, processing, completed), with the decision.
       expect.stringMatching(/^processing Sent on-chain: 0x[0-9a-f]{64}$/),
       "completed Completed",
@@ -685,5 +692,91 @@ describe("console one-time views", () => {
     const created = (await server.server.ctx.ledger.webhooks.listEndpoints(server.projectId)).find((e) => e.url === "http://127.0.0.1:9/once")!;
     await server.server.ctx.ledger.webhooks.deleteEndpoint(created.id, new Date().toISOString());
     await context.close();
+  });
+});
+
+describe("console roles and audit log", () => {
+  /** A browser context signed in as an operator holding a new credential of this role (a session made directly: sign-in attempts are rate-limited). */
+  async function operatorContext(role: "viewer" | "approver" | "admin", viewport = { width: 1280, height: 900 }) {
+    const { createAdminCredential } = await import("../../server/src/services/adminCredentials.ts");
+    const { consoleBackend } = await import("../../server/src/http/console.ts");
+    const cred = await createAdminCredential(server.server.ctx, { name: `${role} of the team`, role }, { id: "cli:test", name: "test", role: null, ip: null });
+    const session = await consoleBackend(server.server.ctx, {}).createSession({ kind: "operator", credentialId: cred.id });
+    const context = await browser.newContext({ bypassCSP: true, viewport });
+    await context.addCookies([{ name: "aw_console", value: session.id, url: `${server.baseUrl}/console` }]);
+    return { context, page: await context.newPage(), cred };
+  }
+
+  it("an approver decides with a reason but gets no controls and its changes are refused; a viewer sees all and changes nothing; the audit log shows each", async () => {
+    const { issueToken } = await import("../../server/src/services/tokens.ts");
+    const p = `${server.baseUrl}/console/p/${server.projectId}`;
+    const agent = await issueToken(server.server.ctx, { projectId: server.projectId, permissions: ["read", "pay"], mode: "test", controls: { approval_above_usd: 1 } }, { id: "cli:test", name: "test", role: null, ip: null });
+    await server.fund(5_000_000n);
+    const paid = await api("/v1/pay", agent.token, { recipient: RECIPIENT, amount_usd: 1.75, description: "for the approver" });
+    expect([paid.status, paid.body.status]).toEqual([201, "pending"]);
+
+    const approver = await operatorContext("approver", { width: 375, height: 800 });
+    try {
+      const page = approver.page;
+      await page.goto(`${p}/agents`);
+      await expect(page.getByRole("link", { name: "Create a token" }).count()).resolves.toBe(0);
+      await page.goto(`${p}/agents/${agent.id}`);
+      await expect(page.getByRole("button", { name: "Save controls" }).count()).resolves.toBe(0);
+      await expect(page.getByRole("button", { name: "Revoke token" }).count()).resolves.toBe(0);
+      const csrf = (await page.locator('meta[name="csrf-token"]').getAttribute("content"))!;
+      for (const path of [`${p}/agents/${agent.id}/controls`, `${p}/agents/${agent.id}/revoke`, `${p}/agents`, `${p}/webhooks`]) {
+        const res = await page.request.post(path, { form: { csrf, perm_read: "on", daily_usd: "1", url: "http://127.0.0.1:9/x" }, maxRedirects: 0 });
+        expect([path, res.status()]).toEqual([path, 403]);
+      }
+      expect(await server.server.ctx.ledger.tokens.get(agent.id)).toMatchObject({ revoked_at: null });
+
+      await page.goto(`${p}/approvals`);
+      await page.getByRole("button", { name: /^Approve 1\.75 USD/ }).click();
+      await page.getByRole("heading", { name: "Approve this payment?" }).waitFor();
+      await expectAccessible(page, "approve-confirm-approver-375");
+      await page.getByLabel(/^Reason/).fill("expected invoice");
+      await page.getByRole("button", { name: "Confirm: approve $1.75" }).click();
+      await page.getByText("Approved: the payment is being sent.").waitFor();
+      const decided = await page.locator("table", { has: page.locator("caption", { hasText: "decided lately" }) }).textContent();
+      expect(decided).toContain(`Approved by approver of the team (${approver.cred.id})`);
+      expect(decided).toContain("expected invoice");
+    } finally {
+      await approver.context.close();
+    }
+
+    const viewer = await operatorContext("viewer");
+    try {
+      const page = viewer.page;
+      for (const path of ["", "/transactions", "/approvals", "/agents", "/webhooks"]) expect((await page.goto(`${p}${path}`))!.status()).toBe(200);
+      await page.goto(`${p}/approvals`);
+      await expect(page.getByRole("button", { name: /^(Approve|Deny)/ }).count()).resolves.toBe(0);
+      expect((await page.goto(`${p}/approvals/${String(paid.body.id)}/deny`))!.status()).toBe(403);
+      const csrf = (await page.locator('meta[name="csrf-token"]').getAttribute("content"))!;
+      for (const path of [`${p}/approvals/${String(paid.body.id)}/deny`, `${p}/agents/${agent.id}/revoke`, `${p}/agents`, `${p}/fund`]) {
+        const res = await page.request.post(path, { form: { csrf, perm_read: "on" }, maxRedirects: 0 });
+        expect([path, res.status()]).toEqual([path, 403]);
+      }
+      expect((await server.server.ctx.ledger.payments.getPayment(String(paid.body.id)))!.approval).toBe("approved");
+
+      // The audit log: the decision with its approver, role, address and reason; pages pass axe at both widths.
+      await page.goto(`${p}/audit`);
+      const row = page.locator("tr", { hasText: String(paid.body.id) });
+      await expect(row.textContent()).resolves.toMatch(/approver of the team[\s\S]*\(approver\)[\s\S]*from \S+[\s\S]*Decided a payment[\s\S]*approval: "awaiting"[\s\S]*approval: "approved"; reason: "expected invoice"/);
+      await expect(page.locator("tr", { hasText: agent.id }).first().textContent()).resolves.toContain("Created a token");
+      for (const viewport of [{ width: 375, height: 800 }, { width: 1280, height: 900 }]) {
+        await page.setViewportSize(viewport);
+        for (const path of [`${p}/audit`, `${server.baseUrl}/console/audit`]) {
+          await page.goto(path);
+          await expectAccessible(page, `audit-${path.endsWith("/console/audit") ? "all" : "project"}-${viewport.width}`);
+        }
+      }
+      await expect(page.locator("main").textContent()).resolves.toContain(`Created an admin credential ${viewer.cred.id}`);
+    } finally {
+      await viewer.context.close();
+    }
+    // The console's writes are the API's: the same entries through GET /v1/admin/audit's service.
+    const { listAudit } = await import("../../server/src/services/audit.ts");
+    const decision = (await listAudit(server.server.ctx, { projectId: server.projectId, action: "approval.decided" })).data.find((e) => e.target_id === String(paid.body.id));
+    expect(decision).toMatchObject({ actor: { name: "approver of the team", role: "approver" }, before: { approval: "awaiting" }, after: { approval: "approved", reason: "expected invoice" } });
   });
 });

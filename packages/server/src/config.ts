@@ -122,6 +122,8 @@ const EnvSchema = z.object({
   /** An endpoint answering nothing but failures this long (default 2 days) is disabled when a delivery gives up. */
   WEBHOOK_DISABLE_AFTER_FAILING_MS: int(2 * 86_400_000, 60_000, 30 * 86_400_000),
   FIAT_SANDBOX_DELAY_MS: int(3_000, 0, 3_600_000),
+  /** The audit log keeps entries this many days (default 400: a year and a review), pruned by the housekeeping loop. */
+  AUDIT_RETENTION_DAYS: int(400, 1, 3_650),
   /**
    * Completed bank payments stay watched for an ACH return this long (60 days: the longest a consumer
    * account may return a debit it did not authorize), read by one pass this often, each pass reading at most
@@ -196,6 +198,8 @@ export type Config = DeepReadonly<{
   workers: { watcherIntervalMs: number; workerIntervalMs: number; paymentRequestLeaseMs: number; settlement: "thread" | "inline"; retry: { stepErrorsMax: number; backoffMinMs: number; backoffMaxMs: number } };
   spending: { approvalTimeoutMs: number };
   delegation: { depthMax: number; childrenMax: number };
+  /** The audit log's entries are pruned once older than this (services/audit.ts). */
+  audit: { retentionDays: number };
   fiat: {
     sandboxDelayMs: number;
     /** Completed bank payments watched for returns (rails/fiat/returnWatch.ts). */
@@ -298,6 +302,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
     workers: { watcherIntervalMs: e.WATCHER_INTERVAL_MS, workerIntervalMs: e.WORKER_INTERVAL_MS, paymentRequestLeaseMs: e.PAYMENT_REQUEST_LEASE_MS, settlement: e.SETTLEMENT, retry: { stepErrorsMax: e.SETTLEMENT_STEP_ERRORS_MAX, backoffMinMs: e.SETTLEMENT_BACKOFF_MIN_MS, backoffMaxMs: Math.max(e.SETTLEMENT_BACKOFF_MIN_MS, e.SETTLEMENT_BACKOFF_MAX_MS) } },
     spending: { approvalTimeoutMs: e.APPROVAL_TIMEOUT_MS },
     delegation: { depthMax: e.TOKEN_DEPTH_MAX, childrenMax: e.TOKEN_CHILDREN_MAX },
+    audit: { retentionDays: e.AUDIT_RETENTION_DAYS },
     fiat: {
       sandboxDelayMs: e.FIAT_SANDBOX_DELAY_MS,
       returnWatch: { windowMs: e.FIAT_RETURN_WINDOW_DAYS * 86_400_000, intervalMs: e.FIAT_RETURN_WATCH_INTERVAL_MS, batchMax: e.FIAT_RETURN_WATCH_BATCH, recheckMs: e.FIAT_RETURN_RECHECK_MS },

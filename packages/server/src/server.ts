@@ -21,6 +21,7 @@ import { type Loop, startLoop } from "./workers/loop.ts";
 import { type WebhookDeliverer, createWebhookDeliverer } from "./workers/webhookDelivery.ts";
 import { type Settlement, startInlineSettlement, startSettlementThread } from "./settlement/settlement.ts";
 import type { SandboxFiatProvider } from "./rails/fiat/sandboxProvider.ts";
+import { pruneAudit } from "./services/audit.ts";
 
 export type RunningServer = {
   app: FastifyInstance;
@@ -148,7 +149,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       },
     });
     // Housekeeping, bounded per pass: expired idempotency claims and kept replies, webhook ids past any replay window, old webhook events sent,
-    // expired console sessions, sign-in codes and one-time views never opened, expired quotes.
+    // expired console sessions, sign-in codes and one-time views never opened, expired quotes, audit entries past their retention.
     loops.push(
       startLoop("housekeeping", 60_000, async () => {
         await base.ledger.idempotencyKeys.pruneExpired(base.clock().toISOString());
@@ -156,6 +157,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
         await base.ledger.receivedWebhooks.prune(new Date(base.clock().getTime() - WEBHOOK_ID_KEEP_MS).toISOString());
         await base.ledger.webhooks.prune(new Date(base.clock().getTime() - OUTBOX_KEEP_MS).toISOString(), OUTBOX_PRUNE_MAX);
         await base.ledger.quotes.prune(base.clock().toISOString());
+        await pruneAudit(base, config.audit.retentionDays);
       }, logger),
     );
   } catch (err) {

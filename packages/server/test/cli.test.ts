@@ -144,12 +144,18 @@ describe.each(dialects)("agentwallet CLI on %s", (dialect) => {
     const at = join(dir, "admin");
     await cli(at, ["migrate"]);
     const created = await cli(at, ["admin", "credentials", "create", "--name", "ops"]);
-    expect(created).toEqual({ id: expect.stringMatching(/^adm_/), name: "ops", display_prefix: created.credential.slice(0, 13), created_at: expect.any(String), revoked_at: null, state: "active", credential: expect.stringMatching(/^aw_admin_/) });
+    expect(created).toEqual({ id: expect.stringMatching(/^adm_/), name: "ops", role: "admin", display_prefix: created.credential.slice(0, 13), created_at: expect.any(String), revoked_at: null, state: "active", credential: expect.stringMatching(/^aw_admin_/) });
     const { credential, ...shown } = created;
     expect(await cli(at, ["admin", "credentials", "list"])).toEqual([shown]);
     for (const file of readdirSync(at).filter((f) => f.startsWith("agentwallet"))) expect(readFileSync(join(at, file)).includes(credential.slice(13))).toBe(false);
     expect(await cli(at, ["admin", "credentials", "revoke", shown.id])).toEqual({ ...shown, revoked_at: expect.any(String), state: "revoked" });
     expectOneErrorLine(await exec(["admin", "credentials", "revoke", shown.id, "--data-dir", at]), /was revoked at/);
+    // A role, and the audit log of what the CLI did, with its user as the actor.
+    expect(await cli(at, ["admin", "credentials", "create", "--name", "on-call", "--role", "approver"])).toMatchObject({ role: "approver" });
+    expectOneErrorLine(await exec(["admin", "credentials", "create", "--role", "root", "--data-dir", at]), /role must be viewer, approver, admin/);
+    const audit = (await cli(at, ["audit", "list"])) as { data: { action: string; target_id: string; actor: { id: string; role: null; ip: null } }[] };
+    expect(audit.data.map((e) => [e.action, e.actor.id.startsWith("cli"), e.actor.role, e.actor.ip])).toEqual([["credential.created", true, null, null], ["credential.revoked", true, null, null], ["credential.created", true, null, null]]);
+    expect(audit.data[1]!.target_id).toBe(shown.id);
   }, slow);
 
   // The messages come from the CLI layer, the same on both databases.

@@ -22,7 +22,7 @@ describe.each(dialects)("console one-time views (%s)", (dialect) => {
     const admin = await createAdminCredential(t.ctx, { name: "views" });
     const mine = await backend.createSession({ kind: "operator", credentialId: admin.id });
     const theirs = await backend.createSession({ kind: "operator", credentialId: admin.id });
-    const session = (s: { id: string; csrf: string; expiresAt: string }) => ({ ...s, viewer: { kind: "operator" as const, credentialId: admin.id } });
+    const session = (s: { id: string; csrf: string; expiresAt: string }) => ({ ...s, viewer: { kind: "operator" as const, credentialId: admin.id, name: admin.name, role: "admin" as const } });
     const shown = { token: { id: "tok_1", token: "aw_test_secretpart0123456789" }, snippet: "{}" };
 
     const viewId = await backend.keepOneTimeView(session(mine), project.id, "token", shown);

@@ -5,6 +5,7 @@ import type { Viewer } from "@agentwallet/console";
 import { authorizeChange } from "../src/services/console/viewers.ts";
 import { updateControls } from "../src/services/spendingControls.ts";
 import { issueToken } from "../src/services/tokens.ts";
+import { createAdminCredential } from "../src/services/adminCredentials.ts";
 import { createTestContext, type TestContext } from "./support/context.ts";
 import { dialects } from "./support/db.ts";
 
@@ -21,12 +22,28 @@ describe.each(dialects)("console: who may change a project (%s)", (dialect) => {
   // What the page thought of the viewer does not count: `manage` and `decide` are claimed true everywhere.
   const viewerOf = (tok: { id: string; project_id: string }, projectId = tok.project_id): Viewer => ({ kind: "token", projectId, tokenId: tok.id, permissions: ["read", "pay", "x402"], manage: true, decide: true });
   const refusal = { kind: "forbidden", code: "permission_denied" };
+  // The page's claim of a role does not count either: every operator viewer below claims admin.
+  const operator = async (role: "viewer" | "approver" | "admin"): Promise<Viewer & { kind: "operator" }> => {
+    const c = await createAdminCredential(t.ctx, { name: `${role} laptop`, role });
+    return { kind: "operator", credentialId: c.id, name: c.name, role: "admin", ip: "203.0.113.7" };
+  };
 
-  test("default: the operator is named by its credential; a full token without controls by its id and prefix", async () => {
+  test("default: the operator is named by its credential's id, name and role; a full token without controls by its id and prefix", async () => {
     const p = await project();
     const full = await token(p.id, ["read", "pay", "x402"]);
-    await expect(authorizeChange(t.ctx, { kind: "operator", credentialId: "adm_1" }, p.id)).resolves.toBe("operator adm_1");
-    await expect(authorizeChange(t.ctx, viewerOf(full), p.id, "decide")).resolves.toBe(`token ${full.id} (${full.display_prefix}…)`);
+    const admin = await operator("admin");
+    await expect(authorizeChange(t.ctx, admin, p.id)).resolves.toEqual({ id: admin.credentialId, name: "admin laptop", role: "admin", ip: "203.0.113.7" });
+    await expect(authorizeChange(t.ctx, viewerOf(full), p.id, "decide")).resolves.toEqual({ id: full.id, name: `token ${full.display_prefix}…`, role: null, ip: null });
+  });
+
+  test("error: an operator's role is read from its credential: a viewer changes nothing, an approver only decides", async () => {
+    const p = await project();
+    const viewer = await operator("viewer");
+    const approver = await operator("approver");
+    await expect(authorizeChange(t.ctx, viewer, p.id)).rejects.toMatchObject(refusal);
+    await expect(authorizeChange(t.ctx, viewer, p.id, "decide")).rejects.toMatchObject(refusal);
+    await expect(authorizeChange(t.ctx, approver, p.id)).rejects.toMatchObject({ ...refusal, detail: expect.stringContaining("needs admin") });
+    await expect(authorizeChange(t.ctx, approver, p.id, "decide")).resolves.toMatchObject({ id: approver.credentialId, role: "approver" });
   });
 
   test("error: a token with fewer permissions, controls of its own, of another project, or revoked may not", async () => {
@@ -45,8 +62,9 @@ describe.each(dialects)("console: who may change a project (%s)", (dialect) => {
     const p = await project();
     const full = await token(p.id, ["read", "pay", "x402"]);
     await updateControls(t.ctx, "project", p.id, { approval_above_usd: 10 });
-    await expect(authorizeChange(t.ctx, viewerOf(full), p.id)).resolves.toContain(full.id);
+    await expect(authorizeChange(t.ctx, viewerOf(full), p.id)).resolves.toMatchObject({ id: full.id });
     await expect(authorizeChange(t.ctx, viewerOf(full), p.id, "decide")).rejects.toMatchObject({ ...refusal, detail: expect.stringContaining("only the operator") });
-    await expect(authorizeChange(t.ctx, { kind: "operator", credentialId: "adm_1" }, p.id, "decide")).resolves.toBe("operator adm_1");
+    const admin = await operator("admin");
+    await expect(authorizeChange(t.ctx, admin, p.id, "decide")).resolves.toMatchObject({ id: admin.credentialId });
   });
 });

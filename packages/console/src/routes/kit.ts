@@ -7,7 +7,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ConsoleBackend, OneTimeViewKind, Session } from "../backend.ts";
 import type { Html } from "../html.ts";
-import { type ControlsFormValues, type PageContext, alreadyShownPage, canManage, errorPage } from "../pages.ts";
+import { type ControlsFormValues, type PageContext, alreadyShownPage, canDecide, canManage, errorPage } from "../pages.ts";
 
 export type ConsoleOptions = {
   backend: ConsoleBackend;
@@ -86,7 +86,9 @@ export function routeKit(opts: ConsoleOptions) {
   const sessionOf = async (req: FastifyRequest): Promise<Session | null> => {
     const id = readCookie(req, COOKIE);
     if (!id || id.length > 200) return null;
-    return backend.getSession(id);
+    const s = await backend.getSession(id);
+    // The client's address rides with the viewer to every change, for its audit entry (never stored in the session).
+    return s && { ...s, viewer: { ...s.viewer, ip: req.ip } };
   };
 
   /** A signed-in session, or a redirect to sign in (pages) / 401 (the page script). */
@@ -131,19 +133,23 @@ export function routeKit(opts: ConsoleOptions) {
     return project;
   };
 
-  /** Token and approval changes: the operator or a token that may manage the project (the backend checks again). */
-  const requireManage = (pc: PageContext) => {
-    if (!canManage(pc)) throw new ConsoleError(403, "This sign-in may not manage tokens or approvals: that needs the operator, or a token with read, pay and x402 and no spending controls of its own.");
+  /** Token and webhook changes: an operator of role admin or a token that may manage the project; decisions: `canDecide` (the backend checks again). */
+  const requireManage = (pc: PageContext, what: "manage" | "decide" = "manage") => {
+    if (what === "decide") {
+      if (!canDecide(pc)) throw new ConsoleError(403, pc.viewer?.kind === "operator" ? "This sign-in's role (viewer) may see approvals but not decide them." : "This project's own approval threshold is the operator's: only the operator approves or denies its payments.");
+      return;
+    }
+    if (!canManage(pc)) throw new ConsoleError(403, pc.viewer?.kind === "operator" ? `This sign-in's role (${pc.viewer.role}) may not change tokens, controls or webhooks: that needs an admin credential.` : "This sign-in may not manage tokens or approvals: that needs the operator, or a token with read, pay and x402 and no spending controls of its own.");
   };
 
   /** A change by a signed-in person who may manage this project: session, CSRF and origin, the project, the rule. */
-  const managedPost = async (req: FastifyRequest<{ Params: { pid: string } }>, reply: FastifyReply, current: PageContext["current"]) => {
+  const managedPost = async (req: FastifyRequest<{ Params: { pid: string } }>, reply: FastifyReply, current: PageContext["current"], what: "manage" | "decide" = "manage") => {
     const s = await requireSession(req, reply);
     if (!s) return null;
     checkPost(req, s);
     const project = await projectFor(s, req.params.pid);
     const pc = pageContext(s, { project, current });
-    requireManage(pc);
+    requireManage(pc, what);
     return { s, project, pc, body: (req.body ?? {}) as ControlsFormValues };
   };
 

@@ -3,6 +3,8 @@ import { type Config, describeDatabase, freezeConfig } from "../config.ts";
 import { loadRecipientHashKey } from "../deps.ts";
 import { openLedger } from "../ledger/open.ts";
 import { newId, systemClock } from "../ids.ts";
+import { userInfo } from "node:os";
+import type { Actor } from "../domain/audit.ts";
 import type { Ledger } from "../ledger/store.ts";
 import { type DeploymentRecord, mismatch, modeOfConfig } from "../services/deployment.ts";
 
@@ -65,4 +67,18 @@ export function configOfDeployment(config: Config, record: DeploymentRecord, ado
   if (modeOfConfig(config) === record.mode) return config;
   if (adopts && config.mode === "sandbox" && record.mode === "live") return freezeConfig({ ...config, mode: "live" });
   throw mismatch(record, config, describeDatabase(config));
+}
+
+/**
+ * Who acts from the CLI, for the audit log and a decision's record: the account that runs it (`cli:<user>`).
+ * The CLI runs where the database is, the root of trust, so it has no role and no client address.
+ */
+export function cliActor(): Actor {
+  let user = "";
+  try {
+    user = userInfo().username;
+  } catch {
+    user = "";
+  }
+  return { id: user ? `cli:${user}` : "cli", name: user || "cli", role: null, ip: null };
 }

@@ -6,7 +6,7 @@ import { claimDeployment } from "../services/deployment.ts";
 import { DomainError } from "../domain/errors.ts";
 import { createProject, listProjects, setProjectPaused } from "../services/projects.ts";
 import { issueToken, listTokens, parseDuration, parsePermissions, revokeToken, tokenName } from "../services/tokens.ts";
-import { type Command, type CommandInput, type CommandIo, CliError, UsageError, configOfDeployment, need, needArg, withServices } from "./command.ts";
+import { type Command, type CommandInput, type CommandIo, CliError, UsageError, cliActor, configOfDeployment, need, needArg, withServices } from "./command.ts";
 import { spendingCommands, wireFromOptions } from "./spendingCommands.ts";
 import { adminCommands } from "./adminCommands.ts";
 import { webhookCommands } from "./webhookCommands.ts";
@@ -71,7 +71,7 @@ export const commands: Record<string, Command> = {
     if (!deployment) throw new CliError(`${describeDatabase(config)} records no deployment mode yet (it was created before the record existed): start its server once (\`agentwallet serve\` with the deployment's settings), which records it, then issue tokens`);
     const created = await withServices(config, async (c) => {
       try {
-        return await issueToken(c, { projectId, permissions, mode: deployment.mode, expiresInMs, controls, name });
+        return await issueToken(c, { projectId, permissions, mode: deployment.mode, expiresInMs, controls, name }, cliActor());
       } catch (err) {
         // The only invalid input issueToken finds is in the control options: a usage mistake.
         if (err instanceof DomainError && err.kind === "invalid") throw new UsageError(err.detail);
@@ -94,7 +94,7 @@ export const commands: Record<string, Command> = {
 
   "tokens revoke": async ({ config, args, io }) => {
     const id = needArg(args, "tokens revoke TOKEN_ID");
-    const row = await withServices(config, (c) => revokeToken(c, id));
+    const row = await withServices(config, (c) => revokeToken(c, id, cliActor()));
     io.out(`Revoked ${id}; requests with it are refused from now on.`, row);
     return 0;
   },
@@ -113,7 +113,7 @@ export const commands: Record<string, Command> = {
 
 async function setPaused(config: CommandInput["config"], args: string[], io: CommandIo, paused: boolean): Promise<number> {
   const id = needArg(args, `projects ${paused ? "pause" : "resume"} ID`);
-  const project = await withServices(config, (c) => setProjectPaused(c, id, paused));
+  const project = await withServices(config, (c) => setProjectPaused(c, id, paused, cliActor()));
   io.out(`Project ${id} ${paused ? "paused: payments are refused" : "resumed"}.`, project);
   return 0;
 }

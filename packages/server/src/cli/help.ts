@@ -123,8 +123,8 @@ Lists payments waiting for a person's approval (above an --approval-above-usd th
 
 Example:
   npm run -s agentwallet -- payments pending --project prj_…`,
-  "payments approve": ID_ONLY("payments approve PAYMENT_ID", "Approves a waiting payment: the running server sends it.", "payments approve txn_…"),
-  "payments deny": ID_ONLY("payments deny PAYMENT_ID", "Denies a waiting payment: it fails and is credited back.", "payments deny txn_…"),
+  "payments approve": ID_ONLY("payments approve PAYMENT_ID [--reason TEXT]", "Approves a waiting payment: the running server sends it. The reason is kept in its history and the audit log.", 'payments approve txn_… --reason "expected invoice"'),
+  "payments deny": ID_ONLY("payments deny PAYMENT_ID [--reason TEXT]", "Denies a waiting payment: it fails and is credited back. The reason is kept in its history and the audit log.", 'payments deny txn_… --reason "unknown merchant"'),
   "payments resolve": `Usage: agentwallet payments resolve PAYMENT_ID --as failed|completed --reason TEXT [--tx-hash 0x…]
 
 Ends by hand a payment the settlement cannot drive because its stored rail state does not parse (the server
@@ -168,11 +168,16 @@ Example:
   "webhooks redeliver": ID_ONLY("webhooks redeliver EVENT_ID", "Sends an event again to its endpoints.", "webhooks redeliver evt_…"),
 
   "admin credentials create": ID_ONLY(
-    "admin credentials create [--name NAME]",
-    "Creates an operator's admin credential (aw_admin_…) for /v1/admin/… and the console's operator sign-in; printed once, only its hash is stored.",
-    'admin credentials create --name "ops laptop"',
+    "admin credentials create [--name NAME] [--role viewer|approver|admin]",
+    "Creates an operator's admin credential (aw_admin_…) for /v1/admin/… and the console's operator sign-in; printed once, only its hash is stored. Its role: viewer reads everything; approver also approves and denies payments; admin (the default) does everything.",
+    'admin credentials create --name "on-call" --role approver',
   ),
-  "admin credentials list": ID_ONLY("admin credentials list", "Lists admin credentials: id, first characters, state, name.", "admin credentials list"),
+  "admin credentials list": ID_ONLY("admin credentials list", "Lists admin credentials: id, first characters, state, role, name.", "admin credentials list"),
+  "audit list": ID_ONLY(
+    "audit list [--project ID] [--action ACTION] [--limit N] [--before SEQ]",
+    "Lists the audit log, newest first: who (credential, token or CLI user, and address), what, before -> after, when. --limit 1–500 (default 50); --before pages on.",
+    "audit list --project prj_… --action token.revoked",
+  ),
   "admin credentials revoke": ID_ONLY("admin credentials revoke ID", "Revokes an admin credential: the admin API and the console refuse it from now on.", "admin credentials revoke adm_…"),
 
   "workers run-once": ID_ONLY("workers run-once", "Fills relayer nonces the chain lost, then moves every open payment forward once (needs the deployment's chain settings).", "workers run-once --json"),

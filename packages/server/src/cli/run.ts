@@ -35,7 +35,7 @@ Commands:
   tokens update TOKEN_ID [controls]                change a token's spending controls (only the options given)
   projects limits PROJECT_ID [controls]            controls every token of the project obeys too (the stricter wins)
   payments pending [--project ID]                  payments waiting for a person's approval
-  payments approve|deny PAYMENT_ID                 decide one (approved: the server sends it; denied: failed, credited back)
+  payments approve|deny PAYMENT_ID [--reason TEXT] decide one (approved: the server sends it; denied: failed, credited back)
   payments resolve PAYMENT_ID --as failed|completed --reason TEXT [--tx-hash 0x…]
                                                    end by hand a payment whose rail state does not parse
   refusals list [--project ID] [--limit N]         payment attempts the spending controls refused (newest first)
@@ -44,9 +44,12 @@ Commands:
   webhooks delete|enable ENDPOINT_ID               stop sending to one, or send again to a disabled one
   webhooks deliveries ENDPOINT_ID [--limit N]      its newest deliveries and their attempts
   webhooks redeliver EVENT_ID                      send an event again to its endpoints
-  admin credentials create [--name N]              an operator's admin credential (aw_admin_…) for /v1/admin/… and
-                                                   the console's operator sign-in; printed once, only its hash is stored
+  admin credentials create [--name N] [--role R]   an operator's admin credential (aw_admin_…) for /v1/admin/… and
+                                                   the console's operator sign-in; printed once, only its hash is stored;
+                                                   role viewer (reads), approver (also decides payments) or admin (default)
   admin credentials list | admin credentials revoke ID
+  audit list [--project ID] [--action A] [--limit N] [--before SEQ]
+                                                   who changed what: every operator and token-management change, newest first
   workers run-once                                 fill lost relayer nonces, move every open payment forward once
   reconcile                                        compare on-chain wallet balances with the ledger
   verify-evidence --project ID | --file EXPORT.jsonl [--offline]
@@ -108,6 +111,9 @@ async function dispatch(argv: string[], proc: CliProcess): Promise<number> {
         "amount-usdc": { type: "string" },
         as: { type: "string" },
         reason: { type: "string" },
+        role: { type: "string" },
+        action: { type: "string" },
+        before: { type: "string" },
         "tx-hash": { type: "string" },
         file: { type: "string" },
         format: { type: "string" },

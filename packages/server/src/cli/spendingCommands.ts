@@ -4,8 +4,7 @@
  * (`payments pending|approve|deny`) and the refusal log (`refusals list`). Each is the service
  * function the admin API calls too (services/spendingControls.ts, services/approvals.ts).
  */
-import { userInfo } from "node:os";
-import { type Command, type CommandInput, CliError, UsageError, need, needArg, withServices } from "./command.ts";
+import { cliActor, type Command, type CommandInput, CliError, UsageError, need, needArg, withServices } from "./command.ts";
 import { parseControls } from "../domain/spending.ts";
 import { DomainError } from "../domain/errors.ts";
 import { type BankKey, type WireControls, controlsColumn, listRefusals, parseControlsInput, renderControls, updateControls } from "../services/spendingControls.ts";
@@ -103,19 +102,10 @@ async function changeControls({ config, args, options, io }: CommandInput, scope
     const stored = scope === "token" ? (await c.ledger.tokens.get(id))?.spending_controls : (await c.ledger.projects.get(id))?.spending_controls;
     if (stored === undefined) throw new CliError(`no ${scope} with id ${id}`);
     const wire = wireFromOptions(options, stored);
-    return wire ? updateControls(c, scope, id, wire) : renderControls(parseControls(stored));
+    return wire ? updateControls(c, scope, id, wire, cliActor()) : renderControls(parseControls(stored));
   });
   io.out(scope === "token" ? `Token ${id}: ${describeControls(controls)}.` : `Project ${id} (every token obeys these too): ${describeControls(controls)}.`, { id, spending_controls: controls });
   return 0;
-}
-
-/** Who decides from the CLI: the account that runs it. */
-function cliActor(): string {
-  try {
-    return `cli:${userInfo().username}`;
-  } catch {
-    return "cli";
-  }
 }
 
 export const spendingCommands: Record<string, Command> = {
@@ -138,7 +128,7 @@ export const spendingCommands: Record<string, Command> = {
     if (outcome !== "failed" && outcome !== "completed") throw new UsageError(`--as must be failed or completed (got "${outcome}")`);
     const reason = need(options, "reason");
     const txHash = typeof options["tx-hash"] === "string" ? options["tx-hash"] : undefined;
-    const out = await withServices(config, (c) => resolveByHand(c, { paymentId: id, outcome, reason, by: cliActor(), txHash }));
+    const out = await withServices(config, (c) => resolveByHand(c, { paymentId: id, outcome, reason, by: cliActor().id, txHash }));
     io.out(
       `${out.payment.id} is ${out.payment.status}${outcome === "failed" ? ": amount and fee credited back" : ""}. Its rail state did not parse: ${out.problem}`,
       { id: out.payment.id, status: out.payment.status, failure_code: out.payment.failureCode, failure_reason: out.payment.failureReason, tx_hash: out.payment.txHash },
@@ -154,9 +144,11 @@ export const spendingCommands: Record<string, Command> = {
   },
 };
 
-async function decide({ config, args, io }: CommandInput, decision: "approved" | "denied"): Promise<number> {
-  const id = needArg(args, `payments ${decision === "approved" ? "approve" : "deny"} PAYMENT_ID`);
-  const out = await withServices(config, (c) => decidePayment(c, id, decision, cliActor()));
+async function decide({ config, args, options, io }: CommandInput, decision: "approved" | "denied"): Promise<number> {
+  const id = needArg(args, `payments ${decision === "approved" ? "approve" : "deny"} PAYMENT_ID [--reason TEXT]`);
+  const actor = cliActor();
+  const reason = typeof options.reason === "string" ? options.reason : null;
+  const out = await withServices(config, (c) => decidePayment(c, id, decision, actor.id, { actor, reason }));
   if (out.kind === "not_awaiting") throw new CliError(`payment ${id} is not waiting for approval (${out.detail})`);
   io.out(
     decision === "approved" ? `Approved ${id}: the running server's worker sends it now.` : `Denied ${id}: failed and credited back.`,

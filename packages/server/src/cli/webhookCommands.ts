@@ -9,7 +9,7 @@ import { DomainError } from "../domain/errors.ts";
 import { newId, systemClock } from "../ids.ts";
 import type { Ledger } from "../ledger/store.ts";
 import { createWebhookEndpoint, deleteWebhookEndpoint, enableWebhookEndpoint, endpointJson, listWebhookDeliveries, listWebhookEndpoints, redeliverWebhookEvent } from "../services/webhooks/endpoints.ts";
-import { type Command, CliError, need, needArg } from "./command.ts";
+import { type Command, CliError, cliActor, need, needArg } from "./command.ts";
 
 /** The options of these commands (`--project` and `--limit` are shared with others). */
 export const WEBHOOK_OPTIONS = {
@@ -35,7 +35,7 @@ export const webhookCommands: Record<string, Command> = {
     const url = need(options, "url");
     const events = typeof options.events === "string" ? options.events.split(",").map((e) => e.trim()).filter(Boolean) : undefined;
     const { endpoint, secret } = await withLedger(config, (ledger) =>
-      createWebhookEndpoint({ ledger, clock: systemClock, newId, mode: config.mode, privateTargets: config.privateTargets, secretKey: () => loadWebhookSecretKey(config) }, { projectId, url, events }),
+      createWebhookEndpoint({ ledger, clock: systemClock, newId, mode: config.mode, privateTargets: config.privateTargets, secretKey: () => loadWebhookSecretKey(config) }, { projectId, url, events }, cliActor()),
     );
     const json = endpointJson(endpoint);
     io.out(
@@ -59,13 +59,13 @@ export const webhookCommands: Record<string, Command> = {
 
   "webhooks delete": async ({ config, args, io }) => {
     const id = needArg(args, "webhooks delete ENDPOINT_ID");
-    io.out(`Deleted ${id}: nothing more is sent to it.`, await withLedger(config, (ledger) => deleteWebhookEndpoint({ ledger, clock: systemClock }, id)));
+    io.out(`Deleted ${id}: nothing more is sent to it.`, await withLedger(config, (ledger) => deleteWebhookEndpoint({ ledger, clock: systemClock }, id, cliActor())));
     return 0;
   },
 
   "webhooks enable": async ({ config, args, io }) => {
     const id = needArg(args, "webhooks enable ENDPOINT_ID");
-    const endpoint = await withLedger(config, (ledger) => enableWebhookEndpoint({ ledger, clock: systemClock }, id));
+    const endpoint = await withLedger(config, (ledger) => enableWebhookEndpoint({ ledger, clock: systemClock }, id, cliActor()));
     io.out(`Enabled ${id}: what is pending is sent now.`, endpointJson(endpoint));
     return 0;
   },

@@ -58,6 +58,7 @@ export const ERROR_CODES = [
   // unauthorized (401) and forbidden (403).
   "unauthorized",
   "admin_credential_required",
+  "admin_role_insufficient",
   "project_token_required",
   "permission_denied",
   "spending_limit_exceeded",

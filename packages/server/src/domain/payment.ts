@@ -70,6 +70,10 @@ export type Payment = {
   /** Who approved or denied it; null if nobody did. */
   approvalDecidedBy: string | null;
   approvalDecidedAt: string | null;
+  /** The decider's name when they decided (a credential's name, a token's prefix, the CLI's user). */
+  approvalDecidedByName: string | null;
+  /** The reason the decider gave, if any. */
+  approvalReason: string | null;
   /** Fiat, completed: when the return watch last read its payout directly. */
   returnCheckedAt: string | null;
   /** Fiat: the on-chain transaction by which the provider sent its USDC back. */

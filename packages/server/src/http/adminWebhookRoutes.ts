@@ -4,7 +4,7 @@
  */
 import { AdminWebhookDeliveriesQuery, CreateWebhookEndpointRequest } from "@agentwallet/api";
 import type { FastifyInstance } from "fastify";
-import { adminAuth } from "./auth.ts";
+import { adminActor, adminAuth } from "./auth.ts";
 import { parseOr400 } from "./validation.ts";
 import { unavailable } from "../domain/errors.ts";
 import {
@@ -23,6 +23,7 @@ type AdminRoutesContext = Parameters<typeof adminAuth>[0];
 
 export function registerAdminWebhookRoutes(app: FastifyInstance, ctx: AdminRoutesContext): void {
   const asAdmin = { preHandler: adminAuth(ctx) };
+  const asViewer = { preHandler: adminAuth(ctx, "viewer") };
   const deps: WebhookDeps = {
     ledger: ctx.ledger,
     clock: ctx.clock,
@@ -34,21 +35,21 @@ export function registerAdminWebhookRoutes(app: FastifyInstance, ctx: AdminRoute
       return ctx.webhookSecretKey;
     },
   };
-  app.get<WithId>("/v1/admin/projects/:id/webhooks", asAdmin, async (req, reply) => {
+  app.get<WithId>("/v1/admin/projects/:id/webhooks", asViewer, async (req, reply) => {
     return { data: (await listWebhookEndpoints(ctx.ledger, req.params.id)).map(endpointJson) };
   });
   app.post<WithId>("/v1/admin/projects/:id/webhooks", asAdmin, async (req, reply) => {
     const body = parseOr400(CreateWebhookEndpointRequest, req.body);
-    const { endpoint, secret } = await createWebhookEndpoint(deps, { projectId: req.params.id, url: body.url, events: body.events });
+    const { endpoint, secret } = await createWebhookEndpoint(deps, { projectId: req.params.id, url: body.url, events: body.events }, adminActor(req));
     return reply.code(201).send({ ...endpointJson(endpoint), secret });
   });
   app.delete<WithId>("/v1/admin/webhooks/:id", asAdmin, async (req, reply) => {
-    return deleteWebhookEndpoint(deps, req.params.id);
+    return deleteWebhookEndpoint(deps, req.params.id, adminActor(req));
   });
   app.post<WithId>("/v1/admin/webhooks/:id/enable", asAdmin, async (req, reply) => {
-    return endpointJson(await enableWebhookEndpoint(deps, req.params.id));
+    return endpointJson(await enableWebhookEndpoint(deps, req.params.id, adminActor(req)));
   });
-  app.get<WithId>("/v1/admin/webhooks/:id/deliveries", asAdmin, async (req, reply) => {
+  app.get<WithId>("/v1/admin/webhooks/:id/deliveries", asViewer, async (req, reply) => {
     const q = parseOr400(AdminWebhookDeliveriesQuery, req.query ?? {}, "query");
     return { data: await listWebhookDeliveries(ctx.ledger, req.params.id, q.limit ?? 50) };
   });

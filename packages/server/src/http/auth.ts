@@ -12,7 +12,8 @@ import type { HttpDeps } from "./httpDeps.ts";
 import { hashToken, isWellFormedAdminCredential, isWellFormedToken } from "../tokens.ts";
 import { forbidden, unauthorized } from "../domain/errors.ts";
 import { ApiError } from "./apiError.ts";
-import { checkAdminCredential } from "../services/adminCredentials.ts";
+import { checkAdminCredential, credentialActor, roleOf } from "../services/adminCredentials.ts";
+import { type Actor, type AdminRole, roleAllows } from "../domain/audit.ts";
 import type { AdminCredentialRow } from "../ledger/adminCredentials.ts";
 import { type Principal, requirePermission } from "../domain/principal.ts";
 import { parseControls } from "../domain/spending.ts";
@@ -115,8 +116,21 @@ const HOW_ADMIN = "Send `Authorization: Bearer aw_admin_…` with an operator's 
  * limit of that credential. A project's API token is refused here whatever its permissions (403
  * `admin_credential_required`), as an admin credential is refused everywhere else.
  */
-export function adminAuth(ctx: HttpDeps): AuthHook {
-  return (req, reply) => authenticateAdmin(ctx, req, reply);
+/**
+ * The admin API's preHandler: an active admin credential whose role allows `needed` (reads: `viewer`; decisions:
+ * `approver`; every change: `admin`, the default), else 403 `admin_role_insufficient`.
+ */
+export function adminAuth(ctx: HttpDeps, needed: AdminRole = "admin"): AuthHook {
+  return async (req, reply) => {
+    await authenticateAdmin(ctx, req, reply);
+    const role = roleOf(req.admin!);
+    if (!roleAllows(role, needed)) throw forbidden("admin_role_insufficient", `This admin credential's role is ${role}; this needs ${needed}${needed === "admin" ? "" : " or admin"}. Ask an operator for a credential with that role (\`agentwallet admin credentials create --role ${needed}\`).`);
+  };
+}
+
+/** The audit log's actor for the request's admin credential, with the client's address. */
+export function adminActor(req: FastifyRequest): Actor {
+  return credentialActor(adminOf(req), req.ip);
 }
 
 /** The admin credential a route's `adminAuth` preHandler set; a route without one is a programming error. */

@@ -20,6 +20,7 @@ import * as tokens from "../services/console/tokens.ts";
 import * as transactions from "../services/console/transactions.ts";
 import * as views from "../services/console/oneTimeViews.ts";
 import * as webhooks from "../services/console/webhooks.ts";
+import { listAudit } from "../services/audit.ts";
 
 export type ConsoleAppOptions = {
   /** The key webhook signing secrets are sealed with (deps.ts loadWebhookSecretKey); without it the console creates no endpoints. */
@@ -62,7 +63,11 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
     revokeToken: (viewer, projectId, tokenId) => tokens.revokeToken(ctx, viewer, projectId, tokenId),
     listApprovals: (projectId) => approvals.listApprovals(ctx, projectId),
     getApproval: (projectId, paymentId) => approvals.getApproval(ctx, projectId, paymentId),
-    decideApproval: (viewer, projectId, paymentId, decision) => approvals.decideApproval(ctx, viewer, projectId, paymentId, decision),
+    decideApproval: (viewer, projectId, paymentId, decision, reason) => approvals.decideApproval(ctx, viewer, projectId, paymentId, decision, reason),
+    listAudit: async (projectId, before, limit) => {
+      const page = await listAudit(ctx, { projectId: projectId ?? undefined, before: before ?? undefined, limit });
+      return { entries: page.data, nextBefore: page.next_before };
+    },
     listRefusals: (projectId, tokenId, limit) => approvals.listRefusals(ctx, projectId, tokenId, limit),
     keepOneTimeView: (session, projectId, kind, shown) => views.keepOneTimeView(ctx, viewKey, session, projectId, kind, shown),
     takeOneTimeView: (session, projectId, kind, viewId) => views.takeOneTimeView(ctx, viewKey, session, projectId, kind, viewId),

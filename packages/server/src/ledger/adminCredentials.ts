@@ -5,14 +5,19 @@
  */
 import type { Kysely } from "kysely";
 import type { AdminCredentialsTable, Database } from "./schema.ts";
+import type { Actor } from "../domain/audit.ts";
+import { withAudit } from "./auditLog.ts";
 
 export type AdminCredentialRow = AdminCredentialsTable;
 
 export class AdminCredentials {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async insert(row: AdminCredentialRow): Promise<void> {
-    await this.db.insertInto("admin_credentials").values(row).execute();
+  async insert(row: AdminCredentialRow, actor?: Actor): Promise<void> {
+    await withAudit(this.db, actor, row.created_at, async (trx) => {
+      await trx.insertInto("admin_credentials").values(row).execute();
+      return { result: undefined, change: { action: "credential.created", projectId: null, targetId: row.id, before: null, after: { name: row.name, role: row.role, display_prefix: row.display_prefix } } };
+    });
   }
 
   findByHash(hash: string): Promise<AdminCredentialRow | undefined> {
@@ -29,8 +34,10 @@ export class AdminCredentials {
   }
 
   /** Revokes an active credential; false if there is none with that id or it was revoked already. */
-  async revoke(id: string, at: string): Promise<boolean> {
-    const r = await this.db.updateTable("admin_credentials").set({ revoked_at: at }).where("id", "=", id).where("revoked_at", "is", null).executeTakeFirst();
-    return r.numUpdatedRows > 0n;
+  async revoke(id: string, at: string, actor?: Actor): Promise<boolean> {
+    return withAudit(this.db, actor, at, async (trx) => {
+      const r = await trx.updateTable("admin_credentials").set({ revoked_at: at }).where("id", "=", id).where("revoked_at", "is", null).returning(["name", "role"]).executeTakeFirst();
+      return { result: !!r, change: r ? { action: "credential.revoked", projectId: null, targetId: id, before: { name: r.name, role: r.role, revoked_at: null }, after: { revoked_at: at } } : null };
+    });
   }
 }

@@ -14,7 +14,7 @@ export type ConsoleSessionRow = {
   token_id: string | null;
   expires_at: string;
   /** For operator sessions: the admin credential as it is now. */
-  admin?: { id: string; revoked_at: string | null } | undefined;
+  admin?: { id: string; name: string; role: string; revoked_at: string | null } | undefined;
   /** For token sessions: the token as it is now. */
   token?: { project_id: string; permissions: string; expires_at: string | null; revoked_at: string | null; spending_controls: string | null } | undefined;
 };
@@ -31,7 +31,7 @@ export class ConsoleSessions {
       .selectFrom("console_sessions as s")
       .leftJoin("api_tokens as t", "t.id", "s.token_id")
       .leftJoin("admin_credentials as a", "a.id", "s.admin_credential_id")
-      .select(["s.kind", "s.token_id", "s.expires_at", "t.project_id", "t.permissions", "t.expires_at as token_expires_at", "t.revoked_at", "t.spending_controls", "a.id as admin_id", "a.revoked_at as admin_revoked_at"])
+      .select(["s.kind", "s.token_id", "s.expires_at", "t.project_id", "t.permissions", "t.expires_at as token_expires_at", "t.revoked_at", "t.spending_controls", "a.id as admin_id", "a.name as admin_name", "a.role as admin_role", "a.revoked_at as admin_revoked_at"])
       .where("s.id_hash", "=", sha256(id))
       .where("s.expires_at", ">", now)
       .executeTakeFirst();
@@ -40,7 +40,7 @@ export class ConsoleSessions {
       kind: row.kind as "operator" | "token",
       token_id: row.token_id,
       expires_at: row.expires_at,
-      admin: row.admin_id ? { id: row.admin_id, revoked_at: row.admin_revoked_at ?? null } : undefined,
+      admin: row.admin_id ? { id: row.admin_id, name: row.admin_name ?? "", role: row.admin_role ?? "admin", revoked_at: row.admin_revoked_at ?? null } : undefined,
       token: row.project_id ? { project_id: row.project_id, permissions: row.permissions!, expires_at: row.token_expires_at ?? null, revoked_at: row.revoked_at ?? null, spending_controls: row.spending_controls ?? null } : undefined,
     };
   }

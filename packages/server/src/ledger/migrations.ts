@@ -596,8 +596,44 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         for (const statement of evidenceTriggers(dialect)) await sql.raw(statement).execute(db);
       },
     },
+    "0028_roles_and_audit": {
+      // Teams: an admin credential's role (credentials made before are admin, as they could do everything);
+      // a decision's name and reason kept on the payment; and the audit log (ledger/auditLog.ts), whose rows
+      // a trigger refuses to update on both databases (decisions.md, "The audit log").
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable("admin_credentials").addColumn("role", "text", (c) => c.notNull().defaultTo("admin").check(sql`role in ('viewer','approver','admin')`)).execute();
+        await db.schema.alterTable("payments").addColumn("approval_decided_by_name", "text").execute();
+        await db.schema.alterTable("payments").addColumn("approval_reason", "text").execute();
+        await db.schema
+          .createTable("audit_log")
+          .addColumn("seq", seqType as any, (c: any) => seq(c))
+          .addColumn("at", "text", (c) => c.notNull())
+          .addColumn("actor_id", "text", (c) => c.notNull())
+          .addColumn("actor_name", "text", (c) => c.notNull())
+          .addColumn("actor_role", "text")
+          .addColumn("ip", "text")
+          .addColumn("action", "text", (c) => c.notNull())
+          .addColumn("project_id", "text")
+          .addColumn("target_id", "text", (c) => c.notNull())
+          .addColumn("before_json", "text")
+          .addColumn("after_json", "text")
+          .execute();
+        await db.schema.createIndex("audit_log_project_seq").on("audit_log").columns(["project_id", "seq"]).execute();
+        await db.schema.createIndex("audit_log_at").on("audit_log").column("at").execute();
+        for (const statement of AUDIT_LOG_NO_UPDATE[dialect]) await sql.raw(statement).execute(db);
+      },
+    },
   };
 }
+
+/** Refuses any UPDATE of an audit entry, whoever asks (a pruning DELETE stays possible: decisions.md, "The audit log"). */
+const AUDIT_LOG_NO_UPDATE: Record<Dialect, string[]> = {
+  sqlite: [`create trigger audit_log_no_update before update on audit_log begin select raise(abort, 'audit_log entries are never changed'); end`],
+  postgres: [
+    `create or replace function audit_log_no_update() returns trigger language plpgsql as $$ begin raise exception 'audit_log entries are never changed'; end $$`,
+    `create trigger audit_log_no_update before update on audit_log for each row execute function audit_log_no_update()`,
+  ],
+};
 
 /**
  * SQLite: the number of transactions per (project, type, status, UTC day), kept by triggers in the

@@ -48,6 +48,8 @@ export function toPayment(r: PaymentRow): Payment {
     approvalUntil: r.approval_until,
     approvalDecidedBy: r.approval_decided_by,
     approvalDecidedAt: r.approval_decided_at,
+    approvalDecidedByName: r.approval_decided_by_name ?? null,
+    approvalReason: r.approval_reason ?? null,
     returnCheckedAt: r.return_checked_at,
     refundTxHash: r.refund_tx_hash,
   };

@@ -26,6 +26,8 @@ import { type PaymentRow, toPayment, toRowPatch } from "./paymentRows.ts";
 import { type HoldControls, type Refusal, type SpendWindow, type WindowKey, type WindowKind, countedWindows, judgeStatic, windowBounds, windowRefusal, windowVerdict } from "../domain/spending.ts";
 import type { Payment, PaymentPatch } from "../domain/payment.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
+import type { Actor } from "../domain/audit.ts";
+import { auditInsert } from "./auditLog.ts";
 
 type TransactionRow = Insertable<Database["transactions"]>;
 
@@ -347,18 +349,29 @@ export class Payments {
   /**
    * Records a person's decision on an awaiting payment, with who decided (`by`) and when: approved (due at
    * once), or denied. An approval after the payment's time ran out changes nothing. Returns the row, or
-   * undefined if it was not awaiting.
+   * undefined if it was not awaiting. With an actor, the decision's audit entry is written in the same write
+   * (`by` and its name are the actor's), with the reason given.
    */
-  async decideApproval(id: string, decision: "approved" | "denied", by: string | null = null): Promise<Payment | undefined> {
+  async decideApproval(id: string, decision: "approved" | "denied", by: string | null = null, opts: { actor?: Actor; reason?: string | null } = {}): Promise<Payment | undefined> {
     const now = this.now();
+    const { actor, reason = null } = opts;
     let q = this.db
       .updateTable("payments")
-      .set({ approval: decision, updated_at: now, next_attempt_at: now, approval_decided_by: by, approval_decided_at: now })
+      .set({ approval: decision, updated_at: now, next_attempt_at: now, approval_decided_by: by, approval_decided_at: now, approval_decided_by_name: actor?.name ?? null, approval_reason: reason })
       .where("id", "=", id)
       .where("approval", "=", "awaiting")
       .where("status", "=", "pending");
     if (decision === "approved") q = q.where("approval_until", ">", now);
-    return maybe((await this.writes.writeOne(q.returningAll().compile()))[0]);
+    const db = this.db;
+    const row = await this.writes.atomically(function* (): Steps<PaymentRow | undefined> {
+      const [r] = (yield q.returningAll().compile()) as PaymentRow[];
+      if (r && actor) {
+        const after = { approval: decision, reason, amount_micros: Number(r.amount_micros), recipient: r.rail === "fiat" ? "(bank account)" : r.recipient };
+        yield auditInsert(db, actor, { action: "approval.decided", projectId: r.project_id, targetId: r.id, before: { approval: "awaiting" }, after }, now);
+      }
+      return r;
+    });
+    return maybe(row);
   }
 
   /** The worker's step for a payment that waits for approval; `handled: false` means the rail may advance it. */
@@ -490,6 +503,8 @@ export class Payments {
       approval_until: approvalUntil,
       approval_decided_by: null,
       approval_decided_at: null,
+      approval_decided_by_name: null,
+      approval_reason: null,
       return_checked_at: null,
       refund_tx_hash: null,
       admitted_json: admitted,

@@ -38,6 +38,7 @@ export type WebhookStore = Ledger["webhooks"];
 
 /** Operators' admin credentials (adminCredentials.ts). */
 export type AdminCredentialStore = Ledger["adminCredentials"];
+export type AuditStore = Ledger["audit"];
 
 /** The deployment's mode and chain (deployment.ts). */
 export type DeploymentStore = Ledger["deployment"];

@@ -7,6 +7,8 @@ import type { Clock, IdGenerator } from "../ids.ts";
 import type { Db } from "./db.ts";
 import type { Plan, ProjectsTable } from "./schema.ts";
 import { enqueueEvent } from "./webhookOutbox.ts";
+import type { Actor } from "../domain/audit.ts";
+import { withAudit } from "./auditLog.ts";
 
 export type ProjectRow = ProjectsTable;
 
@@ -52,9 +54,14 @@ export class Projects {
     return this.db.selectFrom("projects").selectAll().orderBy("created_at").orderBy("id").execute();
   }
 
-  async setPaused(id: string, paused: boolean): Promise<boolean> {
-    const r = await this.db.updateTable("projects").set({ paused: paused ? 1 : 0 }).where("id", "=", id).executeTakeFirst();
-    return r.numUpdatedRows > 0n;
+  /** Pauses or resumes; with an actor, the state before is read in the transaction and both go into its audit entry. */
+  async setPaused(id: string, paused: boolean, actor?: Actor): Promise<boolean> {
+    return withAudit(this.db, actor, this.clock().toISOString(), async (trx) => {
+      const before = await trx.selectFrom("projects").select("paused").where("id", "=", id).executeTakeFirst();
+      if (!before) return { result: false, change: null };
+      await trx.updateTable("projects").set({ paused: paused ? 1 : 0 }).where("id", "=", id).execute();
+      return { result: true, change: { action: paused ? "project.paused" : "project.resumed", projectId: id, targetId: id, before: { paused: Boolean(Number(before.paused)) }, after: { paused } } };
+    });
   }
 
   /**

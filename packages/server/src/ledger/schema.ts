@@ -125,6 +125,10 @@ export interface PaymentsTable {
   /** Who approved or denied it (migration 0014): "operator adm_…" (console), the admin credential's id (admin API), "token tok_… (aw_test_abcd…)", "cli:<user>"; null if nobody did. */
   approval_decided_by: string | null;
   approval_decided_at: string | null;
+  /** The decider's name as it was when they decided (a credential's name, a token's prefix; migration 0028). */
+  approval_decided_by_name: string | null;
+  /** The reason the decider gave, if any (migration 0028). */
+  approval_reason: string | null;
   /** Fiat, completed: when the return watch last read its payout directly (migration 0019). */
   return_checked_at: string | null;
   /** Fiat: the on-chain transaction by which the provider sent its USDC back, as the provider named it (migration 0019). */
@@ -227,6 +231,24 @@ export interface AdminCredentialsTable {
   display_prefix: string; // "aw_admin_AbCd"
   created_at: string;
   revoked_at: string | null;
+  /** viewer | approver | admin (migration 0028; credentials made before it are admin). */
+  role: string;
+}
+
+/** The audit log (migration 0028, ledger/auditLog.ts): one row per operator or token-management change, never updated. */
+export interface AuditLogTable {
+  seq: Generated<number>;
+  at: string;
+  /** adm_… | tok_… | cli:<user> */
+  actor_id: string;
+  actor_name: string;
+  actor_role: string | null;
+  ip: string | null;
+  action: string;
+  project_id: string | null;
+  target_id: string;
+  before_json: string | null;
+  after_json: string | null;
 }
 
 /**
@@ -284,6 +306,7 @@ export interface Database {
   admin_credentials: AdminCredentialsTable;
   return_watch: ReturnWatchTable;
   provider_refunds: ProviderRefundsTable;
+  audit_log: AuditLogTable;
 }
 
 /** Per off-ramp: how far the return watch has read its changed payouts, and who reads now (migration 0019). */

@@ -9,6 +9,7 @@ import { ReturnWatch } from "./returnWatch.ts";
 import { ConsoleSessions } from "./consoleSessions.ts";
 import { WebhookOutbox } from "./webhookOutbox.ts";
 import { AdminCredentials } from "./adminCredentials.ts";
+import { AuditLog } from "./auditLog.ts";
 import { IdempotencyKeys } from "./idempotencyKeys.ts";
 import { AtomicWrites } from "./atomicWrites.ts";
 import { RelayerNonces } from "./relayerNonces.ts";
@@ -37,6 +38,8 @@ export class Ledger {
   readonly webhooks: WebhookOutbox;
   /** Operators' admin credentials (adminCredentials.ts). */
   readonly adminCredentials: AdminCredentials;
+  /** The audit log of operator and token-management changes: read and pruned here, written by the stores that change (auditLog.ts). */
+  readonly audit: AuditLog;
   /** Idempotency keys claimed before a payment row owns them (idempotencyKeys.ts). */
   readonly idempotencyKeys: IdempotencyKeys;
   /** The relayer's nonce counter and the transactions it signed (relayerNonces.ts). */
@@ -81,6 +84,7 @@ export class Ledger {
     this.consoleSessions = new ConsoleSessions(db);
     this.webhooks = new WebhookOutbox(db, dialect);
     this.adminCredentials = new AdminCredentials(db);
+    this.audit = new AuditLog(db);
     this.idempotencyKeys = new IdempotencyKeys(db);
     this.transactions = new TransactionReads(db, dialect);
     this.relayerNonces = new RelayerNonces(db, writes);

@@ -9,6 +9,8 @@ import type { Clock } from "../ids.ts";
 import { scheduleFlush } from "./batching.ts";
 import { type Db, type Dialect, type SqliteDirect, withParameters } from "./db.ts";
 import type { Database } from "./schema.ts";
+import type { Actor } from "../domain/audit.ts";
+import { withAudit } from "./auditLog.ts";
 
 /**
  * The token, its project and the project's balance in one statement — authentication needs the first
@@ -72,8 +74,13 @@ export class Tokens {
     private readonly read: SqliteDirect["read"] | undefined,
   ) {}
 
-  async insert(row: NewTokenRow): Promise<void> {
-    await this.db.insertInto("api_tokens").values({ depth: 0, ...row }).execute();
+  /** A new token; with an actor, its audit entry in the same transaction. */
+  async insert(row: NewTokenRow, actor?: Actor): Promise<void> {
+    await withAudit(this.db, actor, row.created_at, async (trx) => {
+      await trx.insertInto("api_tokens").values({ depth: 0, ...row }).execute();
+      const after = { name: row.name ?? null, display_prefix: row.display_prefix, permissions: row.permissions.split(","), expires_at: row.expires_at, spending_controls: controlsOf(row.spending_controls ?? null) };
+      return { result: undefined, change: { action: "token.created", projectId: row.project_id, targetId: row.id, before: null, after } };
+    });
   }
 
   /**
@@ -185,30 +192,40 @@ export class Tokens {
   /**
    * Revokes an active token and, in the same transaction, every active descendant of it: the next request
    * of any of them is refused. The token's row first (waiting for a child being written under it,
-   * insertChild), then its descendants, read by a later statement that sees such a child. False if the
-   * token was not active.
+   * insertChild), then its descendants, read by a later statement that sees such a child. With an actor,
+   * its audit entry in the same transaction. False if the token was not active.
    */
-  async revoke(id: string): Promise<boolean> {
+  async revoke(id: string, actor?: Actor): Promise<boolean> {
     const at = this.clock().toISOString();
-    return this.db.transaction().execute(async (trx) => {
-      const r = await trx.updateTable("api_tokens").set({ revoked_at: at }).where("id", "=", id).where("revoked_at", "is", null).executeTakeFirst();
-      if (r.numUpdatedRows === 0n) return false;
+    return withAudit(this.db, actor, at, async (trx) => {
+      const r = await trx.updateTable("api_tokens").set({ revoked_at: at }).where("id", "=", id).where("revoked_at", "is", null).returning(["project_id"]).executeTakeFirst();
+      if (!r) return { result: false, change: null };
       await trx
         .updateTable("api_tokens")
         .set({ revoked_at: at })
         .where("id", "in", (eb) => eb.selectFrom("token_lineage").select("descendant_id").where("ancestor_id", "=", id))
         .where("revoked_at", "is", null)
         .execute();
-      return true;
+      return { result: true, change: { action: "token.revoked", projectId: r.project_id, targetId: id, before: { revoked_at: null }, after: { revoked_at: at } } };
     });
   }
 
   /** Sets (or with null clears) the spending controls of a token or a project; false if there is none with that id. */
-  async setSpendingControls(scope: "token" | "project", id: string, controls: string | null): Promise<boolean> {
-    const r =
-      scope === "token"
-        ? await this.db.updateTable("api_tokens").set({ spending_controls: controls }).where("id", "=", id).executeTakeFirst()
-        : await this.db.updateTable("projects").set({ spending_controls: controls }).where("id", "=", id).executeTakeFirst();
-    return r.numUpdatedRows > 0n;
+  /** With an actor, the controls before are read in the transaction that replaces them, and both go into its audit entry. */
+  async setSpendingControls(scope: "token" | "project", id: string, controls: string | null, actor?: Actor): Promise<boolean> {
+    return withAudit(this.db, actor, this.clock().toISOString(), async (trx) => {
+      const before =
+        scope === "token"
+          ? await trx.selectFrom("api_tokens").select(["spending_controls", "project_id"]).where("id", "=", id).executeTakeFirst()
+          : await trx.selectFrom("projects").select(["spending_controls", "id as project_id"]).where("id", "=", id).executeTakeFirst();
+      if (!before) return { result: false, change: null };
+      if (scope === "token") await trx.updateTable("api_tokens").set({ spending_controls: controls }).where("id", "=", id).execute();
+      else await trx.updateTable("projects").set({ spending_controls: controls }).where("id", "=", id).execute();
+      const change = { action: `${scope}.controls_changed` as const, projectId: before.project_id, targetId: id, before: { spending_controls: controlsOf(before.spending_controls) }, after: { spending_controls: controlsOf(controls) } };
+      return { result: true, change };
+    });
   }
 }
+
+/** A controls column as the audit log keeps it: its JSON, parsed (bank accounts in it are keyed hashes already). */
+const controlsOf = (c: string | null): unknown => (c === null ? null : JSON.parse(c));

@@ -16,6 +16,8 @@ import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import type { Db, Dialect } from "./db.ts";
 import type { WebhookDeliveriesTable, WebhookEndpointsTable, WebhookOutboxTable } from "./schema.ts";
+import type { Actor } from "../domain/audit.ts";
+import { recordAudit, withAudit } from "./auditLog.ts";
 
 export type WebhookEndpointRow = WebhookEndpointsTable;
 export type WebhookEventRow = WebhookOutboxTable;
@@ -232,8 +234,12 @@ export class WebhookOutbox {
     readonly dialect: Dialect,
   ) {}
 
-  async insertEndpoint(row: WebhookEndpointRow): Promise<void> {
-    await this.db.insertInto("webhook_endpoints").values(row).execute();
+  /** A new endpoint (its secret sealed); with an actor, its audit entry (never the secret) in the same transaction. */
+  async insertEndpoint(row: WebhookEndpointRow, actor?: Actor): Promise<void> {
+    await withAudit(this.db, actor, row.created_at, async (trx) => {
+      await trx.insertInto("webhook_endpoints").values(row).execute();
+      return { result: undefined, change: { action: "webhook.created", projectId: row.project_id, targetId: row.id, before: null, after: { url: row.url, events: eventsOf(row.events) } } };
+    });
   }
 
   getEndpoint(id: string) {
@@ -245,17 +251,21 @@ export class WebhookOutbox {
   }
 
   /** Deletes an endpoint: nothing more is written or sent to it; its past deliveries stay readable. */
-  async deleteEndpoint(id: string, at: string): Promise<boolean> {
-    const r = await this.db.updateTable("webhook_endpoints").set({ deleted_at: at, disabled_at: at, disabled_reason: "deleted" }).where("id", "=", id).where("deleted_at", "is", null).executeTakeFirst();
-    return r.numUpdatedRows > 0n;
+  async deleteEndpoint(id: string, at: string, actor?: Actor): Promise<boolean> {
+    return withAudit(this.db, actor, at, async (trx) => {
+      const r = await trx.updateTable("webhook_endpoints").set({ deleted_at: at, disabled_at: at, disabled_reason: "deleted" }).where("id", "=", id).where("deleted_at", "is", null).returning(["project_id", "url"]).executeTakeFirst();
+      return { result: !!r, change: r ? { action: "webhook.deleted", projectId: r.project_id, targetId: id, before: { url: r.url, deleted_at: null }, after: { deleted_at: at } } : null };
+    });
   }
 
   /** Enables a disabled endpoint again: its pending deliveries are due at once. */
-  async enableEndpoint(id: string, at: string): Promise<boolean> {
+  async enableEndpoint(id: string, at: string, actor?: Actor): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
-      const r = await trx.updateTable("webhook_endpoints").set({ disabled_at: null, disabled_reason: null, failing_since: null }).where("id", "=", id).where("deleted_at", "is", null).executeTakeFirst();
-      if (r.numUpdatedRows === 0n) return false;
+      const before = await trx.selectFrom("webhook_endpoints").select(["project_id", "disabled_at", "disabled_reason"]).where("id", "=", id).where("deleted_at", "is", null).executeTakeFirst();
+      if (!before) return false;
+      await trx.updateTable("webhook_endpoints").set({ disabled_at: null, disabled_reason: null, failing_since: null }).where("id", "=", id).execute();
       await trx.updateTable("webhook_deliveries").set({ next_attempt_at: at }).where("endpoint_id", "=", id).where("state", "=", "pending").execute();
+      if (actor) await recordAudit(trx, actor, { action: "webhook.enabled", projectId: before.project_id, targetId: id, before: { disabled_at: before.disabled_at, disabled_reason: before.disabled_reason }, after: { disabled_at: null, disabled_reason: null } }, at);
       return true;
     });
   }

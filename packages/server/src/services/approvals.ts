@@ -8,14 +8,23 @@ import type { Clock } from "../ids.ts";
 import type { PaymentStore } from "../ledger/ports.ts";
 import type { Payment } from "../domain/payment.ts";
 import { formatUsdc } from "../money.ts";
+import type { Actor } from "../domain/audit.ts";
+
+/** A decision's reason is at most this long. */
+export const DECISION_REASON_MAX_CHARS = 500;
 
 export type Decision = { kind: "decided"; payment: Payment } | { kind: "not_awaiting"; detail: string; found: boolean };
 
 /** Bounds of the pending list (oldest first). */
 export const PENDING_PAGE_MAX = 200;
 
-export async function decidePayment(ctx: { ledger: { payments: PaymentStore }; clock: Clock }, id: string, decision: "approved" | "denied", by: string): Promise<Decision> {
-  const row = await ctx.ledger.payments.decideApproval(id, decision, by);
+/**
+ * `by` is recorded on the payment (an admin credential's id, `cli:<user>`); `actor`, when given, names the
+ * decider in the payment and in the audit entry written with the decision; `reason` is kept on both.
+ */
+export async function decidePayment(ctx: { ledger: { payments: PaymentStore }; clock: Clock }, id: string, decision: "approved" | "denied", by: string, opts: { actor?: Actor; reason?: string | null } = {}): Promise<Decision> {
+  const reason = opts.reason?.trim() ? opts.reason.trim().slice(0, DECISION_REASON_MAX_CHARS) : null;
+  const row = await ctx.ledger.payments.decideApproval(id, decision, by, { ...(opts.actor ? { actor: opts.actor } : {}), reason });
   if (!row) {
     const p = await ctx.ledger.payments.getPayment(id);
     if (!p) return { kind: "not_awaiting", detail: "no such payment", found: false };
@@ -29,7 +38,7 @@ export async function decidePayment(ctx: { ledger: { payments: PaymentStore }; c
 
 /** The one JSON shape of a decision's outcome. */
 export function decisionJson(p: Payment, decision: "approved" | "denied") {
-  return { id: p.id, decision, status: p.status, decided_by: p.approvalDecidedBy ?? null, decided_at: p.approvalDecidedAt ?? null };
+  return { id: p.id, decision, status: p.status, decided_by: p.approvalDecidedBy ?? null, decided_by_name: p.approvalDecidedByName ?? null, decided_at: p.approvalDecidedAt ?? null, reason: p.approvalReason ?? null };
 }
 
 /** Payments waiting for a person, oldest first, of one project or all. */

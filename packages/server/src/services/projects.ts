@@ -8,6 +8,7 @@ import type { Plan } from "../domain/project.ts";
 import { badRequest, notFound } from "../domain/errors.ts";
 import { parseControls } from "../domain/spending.ts";
 import { renderControls } from "./spendingControls.ts";
+import type { Actor } from "../domain/audit.ts";
 
 export const PLANS: Plan[] = ["free", "pro", "business"];
 export const PROJECT_NAME_MAX_CHARS = 200;
@@ -43,7 +44,7 @@ export async function getProject(ctx: { ledger: { projects: ProjectStore } }, id
 }
 
 /** Paused: new payments of the project are refused (403 `project_paused`); resumed, they are accepted again. */
-export async function setProjectPaused(ctx: { ledger: { projects: ProjectStore } }, id: string, paused: boolean) {
-  if (!(await ctx.ledger.projects.setPaused(id, paused))) throw projectNotFound(id);
+export async function setProjectPaused(ctx: { ledger: { projects: ProjectStore } }, id: string, paused: boolean, actor?: Actor) {
+  if (!(await ctx.ledger.projects.setPaused(id, paused, actor))) throw projectNotFound(id);
   return getProject(ctx, id);
 }

@@ -27,6 +27,7 @@ import {
   windowStart,
 } from "../domain/spending.ts";
 import { parseDecimalAmount } from "../money.ts";
+import type { Actor } from "../domain/audit.ts";
 
 /** Bounds of one set of controls (the wire contract's, packages/api/src/limits.ts). */
 export const CONTROLS_RECIPIENTS_MAX = limits.controlsRecipientsMax;
@@ -131,9 +132,9 @@ export function parseControlsInput(input: WireControls, bankKey: BankKey, base: 
  * Changes a token's controls (updateControls' rule, as the CLI's `tokens update` and the admin API apply it);
  * the next request with the token is judged by them. False if there is no such token.
  */
-export async function updateTokenControls(ctx: SpendingContext, tokenId: string, input: WireControls): Promise<boolean> {
+export async function updateTokenControls(ctx: SpendingContext, tokenId: string, input: WireControls, actor?: Actor): Promise<boolean> {
   if (!(await ctx.ledger.tokens.get(tokenId))) return false;
-  await updateControls(ctx, "token", tokenId, input);
+  await updateControls(ctx, "token", tokenId, input, actor);
   return true;
 }
 
@@ -211,11 +212,11 @@ async function limitsOf(ctx: SpendingContext, of: { tokenId: string; projectId: 
  * their value (null clears a list or the threshold; `spending_limits: []` removes every limit). Returns
  * the controls as they are now. The CLI's `tokens update` / `projects limits` and the admin API both call it.
  */
-export async function updateControls(ctx: SpendingContext, scope: "token" | "project", id: string, input: WireControls) {
+export async function updateControls(ctx: SpendingContext, scope: "token" | "project", id: string, input: WireControls, actor?: Actor) {
   const stored = scope === "token" ? (await ctx.ledger.tokens.get(id))?.spending_controls : (await ctx.ledger.projects.get(id))?.spending_controls;
   if (stored === undefined) throw notFound(`${scope}_not_found`, `There is no ${scope} with id ${id.slice(0, 80)}.`);
   const column = controlsColumn(parseControlsInput(input, ctx.recipientHashKey ?? bankKeyOf(ctx), parseControls(stored)));
-  await ctx.ledger.tokens.setSpendingControls(scope, id, column);
+  await ctx.ledger.tokens.setSpendingControls(scope, id, column, actor);
   return renderControls(parseControls(column));
 }
 

@@ -11,6 +11,7 @@ import { badRequest, notFound } from "../domain/errors.ts";
 import { type SpendingContext, type WireControls, bankKeyOf, controlsColumn, microsToUsd, parseControlsInput, renderControls } from "./spendingControls.ts";
 import type { ListedTokenRow } from "../ledger/tokens.ts";
 import { projectNotFound } from "./projects.ts";
+import type { Actor } from "../domain/audit.ts";
 
 /** The permissions that read and move money; `delegate` (creating child tokens) is given apart from them. */
 export const ALL_PERMISSIONS: Permission[] = ["read", "pay", "x402"];
@@ -44,6 +45,7 @@ export function parseDuration(text: string): number {
 export async function createToken(
   deps: { ledger: { tokens: TokenStore; projects: ProjectStore }; clock: Clock; newId: IdGenerator },
   input: { projectId: string; permissions: Permission[]; mode: TokenMode; expiresInMs?: number; spendingControls?: string | null; name?: string | null },
+  actor?: Actor,
 ): Promise<{ id: string; token: string; permissions: Permission[]; expires_at: string | null }> {
   const project = await deps.ledger.projects.get(input.projectId);
   if (!project) throw projectNotFound(input.projectId);
@@ -62,7 +64,7 @@ export async function createToken(
     revoked_at: null,
     spending_controls: input.spendingControls ?? null,
     name: input.name ?? null,
-  });
+  }, actor);
   return { id, token, permissions: input.permissions, expires_at: expiresAt };
 }
 
@@ -115,9 +117,10 @@ export function tokenJson(t: ListedTokenRow, now: string) {
 export async function issueToken(
   ctx: SpendingContext & { newId: IdGenerator },
   input: { projectId: string; permissions: Permission[]; mode: TokenMode; expiresInMs?: number; controls?: WireControls; name?: string | null },
+  actor?: Actor,
 ) {
   const column = input.controls ? controlsColumn(parseControlsInput(input.controls, ctx.recipientHashKey ?? bankKeyOf(ctx))) : null;
-  const created = await createToken(ctx, { ...input, spendingControls: column });
+  const created = await createToken(ctx, { ...input, spendingControls: column }, actor);
   return { ...tokenJson((await ctx.ledger.tokens.get(created.id))!, ctx.clock().toISOString()), token: created.token };
 }
 
@@ -134,8 +137,8 @@ export async function getToken(ctx: { ledger: { tokens: TokenStore }; clock: Clo
 }
 
 /** Revokes an active token and every descendant of it: requests with any of them are refused from the next one on (and their console sessions end). */
-export async function revokeToken(ctx: { ledger: { tokens: TokenStore }; clock: Clock }, id: string) {
-  if (!(await ctx.ledger.tokens.revoke(id))) {
+export async function revokeToken(ctx: { ledger: { tokens: TokenStore }; clock: Clock }, id: string, actor?: Actor) {
+  if (!(await ctx.ledger.tokens.revoke(id, actor))) {
     const t = await ctx.ledger.tokens.get(id);
     throw t ? badRequest("already_revoked", `There is no active token with id ${id}: it was revoked at ${t.revoked_at}.`) : notFound("token_not_found", `There is no active token with id ${id.slice(0, 80)}.`);
   }

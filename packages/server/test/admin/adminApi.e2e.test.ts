@@ -106,7 +106,7 @@ describe.each(dialects)("admin API (%s)", (dialect) => {
     const pending = PendingApprovalList.parse((await call("GET", `/v1/admin/payments/pending?project_id=${project.id}`, admin.credential)).body).data;
     expect(pending.map((p) => [p.id, p.amount_usd, p.token_id]).sort((x, y) => Number(x[1]) - Number(y[1]))).toEqual([[a, 60, token.id], [b, 70, token.id]]);
     const approved = await call("POST", `/v1/admin/payments/${a}/approve`, admin.credential);
-    expect(ApprovalDecision.parse(approved.body)).toEqual({ id: a, decision: "approved", status: "pending", decided_by: admin.id, decided_at: expect.any(String) });
+    expect(ApprovalDecision.parse(approved.body)).toEqual({ id: a, decision: "approved", status: "pending", decided_by: admin.id, decided_by_name: "ops laptop", decided_at: expect.any(String), reason: null });
     const again = await call("POST", `/v1/admin/payments/${a}/deny`, admin.credential);
     expect([again.status, again.body.code]).toEqual([409, "not_awaiting_approval"]);
     expect(again.body.detail).toContain(`approved already by ${admin.id}`);
@@ -141,7 +141,7 @@ describe.each(dialects)("admin API (%s)", (dialect) => {
     // The console's operator session names the credential: revoking it ends the session.
     const backend = consoleBackend(t.ctx, {});
     const session = await backend.createSession({ kind: "operator", credentialId: (await backend.verifyAdminCredential(other.credential))! });
-    expect((await backend.getSession(session.id))?.viewer).toEqual({ kind: "operator", credentialId: other.id });
+    expect((await backend.getSession(session.id))?.viewer).toEqual({ kind: "operator", credentialId: other.id, name: other.name, role: "admin" });
     await revokeAdminCredential(t.ctx, other.id);
     expect(await backend.getSession(session.id)).toBeNull();
     const revoked = await call("GET", "/v1/admin/projects", other.credential);

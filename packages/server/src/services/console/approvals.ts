@@ -26,7 +26,9 @@ function approvalItem(p: Payment, prefixes: Map<string, string>): ApprovalItem {
     approval: p.approval as ApprovalItem["approval"],
     approval_until: p.approvalUntil,
     decided_by: p.approvalDecidedBy,
+    decided_by_name: p.approvalDecidedByName,
     decided_at: p.approvalDecidedAt,
+    reason: p.approvalReason,
     tx_hash: p.rail === "fiat" ? null : p.txHash,
   };
 }
@@ -54,11 +56,11 @@ export async function getApproval(deps: Pick<ConsoleDeps, "ledger">, projectId: 
   return approvalItem(p, new Map(t ? [[t.id, t.display_prefix]] : []));
 }
 
-export async function decideApproval(deps: ConsoleDeps, viewer: Viewer, projectId: string, paymentId: string, decision: "approved" | "denied"): Promise<{ ok: true } | { ok: false; detail: string }> {
-  const who = await authorizeChange(deps, viewer, projectId, "decide");
+export async function decideApproval(deps: ConsoleDeps, viewer: Viewer, projectId: string, paymentId: string, decision: "approved" | "denied", reason: string | null = null): Promise<{ ok: true } | { ok: false; detail: string }> {
+  const actor = await authorizeChange(deps, viewer, projectId, "decide");
   const p = await deps.ledger.payments.getPayment(paymentId);
   if (!p || p.projectId !== projectId) return { ok: false, detail: "There is no such payment in this project." };
-  const out = await decidePayment(deps, paymentId, decision, who);
+  const out = await decidePayment(deps, paymentId, decision, actor.id, { actor, reason });
   return out.kind === "decided" ? { ok: true } : { ok: false, detail: `This payment no longer waits for approval: ${out.detail}.` };
 }
 

@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import type { Permission } from "@agentwallet/api";
 import type { Session } from "@agentwallet/console";
 import { hashToken } from "../../tokens.ts";
+import { roleOf } from "../adminCredentials.ts";
 import { mayDecideApprovals, mayManageProject } from "../tokens.ts";
 import { type ConsoleDeps, tokenActive } from "./viewers.ts";
 
@@ -30,7 +31,7 @@ export async function getSession(deps: ConsoleDeps, id: string): Promise<Session
   if (!row) return null;
   const base = { id, csrf: csrfOf(id), expiresAt: row.expires_at };
   // An operator's session lasts while its admin credential is active: revoking it ends the session.
-  if (row.kind === "operator") return row.admin && !row.admin.revoked_at ? { ...base, viewer: { kind: "operator", credentialId: row.admin.id } } : null;
+  if (row.kind === "operator") return row.admin && !row.admin.revoked_at ? { ...base, viewer: { kind: "operator", credentialId: row.admin.id, name: row.admin.name, role: roleOf(row.admin) } } : null;
   if (!row.token || !row.token_id || !tokenActive(row.token, deps.clock().toISOString())) return null;
   const t = row.token;
   const manage = mayManageProject(t);

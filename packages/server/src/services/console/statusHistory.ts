@@ -23,7 +23,7 @@ export function historyOfEvents(events: { type: string; status: string; at: stri
       case "payment.approval_required":
         entry(`Waits for approval (above the token's threshold)${p?.approvalUntil ? ` until ${utc(p.approvalUntil)}` : ""}`);
         if (p?.approval === "expired") out.push({ at: p.approvalUntil ?? p.updatedAt, status: e.status, text: "Approval time ran out" });
-        else if (p && p.approval && p.approval !== "awaiting") out.push({ at: p.approvalDecidedAt ?? p.updatedAt, status: e.status, text: `${p.approval === "approved" ? "Approved" : "Denied"}${p.approvalDecidedBy ? ` by ${p.approvalDecidedBy}` : ""}` });
+        else if (p && p.approval && p.approval !== "awaiting") out.push({ at: p.approvalDecidedAt ?? p.updatedAt, status: e.status, text: decisionText(p) });
         break;
       case "payment.processing":
         entry(p?.txHash && p.rail !== "fiat" ? `Sent on-chain: ${p.txHash}` : p?.rail === "fiat" ? "Processing: the bank payout is under way" : "Processing");
@@ -63,7 +63,7 @@ export function historyOf(
   if (p?.approval) {
     out.push({ at: p.createdAt, status: "pending", text: `Waits for approval (above the token's threshold) until ${utc(p.approvalUntil)}` });
     if (p.approval === "expired") out.push({ at: p.approvalUntil ?? p.updatedAt, status: "pending", text: "Approval time ran out" });
-    else if (p.approval !== "awaiting") out.push({ at: p.approvalDecidedAt ?? p.updatedAt, status: "pending", text: `${p.approval === "approved" ? "Approved" : "Denied"}${p.approvalDecidedBy ? ` by ${p.approvalDecidedBy}` : ""}` });
+    else if (p.approval !== "awaiting") out.push({ at: p.approvalDecidedAt ?? p.updatedAt, status: "pending", text: decisionText(p) });
   }
   if (p?.txHash && p.rail !== "fiat") out.push({ at: p.completedAt ?? p.updatedAt, status: p.status, text: `Sent on-chain: ${p.txHash}` });
   if (t.status === "completed" && t.completed_at && t.type !== "usdc_fund") out.push({ at: t.completed_at, status: "completed", text: "Completed" });
@@ -72,6 +72,12 @@ export function historyOf(
   }
   if ((t.status === "pending" || t.status === "processing") && p && p.updatedAt > p.createdAt) out.push({ at: p.updatedAt, status: t.status, text: `${t.status === "processing" ? "Processing" : "Pending"} (last change)` });
   return out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+}
+
+/** "Approved by ops laptop (adm_…): expected invoice": the decider by name (and id), and the reason given. */
+export function decisionText(p: Pick<Payment, "approval" | "approvalDecidedBy" | "approvalDecidedByName" | "approvalReason">): string {
+  const who = p.approvalDecidedByName ? `${p.approvalDecidedByName}${p.approvalDecidedBy ? ` (${p.approvalDecidedBy})` : ""}` : p.approvalDecidedBy;
+  return `${p.approval === "approved" ? "Approved" : "Denied"}${who ? ` by ${who}` : ""}${p.approvalReason ? `: ${p.approvalReason}` : ""}`;
 }
 
 const utc = (iso: string | null) => (iso ? `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC` : "");

@@ -61,29 +61,29 @@ export async function createToken(
   projectId: string,
   input: { permissions: Permission[]; expiresInDays: number | null; controls: Controls },
 ): Promise<NewToken> {
-  await authorizeChange(deps, viewer, projectId);
+  const actor = await authorizeChange(deps, viewer, projectId);
   const issued = await issueToken(deps, {
     projectId,
     permissions: input.permissions,
     mode: deps.config.mode === "live" ? "live" : "test",
     ...(input.expiresInDays ? { expiresInMs: input.expiresInDays * 86_400_000 } : {}),
     controls: input.controls,
-  });
+  }, actor);
   return { id: issued.id, token: issued.token, permissions: issued.permissions as Permission[], expires_at: issued.expires_at };
 }
 
 /** Replaces the fields given of the token's controls; false if the project has no such token. */
 export async function updateTokenControls(deps: TokenDeps, viewer: Viewer, projectId: string, tokenId: string, controls: Partial<Controls>): Promise<boolean> {
-  await authorizeChange(deps, viewer, projectId);
+  const actor = await authorizeChange(deps, viewer, projectId);
   if (!(await tokenOf(deps, projectId, tokenId))) return false;
-  return updateControlsOf(deps, tokenId, controls);
+  return updateControlsOf(deps, tokenId, controls, actor);
 }
 
 /** Revokes the token; false if the project has no such active token. */
 export async function revokeToken(deps: TokenDeps, viewer: Viewer, projectId: string, tokenId: string): Promise<boolean> {
-  await authorizeChange(deps, viewer, projectId);
+  const actor = await authorizeChange(deps, viewer, projectId);
   const t = await tokenOf(deps, projectId, tokenId);
   if (!t || t.revoked_at) return false;
-  await revokeApiToken(deps, tokenId);
+  await revokeApiToken(deps, tokenId, actor);
   return true;
 }

@@ -58,25 +58,25 @@ export async function createWebhook(
   projectId: string,
   input: { url: string; events: string[] },
 ) {
-  await authorizeChange(deps, viewer, projectId);
+  const actor = await authorizeChange(deps, viewer, projectId);
   if (!secretKey) throw badRequest("webhook_url_invalid", "This server was started without the key webhook secrets are sealed with; create endpoints with `agentwallet webhooks create`.");
-  const { endpoint, secret } = await createWebhookEndpoint({ ledger: deps.ledger, clock: deps.clock, newId: deps.newId, mode: deps.config.mode, privateTargets: deps.config.privateTargets, secretKey }, { projectId, url: input.url, events: input.events });
+  const { endpoint, secret } = await createWebhookEndpoint({ ledger: deps.ledger, clock: deps.clock, newId: deps.newId, mode: deps.config.mode, privateTargets: deps.config.privateTargets, secretKey }, { projectId, url: input.url, events: input.events }, actor);
   return { endpoint: endpointJson(endpoint), secret };
 }
 
 /** False if the project has no such endpoint. */
 export async function deleteWebhook(deps: ConsoleDeps, viewer: Viewer, projectId: string, endpointId: string): Promise<boolean> {
-  await authorizeChange(deps, viewer, projectId);
+  const actor = await authorizeChange(deps, viewer, projectId);
   if (!(await endpointOf(deps, projectId, endpointId))) return false;
-  await deleteWebhookEndpoint(deps, endpointId);
+  await deleteWebhookEndpoint(deps, endpointId, actor);
   return true;
 }
 
 /** False if the project has no such endpoint. */
 export async function enableWebhook(deps: ConsoleDeps, viewer: Viewer, projectId: string, endpointId: string): Promise<boolean> {
-  await authorizeChange(deps, viewer, projectId);
+  const actor = await authorizeChange(deps, viewer, projectId);
   if (!(await endpointOf(deps, projectId, endpointId))) return false;
-  await enableWebhookEndpoint(deps, endpointId);
+  await enableWebhookEndpoint(deps, endpointId, actor);
   return true;
 }
 

@@ -10,6 +10,7 @@ import { checkAddress, ipLiteralFromHostname } from "../../net/ipPolicy.ts";
 import type { ProjectStore, WebhookStore } from "../../ledger/ports.ts";
 import { WEBHOOK_EVENT_TYPES, type WebhookEndpointRow, eventsColumn, eventsOf } from "../../ledger/webhookOutbox.ts";
 import { newWebhookSecret, sealSecret } from "./secrets.ts";
+import type { Actor } from "../../domain/audit.ts";
 
 /** The endpoints of a project that exists: the webhooks and the projects of the ledger. */
 type WebhookLedger = { webhooks: WebhookStore; projects: ProjectStore };
@@ -35,7 +36,7 @@ export function endpointJson(e: WebhookEndpointRow) {
   };
 }
 
-export async function createWebhookEndpoint(deps: WebhookDeps, input: { projectId: string; url: string; events?: string[] }) {
+export async function createWebhookEndpoint(deps: WebhookDeps, input: { projectId: string; url: string; events?: string[] }, actor?: Actor) {
   const url = checkWebhookUrl(input.url, deps.mode, deps.privateTargets);
   const events = checkEvents(input.events);
   if (!(await deps.ledger.projects.get(input.projectId))) throw projectNotFound(input.projectId);
@@ -55,7 +56,7 @@ export async function createWebhookEndpoint(deps: WebhookDeps, input: { projectI
     failing_since: null,
     deleted_at: null,
   };
-  await deps.ledger.webhooks.insertEndpoint(row);
+  await deps.ledger.webhooks.insertEndpoint(row, actor);
   return { endpoint: row, secret };
 }
 
@@ -97,14 +98,14 @@ export async function getWebhookEndpoint(ledger: WebhookLedger, id: string): Pro
 }
 
 /** Deletes an endpoint: nothing more is written or sent to it. */
-export async function deleteWebhookEndpoint(deps: Pick<WebhookDeps, "ledger" | "clock">, id: string): Promise<{ id: string; deleted: true }> {
-  if (!(await deps.ledger.webhooks.deleteEndpoint(id, deps.clock().toISOString()))) await getWebhookEndpoint(deps.ledger, id);
+export async function deleteWebhookEndpoint(deps: Pick<WebhookDeps, "ledger" | "clock">, id: string, actor?: Actor): Promise<{ id: string; deleted: true }> {
+  if (!(await deps.ledger.webhooks.deleteEndpoint(id, deps.clock().toISOString(), actor))) await getWebhookEndpoint(deps.ledger, id);
   return { id, deleted: true };
 }
 
 /** Enables an endpoint again (after it was disabled for failing): what is pending is sent at once. */
-export async function enableWebhookEndpoint(deps: Pick<WebhookDeps, "ledger" | "clock">, id: string): Promise<WebhookEndpointRow> {
-  await deps.ledger.webhooks.enableEndpoint(id, deps.clock().toISOString());
+export async function enableWebhookEndpoint(deps: Pick<WebhookDeps, "ledger" | "clock">, id: string, actor?: Actor): Promise<WebhookEndpointRow> {
+  await deps.ledger.webhooks.enableEndpoint(id, deps.clock().toISOString(), actor);
   return getWebhookEndpoint(deps.ledger, id);
 }
 
