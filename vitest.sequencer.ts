@@ -11,6 +11,8 @@ const LONGEST = [
   "/console/test/console.e2e.test.ts",
   "/test/faults/sqlite.faults.test.ts",
   "/test/sandbox.e2e.test.ts",
+  "/test/deploy/productionShape.e2e.test.ts",
+  "/test/delegation/nestedConcurrency.e2e.test.ts",
   "/test/fiat/bridgeCrash.test.ts",
   "/test/fiat/bankReturns.e2e.test.ts",
   "/test/pay/crash.test.ts",

@@ -120,5 +120,6 @@ describe.each([
     expect(await dbOf(ledger).selectFrom("payments").select("id").where("status", "=", "failed").execute()).toEqual([]);
     expect((await ledger.balances.get(projectId))!).toMatchObject({ available_micros: 30_600_000 - 10_200_000, held_micros: 0 });
     expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
-  });
+    // 500 requests to two processes, then up to 120 s for the accepted ones to settle on-chain (the poll above).
+  }, 300_000);
 });

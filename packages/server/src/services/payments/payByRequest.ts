@@ -15,6 +15,7 @@
 import type { PaymentContext } from "./paymentContext.ts";
 import type { Principal } from "../../domain/principal.ts";
 import { judgeStatic, refusalError } from "../../domain/spending.ts";
+import { unavailable } from "../../domain/errors.ts";
 import type { FailureCode } from "../../ledger/failureCodes.ts";
 import type { Payment } from "../../domain/payment.ts";
 import type { PaidRetry, X402Call, X402Quote, X402Rail, X402Signature } from "../../rails/rails.ts";
@@ -77,10 +78,10 @@ export async function payByRequest(ctx: QuoteContext, principal: Principal, req:
       // the signature leaves this process only after that commit. Should the hold be refused after
       // all (a concurrent spend, a racing key), the signature is dropped unsent.
       signature = await rail.sign(project.wallet_index, quote, { projectId: principal.projectId, idempotencyKey: key });
-      payment = await hold(ctx, principal, req, quote, signature.state, "processing");
+      payment = await hold(ctx, principal, req, rail, quote, signature.state, "processing");
     } else {
       // Most likely refused for the balance; if a deposit landed meanwhile, sign after the hold.
-      payment = await hold(ctx, principal, req, quote, quote.state, "pending");
+      payment = await hold(ctx, principal, req, rail, quote, quote.state, "pending");
     }
     if (payment.replayed) {
       retry?.close();
@@ -120,10 +121,13 @@ async function refuseBeforeConnecting(ctx: PaymentContext, principal: Principal,
   throw refusalError(judged.refusal);
 }
 
-function hold(ctx: PaymentContext, principal: Principal, req: X402Request, quote: X402Quote, railState: X402Quote["state"] | X402Signature["state"], status: "pending" | "processing"): Promise<CreatedPayment> {
+function hold(ctx: PaymentContext, principal: Principal, req: X402Request, rail: X402Rail, quote: X402Quote, railState: X402Quote["state"] | X402Signature["state"], status: "pending" | "processing"): Promise<CreatedPayment> {
   const feeMicros = feeFor(quote.amountMicros, principal.plan);
-  // The request holds the key and leads the payment until it answers.
-  const leaseUntil = new Date(ctx.clock().getTime() + ctx.config.workers.paymentRequestLeaseMs).toISOString();
+  // The request holds the key and leads the payment until it answers: at least as long as the rail needs to
+  // send the paid retry and read its answer (payHeld), whatever PAYMENT_REQUEST_LEASE_MS says. A shorter lease
+  // made every x402 payment fail before its signature left.
+  const leaseMs = Math.max(ctx.config.workers.paymentRequestLeaseMs, rail.leaseNeededMs + SIGN_ROOM_MS);
+  const leaseUntil = new Date(ctx.clock().getTime() + leaseMs).toISOString();
   return holdPayment(ctx, principal, {
     status,
     rail: "x402",
@@ -145,13 +149,18 @@ function hold(ctx: PaymentContext, principal: Principal, req: X402Request, quote
   });
 }
 
+/** Room in an x402 request's lease, beyond what the rail needs, for the hold's write and the signature. */
+const SIGN_ROOM_MS = 5_000;
+
 /** Sign (unless signed already), send the paid retry once, and record what the answer settles. */
 async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h: Held): Promise<Payment> {
   let payment = h.payment;
   let signature: X402Signature;
   try {
     const leaseLeftMs = Date.parse(payment.leaseUntil ?? "") - ctx.clock().getTime();
-    if (!(leaseLeftMs > rail.leaseNeededMs)) throw new Error("the request's lease is too short to send a signature safely");
+    if (!(leaseLeftMs > rail.leaseNeededMs)) {
+      throw unavailable("rail_unavailable", "The service was too busy to sign and send this x402 payment in time; nothing was sent, and the amount and fee were credited back. Pay again with a new idempotency key.");
+    }
     if (h.signature) signature = h.signature;
     else {
       signature = await rail.sign(h.walletIndex, h.quote, { projectId: payment.projectId, idempotencyKey: req.idempotencyKey });
