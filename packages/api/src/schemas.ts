@@ -411,9 +411,15 @@ export const QuoteRequest = z
   .meta({ id: "QuoteRequest" });
 export type QuoteRequest = z.infer<typeof QuoteRequest>;
 
+/** Whose limit a window is (`GET /v1/limits`, a quote's controls): see LimitWindow.scope. */
+export const LimitScope = z.enum(["token", "project", "allowance", "ancestor", "ancestor_allowance"]);
+export type LimitScope = z.infer<typeof LimitScope>;
+const limitTokenId = z.string().optional().describe("The token whose limit it is (the token itself or an ancestor); absent for the project's.");
+
 export const QuoteWindow = z
   .object({
-    scope: z.enum(["token", "project"]),
+    scope: LimitScope,
+    token_id: limitTokenId,
     interval: z.enum(["daily", "weekly", "monthly", "all_time"]),
     window_end: isoTimestamp.nullable().describe("When the window ends (UTC calendar); null for all_time."),
     limit_usd: z.number().nonnegative(),
@@ -665,7 +671,11 @@ export type SpendingControls = z.infer<typeof SpendingControls>;
 
 export const LimitWindow = z
   .object({
-    scope: z.enum(["token", "project"]).describe("Whose limit: the calling token's, or its project's (every token obeys both; the stricter wins)."),
+    scope: LimitScope.describe(
+      "Whose limit: the token's own (token), its project's, the token's allowance (the most it may ever spend, an all_time window), " +
+        "or, for a child token, an ancestor's limit or allowance (its payments count there too). Every window binds; the stricter wins.",
+    ),
+    token_id: limitTokenId,
     interval: z.enum(["daily", "weekly", "monthly", "all_time"]),
     window_start: isoTimestamp.nullable().describe("Start of the current window; null for all_time."),
     window_end: isoTimestamp.nullable().describe("End of the current window (exclusive); null for all_time."),

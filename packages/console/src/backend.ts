@@ -56,7 +56,9 @@ export type Controls = {
 
 /** One limit window now, as `GET /v1/limits` shows it. */
 export type LimitWindow = {
-  scope: "token" | "project";
+  /** The console shows a token's own and its project's windows; the others a child token has are the API's. */
+  scope: "token" | "project" | "allowance" | "ancestor" | "ancestor_allowance";
+  token_id?: string;
   interval: Exclude<Interval, "per_payment">;
   window_start: string | null;
   window_end: string | null;

@@ -1,5 +1,5 @@
 /** The console's pages as functions of data to HTML. No I/O here: routes (routes/) read, pages render. */
-import type { DepositAddress, Transaction, TransactionList } from "@agentwallet/api";
+import { mcpClientConfig, type DepositAddress, type Transaction, type TransactionList } from "@agentwallet/api";
 import type { ApprovalItem, Controls, DailySpend, HistoryEntry, RefusalItem, WebhookDelivery, WebhookEndpoint, Interval, LimitWindow, NewToken, Overview, ProjectSummary, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
 import { formatAmount, formatMicros, formatTime } from "./format.ts";
 import { type Html, html, raw } from "./html.ts";
@@ -443,11 +443,8 @@ ${controlsFields(values)}
 
 /** The MCP client configuration for a token, ready to paste (packages/mcp/README.md). */
 export function mcpSnippet(token: NewToken, baseUrl: string, command: { command: string; args: string[] }, controls: Controls): string {
-  const env: Record<string, string> = { AGENTWALLET_API_TOKEN: token.token, AGENTWALLET_BASE_URL: baseUrl };
   const perPayment = controls.spending_limits.find((l) => l.interval === "per_payment");
-  if (perPayment) env.AGENTWALLET_MAX_PAYMENT_USD = String(perPayment.amount_usd);
-  if (!token.permissions.includes("pay") && !token.permissions.includes("x402")) env.AGENTWALLET_READ_ONLY = "1";
-  return JSON.stringify({ mcpServers: { agentwallet: { command: command.command, ...(command.args.length ? { args: command.args } : {}), env } } }, null, 2);
+  return JSON.stringify(mcpClientConfig({ token: token.token, permissions: token.permissions, baseUrl, command, maxPaymentUsd: perPayment?.amount_usd }), null, 2);
 }
 
 export function tokenCreatedPage(pc: PageContext, token: NewToken, snippet: string): Html {

@@ -92,6 +92,9 @@ function nextStep(error: WalletApiError, ctx: ToolContext, failure: FailureConte
       "retrying the same payment will not help."
     );
   }
+  if (status === 403 && ["token_wider_than_parent", "delegation_depth_exceeded", "child_tokens_limit"].includes(code)) {
+    return "no token was created. Do what the message says (narrow the field it names, leave delegate out, or revoke a child first), then call again.";
+  }
   if (status === 403) {
     return (
       "this token does not allow the operation (payments need the `pay` permission, URL recipients `x402` as well) or " +

@@ -41,11 +41,16 @@ export function describeLimits(limits: Limits): string {
   return `Spending limits (read at start; get_spending_limits shows what remains now): ${said.join(". Also, ")}. A payment outside them is refused with a message naming the rule.`;
 }
 
+/** `promise`, or a rejection after `ms`: what start-up waits for an answer from the API. */
+export function withinMs<T>(promise: Promise<T>, ms: number): Promise<T> {
+  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref());
+  return Promise.race([promise, timeout]);
+}
+
 /** Reads the limits for the description; never throws (a server must start even when they cannot be read). */
 export async function readLimitsNote(client: WalletClient): Promise<string> {
   try {
-    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${limitsReadTimeoutMs} ms`)), limitsReadTimeoutMs).unref());
-    return describeLimits((await Promise.race([client.getLimits(), timeout])).data);
+    return describeLimits((await withinMs(client.getLimits(), limitsReadTimeoutMs)).data);
   } catch (error) {
     const why =
       error instanceof WalletApiError ? `HTTP ${error.status}: ${error.detail.slice(0, 200)}`

@@ -6,7 +6,8 @@
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { ConfigError, loadConfig, type McpConfig } from "./config.ts";
 import { isLoopback, startHttpServer } from "./http.ts";
-import { enabledTools, serverVersion, startWalletMcpServer } from "./server.ts";
+import { probeDelegate } from "./delegation.ts";
+import { clientOf, enabledTools, serverVersion, startWalletMcpServer } from "./server.ts";
 
 const usage = `Usage: agentwallet-mcp [--http PORT [--host HOST]]
 
@@ -66,13 +67,15 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  const tools = enabledTools(config).map((tool) => tool.name);
   const mode = config.readOnly ? "read-only, " : "";
   if (args.httpPort === undefined) {
-    await (await startWalletMcpServer({ config })).connect(new StdioServerTransport());
-    process.stderr.write(`agentwallet-mcp: ${mode}${tools.length} tools over stdio for ${config.baseUrl}\n`);
+    const delegate = config.readOnly ? false : await probeDelegate(clientOf(config));
+    await (await startWalletMcpServer({ config, delegate })).connect(new StdioServerTransport());
+    process.stderr.write(`agentwallet-mcp: ${mode}${enabledTools(config, delegate).length} tools over stdio for ${config.baseUrl}\n`);
     return;
   }
+  // Each HTTP session asks the API whether the token has delegate; the count here is without create_sub_agent_token.
+  const tools = enabledTools(config).map((tool) => tool.name);
   if (!isLoopback(args.host)) {
     process.stderr.write(
       `agentwallet-mcp: warning: listening on ${args.host}; anyone who can reach this port spends from the wallet with this token.\n`,

@@ -3,9 +3,10 @@
  * `main.ts` chooses stdio or Streamable HTTP and tests can use either.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { createWalletClient, type WalletClient } from "@agentwallet/api";
+import { createWalletClient, type McpLaunchCommand, type WalletClient } from "@agentwallet/api";
 import pkg from "../package.json" with { type: "json" };
 import type { McpConfig } from "./config.ts";
+import { probeDelegate } from "./delegation.ts";
 import { AutoIdempotencyKeys } from "./idempotency.ts";
 import { formatUsd } from "./money.ts";
 import { readLimitsNote } from "./limits.ts";
@@ -19,6 +20,10 @@ export type WalletMcpDeps = {
   client?: WalletClient;
   /** The sentence about the token's spending limits the `pay` tool's description ends with (limits.ts). */
   limitsNote?: string;
+  /** Whether the token has `delegate` (delegation.ts); undefined: asked of the API at start. */
+  delegate?: boolean;
+  /** How an MCP client starts this server; default: `node` with the script this process runs. */
+  launch?: McpLaunchCommand;
 };
 
 export const serverName = "agentwallet";
@@ -28,7 +33,7 @@ const instructions =
   "Agent Wallet: a project-scoped USDC wallet. Read tools: get_balance, list_transactions, get_usdc_deposit_address, " +
   "get_spending_limits (what this token may still spend). " +
   "Pay with `pay` (a URL via x402, a 0x address via USDC on Base, or a bank account via ACH); the other payment tools " +
-  "are deprecated. Units: micro-USDC (1 USDC = 1,000,000) unless a field says USD or cents. Pay only what the user " +
+  "are deprecated. When listed, create_sub_agent_token gives a sub-agent its own token within this one's budget. Units: micro-USDC (1 USDC = 1,000,000) unless a field says USD or cents. Pay only what the user " +
   "asked for; a refused or failed call's message says what to do next.";
 
 /**
@@ -37,11 +42,14 @@ const instructions =
  */
 export async function startWalletMcpServer(deps: WalletMcpDeps): Promise<McpServer> {
   const client = deps.client ?? clientOf(deps.config);
-  const limitsNote = deps.limitsNote ?? (deps.config.readOnly ? undefined : await readLimitsNote(client));
-  return createWalletMcpServer({ ...deps, client, limitsNote });
+  const [limitsNote, delegate] = await Promise.all([
+    deps.limitsNote ?? (deps.config.readOnly ? undefined : readLimitsNote(client)),
+    deps.delegate ?? (deps.config.readOnly ? false : probeDelegate(client)),
+  ]);
+  return createWalletMcpServer({ ...deps, client, limitsNote, delegate });
 }
 
-function clientOf(config: McpConfig): WalletClient {
+export function clientOf(config: McpConfig): WalletClient {
   return createWalletClient({ baseUrl: config.baseUrl, token: config.token, timeoutMs: config.requestTimeoutMs });
 }
 
@@ -53,8 +61,9 @@ export function createWalletMcpServer(deps: WalletMcpDeps): McpServer {
     client: deps.client ?? clientOf(config),
     autoKeys: deps.autoKeys ?? new AutoIdempotencyKeys(),
     clientCanConfirm: () => Boolean(server.server.getClientCapabilities()?.elicitation?.form),
+    launch: deps.launch ?? defaultLaunch(),
   };
-  for (const tool of enabledTools(config)) {
+  for (const tool of enabledTools(config, deps.delegate ?? false)) {
     server.registerTool(
       tool.name,
       {
@@ -71,9 +80,20 @@ export function createWalletMcpServer(deps: WalletMcpDeps): McpServer {
   return server;
 }
 
-/** Read-only mode drops every tool that can move money; it is not merely a refusal at call time. */
-export function enabledTools(config: Pick<McpConfig, "readOnly">): readonly WalletTool[] {
-  return config.readOnly ? walletTools.filter((tool) => tool.access === "read") : walletTools;
+/**
+ * Read-only mode drops every tool that can move money, `create_sub_agent_token` included (a child token is
+ * spending power); it is not merely a refusal at call time. The delegate tool exists only for a token with
+ * `delegate`.
+ */
+export function enabledTools(config: Pick<McpConfig, "readOnly">, delegate = false): readonly WalletTool[] {
+  if (config.readOnly) return walletTools.filter((tool) => tool.access === "read");
+  return delegate ? walletTools : walletTools.filter((tool) => tool.access !== "delegate");
+}
+
+/** The sub-agent runs the same server the way this one was started: `node <this script>`. */
+function defaultLaunch(): McpLaunchCommand {
+  const script = process.argv[1];
+  return script ? { command: "node", args: [script] } : { command: "agentwallet-mcp", args: [] };
 }
 
 /** Tells the model the user's cap up front, so it does not plan a payment the server will refuse. */

@@ -9,7 +9,7 @@ import type {
   ServerRequest,
   ToolAnnotations,
 } from "@modelcontextprotocol/sdk/types.js";
-import type { WalletClient } from "@agentwallet/api";
+import type { McpLaunchCommand, WalletClient } from "@agentwallet/api";
 import type { z } from "zod";
 import type { McpConfig } from "./config.ts";
 import type { AutoIdempotencyKeys } from "./idempotency.ts";
@@ -23,6 +23,8 @@ export type ToolContext = {
   autoKeys: AutoIdempotencyKeys;
   /** Whether the connected client said, at initialize, that it can show a form to the user. */
   clientCanConfirm: () => boolean;
+  /** How an MCP client starts this server, for the configuration `create_sub_agent_token` hands out. */
+  launch: McpLaunchCommand;
 };
 
 export type WalletTool<In extends z.ZodObject = z.ZodObject, Out extends z.ZodObject = z.ZodObject> = {
@@ -30,8 +32,11 @@ export type WalletTool<In extends z.ZodObject = z.ZodObject, Out extends z.ZodOb
   title: string;
   /** What the model reads to decide when and how to call the tool. */
   description: string;
-  /** `read` tools are all that read-only mode registers. */
-  access: "read" | "payment";
+  /**
+   * `read` tools are all that read-only mode registers; `delegate` tools exist only when the token has the
+   * `delegate` permission (and not in read-only mode: a token that can pay is spending power too).
+   */
+  access: "read" | "payment" | "delegate";
   inputSchema: In;
   outputSchema: Out;
   annotations: ToolAnnotations;

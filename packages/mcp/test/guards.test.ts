@@ -27,12 +27,14 @@ reply = notCalled;
 const baseEnv = () => ({ AGENTWALLET_API_TOKEN: fakeToken, AGENTWALLET_BASE_URL: api.baseUrl });
 
 /**
- * Starts the bin and sets aside its one start-up request, the read of GET /v1/limits for the `pay` tool's
- * description (src/limits.ts): what the tests below count is what tool calls send.
+ * Starts the bin and sets aside its two start-up requests, the probe of GET /v1/tokens for the `delegate`
+ * permission (src/delegation.ts; this endpoint's 500 means no create_sub_agent_token) and the read of
+ * GET /v1/limits for the `pay` tool's description (src/limits.ts): what the tests below count is what tool
+ * calls send.
  */
 async function connectStdio(...args: Parameters<typeof connectBin>): ReturnType<typeof connectBin> {
   const session = await connectBin(...args);
-  expect(api.requests.map((request) => [request.method, request.path])).toEqual([["GET", "/v1/limits"]]);
+  expect(api.requests.map((request) => [request.method, request.path])).toEqual([["GET", "/v1/tokens"], ["GET", "/v1/limits"]]);
   api.requests.length = 0;
   return session;
 }

@@ -44,7 +44,7 @@ describe("agentwallet-mcp --http", () => {
     const client = new Client({ name: "http-test", version: "0.0.0" });
     await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
     try {
-      expect((await client.listTools()).tools).toHaveLength(8);
+      expect((await client.listTools()).tools).toHaveLength(10);
       const result = await client.callTool({ name: "get_balance", arguments: {} });
       expect(result.structuredContent).toEqual(balance);
     } finally {

@@ -1,5 +1,6 @@
-/** Every tool, in the order of the spec's tool table, then get_spending_limits, check_price and get_transaction (the deprecated ones last). */
+/** Every tool, in the order of the spec's tool table, then get_spending_limits, check_price and get_transaction, the deprecated ones, then create_sub_agent_token (only for a token with delegate). */
 import { checkPrice } from "./checkPrice.ts";
+import { createSubAgentToken } from "./createSubAgentToken.ts";
 import { getBalance } from "./getBalance.ts";
 import { getTransaction } from "./getTransaction.ts";
 import { getUsdcDepositAddress } from "./getUsdcDepositAddress.ts";
@@ -22,4 +23,5 @@ export const walletTools: readonly WalletTool[] = [
   sendPayment,
   x402Pay,
   sendUsdc,
+  createSubAgentToken,
 ];

@@ -182,10 +182,34 @@ export function judgeStatic(c: HoldControls, projectId: string, rail: SpendRail,
   return { kind: "ok", windows, approval };
 }
 
+/** Where a window shown by `GET /v1/limits` comes from: the level that set it, and whether it is an allowance. */
+export type ShownWindow = SpendWindow & { level: "token" | "ancestor" | "project" };
+
+/**
+ * Every window counter a hold by this token moves, in the order the hold judges them (the token, each
+ * ancestor nearest first, the project), per_payment limits aside: what `GET /v1/limits` shows, so it shows
+ * exactly the windows and allowances that can refuse a payment.
+ */
+export function windowsOfLevels(c: Omit<HoldControls, "recipientKey">, projectId: string, now: Date): ShownWindow[] {
+  return levelsOf(c, projectId).flatMap((level, i) =>
+    limitsOf(level.controls, level.allowanceMicros)
+      .filter((l) => l.interval !== "per_payment")
+      .map((l) => ({
+        scope: level.scope,
+        scopeId: level.id,
+        kind: l.interval as WindowKind,
+        start: windowStart(l.interval as WindowKind, now),
+        limitMicros: l.amountMicros,
+        level: level.scope === "project" ? ("project" as const) : i === 0 ? ("token" as const) : ("ancestor" as const),
+        ...(l.allowance ? { allowance: true } : {}),
+      })),
+  );
+}
+
 type Level = { scope: Scope; id: string; who: string; owner?: string; controls: SpendingControls; allowanceMicros: number | null };
 
 /** What a hold is judged by, in order: the paying token, each of its ancestors (nearest first), the project. */
-function levelsOf(c: HoldControls, projectId: string): Level[] {
+function levelsOf(c: Omit<HoldControls, "recipientKey">, projectId: string): Level[] {
   const empty: SpendingControls = { limits: [], allowedRecipients: null, blockedRecipients: [], allowedRails: null, approvalAboveMicros: null };
   const levels: Level[] = [{ scope: "token", id: c.tokenId, who: "this token", controls: c.token ?? empty, allowanceMicros: c.allowanceMicros ?? null }];
   for (const a of c.ancestors ?? []) {

@@ -3,7 +3,7 @@
  * stored form (ledger/spending.ts), the controls a payment's hold is judged by, and the 403 a refusal
  * becomes. The judging itself happens in the ledger's hold.
  */
-import { AccountNumber, RoutingNumber, limits } from "@agentwallet/api";
+import { AccountNumber, type LimitScope, RoutingNumber, limits } from "@agentwallet/api";
 import type { Clock } from "../ids.ts";
 import type { PaymentStore, ProjectStore, TokenStore } from "../ledger/ports.ts";
 import type { Principal } from "../domain/principal.ts";
@@ -15,6 +15,8 @@ import {
   type Interval,
   RAILS,
   type SpendRail,
+  type HoldControls,
+  type PrincipalControls,
   type SpendingControls,
   type WindowKind,
   displayRecipient,
@@ -25,6 +27,7 @@ import {
   usd,
   windowEnd,
   windowStart,
+  windowsOfLevels,
 } from "../domain/spending.ts";
 import { parseDecimalAmount } from "../money.ts";
 import type { Actor } from "../domain/audit.ts";
@@ -164,38 +167,54 @@ export function holdControls(ctx: SpendingContext, principal: Principal, recipie
   return holdControlsOf(principal, recipient, { bankKey: bankKeyOf(ctx), approvalTimeoutMs: ctx.config.spending.approvalTimeoutMs });
 }
 
-/** `GET /v1/limits`: the token's and the project's controls and, per window, what is spent and what remains now. */
+/**
+ * `GET /v1/limits`: the token's and the project's controls and, per window a hold by this token moves (its
+ * own, its allowance, each ancestor's and the project's: domain/spending.ts `windowsOfLevels`), what is spent
+ * and what remains now, read from the counters the hold moves.
+ */
 export async function getLimits(ctx: SpendingContext, principal: Pick<Principal, "tokenId" | "projectId" | "controls">) {
-  return limitsOf(ctx, { tokenId: principal.tokenId, projectId: principal.projectId, token: principal.controls?.token ?? null, project: principal.controls?.project ?? null });
+  return limitsOf(ctx, { tokenId: principal.tokenId, projectId: principal.projectId, token: principal.controls?.token ?? null, project: principal.controls?.project ?? null, allowanceMicros: principal.controls?.allowanceMicros ?? null, ancestors: principal.controls?.ancestors ?? [] });
 }
 
 /** The admin API's view of one token's limits: the same answer as that token's own `GET /v1/limits`. */
 export async function getTokenLimits(ctx: SpendingContext, tokenId: string) {
+  const { projectId, controls } = await tokenControls(ctx, tokenId);
+  return getLimits(ctx, { tokenId, projectId, controls });
+}
+
+/** One token's controls as authentication reads them: its own, its project's, its allowance and its ancestors'. */
+export async function tokenControls(ctx: Pick<SpendingContext, "ledger">, tokenId: string): Promise<{ projectId: string; controls: PrincipalControls }> {
   const token = await ctx.ledger.tokens.get(tokenId);
   if (!token) throw notFound("token_not_found", `There is no token with id ${tokenId.slice(0, 80)}.`);
   const project = await ctx.ledger.projects.get(token.project_id);
-  return limitsOf(ctx, { tokenId, projectId: token.project_id, token: parseControls(token.spending_controls), project: parseControls(project?.spending_controls ?? null) });
+  const ancestors = token.parent_id === null ? [] : await ctx.ledger.tokens.ancestorsOf(tokenId);
+  return {
+    projectId: token.project_id,
+    controls: {
+      token: parseControls(token.spending_controls),
+      project: parseControls(project?.spending_controls ?? null),
+      allowanceMicros: micros(token.allowance_micros),
+      ancestors: ancestors.map((a) => ({ tokenId: a.id, name: a.name, controls: parseControls(a.spending_controls), allowanceMicros: micros(a.allowance_micros) })),
+    },
+  };
 }
 
-async function limitsOf(ctx: SpendingContext, of: { tokenId: string; projectId: string; token: SpendingControls | null; project: SpendingControls | null }) {
-  const now = ctx.clock();
-  const scopes = [
-    { scope: "token" as const, id: of.tokenId, controls: of.token },
-    { scope: "project" as const, id: of.projectId, controls: of.project },
-  ];
-  const windows = scopes.flatMap((s) =>
-    (s.controls?.limits ?? [])
-      .filter((l) => l.interval !== "per_payment")
-      .map((l) => ({ scope: s.scope, scopeId: s.id, kind: l.interval as WindowKind, start: windowStart(l.interval as WindowKind, now), limitMicros: l.amountMicros })),
-  );
+const micros = (column: number | bigint | string | null): number | null => (column === null ? null : Number(column));
+
+const SCOPE_OF = { token: "token", ancestor: "ancestor", project: "project" } as const;
+
+async function limitsOf(ctx: SpendingContext, of: Omit<HoldControls, "recipientKey"> & { projectId: string }) {
+  const windows = windowsOfLevels(of, of.projectId, ctx.clock());
   const spent = await ctx.ledger.payments.windowSpending(windows.map((w) => ({ scope: w.scope, scopeId: w.scopeId, kind: w.kind, start: w.start, projectId: of.projectId })));
   return {
     token: renderControls(of.token),
     project: renderControls(of.project),
     windows: windows.map((w, i) => {
       const s = spent[i]!;
+      const scope: LimitScope = w.allowance ? (w.level === "token" ? "allowance" : "ancestor_allowance") : SCOPE_OF[w.level];
       return {
-        scope: w.scope,
+        scope,
+        ...(w.level === "project" ? {} : { token_id: w.scopeId }),
         interval: w.kind,
         window_start: w.kind === "all_time" ? null : w.start,
         window_end: windowEnd(w.kind, w.start),
