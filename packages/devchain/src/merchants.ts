@@ -38,8 +38,6 @@ export type StartMerchantOptions = {
    * `dropFirstReply`: the first paid request is settled, then its connection is closed before any answer.
    */
   paymentIdentifier?: { dropFirstReply?: boolean };
-  /** v2 with offerSignerKey: sign receipts with the settlement's transaction hash in them (`includeTxHash`). */
-  receiptWithTransaction?: boolean;
 };
 
 export type Merchant = {
@@ -93,7 +91,7 @@ export async function startMerchantV2(options: StartMerchantOptions): Promise<Re
       ...(options.offerSignerKey || options.paymentIdentifier
         ? {
             extensions: {
-              ...(options.offerSignerKey ? declareOfferReceiptExtension({ includeTxHash: options.receiptWithTransaction }) : {}),
+              ...(options.offerSignerKey ? declareOfferReceiptExtension() : {}),
               ...(options.paymentIdentifier ? { [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension() } : {}),
             },
           }

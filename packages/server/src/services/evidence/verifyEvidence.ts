@@ -13,7 +13,7 @@ import type { Hex } from "viem";
 import { evidenceHash } from "../../ledger/evidenceHash.ts";
 import type { EvidenceHead, EvidenceRow } from "../../ledger/evidence.ts";
 import type { EvidenceReadStore } from "../../ledger/ports.ts";
-import { type SignatureDomain, type SignatureProblem, authorizationSigned, authorizationsIn, checkReceipt, checkSentPayload, receiptOf } from "./checkSignatures.ts";
+import { type SignatureDomain, type SignatureProblem, authorizationSigned, authorizationsIn, checkReceipt, checkSentPayload, offerSignersOf, receiptOf } from "./checkSignatures.ts";
 
 export type EvidenceRecord = EvidenceRow;
 
@@ -119,7 +119,7 @@ async function checkBody(r: EvidenceRecord, o: VerifyOptions, once: (key: string
   const settlement = state.settlement as { response?: string } | undefined;
   const receipt = settlement?.response ? receiptOf(decodeBase64Json(settlement.response)) : undefined;
   if (receipt && typeof state.payTo === "string" && once(`receipt:${receipt.signature}`)) {
-    const p = await checkReceipt(receipt, state.payTo);
+    const p = await checkReceipt(receipt, state.payTo, await offerSignersOf(state.paymentRequired));
     if (p) out.push(p);
   }
   return out;
