@@ -50,6 +50,18 @@ describe.each(dialects)("evidence of each rail on the real chain (%s)", (databas
     expect(settled.settlement).toMatchObject({ source: "receipt", response: expect.any(String), log: { blockNumber: expect.any(Number), logIndex: expect.any(Number) } });
     const bankRecords = (await w.get(`/v1/transactions/${bank.body.id}/evidence`)).body.records as { body: string }[];
     expect(bankRecords.some((r) => JSON.parse(r.body).provider_ref)).toBe(true);
+    // USDC and bank transfers record where each relayed transfer's Transfer log is, as x402 does.
+    const at = { blockNumber: expect.any(Number), logIndex: expect.any(Number) };
+    const lastState = async (id: unknown) => {
+      const rs = (await w.get(`/v1/transactions/${id}/evidence`)).body.records as { kind: string; body: string }[];
+      return JSON.parse(rs.find((r) => r.kind === "completed")!.body).rail_state;
+    };
+    expect((await lastState(usdc.body.id)).logs).toEqual([at, at]);
+    const bankState = await lastState(bank.body.id);
+    expect(bankState.logs).toEqual([at]);
+    // The bank payment keeps each state its provider reported, with when, the last one what completed it.
+    expect(bankState.reported.length).toBeGreaterThanOrEqual(1);
+    expect(bankState.reported.at(-1)).toEqual({ status: "completed", at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
 
     const ledger = w.ctx.ledger;
     const fromDb = await verifyEvidence(recordsOf(ledger.evidence, projectId), { ...options(), head: await ledger.evidence.head(projectId) });

@@ -133,7 +133,10 @@ function expectedTransfers(body: Body): { from: string; to: string; value: strin
   // x402: the merchant's settlement of our authorization (sent again by us if the chain lost it: its legs).
   if (auth && !state.resent) return [{ ...auth, at: settlement?.log }];
   const legs = (state.resent as { transfers?: unknown } | undefined)?.transfers ?? state.transfers;
-  return Array.isArray(legs) ? (legs as { from: string; to: string; value: string }[]) : [];
+  if (!Array.isArray(legs)) return [];
+  // A relayed leg's logs (USDC and bank transfers), one per authorization in order, when recorded.
+  const logs = !state.resent && Array.isArray(state.logs) ? (state.logs as ({ blockNumber: number; logIndex: number } | null)[]) : [];
+  return (legs as { from: string; to: string; value: string }[]).map((t, i) => (logs[i] ? { ...t, at: logs[i] } : t));
 }
 
 async function checkOnChain(r: EvidenceRecord, usdc: string, receiptOf: ReceiptReader, once: (key: string) => boolean, report: (code: EvidenceProblemCode, detail: string) => void): Promise<number> {
