@@ -10,11 +10,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { exportPayments, recordsOfExport } from "../../src/services/evidence/exportPayments.ts";
-import { recordsOf, verifyEvidence } from "../../src/services/evidence/verifyEvidence.ts";
+import { type EvidenceRecord, recordsOf, verifyEvidence } from "../../src/services/evidence/verifyEvidence.ts";
 import { dbOf } from "../../src/ledger/connection.ts";
 import { evidenceHash } from "../../src/ledger/evidenceHash.ts";
 import { dialects } from "../support/db.ts";
 import { runCommand } from "../support/deployment.ts";
+import { iterate, rechained } from "./support/rechain.ts";
 import { type X402World, startX402World } from "../x402/support/x402World.ts";
 
 describe.each(dialects)("evidence of each rail on the real chain (%s)", (database) => {
@@ -67,6 +68,15 @@ describe.each(dialects)("evidence of each rail on the real chain (%s)", (databas
     const fromDb = await verifyEvidence(recordsOf(ledger.evidence, projectId), { ...options(), head: await ledger.evidence.head(projectId) });
     expect(fromDb.problems).toEqual([]);
     expect(fromDb.onChainChecked).toBe(3);
+
+    // A USDC transfer's recorded log position moved, the chain re-hashed over it: the chain of blocks disagrees.
+    const all: EvidenceRecord[] = [];
+    for await (const r of recordsOf(ledger.evidence, projectId)) all.push(r);
+    type Logged = { payment_id: string; rail_state?: { logs?: { logIndex: number }[] } };
+    const moved = rechained<Logged>(all, (b) => (b.payment_id === usdc.body.id && b.rail_state?.logs ? { ...b, rail_state: { ...b.rail_state, logs: b.rail_state.logs.map((l) => ({ ...l, logIndex: l.logIndex + 7 })) } } : undefined));
+    const movedReport = await verifyEvidence(iterate(moved), options());
+    expect(movedReport.problems.length).toBeGreaterThan(0);
+    expect(movedReport.problems.every((p) => p.code === "log_not_found" && p.paymentId === usdc.body.id)).toBe(true);
 
     const file = join(dir, `${database}.jsonl`);
     let text = "";

@@ -12,10 +12,10 @@ import type { Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { dbOf } from "../../src/ledger/connection.ts";
-import { evidenceHash } from "../../src/ledger/evidenceHash.ts";
 import { receiptOf } from "../../src/services/evidence/checkSignatures.ts";
 import { type EvidenceRecord, recordsOf, verifyEvidence } from "../../src/services/evidence/verifyEvidence.ts";
 import { dialects } from "../support/db.ts";
+import { iterate, rechained } from "./support/rechain.ts";
 import { type X402World, startX402World } from "../x402/support/x402World.ts";
 
 const PRICE = 10_000n;
@@ -23,27 +23,6 @@ const PRICE = 10_000n;
 type Body = { rail_state?: { settlement?: { response?: string } } | null };
 const decode = (b64: string) => JSON.parse(Buffer.from(b64, "base64").toString("utf8")) as Record<string, unknown>;
 const encode = (v: unknown) => Buffer.from(JSON.stringify(v), "utf8").toString("base64");
-
-/** `records` with `edit` applied to each body, every hash after the first edit recomputed and chained again. */
-function rechained(records: EvidenceRecord[], edit: (body: Body) => Body | undefined): EvidenceRecord[] {
-  const out: EvidenceRecord[] = [];
-  for (const r of records) {
-    const edited = edit(JSON.parse(r.body) as Body);
-    const prev = out.at(-1);
-    const changed = edited !== undefined || (prev !== undefined && prev.hash !== r.prev_hash);
-    if (!changed) {
-      out.push(r);
-      continue;
-    }
-    const next = { ...r, body: edited ? JSON.stringify(edited) : r.body, prev_hash: prev ? prev.hash : r.prev_hash };
-    out.push({ ...next, hash: evidenceHash({ ...next, seq: Number(next.seq) }) });
-  }
-  return out;
-}
-
-async function* iterate(records: EvidenceRecord[]): AsyncGenerator<EvidenceRecord> {
-  yield* records;
-}
 
 describe.each(dialects)("x402 extensions in the evidence (%s)", (database) => {
   let w: X402World;
@@ -129,7 +108,7 @@ describe.each(dialects)("x402 extensions in the evidence (%s)", (database) => {
 
     // The genuine receipt's signature altered in every record that carries it, and the chain re-hashed.
     const flip = (sig: string) => `${sig.slice(0, 10)}${sig[10] === "0" ? "1" : "0"}${sig.slice(11)}`;
-    const forged = rechained(records, (body) => {
+    const forged = rechained<Body>(records, (body) => {
       const response = body.rail_state?.settlement?.response;
       const settle = response ? decode(response) : undefined;
       const receipt = settle ? receiptOf(settle) : undefined;
