@@ -4,6 +4,7 @@
 // use the given facilitator, never the public default one.
 import { HTTPFacilitatorClient } from "@x402/core/server";
 import { createEIP712OfferReceiptIssuer, createOfferReceiptExtension, declareOfferReceiptExtension } from "@x402/extensions/offer-receipt";
+import { PAYMENT_IDENTIFIER, declarePaymentIdentifierExtension, extractPaymentIdentifier } from "@x402/extensions/payment-identifier";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { paymentMiddlewareFromHTTPServer, x402HTTPResourceServer, x402ResourceServer } from "@x402/express";
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from "express";
@@ -31,6 +32,12 @@ export type StartMerchantOptions = {
    * an unauthorised signer.
    */
   offerSignerKey?: Hex;
+  /**
+   * v2 only: declare x402's payment-identifier extension and answer a payload whose identifier was already
+   * settled with the answer it got (the spec's "recovering a lost response"), without settling it again.
+   * `dropFirstReply`: the first paid request is settled, then its connection is closed before any answer.
+   */
+  paymentIdentifier?: { dropFirstReply?: boolean };
 };
 
 export type Merchant = {
@@ -40,7 +47,11 @@ export type Merchant = {
 };
 
 /** A v2 merchant whose price can change while it runs (a merchant raising its price between a quote and a payment). */
-export type RepricingMerchant = Merchant & { setPrice(priceMicros: bigint): void };
+export type RepricingMerchant = Merchant & {
+  setPrice(priceMicros: bigint): void;
+  /** The payment header (`PAYMENT-SIGNATURE`) of each paid request, exactly as received, in arrival order. */
+  paymentHeaders: readonly string[];
+};
 
 /** The EIP-712 domain of USDC (and TestUSDC); x402 needs it in the requirements' `extra`. */
 export const USDC_EIP712_DOMAIN = { name: "USD Coin", version: "2" } as const;
@@ -77,20 +88,102 @@ export async function startMerchantV2(options: StartMerchantOptions): Promise<Re
       },
       description: DESCRIPTION,
       mimeType: "application/json",
-      ...(options.offerSignerKey ? { extensions: declareOfferReceiptExtension() } : {}),
+      ...(options.offerSignerKey || options.paymentIdentifier
+        ? {
+            extensions: {
+              ...(options.offerSignerKey ? declareOfferReceiptExtension() : {}),
+              ...(options.paymentIdentifier ? { [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension() } : {}),
+            },
+          }
+        : {}),
     },
   });
   // Fetch the facilitator's /supported now, so a missing facilitator fails here and not on a request.
   await httpServer.initialize();
-  const payment = paymentMiddlewareFromHTTPServer(httpServer, undefined, undefined, false);
+  const paymentHeaders: string[] = [];
+  const x402 = paymentMiddlewareFromHTTPServer(httpServer, undefined, undefined, false);
+  const payment = options.paymentIdentifier ? answeredOnce(x402, paymentHeaders, options.paymentIdentifier.dropFirstReply === true) : recordingHeaders(x402, paymentHeaders);
   const merchant = await listen(createMerchantApp(payment), options.port);
   return {
     ...merchant,
+    paymentHeaders,
     setPrice(next) {
       assertPrice(next);
       priceMicros = next;
     },
   };
+}
+
+const PAYMENT_HEADER = "payment-signature";
+
+/** `payment`, with each request's payment header appended to `received` first. */
+function recordingHeaders(payment: RequestHandler, received: string[]): RequestHandler {
+  return (req, res, next) => {
+    const header = req.get(PAYMENT_HEADER);
+    if (header !== undefined) received.push(header);
+    payment(req, res, next);
+  };
+}
+
+/** What a settled request was answered, kept to answer the same payment identifier again. */
+type Answer = { payload: string; status: number; headers: Record<string, string | number | readonly string[]>; body: Buffer };
+
+/**
+ * `payment` behind x402's payment-identifier, as the extension asks of a resource server: a payload whose
+ * identifier was settled gets the stored answer again (never a second settlement); the same identifier with
+ * another payload is a conflict (409). With `dropFirstReply`, the first settled answer is stored and its
+ * connection closed instead of answered: the client learns nothing of a payment that happened.
+ */
+function answeredOnce(payment: RequestHandler, received: string[], dropFirstReply: boolean): RequestHandler {
+  const answers = new Map<string, Answer>();
+  let dropped = false;
+  return (req, res, next) => {
+    const header = req.get(PAYMENT_HEADER);
+    if (header === undefined) return payment(req, res, next);
+    received.push(header);
+    const id = paymentIdOf(header);
+    const known = id === undefined ? undefined : answers.get(id);
+    if (known) {
+      if (known.payload !== header) return void res.status(409).json({ error: `payment identifier ${id} was used with another payload` });
+      res.writeHead(known.status, known.headers as never);
+      return void res.end(known.body);
+    }
+    // Wrapped before the x402 middleware wraps it in turn: it calls these once it has settled.
+    const write = res.write.bind(res) as (...a: unknown[]) => boolean;
+    const end = res.end.bind(res) as (...a: unknown[]) => Response;
+    const chunks: Buffer[] = [];
+    const keep = (chunk: unknown) => {
+      if (chunk !== undefined && chunk !== null && typeof chunk !== "function") chunks.push(Buffer.from(chunk as string));
+    };
+    const settled = () => id !== undefined && res.getHeader("payment-response") !== undefined && res.statusCode < 400;
+    // The answer to drop is never written, not even in part.
+    const dropping = () => dropFirstReply && !dropped && settled();
+    res.write = ((chunk: unknown, ...rest: unknown[]) => {
+      keep(chunk);
+      return dropping() ? true : write(chunk, ...rest);
+    }) as typeof res.write;
+    res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+      keep(chunk);
+      if (!settled()) return end(chunk, ...rest);
+      answers.set(id!, { payload: header, status: res.statusCode, headers: { ...res.getHeaders() } as Answer["headers"], body: Buffer.concat(chunks) });
+      if (dropping()) {
+        dropped = true;
+        res.socket?.destroy();
+        return res;
+      }
+      return end(chunk, ...rest);
+    }) as typeof res.end;
+    payment(req, res, next);
+  };
+}
+
+/** The payment identifier a v2 payment header carries (`extensions["payment-identifier"].info.id`), if any. */
+function paymentIdOf(header: string): string | undefined {
+  try {
+    return extractPaymentIdentifier(JSON.parse(Buffer.from(header, "base64").toString("utf8"))) ?? undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A merchant speaking x402 v1 (402 body `accepts`, X-PAYMENT / X-PAYMENT-RESPONSE). */

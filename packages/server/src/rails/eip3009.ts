@@ -47,6 +47,30 @@ export async function signAuthorization(
 export const authorizationUsedEvent = parseAbiItem("event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)");
 const AUTHORIZATION_USED_TOPIC = toEventSelector(authorizationUsedEvent).toLowerCase();
 
+/** Where a USDC `Transfer` is on-chain: its block and its index among the block's logs (evidence records it). */
+export type TransferLog = { blockNumber: number; logIndex: number };
+
+const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
+
+/**
+ * The position of the USDC `Transfer` an authorization made, in a successful receipt: USDC emits
+ * `AuthorizationUsed(from, nonce)` and then the transfer's `Transfer`, so it is the first matching `Transfer`
+ * after that event (two equal transfers in one batched transaction are told apart by their nonces).
+ */
+export function transferLogIn(
+  receipt: { blockNumber: bigint; logs: readonly { address: string; topics: readonly (Hex | undefined)[]; data: Hex; logIndex: number | null }[] },
+  usdc: Address,
+  a: { from: string; to: string; value: string; nonce: string },
+): TransferLog | undefined {
+  const word = (v: string) => `0x${v.slice(2).toLowerCase().padStart(64, "0")}`;
+  const token = usdc.toLowerCase();
+  const ours = (l: (typeof receipt.logs)[number]) => l.address.toLowerCase() === token;
+  const used = receipt.logs.findIndex((l) => ours(l) && l.topics[0]?.toLowerCase() === AUTHORIZATION_USED_TOPIC && l.topics[1]?.toLowerCase() === word(a.from) && l.topics[2]?.toLowerCase() === a.nonce.toLowerCase());
+  if (used < 0) return undefined;
+  const log = receipt.logs.slice(used + 1).find((l) => ours(l) && l.topics[0]?.toLowerCase() === TRANSFER_TOPIC && l.topics[1]?.toLowerCase() === word(a.from) && l.topics[2]?.toLowerCase() === word(a.to) && BigInt(l.data) === BigInt(a.value));
+  return log?.logIndex == null ? undefined : { blockNumber: Number(receipt.blockNumber), logIndex: log.logIndex };
+}
+
 /** Whether `logs` hold USDC's AuthorizationUsed event for this authorizer and nonce. */
 export function authorizationUsedIn(logs: readonly { address: string; topics: readonly (Hex | undefined)[] }[], usdc: Address, a: { from: Address; nonce: Hex }): boolean {
   const token = usdc.toLowerCase();

@@ -9,7 +9,7 @@ import type { RailDeps } from "./railDeps.ts";
 import type { Payment, PaymentPatch } from "../domain/payment.ts";
 import type { Relayer } from "../chain/relayer.ts";
 import type { ChainRuntime } from "../chain/runtime.ts";
-import { type Authorization, authorizationUsedIn, randomNonce, signAuthorization } from "./eip3009.ts";
+import { type Authorization, type TransferLog, authorizationUsedIn, randomNonce, signAuthorization, transferLogIn } from "./eip3009.ts";
 import { type LegFailure, revertFailure } from "./revertFailure.ts";
 import { PermanentFailure } from "./permanentFailure.ts";
 
@@ -100,6 +100,15 @@ export async function legFailure(d: LegDeps, payment: Payment, transfers: Author
 export function checkLeg(d: LegDeps, payment: Payment, transfers: Authorization[], stateOf: (t: { hash: Hex; nonce: number }) => string): Promise<LegStatus> {
   if (!payment.txHash) throw new Error(`payment ${payment.id} has no on-chain leg`);
   return checkRelayed(d, payment, payment.txHash as Hex, transfers, (t) => ({ txHash: t.hash, railState: stateOf(t) }));
+}
+
+/**
+ * Where each transfer of a confirmed leg is in its transaction `hash`, for the evidence: read from the receipt
+ * that confirmed it (shared, so no second lookup); null where the authorization was used by another submission.
+ */
+export async function legLogs(d: LegDeps, hash: Hex, transfers: Authorization[]): Promise<(TransferLog | null)[]> {
+  const receipt = await d.chain.client.sharedReceipt(hash);
+  return transfers.map((t) => (receipt?.status === "success" ? (transferLogIn(receipt, d.chain.client.usdcAddress, t) ?? null) : null));
 }
 
 /** Where a relayed transaction stands; re-broadcasts the stored transaction when the node lost it. */

@@ -43,6 +43,13 @@ export const authorizationSchema = z.object({
   signature: hexSchema,
 }) satisfies z.ZodType<Authorization>;
 
+/**
+ * Where each transfer of a confirmed relayed leg is on-chain (its USDC `Transfer` log's block and index), in
+ * the order of its authorizations; null for one moved by another submission of ours than the stored one.
+ * Kept for the payment's evidence, which verify-evidence checks against the chain.
+ */
+export const transferLogsSchema = z.array(z.object({ blockNumber: z.number().int().nonnegative(), logIndex: z.number().int().nonnegative() }).nullable());
+
 /** A relayed transfer of the fee to the treasury, once signed (onchainLeg.ts `relayTransfers`). */
 export const feeSweepSchema = z.object({ hash: hexSchema, transfers: z.array(authorizationSchema) });
 export type FeeSweep = z.infer<typeof feeSweepSchema>;

@@ -7,13 +7,13 @@
  * back, the fee stays earned (it is in the treasury, and the off-ramp refunds only the amount).
  */
 import { forgetBankAccount, openBankRecipient } from "../../domain/bankAccount.ts";
-import type { Address } from "viem";
+import type { Address, Hex } from "viem";
 import type { Payment } from "../../domain/payment.ts";
 import { type FiatProvider, FiatProviderError, type Payout } from "./provider.ts";
-import { type LegDeps, checkLeg, checkRelayed, legFailure, relayTransfers, startLeg } from "../onchainLeg.ts";
+import { type LegDeps, checkLeg, checkRelayed, legFailure, legLogs, relayTransfers, startLeg } from "../onchainLeg.ts";
 import { type AdvanceResult, type Rail, advanceByStage } from "../rails.ts";
 import type { FailureCode } from "../../ledger/failureCodes.ts";
-import { type FiatPaidOutState, type FiatState, fiatStates, seenPaidOut } from "./fiatState.ts";
+import { type FiatPaidOutState, type FiatState, REPORTED_MAX, fiatStates, seenPaidOut } from "./fiatState.ts";
 
 export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: (p: Payment, outcome: "completed" | "failed" | "reversed") => void }) {
   const { ctx, provider } = d;
@@ -75,7 +75,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
         const f = await legFailure(d, payment, state.transfers, leg, "the off-ramp");
         return fail(payment, f.failureCode, f.failureReason);
       }
-      const next: FiatPaidOutState = { ...state, stage: "payout" };
+      const next: FiatPaidOutState = { ...state, stage: "payout", logs: await legLogs(d, payment.txHash as Hex, state.transfers) };
       payment = await ctx.ledger.payments.updatePayment(payment.id, { railState: fiatStates.write(state.stage, next) });
       return applyPayout(payment, next);
     }
@@ -87,8 +87,17 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
     return checkLeg(d, payment, state.transfers, (t) => fiatStates.write(state.stage, { ...state, relayNonce: t.nonce }));
   }
 
+  /** A state of the payout the provider reports for the first time, kept with when, before it is acted on. */
+  async function noteReported(payment: Payment, state: FiatPaidOutState, payout: Payout): Promise<{ payment: Payment; state: FiatPaidOutState }> {
+    if (state.reported?.at(-1)?.status === payout.status) return { payment, state };
+    const at = new Date(payout.updatedAtMs ?? ctx.clock().getTime()).toISOString();
+    const next: FiatPaidOutState = { ...state, reported: [...(state.reported ?? []), { status: payout.status, at }].slice(-REPORTED_MAX) };
+    return { payment: await ctx.ledger.payments.updatePayment(payment.id, { railState: fiatStates.write(state.stage, next) }), state: next };
+  }
+
   async function applyPayout(payment: Payment, state: FiatPaidOutState): Promise<AdvanceResult> {
     const payout = await provider.getPayout(payment.providerRef!);
+    if (payout) ({ payment, state } = await noteReported(payment, state, payout));
     if (!payout || payout.status === "processing") {
       if (payout) await noteWhere(payment, payout);
       return { done: false, retryInMs: pollMs };
@@ -195,7 +204,7 @@ export function createFiatRail(d: LegDeps & { provider: FiatProvider; onFinal?: 
           refundAddress: project!.wallet_address as Address,
         });
         // The provider holds the bank details now: keep only the last four digits of the account.
-        await ctx.ledger.payments.updatePayment(payment.id, { providerRef: payout.payoutId, railState: fiatStates.write(state.stage, { ...state, stage: "payout" }), recipientJson: forgetBankAccount(payment.recipientJson!) });
+        await ctx.ledger.payments.updatePayment(payment.id, { providerRef: payout.payoutId, railState: fiatStates.write(state.stage, { ...state, stage: "payout", logs: await legLogs(d, payment.txHash as Hex, state.transfers) }), recipientJson: forgetBankAccount(payment.recipientJson!) });
         return { done: false, retryInMs: 1_000 };
       }
       return applyPayout(payment, state);

@@ -10,21 +10,32 @@
  *   it was seen paid out (`payout_first`: a refund read later is then a return, never a failure);
  * - `fee_sweep`: paid out, so the fee is earned: its relayed transfer to the treasury (`feeSweep`, absent
  *   again after one that can no longer be mined: a fresh one is signed).
- * The payment completes once the sweep is confirmed (or at once with no fee).
+ * The payment completes once the sweep is confirmed (or at once with no fee). From `payout` on, `reported`
+ * lists each state the provider reported, with when.
  */
 import { z } from "zod";
-import { type Transitions, addressSchema, authorizationSchema, feeSweepSchema, railStateCodec } from "../railState.ts";
+import { type Transitions, addressSchema, authorizationSchema, feeSweepSchema, railStateCodec, transferLogsSchema } from "../railState.ts";
 
 const deposit = z.object({ address: addressSchema, amountMicros: z.number().int().nonnegative() });
-/** The amount's relayed leg to the off-ramp (and, `payout_first`, the deposit it was sent to). */
-const leg = { deposit: deposit.optional(), transfers: z.array(authorizationSchema), relayNonce: z.number().int().nonnegative() };
+/**
+ * The amount's relayed leg to the off-ramp (and, `payout_first`, the deposit it was sent to); from `payout` on,
+ * where its transfer's USDC `Transfer` log is (`logs`, the payment's evidence).
+ */
+const leg = { deposit: deposit.optional(), transfers: z.array(authorizationSchema), relayNonce: z.number().int().nonnegative(), logs: transferLogsSchema.optional() };
+
+/**
+ * Each state the provider reported for the payout while the payment was open, in order, with when (the
+ * provider's time when it gives one, else ours): the payment's evidence. The newest REPORTED_MAX are kept.
+ */
+const reported = z.array(z.object({ status: z.string(), at: z.string() })).optional();
+export const REPORTED_MAX = 20;
 
 export const fiatStateSchema = z.discriminatedUnion("stage", [
   z.object({ stage: z.literal("held") }),
   z.object({ stage: z.literal("payout_created"), deposit }),
   z.object({ stage: z.literal("usdc_leg"), ...leg }),
-  z.object({ stage: z.literal("payout"), ...leg, paidOut: z.literal(true).optional() }),
-  z.object({ stage: z.literal("fee_sweep"), ...leg, paidOut: z.literal(true).optional(), feeSweep: feeSweepSchema.optional() }),
+  z.object({ stage: z.literal("payout"), ...leg, paidOut: z.literal(true).optional(), reported }),
+  z.object({ stage: z.literal("fee_sweep"), ...leg, paidOut: z.literal(true).optional(), feeSweep: feeSweepSchema.optional(), reported }),
 ]);
 export type FiatState = z.infer<typeof fiatStateSchema>;
 /** The stages after the USDC reached the off-ramp: the payout is the provider's. */

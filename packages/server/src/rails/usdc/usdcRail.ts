@@ -3,9 +3,9 @@
  * project wallet, in one relayed transaction. Completed when the receipt is confirmed; failed (and
  * credited back) if it reverts or can no longer be mined. Its stages: usdcState.ts.
  */
-import type { Address } from "viem";
+import type { Address, Hex } from "viem";
 import type { Payment } from "../../domain/payment.ts";
-import { type LegDeps, type RelayedLeg, checkLeg, legFailure, startLeg } from "../onchainLeg.ts";
+import { type LegDeps, type RelayedLeg, checkLeg, legFailure, legLogs, startLeg } from "../onchainLeg.ts";
 import { type AdvanceResult, type Rail, advanceByStage } from "../rails.ts";
 import { type UsdcState, usdcStates } from "./usdcState.ts";
 
@@ -21,6 +21,10 @@ export function createUsdcRail(d: LegDeps & { onFinal?: (p: Payment, outcome: "c
     }
     const status = await checkLeg(d, payment, state.transfers, (t) => usdcStates.write("relayed", { ...state, relayNonce: t.nonce }));
     if (status === "pending") return { done: false, retryInMs: 500 };
+    if (status === "confirmed" && !state.logs) {
+      // Where the transfers are on-chain, in the evidence before the completion (a record of its own).
+      await d.ctx.ledger.payments.updatePayment(payment.id, { railState: usdcStates.write("relayed", { ...state, logs: await legLogs(d, payment.txHash as Hex, state.transfers) }) });
+    }
     const outcome = status === "confirmed" ? "completed" : "failed";
     const r = await d.ctx.ledger.payments.resolve(payment.id, outcome, status === "confirmed" ? { failureReason: null } : await legFailure(d, payment, state.transfers, status, "the recipient"));
     if (r.changed) d.onFinal?.(r.payment, outcome);

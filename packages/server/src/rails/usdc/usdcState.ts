@@ -5,14 +5,15 @@
  * - `relayed`: the authorizations (amount → recipient, fee → treasury) and the relayer transaction's nonce
  *   are stored with the payment's `tx_hash`; the chain decides it from here (completed or failed).
  * A relayed leg sent again (the node lost it, or the chain lost it after completion) stays `relayed` with
- * its new authorizations and nonce.
+ * its new authorizations and nonce. Once confirmed, it stays `relayed` with `logs`: where each transfer's
+ * USDC `Transfer` log is (the payment's evidence), written before the payment completes.
  */
 import { z } from "zod";
-import { type Transitions, authorizationSchema, railStateCodec } from "../railState.ts";
+import { type Transitions, authorizationSchema, railStateCodec, transferLogsSchema } from "../railState.ts";
 
 export const usdcStateSchema = z.discriminatedUnion("stage", [
   z.object({ stage: z.literal("held") }),
-  z.object({ stage: z.literal("relayed"), transfers: z.array(authorizationSchema), relayNonce: z.number().int().nonnegative() }),
+  z.object({ stage: z.literal("relayed"), transfers: z.array(authorizationSchema), relayNonce: z.number().int().nonnegative(), logs: transferLogsSchema.optional() }),
 ]);
 export type UsdcState = z.infer<typeof usdcStateSchema>;
 

@@ -9,7 +9,7 @@ import { decodePaymentResponseHeader } from "@x402/core/http";
 import type { Hex, PublicClient } from "viem";
 import type { ChainRuntime } from "../../chain/runtime.ts";
 import { usdcAbi } from "../../chain/chainClient.ts";
-import { authorizationUsedEvent, authorizationUsedIn } from "../eip3009.ts";
+import { type TransferLog, authorizationUsedEvent, authorizationUsedIn, transferLogIn } from "../eip3009.ts";
 import type { SignedAuthorization } from "./signPayment.ts";
 
 
@@ -27,8 +27,7 @@ export function readSettlementHeader(headers: Readonly<Record<string, string>>):
   }
 }
 
-/** Where a settlement's USDC `Transfer` is: its block and its index among the block's logs. */
-export type TransferLog = { blockNumber: number; logIndex: number };
+export type { TransferLog };
 
 /**
  * Whether `hash` is a successful transaction that used exactly this authorization of our USDC (undefined
@@ -38,13 +37,8 @@ export async function settlementLog(chain: ChainRuntime, hash: string, auth: Sig
   if (!/^0x[0-9a-fA-F]{64}$/.test(hash)) return undefined;
   const receipt = await chain.client.receipt(hash as Hex);
   if (receipt?.status !== "success" || !authorizationUsedIn(receipt.logs, chain.client.usdcAddress, auth)) return undefined;
-  const word = (a: string) => `0x${a.slice(2).toLowerCase().padStart(64, "0")}`;
-  const usdc = chain.client.usdcAddress.toLowerCase();
-  const transfer = receipt.logs.find((l) => l.address.toLowerCase() === usdc && l.topics[0]?.toLowerCase() === TRANSFER_TOPIC && l.topics[1]?.toLowerCase() === word(auth.from) && l.topics[2]?.toLowerCase() === word(auth.to));
-  return { log: transfer?.logIndex == null ? undefined : { blockNumber: Number(receipt.blockNumber), logIndex: transfer.logIndex } };
+  return { log: transferLogIn(receipt, chain.client.usdcAddress, auth) };
 }
-
-const TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
 
 export type AuthorizationStanding =
   | { kind: "used"; txHash: Hex | undefined }

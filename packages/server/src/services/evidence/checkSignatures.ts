@@ -5,10 +5,10 @@
  * with the signer's authorisation the spec requires (§4.5.1: the simplest mechanism, the key of the `payTo`
  * address the payment went to; a signer that is not it is reported as not authorised).
  *
- * @x402/extensions gives the receipt's types and EIP-712 schema; the verification is ours, from the spec.
+ * @x402/extensions gives the receipt's types and recovers an EIP-712 signer; the judgement is ours, from the spec.
  * A JWS receipt needs its `kid` resolved to a key, which a record alone cannot do: it is reported as such.
  */
-import { RECEIPT_TYPES, type SignedReceipt } from "@x402/extensions/offer-receipt";
+import { type SignedReceipt, extractOffersFromPaymentRequired, isEIP712SignedOffer, isEIP712SignedReceipt, verifyOfferSignatureEIP712, verifyReceiptSignatureEIP712 } from "@x402/extensions/offer-receipt";
 import { type Address, type Hex, getAddress, recoverTypedDataAddress } from "viem";
 import { USDC_EIP712, transferWithAuthorizationTypes } from "../../rails/eip3009.ts";
 
@@ -79,26 +79,48 @@ export function receiptOf(settleResponse: unknown): SignedReceipt | undefined {
   return r && typeof r === "object" && typeof r.signature === "string" ? r : undefined;
 }
 
-/** The receipt's EIP-712 signature (spec §5.5), and its signer authorised for the resource: the `payTo` key. */
-export async function checkReceipt(receipt: SignedReceipt, payTo: string): Promise<SignatureProblem | undefined> {
-  if (receipt.format !== "eip712") return { code: "receipt_unverifiable", detail: `a ${String(receipt.format)} receipt names its key by a kid this check cannot resolve offline` };
-  const payload = (receipt as { payload?: unknown }).payload as Record<string, unknown> | undefined;
-  const chainId = typeof payload?.network === "string" && /^eip155:\d+$/.test(payload.network) ? Number(payload.network.slice(7)) : undefined;
-  if (!payload || chainId === undefined) return { code: "receipt_signature_invalid", detail: "the receipt's payload is missing or names no eip155 network" };
+/**
+ * The receipt's EIP-712 signature (spec §5.5: x402's receipt domain and types, checked by @x402/extensions'
+ * own recovery) and its signer's authorisation for the resource: the `payTo` key. An EIP-712 receipt names
+ * no key, so a changed signature or payload recovers some other key: one the merchant never showed — neither
+ * the payTo nor the signer of the offer in its 402 — is reported as an invalid signature; the key that
+ * signed its offer, when that key is not the payTo, as a signer not authorised.
+ */
+export async function checkReceipt(receipt: SignedReceipt, payTo: string, offerSigners: readonly string[] = []): Promise<SignatureProblem | undefined> {
+  if (!isEIP712SignedReceipt(receipt)) return { code: "receipt_unverifiable", detail: `a ${String(receipt.format)} receipt names its key by a kid this check cannot resolve offline` };
   let signer: Address;
   try {
-    signer = await recoverTypedDataAddress({
-      domain: { name: "x402 receipt", version: "1", chainId },
-      types: RECEIPT_TYPES,
-      primaryType: "Receipt",
-      message: { network: String(payload.network), resourceUrl: String(payload.resourceUrl), payer: String(payload.payer), issuedAt: BigInt(Number(payload.issuedAt ?? 0)), transaction: String(payload.transaction ?? "") },
-      signature: receipt.signature as Hex,
-    });
-  } catch {
-    return { code: "receipt_signature_invalid", detail: "the receipt's signature does not recover a signer" };
+    signer = (await verifyReceiptSignatureEIP712(receipt)).signer;
+  } catch (err) {
+    return { code: "receipt_signature_invalid", detail: `the receipt's signature does not recover a signer (${String((err as Error).message).slice(0, 120)})` };
   }
-  if (getAddress(signer) !== getAddress(payTo)) {
-    return { code: "receipt_signer_not_authorized", detail: `the receipt is signed by ${signer}, a key not authorised for the resource (its payTo is ${getAddress(payTo)})` };
+  const payToAddress = getAddress(payTo);
+  if (getAddress(signer) === payToAddress) return undefined;
+  if (offerSigners.some((k) => getAddress(k) === getAddress(signer))) {
+    return { code: "receipt_signer_not_authorized", detail: `the receipt is signed by ${signer}, the key that signed the merchant's offer but not one authorised for the resource (its payTo is ${payToAddress})` };
   }
-  return undefined;
+  return { code: "receipt_signature_invalid", detail: `the receipt's signature recovers ${signer}, a key the merchant never showed (neither the payTo ${payToAddress} nor its offer's signer): the receipt or its signature was altered` };
 }
+
+/** The keys that signed the EIP-712 offers of a 402 as received (x402's offer-and-receipt extension). */
+export async function offerSignersOf(paymentRequired: unknown): Promise<string[]> {
+  const signers: string[] = [];
+  let offers: unknown[];
+  try {
+    offers = extractOffersFromPaymentRequired(paymentRequired as never).slice(0, OFFERS_MAX);
+  } catch {
+    return signers;
+  }
+  for (const offer of offers) {
+    if (!isEIP712SignedOffer(offer as never)) continue;
+    try {
+      signers.push((await verifyOfferSignatureEIP712(offer as never)).signer);
+    } catch {
+      // An offer that does not recover shows no key.
+    }
+  }
+  return signers;
+}
+
+/** Offers a 402 carries are one per requirement; more is not an answer to walk through. */
+const OFFERS_MAX = 16;

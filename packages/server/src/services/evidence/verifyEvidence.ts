@@ -13,7 +13,7 @@ import type { Hex } from "viem";
 import { evidenceHash } from "../../ledger/evidenceHash.ts";
 import type { EvidenceHead, EvidenceRow } from "../../ledger/evidence.ts";
 import type { EvidenceReadStore } from "../../ledger/ports.ts";
-import { type SignatureDomain, type SignatureProblem, authorizationSigned, authorizationsIn, checkReceipt, checkSentPayload, receiptOf } from "./checkSignatures.ts";
+import { type SignatureDomain, type SignatureProblem, authorizationSigned, authorizationsIn, checkReceipt, checkSentPayload, offerSignersOf, receiptOf } from "./checkSignatures.ts";
 
 export type EvidenceRecord = EvidenceRow;
 
@@ -119,7 +119,7 @@ async function checkBody(r: EvidenceRecord, o: VerifyOptions, once: (key: string
   const settlement = state.settlement as { response?: string } | undefined;
   const receipt = settlement?.response ? receiptOf(decodeBase64Json(settlement.response)) : undefined;
   if (receipt && typeof state.payTo === "string" && once(`receipt:${receipt.signature}`)) {
-    const p = await checkReceipt(receipt, state.payTo);
+    const p = await checkReceipt(receipt, state.payTo, await offerSignersOf(state.paymentRequired));
     if (p) out.push(p);
   }
   return out;
@@ -133,7 +133,10 @@ function expectedTransfers(body: Body): { from: string; to: string; value: strin
   // x402: the merchant's settlement of our authorization (sent again by us if the chain lost it: its legs).
   if (auth && !state.resent) return [{ ...auth, at: settlement?.log }];
   const legs = (state.resent as { transfers?: unknown } | undefined)?.transfers ?? state.transfers;
-  return Array.isArray(legs) ? (legs as { from: string; to: string; value: string }[]) : [];
+  if (!Array.isArray(legs)) return [];
+  // A relayed leg's logs (USDC and bank transfers), one per authorization in order, when recorded.
+  const logs = !state.resent && Array.isArray(state.logs) ? (state.logs as ({ blockNumber: number; logIndex: number } | null)[]) : [];
+  return (legs as { from: string; to: string; value: string }[]).map((t, i) => (logs[i] ? { ...t, at: logs[i] } : t));
 }
 
 async function checkOnChain(r: EvidenceRecord, usdc: string, receiptOf: ReceiptReader, once: (key: string) => boolean, report: (code: EvidenceProblemCode, detail: string) => void): Promise<number> {

@@ -4,7 +4,7 @@
  * probes: on-chain balances, a signature counter on the project's custody, and a small API client.
  */
 import { randomBytes } from "node:crypto";
-import { startFacilitator, startMerchantV1, startMerchantV2, startMppMerchant, type Facilitator, type Merchant, type MppMerchant } from "@agentwallet/devchain";
+import { startFacilitator, startMerchantV1, startMerchantV2, startMppMerchant, type Facilitator, type Merchant, type MppMerchant, type RepricingMerchant, type StartMerchantOptions } from "@agentwallet/devchain";
 import { type Address, getAddress } from "viem";
 import type { Custody } from "../../../src/chain/custody.ts";
 import type { AppContext } from "../../../src/context.ts";
@@ -47,6 +47,8 @@ export type X402World = {
   /** The project's deposit wallet (created on first use). */
   wallet(): Promise<Address>;
   startMerchant(version: 1 | 2, priceMicros: bigint, payTo?: Address): Promise<Merchant & { payTo: Address }>;
+  /** A v2 merchant with the options of the extensions (offer-and-receipt, payment-identifier); a random payTo unless given. */
+  startMerchantV2(o: Omit<StartMerchantOptions, "facilitatorUrl" | "usdcAddress" | "payTo"> & { payTo?: Address }): Promise<RepricingMerchant & { payTo: Address }>;
   /** A merchant on mppx's own server (MPP's EVM charge; with "both", x402 v2 on the same route too). */
   startMppMerchant(priceMicros: bigint, offers?: "mpp" | "both", payTo?: Address): Promise<MppMerchant & { payTo: Address }>;
   /** Runs the payment worker until the payment leaves `processing` (bounded). */
@@ -93,6 +95,11 @@ export async function startX402World(o: { database?: "sqlite" | "postgres"; env?
       const merchant = await start({ facilitatorUrl: facilitator.url, payTo, usdcAddress: chain.client.usdcAddress, priceMicros });
       merchants.push(merchant);
       return { ...merchant, payTo };
+    },
+    async startMerchantV2({ payTo = randomAddress(), ...o }) {
+      const merchant = await startMerchantV2({ ...o, facilitatorUrl: facilitator.url, payTo, usdcAddress: chain.client.usdcAddress });
+      merchants.push(merchant);
+      return Object.assign(merchant, { payTo });
     },
     async startMppMerchant(priceMicros, offers = "mpp", payTo = randomAddress()) {
       const merchant = await startMppMerchant({ rpcUrl: sandbox.rpcUrl, chainId: chain.client.settings.chainId, usdcAddress: chain.client.usdcAddress, payTo, priceMicros, settlerKey: sandbox.accounts.merchant!.privateKey, offers });

@@ -1,0 +1,127 @@
+// x402's extensions in the evidence, against real @x402/express merchants on the real chain, on both databases.
+// Exactly once towards the merchant (payment-identifier, "recovering a lost response"): a merchant that
+// declares the extension settles the first paid request and closes the connection without answering; the
+// service sends the identical payload again and the merchant answers what it settled: one settlement on
+// chain, one payment, the payload received twice byte for byte the one stored with the payment.
+// Receipts (offer-and-receipt, EIP-712): a receipt signed by the resource's payTo key verifies; one signed by
+// the merchant's own key that is not the payTo is reported as not authorised; a receipt whose signature was
+// altered is reported as such even when the whole chain after it was re-hashed to hide the edit.
+import { decodePaymentSignatureHeader } from "@x402/core/http";
+import { extractPaymentIdentifier } from "@x402/extensions/payment-identifier";
+import type { Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { dbOf } from "../../src/ledger/connection.ts";
+import { receiptOf } from "../../src/services/evidence/checkSignatures.ts";
+import { type EvidenceRecord, recordsOf, verifyEvidence } from "../../src/services/evidence/verifyEvidence.ts";
+import { dialects } from "../support/db.ts";
+import { iterate, rechained } from "./support/rechain.ts";
+import { type X402World, startX402World } from "../x402/support/x402World.ts";
+
+const PRICE = 10_000n;
+
+type Body = { rail_state?: { settlement?: { response?: string } } | null };
+const decode = (b64: string) => JSON.parse(Buffer.from(b64, "base64").toString("utf8")) as Record<string, unknown>;
+const encode = (v: unknown) => Buffer.from(JSON.stringify(v), "utf8").toString("base64");
+
+describe.each(dialects)("x402 extensions in the evidence (%s)", (database) => {
+  let w: X402World;
+  beforeAll(async () => {
+    w = await startX402World({ database, fundMicros: 5_000_000n });
+  });
+  afterAll(async () => {
+    await w?.stop();
+  });
+
+  test("payment-identifier: a merchant settles and drops its reply; the identical payload is sent again: one settlement on chain, one payment, the same bytes twice", async () => {
+    const merchant = await w.startMerchantV2({ priceMicros: PRICE, paymentIdentifier: { dropFirstReply: true } });
+    const recipient = `${merchant.url}/paid`;
+    const signaturesBefore = w.signatures.count();
+
+    const paid = await w.post("/v1/pay", { recipient, idempotency_key: "pi-dropped-reply" });
+    expect(paid.status).toBe(200);
+    // Settled by the merchant's answer to the payload sent again (its transaction proven on chain).
+    expect(paid.body).toMatchObject({ status: "processing", tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(paid.body.response).toMatchObject({ status_code: 200, body: JSON.stringify({ paid: true }) });
+
+    // The merchant got the payload twice, byte for byte, carrying the identifier derived from the key.
+    expect(merchant.paymentHeaders).toHaveLength(2);
+    expect(merchant.paymentHeaders[1]).toBe(merchant.paymentHeaders[0]);
+    const id = extractPaymentIdentifier(decodePaymentSignatureHeader(merchant.paymentHeaders[0]!));
+    expect(id).toMatch(/^pay_[0-9a-f]{40}$/);
+    // One signature for the merchant (the fee sweep signs its own when the payment completes).
+    expect(w.signatures.count() - signaturesBefore).toBeLessThanOrEqual(2);
+
+    expect(await w.settle(paid.body.id as string, 60_000)).toBe("completed");
+    // One settlement: the merchant's fresh payTo holds the price once.
+    expect(await w.balanceOf(merchant.payTo)).toBe(PRICE);
+    const payments = await dbOf(w.ctx.ledger).selectFrom("payments").select(["id", "tx_hash"]).where("recipient", "=", recipient).execute();
+    expect(payments).toHaveLength(1);
+
+    // The payload stored before it left is what the merchant received; the evidence says so and verifies.
+    const records = (await w.get(`/v1/transactions/${paid.body.id}/evidence`)).body.records as { body: string }[];
+    const states = records.map((r) => JSON.parse(r.body).rail_state).filter(Boolean);
+    const settled = states.find((s) => s.stage === "settled");
+    expect(settled).toMatchObject({ paymentIdentifier: id, sent: { name: "PAYMENT-SIGNATURE", value: merchant.paymentHeaders[0] }, settlement: { source: "receipt" } });
+    expect(states.filter((s) => s.sent).every((s) => s.sent.value === merchant.paymentHeaders[0])).toBe(true);
+    const chain = w.server.server.chain!.client;
+    const report = await verifyEvidence(recordsOf(w.ctx.ledger.evidence, w.server.projectId), { domain: { chainId: chain.settings.chainId, usdc: chain.usdcAddress }, receipt: (h) => chain.receipt(h) as never });
+    expect(report.problems).toEqual([]);
+
+    // The same request again (same idempotency key): the same payment, nothing sent to the merchant.
+    const again = await w.post("/v1/pay", { recipient, idempotency_key: "pi-dropped-reply" });
+    expect(again.body.id).toBe(paid.body.id);
+    expect(merchant.paymentHeaders).toHaveLength(2);
+    expect(await w.balanceOf(merchant.payTo)).toBe(PRICE);
+  });
+
+  test("receipts: a genuine receipt verifies; an altered one and one by a key not the payTo's are named", async () => {
+    const payToKey = generatePrivateKey();
+    const genuine = await w.startMerchantV2({ priceMicros: PRICE, offerSignerKey: payToKey, payTo: privateKeyToAccount(payToKey).address });
+    const stranger = await w.startMerchantV2({ priceMicros: PRICE, offerSignerKey: generatePrivateKey() });
+    const good = await w.post("/v1/pay", { recipient: `${genuine.url}/paid`, idempotency_key: "receipt-genuine" });
+    const bad = await w.post("/v1/pay", { recipient: `${stranger.url}/paid`, idempotency_key: "receipt-stranger" });
+    for (const p of [good, bad]) {
+      expect(p.status).toBe(200);
+      expect(await w.settle(p.body.id as string, 60_000)).toBe("completed");
+    }
+
+    const chain = w.server.server.chain!.client;
+    const options = { domain: { chainId: chain.settings.chainId, usdc: chain.usdcAddress }, receipt: (h: Hex) => chain.receipt(h) as never };
+    const records: EvidenceRecord[] = [];
+    for await (const r of recordsOf(w.ctx.ledger.evidence, w.server.projectId)) records.push(r);
+
+    // The genuine merchant's receipt is in its settlement response.
+    const receiptIn = (r: EvidenceRecord) => {
+      const response = (JSON.parse(r.body) as Body).rail_state?.settlement?.response;
+      return response ? receiptOf(decode(response)) : undefined;
+    };
+    const goodReceipt = records.filter((r) => r.payment_id === good.body.id).map(receiptIn).find(Boolean);
+    expect(goodReceipt).toMatchObject({ format: "eip712", payload: { resourceUrl: `${genuine.url}/paid`, network: "eip155:8453" } });
+    expect(records.filter((r) => r.payment_id === bad.body.id).some((r) => receiptIn(r))).toBe(true);
+
+    const report = await verifyEvidence(iterate(records), { ...options, head: await w.ctx.ledger.evidence.head(w.server.projectId) });
+    const badSeqs = records.filter((r) => r.payment_id === bad.body.id && receiptIn(r)).map((r) => Number(r.seq));
+    // Only the stranger's receipt is reported (once: its signature is checked once), and as not authorised.
+    expect(report.problems.map((p) => ({ code: p.code, paymentId: p.paymentId }))).toEqual([{ code: "receipt_signer_not_authorized", paymentId: bad.body.id }]);
+    expect(badSeqs).toContain(report.problems[0]!.seq);
+
+    // The genuine receipt's signature altered in every record that carries it, and the chain re-hashed.
+    const flip = (sig: string) => `${sig.slice(0, 10)}${sig[10] === "0" ? "1" : "0"}${sig.slice(11)}`;
+    const forged = rechained<Body>(records, (body) => {
+      const response = body.rail_state?.settlement?.response;
+      const settle = response ? decode(response) : undefined;
+      const receipt = settle ? receiptOf(settle) : undefined;
+      if (!settle || !receipt || receipt.signature !== goodReceipt!.signature) return undefined;
+      const extensions = settle.extensions as Record<string, { info: { receipt: { signature: string } } }>;
+      extensions["offer-receipt"]!.info.receipt.signature = flip(receipt.signature);
+      return { ...body, rail_state: { ...body.rail_state, settlement: { ...body.rail_state!.settlement, response: encode(settle) } } };
+    });
+    expect(forged).not.toEqual(records);
+    const forgedReport = await verifyEvidence(iterate(forged), options);
+    const codes = forgedReport.problems.map((p) => `${p.code}:${p.paymentId}`);
+    expect(codes).toContain(`receipt_signature_invalid:${good.body.id}`);
+    expect(codes).toContain(`receipt_signer_not_authorized:${bad.body.id}`);
+    expect(forgedReport.problems.filter((p) => p.code === "hash_mismatch" || p.code === "chain_broken")).toEqual([]);
+  });
+});
