@@ -52,7 +52,9 @@ const WATCHED = ["status", "rail_state", "tx_hash", "provider_ref", "approval"];
 const updatedAt = "coalesce(new.updated_at, new.created_at)";
 
 function sqliteTriggers(): string[] {
-  const body = `json_object(${BODY.map(([k, c, j]) => `'${k}', ${j ? `json(new.${c})` : `new.${c}`}`).join(", ")})`;
+  // A column that does not hold JSON (a rail state that no longer parses) is embedded as a string: the record is
+  // still written, so such a payment can be ended by hand (services/resolveByHand.ts).
+  const body = `json_object(${BODY.map(([k, c, j]) => `'${k}', ${j ? `case when json_valid(new.${c}) then json(new.${c}) else json_quote(new.${c}) end` : `new.${c}`}`).join(", ")})`;
   const record = (kind: string, at: string) => `
       insert or ignore into evidence_heads (project_id, seq, hash) values (new.project_id, 0, '${EVIDENCE_GENESIS}');
       insert into evidence (project_id, seq, payment_id, kind, at, body, prev_hash, hash)
@@ -70,8 +72,13 @@ function sqliteTriggers(): string[] {
 }
 
 function pgTriggers(): string[] {
-  const body = `json_build_object(${BODY.map(([k, c, j]) => `'${k}', ${j ? `new.${c}::json` : `new.${c}`}`).join(", ")})::text`;
+  // The rail state, which a defect or a hand edit may have left unparseable, goes through aw_json_or_text (a JSON
+  // string then, as on SQLite); the other JSON columns are the service's own JSON.stringify.
+  const json = (c: string) => (c === "rail_state" ? `aw_json_or_text(new.${c})` : `new.${c}::json`);
+  const body = `json_build_object(${BODY.map(([k, c, j]) => `'${k}', ${j ? json(c) : `new.${c}`}`).join(", ")})::text`;
   return [
+    `create or replace function aw_json_or_text(t text) returns json language plpgsql immutable as $$
+      begin return t::json; exception when invalid_text_representation then return to_json(t); end $$`,
     `create or replace function evidence_record() returns trigger language plpgsql as $$
       declare v_seq bigint; v_prev text; v_kind text; v_at text; v_body text; v_hash text;
       begin
