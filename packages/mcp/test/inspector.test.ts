@@ -7,7 +7,7 @@ import { cleanEnv, ensureInspector, fakeToken, inspector, packageDir, repoDir, r
 // The first run installs the pinned Inspector (see helpers.ts).
 beforeAll(() => ensureInspector(), 240_000);
 
-test("behavior: `inspector --cli --method tools/list --strict` lists the eight tools with no schema errors", async () => {
+test("behavior: `inspector --cli --method tools/list --strict` lists the ten tools (create_sub_agent_token only with delegate) with no schema errors", async () => {
   const result = await inspector(["--method", "tools/list", "--strict"], {
     AGENTWALLET_API_TOKEN: fakeToken,
     AGENTWALLET_BASE_URL: "http://127.0.0.1:9",
@@ -16,7 +16,7 @@ test("behavior: `inspector --cli --method tools/list --strict` lists the eight t
   expect(result.stderr).toMatch(/\b0 errors\b/);
   const { tools } = JSON.parse(result.stdout) as { tools: { name: string }[] };
   expect(tools.map((tool) => tool.name).sort()).toEqual(
-    ["get_balance", "get_spending_limits", "get_usdc_deposit_address", "list_transactions", "pay", "send_payment", "send_usdc", "x402_pay"],
+    ["check_price", "get_balance", "get_spending_limits", "get_transaction", "get_usdc_deposit_address", "list_transactions", "pay", "send_payment", "send_usdc", "x402_pay"],
   );
 });
 
@@ -35,5 +35,5 @@ test("docs: the README's Inspector command, with its `-e NAME=value` variables, 
   const result = await run("sh", ["-c", command], { cwd: repoDir, env: cleanEnv({}), timeoutMs: 60_000 });
   expect(result.code, result.stderr).toBe(0);
   const { tools } = JSON.parse(result.stdout) as { tools: { name: string }[] };
-  expect(tools).toHaveLength(8);
+  expect(tools).toHaveLength(10);
 });

@@ -22,7 +22,7 @@ afterAll(async () => {
   await rm(workDir, { recursive: true, force: true });
 });
 
-test("behavior: the packed tarball installs into an empty directory and its bin lists the eight tools", { timeout: 4 * npmTimeoutMs }, async () => {
+test("behavior: the packed tarball installs into an empty directory and its bin lists the ten tools (create_sub_agent_token only with delegate)", { timeout: 4 * npmTimeoutMs }, async () => {
   const packed = await run("npm", ["pack", "--pack-destination", workDir], { cwd: packageDir, timeoutMs: npmTimeoutMs });
   expect(packed.code, packed.stderr).toBe(0);
   const tarball = (await readdir(workDir)).find((name) => name.endsWith(".tgz"));
@@ -57,7 +57,7 @@ test("behavior: the packed tarball installs into an empty directory and its bin 
     expect(client.getServerVersion()).toMatchObject({ name: "agentwallet", version: "0.1.0" });
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual(
-      ["get_balance", "get_spending_limits", "get_usdc_deposit_address", "list_transactions", "pay", "send_payment", "send_usdc", "x402_pay"],
+      ["check_price", "get_balance", "get_spending_limits", "get_transaction", "get_usdc_deposit_address", "list_transactions", "pay", "send_payment", "send_usdc", "x402_pay"],
     );
   } finally {
     await client.close();

@@ -5,7 +5,7 @@
  * in sandbox mode pointed at the proxy (SANDBOX_CHAIN_RPC_URL), on a SQLite file or a PostgreSQL schema
  * of its own. The test process reads the same database to create projects and to judge the outcome.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Anvil, connectDevChain, type DevChain, type Facilitator, type Merchant, startAnvil, startFacilitator, startMerchantV1, startMerchantV2 } from "@agentwallet/devchain";
@@ -82,14 +82,30 @@ export type FaultWorld = {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Whether a file holds whole JSON (anvil's state file, which a kill can leave half-written). */
+function parses(path: string): boolean {
+  try {
+    JSON.parse(readFileSync(path, "utf8"));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function startChain(dir: string): Promise<FaultChain> {
   const statePath = join(dir, "chain-state.json");
   let anvil: Anvil | undefined;
   let dev: DevChain;
   let client: ChainClient;
+  let keep: NodeJS.Timeout | undefined;
   const open = async () => {
     // The sandbox's own chain settings: a block per transaction plus an empty block a second.
     anvil = await startAnvil({ statePath, blockTime: 1, mixedMining: true });
+    // Kept while it runs: a copy of its last whole state file, for a restart after a kill mid-write (restart).
+    keep ??= setInterval(() => {
+      if (anvil && existsSync(statePath) && parses(statePath)) copyFileSync(statePath, `${statePath}.whole`);
+    }, 1_000);
+    keep.unref();
     dev = await connectDevChain({ rpcUrl: anvil.rpcUrl });
     client = createChainClient({ rpcUrl: anvil.rpcUrl, chainId: dev.chainId, usdcAddress: dev.usdcAddress, timeoutMs: 5_000, retries: 1, pollingIntervalMs: 50 });
   };
@@ -101,10 +117,15 @@ async function startChain(dir: string): Promise<FaultChain> {
     async kill9() {
       const a = anvil!;
       anvil = undefined;
+      clearInterval(keep);
+      keep = undefined;
       process.kill(a.pid, "SIGKILL");
       await a.stop(); // reaps it (and its watchdog); returns at once for a process that has exited
     },
     async restart() {
+      // anvil rewrites its state file every second in place: killed mid-write, it leaves a file it cannot read
+      // (seen: empty). A node's disk holds its last whole state then, so this one starts from its last whole file.
+      if (existsSync(statePath) && !parses(statePath) && existsSync(`${statePath}.whole`)) copyFileSync(`${statePath}.whole`, statePath);
       await open();
     },
     snapshot: () => test().snapshot(),
