@@ -255,6 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
   const e = parsed.data;
   const mode = e.BASE_RPC_URL ? "live" : "sandbox";
   const dataDir = resolve(overrides.dataDir ?? e.AGENTWALLET_DATA_DIR);
+  const privateTargets = privateTargetsSetting(e.PRIVATE_TARGETS);
   const config: Config = {
     mode,
     dataDir,
@@ -265,7 +266,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
     port: overrides.port ?? e.PORT,
     publicBaseUrl: e.PUBLIC_BASE_URL,
     trustProxy: trustProxySetting(e.TRUST_PROXY),
-    privateTargets: privateTargetsSetting(e.PRIVATE_TARGETS),
+    privateTargets,
     redisUrl: e.REDIS_URL,
     logLevel: e.LOG_LEVEL,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
@@ -311,7 +312,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
     x402: {
       allowHttp: e.X402_ALLOW_HTTP,
       allowPrivateNetworks: e.X402_ALLOW_PRIVATE_NETWORKS,
-      allowedTargets: privateTargetsSetting(e.PRIVATE_TARGETS),
+      // The sandbox adds its own demo merchant and facilitator once they listen.
+      allowedTargets: [...privateTargets],
       timeoutMs: e.X402_TIMEOUT_MS,
       maxResponseBytes: e.X402_MAX_RESPONSE_BYTES,
       maxTimeoutSeconds: e.X402_MAX_TIMEOUT_SECONDS,

@@ -70,6 +70,12 @@ export const RELAYER_CONDITION_KEY_PREFIX = "relayer_condition:";
 export const relayerConditionKey = (relayer: Address) => `${RELAYER_CONDITION_KEY_PREFIX}${relayer.toLowerCase()}`;
 /** Why relayed payments wait, and since when (ISO 8601). */
 export type RelayerCondition = { code: Extract<WaitingCode, "relayer_unfunded">; detail: string; since: string };
+/** What keeps the deployment's relayer from sending now, or undefined while it sends (one relayer per deployment). */
+export async function relayerCondition(kv: KvStore): Promise<RelayerCondition | undefined> {
+  const [row] = await kv.withPrefix(RELAYER_CONDITION_KEY_PREFIX, 1);
+  return row ? (JSON.parse(row.value) as RelayerCondition) : undefined;
+}
+
 /** A node's refusal of a transaction whose sender cannot pay its gas (geth, anvil, reth word it so). */
 const UNFUNDED = /insufficient funds/i;
 

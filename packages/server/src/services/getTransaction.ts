@@ -3,7 +3,7 @@
  * payment or deposit adds. Another project's id is answered exactly as an unknown one.
  */
 import type { TransactionDetail } from "@agentwallet/api";
-import { RELAYER_CONDITION_KEY_PREFIX, type RelayerCondition } from "../chain/relayer.ts";
+import { relayerCondition } from "../chain/relayer.ts";
 import { notFound } from "../domain/errors.ts";
 import type { Payment } from "../domain/payment.ts";
 import type { KvStore } from "../ledger/ports.ts";
@@ -24,10 +24,8 @@ export async function getTransaction(ledger: { transactions: TransactionReads; k
 async function waitingOf(kv: KvStore, r: DetailRow): Promise<TransactionDetail["waiting"]> {
   if (r.rail === null || r.payment_id !== r.id) return undefined;
   if (!waitsOnRelayer({ id: r.id, rail: r.rail, status: r.status as Payment["status"], railState: r.rail_state })) return undefined;
-  const [row] = await kv.withPrefix(RELAYER_CONDITION_KEY_PREFIX, 1);
-  if (!row) return undefined;
-  const c = JSON.parse(row.value) as RelayerCondition;
-  return { code: c.code, detail: c.detail, since: c.since };
+  const c = await relayerCondition(kv);
+  return c && { code: c.code, detail: c.detail, since: c.since };
 }
 
 export function renderDetail(r: DetailRow): TransactionDetail {

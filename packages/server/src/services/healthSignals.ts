@@ -7,7 +7,7 @@
  */
 import type { Address } from "viem";
 import type { ChainClient } from "../chain/chainClient.ts";
-import { RELAYER_CONDITION_KEY_PREFIX, type RelayerCondition } from "../chain/relayer.ts";
+import { type RelayerCondition, relayerCondition } from "../chain/relayer.ts";
 import type { HealthStore, KvStore } from "../ledger/ports.ts";
 import { relayerRunway } from "./relayerRunway.ts";
 import { type ReconcileSummary, lastReconcile } from "./reconcile.ts";
@@ -82,9 +82,6 @@ export function createHealthSignals(d: {
       }
     },
     reconcile: () => lastReconcile(d.ledger.kv),
-    async relayerCondition() {
-      const [row] = await d.ledger.kv.withPrefix(RELAYER_CONDITION_KEY_PREFIX, 1);
-      return row ? (JSON.parse(row.value) as RelayerCondition) : undefined;
-    },
+    relayerCondition: () => relayerCondition(d.ledger.kv),
   };
 }
