@@ -2,15 +2,11 @@
 // limit of 10 USD and five children each allowed 5 USD (25 together). 500 concurrent payments of 0.10 USD
 // spread over the children and the parent accept exactly 10 USD in all and never more than 5 USD for any
 // child, on SQLite (one process) and on PostgreSQL with two server processes.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { startDevChain, type DevChain } from "@agentwallet/devchain";
 import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createHdCustody } from "../../src/chain/custody.ts";
-import { type OpenedDb, openDb } from "../../src/ledger/db.ts";
-import { migrateToLatest } from "../../src/ledger/migrations.ts";
+import type { OpenedDb } from "../../src/ledger/db.ts";
 import { Ledger } from "../../src/ledger/store.ts";
 import { windowStart } from "../../src/domain/spending.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
@@ -18,9 +14,8 @@ import { newId, systemClock } from "../../src/ids.ts";
 import { createToken } from "../../src/services/tokens.ts";
 import { controlsColumn, parseControlsInput } from "../../src/services/spendingControls.ts";
 import { TEST_MNEMONIC } from "../support/context.ts";
-import { createPgSchema } from "../support/db.ts";
 import { poll } from "../support/poll.ts";
-import { liveEnv, spawnServer, type ServerProcess } from "../support/spawnServer.ts";
+import { openLiveDeployment, spawnServer, type ServerProcess } from "../support/spawnServer.ts";
 import { dbOf } from "../../src/ledger/connection.ts";
 
 const recipient: Address = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
@@ -42,19 +37,7 @@ describe.each([
   beforeAll(async () => {
     dev = await startDevChain();
     let env: NodeJS.ProcessEnv;
-    if (dialect === "sqlite") {
-      const dir = mkdtempSync(join(tmpdir(), "aw-nested-"));
-      opened = openDb({ kind: "sqlite", path: join(dir, "agentwallet.db") });
-      env = liveEnv(dev, { dataDir: dir });
-      cleanup = async () => rmSync(dir, { recursive: true, force: true });
-    } else {
-      const schema = await createPgSchema();
-      opened = openDb({ kind: "postgres", url: schema.url });
-      env = liveEnv(dev, { databaseUrl: schema.url });
-      cleanup = schema.drop;
-    }
-    await migrateToLatest(opened.db, opened.dialect);
-    ledger = new Ledger(opened.db, opened.dialect, systemClock, newId);
+    ({ opened, ledger, env, cleanup } = await openLiveDeployment(dev, dialect, "aw-nested-"));
     const project = await ledger.projects.create({ name: "tree", plan: "free" });
     projectId = project.id;
     const wallet = createHdCustody(TEST_MNEMONIC).addressOf(project.wallet_index);
