@@ -106,7 +106,8 @@ export type TokenSummary = {
   windows: LimitWindow[];
 };
 
-export type HistoryEntry = { at: string; status: string; text: string };
+/** One step of a transaction's way to its status; a decision's also carries its reason and, when an operator decided, their name. */
+export type HistoryEntry = { at: string; status: string; text: string; reason?: string; decided_by_name?: string };
 
 export type RefusalItem = { at: string; token_prefix: string | null; code: string; detail: string; rail: string; recipient: string; amount_micros: number | null };
 
