@@ -71,6 +71,11 @@ export const ApprovalState = z
       .describe("required: waiting for a person (the payment stays pending); approved: it is being sent; denied or expired: it failed and was credited back."),
     expires_at: isoTimestamp.describe("Not decided by then, the payment fails and is credited back (approval_expired)."),
     decided_at: isoTimestamp.nullable().describe("When a person approved or denied it; null while waiting or when it expired."),
+    reason: z.string().optional().describe("Approved or denied only: the reason the person gave, when they gave one (also in payment.approved / payment.denied events)."),
+    decided_by_name: z
+      .string()
+      .optional()
+      .describe("Approved or denied by an operator (the console, the admin API or the CLI) only: the deciding credential's name as it was then (also in payment.approved / payment.denied events)."),
   });
 export type ApprovalState = z.infer<typeof ApprovalState>;
 const approvalField = {

@@ -39,6 +39,7 @@ button.danger { background:var(--bad); border-color:var(--bad); }
 .deposit { display:flex; flex-wrap:wrap; gap:1rem; align-items:center; }
 figure { margin:0; }
 .chart svg { width:100%; height:auto; max-height:14rem; }
+svg.spend-bars, svg.spend-days { width:100%; height:auto; max-height:18rem; margin:.25rem 0 .5rem; }
 .legend { display:flex; gap:1rem; flex-wrap:wrap; font-size:.85rem; }
 .swatch { display:inline-block; width:.8rem; height:.8rem; margin-right:.3rem; vertical-align:middle; }
 .pager { display:flex; gap:1rem; margin-top:1rem; }
@@ -71,7 +72,7 @@ meter { display:block; width:100%; max-width:16rem; }
   table.cards-narrow tr { display:block; border-bottom:1px solid var(--line); padding:.4rem 0; }
   table.cards-narrow td { display:block; border:0; padding:.15rem 0; }
   table.cards-narrow td[data-label]::before { content:attr(data-label) ": "; color:var(--muted); font-size:.85rem; }
-  table.cards-narrow td.hide-narrow { display:none; } }
+  table.cards-narrow td.hide-narrow { display:none; } table.cards-narrow tbody th { display:block; border:0; padding:.15rem 0; } }
 `;
 
 /**

@@ -30,6 +30,32 @@ export type Overview = Balance & { held: number };
 /** Spend of one UTC day on one rail, in micro-USDC (bank payments converted at 1 cent = 10,000 micro-USDC). */
 export type DailySpend = { day: string; rail: "x402" | "usdc_transfer" | "fiat"; amount_micros: number };
 
+/** The Spend page's period: the current UTC day, week (from Monday) or month, the windows limits use. */
+export type SpendPeriod = "day" | "week" | "month";
+
+/** What was spent in a period under one name (an agent, a counterparty, a rail): amounts, fees, payments. */
+export type SpendLine = { key: string; label: string; amount_micros: number; fee_micros: number; payments: number };
+
+/** A token's limit window now (its `GET /v1/limits` window) and, at its rate so far, when it reaches its limit (null: not in this window). */
+export type BurnWindow = LimitWindow & { reached_at: string | null };
+
+/** Spend of a project in one period, counted from the day counters the limit windows are summed from. */
+export type SpendReport = {
+  period: SpendPeriod;
+  window_start: string;
+  window_end: string;
+  /** The time the figures were read, for the projections. */
+  as_of: string;
+  total: { amount_micros: number; fee_micros: number; payments: number };
+  by_agent: SpendLine[];
+  by_counterparty: (SpendLine & { rail: Rail })[];
+  by_rail: SpendLine[];
+  /** Amounts plus fees per UTC day of the period, oldest first, days without spend included. */
+  by_day: { day: string; amount_micros: number; fee_micros: number }[];
+  /** Each active token with limits: its own daily, weekly and monthly windows as `GET /v1/limits` shows them. */
+  burn: { token_id: string; label: string; windows: BurnWindow[] }[];
+};
+
 export type TransactionQuery = {
   limit: number;
   /** Filters: the API's `GET /v1/transactions` parameters. */
@@ -80,7 +106,8 @@ export type TokenSummary = {
   windows: LimitWindow[];
 };
 
-export type HistoryEntry = { at: string; status: string; text: string };
+/** One step of a transaction's way to its status; a decision's also carries its reason and, when an operator decided, their name. */
+export type HistoryEntry = { at: string; status: string; text: string; reason?: string; decided_by_name?: string };
 
 export type RefusalItem = { at: string; token_prefix: string | null; code: string; detail: string; rail: string; recipient: string; amount_micros: number | null };
 
@@ -172,6 +199,8 @@ export interface ConsoleBackend {
   overview(projectId: string): Promise<Overview>;
   depositAddress(projectId: string): Promise<DepositAddress>;
   spendByDay(projectId: string, days: number): Promise<DailySpend[]>;
+  /** Spend by agent, counterparty, rail and day in the current period, and each limited agent's burn against its limits. */
+  spendReport(projectId: string, period: SpendPeriod): Promise<SpendReport>;
   listTransactions(projectId: string, query: TransactionQuery): Promise<TransactionList>;
   getTransaction(projectId: string, id: string): Promise<Transaction | null>;
   listTokens(projectId: string): Promise<TokenSummary[]>;

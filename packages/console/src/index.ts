@@ -14,10 +14,11 @@ import { type ConsoleOptions, guardRequests, routeKit } from "./routes/kit.ts";
 import { registerOverview } from "./routes/overview.ts";
 import { registerProjects } from "./routes/projects.ts";
 import { registerSignIn } from "./routes/signIn.ts";
+import { registerSpend } from "./routes/spend.ts";
 import { registerTransactions } from "./routes/transactions.ts";
 import { registerWebhooks } from "./routes/webhooks.ts";
 
-export type { ApprovalItem, AuditItem, OperatorRole, ConsoleBackend, Controls, DailySpend, HistoryEntry, RefusalItem, WebhookDelivery, WebhookEndpoint, LimitWindow, NewToken, OneTimeViewKind, Overview, ProjectSummary, Session, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
+export type { ApprovalItem, AuditItem, BurnWindow, Rail, SpendLine, SpendPeriod, SpendReport, OperatorRole, ConsoleBackend, Controls, DailySpend, HistoryEntry, RefusalItem, WebhookDelivery, WebhookEndpoint, LimitWindow, NewToken, OneTimeViewKind, Overview, ProjectSummary, Session, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
 export type { ConsoleOptions } from "./routes/kit.ts";
 
 /** The console's routes, one module per page (routes/), over the helpers they share (routes/kit.ts). */
@@ -31,6 +32,7 @@ export function registerConsole(app: FastifyInstance, opts: ConsoleOptions): voi
     registerProjects(c, kit);
     registerOverview(c, kit);
     registerTransactions(c, kit);
+    registerSpend(c, kit);
     registerApprovals(c, kit);
     registerAgents(c, kit);
     registerWebhooks(c, kit);

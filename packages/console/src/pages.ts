@@ -9,7 +9,7 @@ export type PageContext = {
   csrf: string;
   /** The project in view, for the navigation. */
   project?: ProjectSummary;
-  current?: "overview" | "transactions" | "approvals" | "agents" | "webhooks" | "projects" | "audit";
+  current?: "overview" | "spend" | "transactions" | "approvals" | "agents" | "webhooks" | "projects" | "audit";
   sandbox: boolean;
   /** Base of a block explorer's transaction links (live mode), or null (sandbox: no links). */
   explorerTxUrl: string | null;
@@ -33,7 +33,7 @@ export function layout(pc: PageContext, title: string, body: Html): Html {
   const nav = pc.viewer
     ? html`<nav aria-label="Main"><ul>
         ${pc.viewer.kind === "operator" ? link("/console/projects", "Projects", "projects") : ""}
-        ${p ? [link(`/console/p/${p.id}`, "Overview", "overview"), link(`/console/p/${p.id}/transactions`, "Transactions", "transactions"), link(`/console/p/${p.id}/approvals`, "Approvals", "approvals"), link(`/console/p/${p.id}/agents`, "Agents", "agents"), link(`/console/p/${p.id}/webhooks`, "Webhooks", "webhooks"), canSeeAudit(pc) ? link(`/console/p/${p.id}/audit`, "Audit", "audit") : ""] : ""}
+        ${p ? [link(`/console/p/${p.id}`, "Overview", "overview"), link(`/console/p/${p.id}/spend`, "Spend", "spend"), link(`/console/p/${p.id}/transactions`, "Transactions", "transactions"), link(`/console/p/${p.id}/approvals`, "Approvals", "approvals"), link(`/console/p/${p.id}/agents`, "Agents", "agents"), link(`/console/p/${p.id}/webhooks`, "Webhooks", "webhooks"), canSeeAudit(pc) ? link(`/console/p/${p.id}/audit`, "Audit", "audit") : ""] : ""}
         ${!p && pc.viewer.kind === "operator" ? link("/console/audit", "Audit", "audit") : ""}
       </ul></nav>
       <form class="inline" method="post" action="/console/signout"><input type="hidden" name="csrf" value="${pc.csrf}"><button class="secondary" type="submit">Sign out</button></form>`

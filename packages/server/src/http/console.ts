@@ -16,6 +16,7 @@ import * as overview from "../services/console/overview.ts";
 import * as projects from "../services/console/projects.ts";
 import * as sessions from "../services/console/sessions.ts";
 import * as signIn from "../services/console/signIn.ts";
+import * as spend from "../services/console/spend.ts";
 import * as tokens from "../services/console/tokens.ts";
 import * as transactions from "../services/console/transactions.ts";
 import * as views from "../services/console/oneTimeViews.ts";
@@ -51,6 +52,7 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
     overview: (projectId) => overview.overview(ctx, projectId),
     depositAddress: (projectId) => getDepositAddress(ctx, projectId),
     spendByDay: (projectId, days) => overview.spendByDay(ctx, projectId, days),
+    spendReport: (projectId, period) => spend.spendReport(ctx, projectId, period),
     // The API's own query parser: the same filters, bounds and errors as GET /v1/transactions.
     listTransactions: async (projectId, query) => transactions.listTransactions(ctx, projectId, parseListQuery(apiQueryOf(query))),
     getTransaction: (projectId, id) => transactions.getTransaction(ctx, projectId, id),

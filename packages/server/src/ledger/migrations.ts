@@ -8,6 +8,7 @@ import { approvalWebhookTriggers, statusHistoryTriggers, webhookTriggers } from 
 import { PG_BATCH_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 import { countedWindows } from "../domain/spending.ts";
 import { evidenceTriggers } from "./evidence.ts";
+import { spendDaysMigration } from "./spendDays.ts";
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   // `seq` gives every row a strictly increasing number: the stable tie-break for ordering.
@@ -594,6 +595,14 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn("hash", "text", (c) => c.notNull())
           .execute();
         for (const statement of evidenceTriggers(dialect)) await sql.raw(statement).execute(db);
+      },
+    },
+    "0032_spend_days": {
+      // Spend per (project, day, token, rail, counterparty), kept by triggers with every payment change and
+      // backfilled from the payments made so far (spendDays.ts): the console's Spend page and a limit window
+      // without its counter row read these instead of the payments. Triggers first, then the backfill, as 0025.
+      async up(db: Kysely<any>) {
+        for (const statement of spendDaysMigration(dialect)) await sql.raw(statement).execute(db);
       },
     },
     "0028_roles_and_audit": {

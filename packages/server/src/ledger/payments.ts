@@ -23,6 +23,7 @@ import type { FailureCode } from "./failureCodes.ts";
 import { account } from "./accounts.ts";
 import type { Database } from "./schema.ts";
 import { type PaymentRow, toPayment, toRowPatch } from "./paymentRows.ts";
+import { countedAmount } from "./spendDays.ts";
 import { type HoldControls, type Refusal, type SpendWindow, type WindowKey, type WindowKind, countedWindows, judgeStatic, windowBounds, windowRefusal, windowVerdict } from "../domain/spending.ts";
 import type { Payment, PaymentPatch } from "../domain/payment.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
@@ -427,17 +428,11 @@ export class Payments {
       windows.map(async (w) => {
         const row = rows.find((r) => r.scope_id === w.scopeId && r.kind === w.kind && r.window_start === w.start);
         if (row || !w.projectId) return Number(row?.spent_micros ?? 0);
+        // The window's sum from the day counters (spendDays.ts): the same payments, without reading them.
         const { from, to } = windowBounds(w.kind as WindowKind, w.start);
-        let q = this.db
-          .selectFrom("payments")
-          .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("amount_micros"), eb.lit(0)).as("spent"))
-          .where("project_id", "=", w.projectId)
-          .where("created_at", ">=", from)
-          .where("created_at", "<", to)
-          .where("status", "not in", ["failed", "reversed"]);
         // A token's window holds its descendants' payments too (nested budgets).
-        if (w.scope === "token") q = q.where((eb) => eb.or([eb("token_id", "=", w.scopeId), eb("token_id", "in", eb.selectFrom("token_lineage").select("descendant_id").where("ancestor_id", "=", w.scopeId))]));
-        return Number((await q.executeTakeFirstOrThrow()).spent);
+        const tokenIds = w.scope === "token" ? [w.scopeId, ...(await this.db.selectFrom("token_lineage").select("descendant_id").where("ancestor_id", "=", w.scopeId).execute()).map((r) => r.descendant_id)] : null;
+        return countedAmount(this.db, w.projectId, tokenIds, from, to);
       }),
     );
   }

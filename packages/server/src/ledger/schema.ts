@@ -202,6 +202,18 @@ export interface TransactionCountsTable {
   n: number;
 }
 
+/** Spend per (project, UTC day, token, rail, counterparty) of payments that count against limits (migration 0032, spendDays.ts). */
+export interface SpendDaysTable {
+  project_id: string;
+  day: string; // YYYY-MM-DD of the payment's created_at
+  token_id: string; // "" for a payment without a token
+  rail: string;
+  counterparty: string;
+  amount_micros: number;
+  fee_micros: number;
+  n: number;
+}
+
 /** Spending per window (spending.ts): one row per (token or project id, kind, window start). */
 export interface SpendWindowsTable {
   scope_id: string;
@@ -291,6 +303,7 @@ export interface Database {
   relayer_txs: RelayerTxsTable;
   webhook_events: WebhookEventsTable;
   transaction_counts: TransactionCountsTable;
+  spend_days: SpendDaysTable;
   console_sessions: ConsoleSessionsTable;
   console_signin_codes: ConsoleSigninCodesTable;
   console_one_time_views: ConsoleOneTimeViewsTable;

@@ -27,6 +27,7 @@ import { type LedgerProblem, verifyLedger } from "./verify.ts";
 import { TransactionReads } from "./transactionReads.ts";
 import { HealthReads } from "./health.ts";
 import { EvidenceStore } from "./evidence.ts";
+import { SpendDays } from "./spendDays.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 
 export class Ledger {
@@ -70,6 +71,8 @@ export class Ledger {
   readonly health: HealthReads;
   /** Payments' evidence records, hash-chained per project, written by triggers (evidence.ts). */
   readonly evidence: EvidenceStore;
+  /** Spend per day, token, rail and counterparty, kept by triggers (spendDays.ts). */
+  readonly spendDays: SpendDays;
 
   constructor(
     private readonly db: Db,
@@ -98,6 +101,7 @@ export class Ledger {
     this.projects = new Projects(db, clock, newId);
     this.tokens = new Tokens(db, dialect, clock, direct?.read);
     this.balances = new Balances(db, dialect);
+    this.spendDays = new SpendDays(db);
     this.receivedWebhooks = new ReceivedWebhooks(db, clock);
     this.payments = new Payments(db, dialect, clock, newId, writes, this.balances);
   }

@@ -52,6 +52,10 @@ export type DetailRow = ListedRow & {
   approval: string | null;
   approval_until: string | null;
   approval_decided_at: string | null;
+  /** Who decided it, their name then, and the reason they gave (migrations 0014, 0028). */
+  approval_decided_by: string | null;
+  approval_decided_by_name: string | null;
+  approval_reason: string | null;
 };
 
 /**
@@ -167,7 +171,8 @@ export class TransactionReads {
         case when p.id = t.id then p.metadata end as metadata, case when p.id = t.id then p.rail_state end as rail_state,
         p.rail, p.recipient, p.recipient_json, p.tx_hash as payment_tx_hash, p.fee_txn_id, p.failure_code, p.failure_reason,
         d.tx_hash as deposit_tx_hash,
-        case when p.id = t.id then p.approval end as approval, p.approval_until, p.approval_decided_at
+        case when p.id = t.id then p.approval end as approval, p.approval_until, p.approval_decided_at,
+        p.approval_decided_by, p.approval_decided_by_name, p.approval_reason
       from transactions t
       left join payments p on p.id = t.payment_id
       left join deposits d on d.txn_id = t.id

@@ -39,7 +39,7 @@ export function renderDetail(r: DetailRow): TransactionDetail {
     recipient: isPayment ? recipientOf(r) : null,
     tx_hash: isPayment ? (r.rail === "fiat" ? null : r.payment_tx_hash) : r.deposit_tx_hash,
     payment_id: isFee ? r.payment_id : isPayment ? r.fee_txn_id : null,
-    ...(isPayment ? approvalField({ approval: r.approval, approvalUntil: r.approval_until, approvalDecidedAt: r.approval_decided_at }) : {}),
+    ...(isPayment ? approvalField({ approval: r.approval, approvalUntil: r.approval_until, approvalDecidedAt: r.approval_decided_at, approvalDecidedBy: r.approval_decided_by, approvalDecidedByName: r.approval_decided_by_name, approvalReason: r.approval_reason }) : {}),
   };
 }
 

@@ -4,6 +4,7 @@
  */
 import type { HistoryEntry } from "@agentwallet/console";
 import type { Payment } from "../../domain/payment.ts";
+import { approvalField } from "../payments/render.ts";
 
 /**
  * A transaction's way to its status: the transitions its webhooks report, as the ledger's triggers recorded
@@ -23,7 +24,7 @@ export function historyOfEvents(events: { type: string; status: string; at: stri
       case "payment.approval_required":
         entry(`Waits for approval (above the token's threshold)${p?.approvalUntil ? ` until ${utc(p.approvalUntil)}` : ""}`);
         if (p?.approval === "expired") out.push({ at: p.approvalUntil ?? p.updatedAt, status: e.status, text: "Approval time ran out" });
-        else if (p && p.approval && p.approval !== "awaiting") out.push({ at: p.approvalDecidedAt ?? p.updatedAt, status: e.status, text: decisionText(p) });
+        else if (p && p.approval && p.approval !== "awaiting") out.push(decisionEntry(p, e.status));
         break;
       case "payment.processing":
         entry(p?.txHash && p.rail !== "fiat" ? `Sent on-chain: ${p.txHash}` : p?.rail === "fiat" ? "Processing: the bank payout is under way" : "Processing");
@@ -63,7 +64,7 @@ export function historyOf(
   if (p?.approval) {
     out.push({ at: p.createdAt, status: "pending", text: `Waits for approval (above the token's threshold) until ${utc(p.approvalUntil)}` });
     if (p.approval === "expired") out.push({ at: p.approvalUntil ?? p.updatedAt, status: "pending", text: "Approval time ran out" });
-    else if (p.approval !== "awaiting") out.push({ at: p.approvalDecidedAt ?? p.updatedAt, status: "pending", text: decisionText(p) });
+    else if (p.approval !== "awaiting") out.push(decisionEntry(p, "pending"));
   }
   if (p?.txHash && p.rail !== "fiat") out.push({ at: p.completedAt ?? p.updatedAt, status: p.status, text: `Sent on-chain: ${p.txHash}` });
   if (t.status === "completed" && t.completed_at && t.type !== "usdc_fund") out.push({ at: t.completed_at, status: "completed", text: "Completed" });
@@ -72,6 +73,12 @@ export function historyOf(
   }
   if ((t.status === "pending" || t.status === "processing") && p && p.updatedAt > p.createdAt) out.push({ at: p.updatedAt, status: t.status, text: `${t.status === "processing" ? "Processing" : "Pending"} (last change)` });
   return out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+}
+
+/** The decision's entry: its words, and the reason and the deciding operator's name as fields (as payment.approved / payment.denied carry them). */
+function decisionEntry(p: Payment, status: string): HistoryEntry {
+  const { approval } = approvalField(p);
+  return { at: p.approvalDecidedAt ?? p.updatedAt, status, text: decisionText(p), ...(approval?.reason ? { reason: approval.reason } : {}), ...(approval?.decided_by_name ? { decided_by_name: approval.decided_by_name } : {}) };
 }
 
 /** "Approved by ops laptop (adm_…): expected invoice": the decider by name (and id), and the reason given. */

@@ -36,11 +36,31 @@ export function failureFields(r: Pick<Payment, "failureCode" | "failureReason"> 
  * `approval` of a payment that needed a person's approval, and only of such a payment (absent otherwise,
  * so the spec's shapes are unchanged): `awaiting` is shown as `required`, the word an agent acts on.
  */
-export function approvalField(r: { approval: string | null; approvalUntil: string | null; approvalDecidedAt: string | null }): { approval?: ApprovalState } {
+export function approvalField(r: {
+  approval: string | null;
+  approvalUntil: string | null;
+  approvalDecidedAt: string | null;
+  approvalDecidedBy?: string | null;
+  approvalDecidedByName?: string | null;
+  approvalReason?: string | null;
+}): { approval?: ApprovalState } {
   if (r.approval === null || r.approvalUntil === null) return {};
   const status = r.approval === "awaiting" ? "required" : (r.approval as ApprovalState["status"]);
-  return { approval: { status, expires_at: r.approvalUntil, decided_at: status === "approved" || status === "denied" ? r.approvalDecidedAt : null } };
+  const decided = status === "approved" || status === "denied";
+  return {
+    approval: {
+      status,
+      expires_at: r.approvalUntil,
+      decided_at: decided ? r.approvalDecidedAt : null,
+      // The decision's reason, when one was given, and the deciding credential's name when an operator (not a token) decided.
+      ...(decided && r.approvalReason ? { reason: r.approvalReason } : {}),
+      ...(decided && r.approvalDecidedByName && byOperator(r.approvalDecidedBy ?? null) ? { decided_by_name: r.approvalDecidedByName } : {}),
+    },
+  };
 }
+
+/** Whether a decision's `approval_decided_by` names an operator (an admin credential's id, the CLI's "cli:<user>"), not a token ("tok_…", formerly "token tok_…"). */
+const byOperator = (decidedBy: string | null) => decidedBy !== null && !/^(tok_|token )/.test(decidedBy);
 
 export function renderPay(p: Payment): PayResponse {
   return {

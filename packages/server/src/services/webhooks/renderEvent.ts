@@ -46,5 +46,8 @@ async function transactionOf(transactions: TransactionReads, e: Pick<WebhookEven
     approval: null,
     approval_until: null,
     approval_decided_at: null,
+    approval_decided_by: null,
+    approval_decided_by_name: null,
+    approval_reason: null,
   });
 }
