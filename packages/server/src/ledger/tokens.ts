@@ -84,7 +84,7 @@ export class Tokens {
 
   /**
    * Writes a child of `parentId` with its lineage, in one transaction that first locks the parent's row
-   * (PostgreSQL; SQLite's writes are serial): `check` is given the parent as it is then and the number of
+   * (PostgreSQL; on SQLite it takes the database's write lock): `check` is given the parent as it is then and the number of
    * its active children, and throws to write nothing or returns the columns it settled (controls, expiry,
    * allowance). A revocation of the parent (revokeBranch) therefore
    * comes wholly before (the check sees it) or after (its second statement sees the child).
@@ -95,6 +95,9 @@ export class Tokens {
     await this.db.transaction().execute(async (trx) => {
       let q = trx.selectFrom("api_tokens").select(TOKEN_COLUMNS).where("id", "=", parentId);
       if (this.dialect === "postgres") q = q.forUpdate();
+      // SQLite: a write first takes the write lock, waiting out another connection's (the settlement
+      // thread's) under busy_timeout; a read first would fail at once with SQLITE_BUSY when it upgrades.
+      else await trx.updateTable("api_tokens").set((eb) => ({ depth: eb.ref("depth") })).where("id", "=", parentId).execute();
       const parent = await q.executeTakeFirst();
       if (!parent) throw new Error(`insertChild: no parent token ${parentId}`);
       const children = await trx
