@@ -60,10 +60,9 @@ function node(pc: PageContext, t: TokenSummary, tree: ReturnType<typeof children
   return html`<li id="token-${t.id}"><div class="token-node">
 <p class="token-head">${t.name
     ? html`<a href="/console/p/${p.id}/agents/${t.id}"><strong>${t.name}</strong> <span class="address">${t.display_prefix}…</span></a>`
-    : html`<a href="/console/p/${p.id}/agents/${t.id}" aria-label="Token ${t.display_prefix}"><strong class="address">${t.display_prefix}…</strong></a>`} <span class="state">${tokenState(t)}</span></p>
+    : html`<a href="/console/p/${p.id}/agents/${t.id}" aria-label="Token ${t.display_prefix}"><strong class="address">${t.display_prefix}…</strong></a>`} <span class="state">${tokenState(t)}</span>${canManage(pc) && isActive(t, now) ? html` <a class="button danger small" href="/console/p/${p.id}/agents/${t.id}/revoke" aria-label="Revoke ${tokenLabel(t)}">Revoke…</a>` : ""}</p>
 <p class="muted">${parent ? html`Parent: ${tokenLabel(parent)}` : t.parent_id ? `Parent: ${t.parent_id}` : "Issued by an operator"}${below ? ` · ${below} token${below > 1 ? "s" : ""} below` : ""} · ${t.permissions.join(", ")} · controls: ${describeControls(t.controls)}</p>
 ${spendList(t, byId)}
-${canManage(pc) && isActive(t, now) ? html`<p><a class="button danger" href="/console/p/${p.id}/agents/${t.id}/revoke" aria-label="Revoke ${tokenLabel(t)}">Revoke…</a></p>` : ""}
 </div>${kids.length ? html`<ul class="token-tree" aria-label="Tokens created by ${tokenLabel(t)}">${kids.map((k) => node(pc, k, tree, byId, now))}</ul>` : ""}</li>`;
 }
 

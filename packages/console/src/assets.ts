@@ -68,6 +68,7 @@ ul.token-tree ul.token-tree { margin-left:.5rem; padding-left:.75rem; border-lef
 .token-node p { margin:.2rem 0; word-break:break-word; }
 .token-head .state { font-size:.85rem; color:var(--muted); }
 a.button.danger { background:var(--bad); border-color:var(--bad); }
+.button.small { padding:.2rem .6rem; font-size:.85rem; margin-left:.5rem; }
 meter { display:block; width:100%; max-width:16rem; }
 .stack > button { margin-top:.5rem; }
 .actions { display:flex; flex-wrap:wrap; gap:.5rem; }
