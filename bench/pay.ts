@@ -7,6 +7,10 @@
  * Then the same load with a token under spending controls (a daily limit it never reaches and an
  * allow-list that names the recipient), which the hold judges in its own write: target within 10 % of
  * the run without controls.
+ * With `--tree`, the same load again spread over the inner nodes and leaves of a depth-3 tree of child
+ * tokens (2 children of an operator's token, 2 below each, 2 below those), each with a daily limit and an
+ * allowance it never reaches, so every hold also counts each ancestor's windows: target within 10 % of the
+ * flat token's.
  */
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
@@ -21,6 +25,11 @@ import { dbOf } from "../packages/server/src/ledger/connection.ts";
 const TARGET_ACCEPT_RATIO_MIN = 0.5;
 /** Accepted with controls over accepted without, at least. */
 const TARGET_CONTROLS_RATIO_MIN = 0.9;
+/** Accepted spread over a token tree over accepted with one flat token, at least. */
+const TARGET_TREE_RATIO_MIN = 0.9;
+/** Children of each token of the tree, and its depth below the operator's token (TOKEN_DEPTH_MAX's default). */
+const TREE_FANOUT = 2;
+const TREE_DEPTH = 3;
 const RECIPIENT = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 /** 0.01 USDC per payment + 0.0002 fee. */
 const AMOUNT_USD = 0.01;
@@ -31,7 +40,8 @@ const HELP = `npm run bench -- pay [flags]
   --duration S           seconds of load per target (default 10)
   --connections N        concurrent connections (default 16)
   --settle-timeout S     how long to wait for every accepted payment to complete (default 180)
-  --settlement thread|inline  where accepted payments settle (default thread, as the server; inline: on the request thread)`;
+  --settlement thread|inline  where accepted payments settle (default thread, as the server; inline: on the request thread)
+  --tree                 also spread the load over a depth-3 tree of child tokens and compare it with the flat token`;
 
 // autocannon's own options and events beyond bench/autocannon.d.ts's GET-only declaration.
 type Result = { requests: { average: number; total: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number; statusCodeStats?: Record<string, { count: number }> };
@@ -39,9 +49,11 @@ const load = autocannon as unknown as (options: Record<string, unknown>) => Prom
 
 type Load = { reqPerSec: number; p50Ms: number; p99Ms: number; total: number; ok: number; non2xx: number; errors: number };
 
-async function post(url: string, headers: Record<string, string>, body: string, connections: number, duration: number, okStatus: number): Promise<Load> {
+/** `tokens`: each connection's requests go through these in turn (autocannon's request list). */
+async function post(url: string, headers: Record<string, string>, body: string, connections: number, duration: number, okStatus: number, tokens: string[] = []): Promise<Load> {
   // A worker thread generates the load, so it never shares the event loop of the server it measures.
-  const r = await load({ url, method: "POST", headers: { "content-type": "application/json", ...headers }, body, connections, duration, workers: 1, timeout: 30 });
+  const requests = tokens.length ? { requests: tokens.map((t) => ({ method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${t}` }, body })) } : {};
+  const r = await load({ url, method: "POST", headers: { "content-type": "application/json", ...headers }, body, connections, duration, workers: 1, timeout: 30, ...requests });
   const ok = r.statusCodeStats?.[String(okStatus)]?.count ?? 0;
   return { reqPerSec: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, total: r.requests.total, ok, non2xx: r.non2xx, errors: r.errors };
 }
@@ -49,7 +61,7 @@ async function post(url: string, headers: Record<string, string>, body: string, 
 export async function run(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { db: { type: "string", default: "sqlite" }, duration: { type: "string", default: "10" }, connections: { type: "string", default: "16" }, "settle-timeout": { type: "string", default: "180" }, settlement: { type: "string", default: "thread" }, help: { type: "boolean", default: false } },
+    options: { db: { type: "string", default: "sqlite" }, duration: { type: "string", default: "10" }, connections: { type: "string", default: "16" }, "settle-timeout": { type: "string", default: "180" }, settlement: { type: "string", default: "thread" }, tree: { type: "boolean", default: false }, help: { type: "boolean", default: false } },
   });
   if (values.help) return void console.log(HELP);
   if (values.db !== "sqlite" && values.db !== "postgres") throw new UsageError("--db must be sqlite or postgres");
@@ -85,9 +97,10 @@ export async function run(args: string[]): Promise<void> {
     const ceiling = await post(`${bareUrl}/debit`, {}, "{}", connections, duration, 200);
 
     /** The load on POST /v1/pay with `token`, then the wait until every accepted payment completed. */
-    const payAndSettle = async (token: string) => {
+    const payAndSettle = async (token: string | string[]) => {
       const startedAt = Date.now();
-      const pay = await post(`${server.baseUrl}/v1/pay`, { authorization: `Bearer ${token}` }, JSON.stringify({ recipient: RECIPIENT, amount_usd: AMOUNT_USD }), connections, duration, 201);
+      const tokens = typeof token === "string" ? [token] : token;
+      const pay = await post(`${server.baseUrl}/v1/pay`, { authorization: `Bearer ${tokens[0]}` }, JSON.stringify({ recipient: RECIPIENT, amount_usd: AMOUNT_USD }), connections, duration, 201, tokens.length > 1 ? tokens : []);
       const acceptedAt = Date.now();
       log(`waiting for ${pay.ok} accepted payments to complete on-chain…`);
       let open = Number.POSITIVE_INFINITY;
@@ -112,6 +125,13 @@ export async function run(args: string[]): Promise<void> {
     });
     log(`POST /v1/pay with a token under spending controls, ${connections} connections, ${duration} s…`);
     const withControls = await payAndSettle(controlled.token);
+
+    let tree: { nodes: number; run: Awaited<ReturnType<typeof payAndSettle>> } | undefined;
+    if (values.tree) {
+      const nodes = await tokenTree(server.baseUrl, await server.createToken(["read", "pay", "delegate"]));
+      log(`POST /v1/pay spread over ${nodes.length} tokens of a depth-${TREE_DEPTH} tree, ${connections} connections, ${duration} s…`);
+      tree = { nodes: nodes.length, run: await payAndSettle(nodes) };
+    }
 
     // The ceiling again, now that nothing settles: the machine's disk and cores drift over a run, so
     // the ratio is taken against the mean of the ceilings measured before and after. The payments
@@ -139,6 +159,8 @@ export async function run(args: string[]): Promise<void> {
     const controlledPerSec = withControls.pay.ok / ((withControls.acceptedAt - withControls.startedAt) / 1000);
     const controlledRatio = controlledPerSec / ceilingMean;
     const controlsVsNone = controlledPerSec / acceptedPerSec;
+    const treePerSec = tree ? tree.run.pay.ok / ((tree.run.acceptedAt - tree.run.startedAt) / 1000) : undefined;
+    const treeVsFlat = treePerSec === undefined ? undefined : treePerSec / acceptedPerSec;
 
     const rows: Cell[][] = [
       ["ceiling: bare Fastify + debit SQL, before", Math.round(ceiling.reqPerSec), ceiling.p50Ms, ceiling.p99Ms, "-"],
@@ -146,14 +168,17 @@ export async function run(args: string[]): Promise<void> {
       ["POST /v1/pay accepted (201)", Math.round(acceptedPerSec), pay.p50Ms, pay.p99Ms, `${ratio.toFixed(2)} × ceiling`],
       ["settled on-chain (completed)", Math.round(settledPerSec), "-", "-", `${completed} of ${pay.ok} in ${((settledAt - startedAt) / 1000).toFixed(1)} s`],
       ["POST /v1/pay accepted, token under controls", Math.round(controlledPerSec), withControls.pay.p50Ms, withControls.pay.p99Ms, `${controlledRatio.toFixed(2)} × ceiling, ${controlsVsNone.toFixed(2)} × without`],
+      ...(tree && treePerSec !== undefined ? [[`POST /v1/pay accepted, over a depth-${TREE_DEPTH} tree (${tree.nodes} tokens)`, Math.round(treePerSec), tree.run.pay.p50Ms, tree.run.pay.p99Ms, `${(treePerSec / ceilingMean).toFixed(2)} × ceiling, ${treeVsFlat!.toFixed(2)} × flat token`] as Cell[]] : []),
       ["(diagnostic) accepted, submission paused", Math.round(acceptOnly.ok / Math.min(duration, 5)), acceptOnly.p50Ms, acceptOnly.p99Ms, `${(acceptOnly.ok / Math.min(duration, 5) / ceilingMean).toFixed(2)} × ceiling`],
     ];
     console.log(`\nmachine: ${JSON.stringify(machine())}`);
     printTable(["target", "per second", "p50 ms", "p99 ms", "note"], rows);
     console.log(`\naccepted ≥ ${TARGET_ACCEPT_RATIO_MIN} × ceiling: ${verdict(ratio >= TARGET_ACCEPT_RATIO_MIN)} (${ratio.toFixed(2)})`);
     console.log(`accepted with controls ≥ ${TARGET_CONTROLS_RATIO_MIN} × without: ${verdict(controlsVsNone >= TARGET_CONTROLS_RATIO_MIN)} (${controlsVsNone.toFixed(2)})`);
-    if (open > 0 || withControls.open > 0) console.log(`WARNING: ${open + withControls.open} payments still open after ${settleTimeoutS} s`);
-    const file = writeResult(`pay-${values.db}`, { machine: machine(), db: values.db, settlement: values.settlement, connections, duration, ceiling, ceilingAfter, ceilingMean, pay, acceptOnly, acceptedPerSec, settledPerSec, completed, statuses: counts, ratio, withControls: { pay: withControls.pay, acceptedPerSec: controlledPerSec, ratio: controlledRatio, vsWithout: controlsVsNone } });
+    if (treeVsFlat !== undefined) console.log(`accepted over a token tree ≥ ${TARGET_TREE_RATIO_MIN} × flat token: ${verdict(treeVsFlat >= TARGET_TREE_RATIO_MIN)} (${treeVsFlat.toFixed(2)})`);
+    const stillOpen = open + withControls.open + (tree?.run.open ?? 0);
+    if (stillOpen > 0) console.log(`WARNING: ${stillOpen} payments still open after ${settleTimeoutS} s`);
+    const file = writeResult(`pay-${values.db}`, { machine: machine(), db: values.db, settlement: values.settlement, connections, duration, ceiling, ceilingAfter, ceilingMean, pay, acceptOnly, acceptedPerSec, settledPerSec, completed, statuses: counts, ratio, withControls: { pay: withControls.pay, acceptedPerSec: controlledPerSec, ratio: controlledRatio, vsWithout: controlsVsNone }, ...(tree ? { tree: { nodes: tree.nodes, pay: tree.run.pay, acceptedPerSec: treePerSec, vsFlat: treeVsFlat } } : {}) });
     console.log(`result: ${file}`);
   } finally {
     await bare.close();
@@ -161,4 +186,32 @@ export async function run(args: string[]): Promise<void> {
     await server.stop();
     await dropSchema();
   }
+}
+
+/**
+ * A depth-TREE_DEPTH tree of child tokens below `root`, TREE_FANOUT children each, created through
+ * POST /v1/tokens; each with a daily limit and an allowance the run never reaches. Returns every token
+ * below the root, inner nodes and leaves, breadth first.
+ */
+async function tokenTree(baseUrl: string, root: string): Promise<string[]> {
+  const all: string[] = [];
+  let level = [root];
+  for (let depth = 1; depth <= TREE_DEPTH; depth++) {
+    const next: string[] = [];
+    for (const parent of level) {
+      for (let i = 0; i < TREE_FANOUT; i++) {
+        const res = await fetch(`${baseUrl}/v1/tokens`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${parent}`, "content-type": "application/json" },
+          body: JSON.stringify({ name: `bench d${depth} #${next.length + 1}`, permissions: depth < TREE_DEPTH ? ["read", "pay", "delegate"] : ["read", "pay"], allowance_usd: 1_000_000 - depth, spending_controls: { spending_limits: [{ amount_usd: 1_000_000 - depth, interval: "daily" }] } }),
+        });
+        const body = (await res.json()) as { token?: string; detail?: string };
+        if (res.status !== 201 || !body.token) throw new Error(`creating a child token: ${res.status} ${body.detail ?? ""}`);
+        next.push(body.token);
+      }
+    }
+    all.push(...next);
+    level = next;
+  }
+  return all;
 }

@@ -63,6 +63,13 @@ textarea { font:inherit; width:100%; max-width:36rem; padding:.4rem .5rem; borde
 ol.history, ul.refusals { padding-left:1.25rem; } ol.history li, ul.refusals li { margin-bottom:.35rem; word-break:break-word; }
 ul.windows { list-style:none; margin:0; padding:0; }
 ul.windows li { margin-bottom:.4rem; }
+ul.token-tree { list-style:none; margin:0; padding:0; }
+ul.token-tree ul.token-tree { margin-left:.5rem; padding-left:.75rem; border-left:3px solid var(--line); }
+.token-node { border-bottom:1px solid var(--line); padding:.5rem 0; }
+.token-node p { margin:.2rem 0; word-break:break-word; }
+.token-head .state { font-size:.85rem; color:var(--muted); }
+a.button.danger { background:var(--bad); border-color:var(--bad); }
+.button.small { padding:.2rem .6rem; font-size:.85rem; margin-left:.5rem; }
 meter { display:block; width:100%; max-width:16rem; }
 .stack > button { margin-top:.5rem; }
 .actions { display:flex; flex-wrap:wrap; gap:.5rem; }

@@ -33,7 +33,7 @@ export function auditPage(pc: PageContext, page: { entries: AuditItem[]; nextBef
     pc,
     title,
     html`<h1>Audit log</h1>
-<p class="muted">Every change an operator or a managing token made${pc.project ? " to this project" : ""}: token created, controls changed, revoked, project paused, webhook endpoints changed, approvals decided${pc.project ? "" : ", admin credentials created or revoked"}. An entry is written with its change, in the same database transaction, and can never be edited.</p>
+<p class="muted">Every change an operator, a managing token or a token handing out child tokens made${pc.project ? " to this project" : ""}: token created, controls changed, revoked, project paused, webhook endpoints changed, approvals decided${pc.project ? "" : ", admin credentials created or revoked"}. An entry is written with its change, in the same database transaction, and can never be edited.</p>
 ${page.entries.length
   ? html`<div class="table-wrap"><table class="cards-narrow">
 <caption class="visually-hidden">Audit entries, newest first</caption>

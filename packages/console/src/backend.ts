@@ -82,7 +82,7 @@ export type Controls = {
 
 /** One limit window now, as `GET /v1/limits` shows it. */
 export type LimitWindow = {
-  /** The console shows a token's own and its project's windows; the others a child token has are the API's. */
+  /** Whose limit: the token's own, its allowance, an ancestor's (`token_id`) or its allowance, the project's. */
   scope: "token" | "project" | "allowance" | "ancestor" | "ancestor_allowance";
   token_id?: string;
   interval: Exclude<Interval, "per_payment">;
@@ -96,13 +96,19 @@ export type LimitWindow = {
 export type TokenSummary = {
   id: string;
   display_prefix: string;
+  /** The name its creator gave (child tokens usually have one), or null. */
+  name: string | null;
+  /** The token that created it (a child token), or null for a token the operator issued. */
+  parent_id: string | null;
+  /** 0 for an operator's token, 1 for its child, … */
+  depth: number;
   permissions: Permission[];
   created_at: string;
   expires_at: string | null;
   revoked_at: string | null;
   /** The token's own controls (null: none); the project's apply as well. */
   controls: Controls | null;
-  /** Spend against the token's and the project's windows now. */
+  /** Spend now against every window that binds the token (its own, its allowance, its ancestors', the project's): its `GET /v1/limits`. */
   windows: LimitWindow[];
 };
 

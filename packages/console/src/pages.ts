@@ -323,11 +323,11 @@ export function canSeeAudit(pc: PageContext): boolean {
   return !!v && (v.kind === "operator" || v.manage);
 }
 
-const INTERVAL_LABEL: Record<Interval, string> = { per_payment: "Per payment", daily: "Daily", weekly: "Weekly", monthly: "Monthly", all_time: "All time" };
+export const INTERVAL_LABEL: Record<Interval, string> = { per_payment: "Per payment", daily: "Daily", weekly: "Weekly", monthly: "Monthly", all_time: "All time" };
 export const INTERVALS = ["per_payment", "daily", "weekly", "monthly", "all_time"] as const;
 export const RAILS = ["x402", "usdc_transfer", "fiat"] as const;
 
-function tokenState(t: TokenSummary): string {
+export function tokenState(t: TokenSummary): string {
   return t.revoked_at ? `revoked ${formatTime(t.revoked_at)}` : t.expires_at ? `expires ${formatTime(t.expires_at)}` : "active";
 }
 
@@ -344,41 +344,18 @@ export function describeControls(c: Controls | null): string {
   return parts.join("; ") || "none";
 }
 
-function usdText(n: number): string {
+export function usdText(n: number): string {
   return n.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 6 });
 }
 
 /** Each window's spend against its limit, with a meter. */
-function windowList(windows: LimitWindow[], scope: "token" | "project"): Html {
+export function windowList(windows: LimitWindow[], scope: "token" | "project"): Html {
   const mine = windows.filter((w) => w.scope === scope);
   if (!mine.length) return html`<p class="muted">No ${scope === "token" ? "" : "project "}limit windows.</p>`;
   return html`<ul class="windows">${mine.map(
     (w) => html`<li><span>${INTERVAL_LABEL[w.interval]}: $${usdText(w.spent_usd)} of $${usdText(w.limit_usd)} spent, $${usdText(w.remaining_usd)} left${w.window_end ? html` <span class="muted">(until ${formatTime(w.window_end)})</span>` : ""}</span>
 <meter min="0" max="${w.limit_usd}" value="${Math.min(w.spent_usd, w.limit_usd)}" high="${w.limit_usd * 0.8}" aria-label="${INTERVAL_LABEL[w.interval]} spend of the ${scope}">${usdText(w.spent_usd)}</meter></li>`,
   )}</ul>`;
-}
-
-export function agentsPage(pc: PageContext, tokens: TokenSummary[], projectControls: Controls | null, notice?: string): Html {
-  const p = pc.project!;
-  const projectWindows = tokens[0]?.windows ?? [];
-  return layout(
-    pc,
-    `${p.name} — agents`,
-    html`<h1>Agents (API tokens)</h1>
-${notice ? html`<p class="notice" role="status">${notice}</p>` : ""}
-${canManage(pc) ? html`<p><a class="button" href="/console/p/${p.id}/agents/new">Create a token</a></p>` : ""}
-<div class="table-wrap"><table class="cards-narrow">
-<caption class="visually-hidden">API tokens of this project</caption>
-<thead><tr><th scope="col">Token</th><th scope="col">Permissions</th><th scope="col">Controls</th><th scope="col">Spend against limits</th><th scope="col" class="hide-narrow">Created</th><th scope="col">State</th></tr></thead>
-<tbody>${tokens.map(
-      (t) => html`<tr><td><a class="address" href="/console/p/${p.id}/agents/${t.id}" aria-label="Token ${t.display_prefix}">${t.display_prefix}…</a></td><td data-label="Permissions">${t.permissions.join(", ")}</td><td data-label="Controls">${describeControls(t.controls)}</td>
-<td data-label="Spend">${t.windows.some((w) => w.scope === "token") ? windowList(t.windows, "token") : html`<span class="muted">no limits</span>`}</td><td class="hide-narrow">${formatTime(t.created_at)}</td><td data-label="State">${tokenState(t)}</td></tr>`,
-    )}</tbody>
-</table></div>
-<h2>Project controls</h2>
-<p>Every token obeys these too: ${describeControls(projectControls)}.</p>
-${projectWindows.some((w) => w.scope === "project") ? windowList(projectWindows, "project") : ""}`,
-  );
 }
 
 export type ControlsFormValues = Record<string, string>;
@@ -514,7 +491,7 @@ ${controlsFields(values, true)}
 <h2>Revoke</h2>
 <form method="post" action="/console/p/${p.id}/agents/${t.id}/revoke">
 <input type="hidden" name="csrf" value="${pc.csrf}">
-<p>Requests with this token are refused from the moment it is revoked; this cannot be undone.</p>
+<p>Requests with this token, and with every token created below it, are refused from the moment it is revoked; this cannot be undone.</p>
 <button type="submit" class="danger">Revoke token</button>
 </form>`
   : ""}

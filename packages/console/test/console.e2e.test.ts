@@ -5,7 +5,7 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TestServer, startTestServer } from "../../server/src/testing/harness.ts";
-import { launchBrowser, screenshot, seriousViolations } from "./support/browser.ts";
+import { expectAccessible, launchBrowser, screenshot, seriousViolations } from "./support/browser.ts";
 import { dbOf } from "../../server/src/ledger/connection.ts";
 
 let server: TestServer;
@@ -320,12 +320,6 @@ async function api(path: string, token: string, body?: unknown): Promise<{ statu
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-async function expectAccessible(page: Page, name: string): Promise<void> {
-  const violations = await seriousViolations(page);
-  expect(violations.map((v) => `${name}: ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`)).toEqual([]);
-  await screenshot(page, name);
-}
-
 describe("console agents (tokens)", () => {
   it("creates a token with controls, shown once with its MCP configuration; changes its controls; shows its spend against them; revokes it", async () => {
     const context = await browser.newContext({ bypassCSP: true, viewport: { width: 375, height: 800 }, permissions: ["clipboard-read", "clipboard-write"] });
@@ -388,14 +382,14 @@ describe("console agents (tokens)", () => {
     await server.fund(10_000_000n);
     expect((await api("/v1/pay", token, { recipient: RECIPIENT, amount_usd: 3 })).status).toBe(201);
     await page.getByRole("link", { name: "Agents" }).click();
-    const row = page.locator("tbody tr", { has: page.locator(`a[aria-label="Token ${token.slice(0, 12)}"]`) });
-    await expect(row.textContent()).resolves.toContain("Daily: $3.00 of $6.00 spent, $3.00 left");
+    const row = page.locator(".token-node", { has: page.locator(`a[aria-label="Token ${token.slice(0, 12)}"]`) });
+    await expect(row.textContent()).resolves.toContain("Daily (own): $3.00 of $6.00 spent, $3.00 left");
     await expectAccessible(page, "agents-375");
 
     // Paid until refused: the refusal and the spend against the limit are on the token's page.
     const refused = await api("/v1/pay", token, { recipient: RECIPIENT, amount_usd: 4 });
     expect([refused.status, refused.body.code]).toEqual([403, "spending_limit_exceeded"]);
-    await row.getByRole("link").click();
+    await row.getByRole("link", { name: `Token ${token.slice(0, 12)}` }).click();
     await expect(page.locator("main").textContent()).resolves.toContain("Daily: $3.00 of $6.00 spent, $3.00 left");
     await expect(page.locator("ul.refusals").textContent()).resolves.toMatch(/spending_limit_exceeded \(\$4\.00 by USDC transfer to 0x90f79bf6eb2c4f870365e785982e1f101e93b906\)/i);
     await expectAccessible(page, "token-375");

@@ -1,7 +1,8 @@
-/** A project's API tokens (the agents): the list, a new token (shown once with its MCP configuration), a token with its controls and refusals, changing its controls, revoking it. */
+/** A project's API tokens (the agents): the tree of tokens and the child tokens they created, a new token (shown once with its MCP configuration), a token with its controls and refusals, changing its controls, revoking it (asked first). */
 import type { FastifyInstance } from "fastify";
 import type { NewToken } from "../backend.ts";
-import { agentsPage, controlsFormValues, mcpSnippet, newTokenPage, tokenCreatedPage, tokenPage } from "../pages.ts";
+import { agentsPage, confirmRevokePage } from "../agentTree.ts";
+import { controlsFormValues, mcpSnippet, newTokenPage, tokenCreatedPage, tokenPage } from "../pages.ts";
 import { changedControlsFromForm, controlsFromForm } from "./controlsForm.ts";
 import { ConsoleError, type Kit, one } from "./kit.ts";
 
@@ -13,7 +14,7 @@ export function registerAgents(c: FastifyInstance, k: Kit): void {
     const project = await projectFor(s, req.params.pid);
     const revoked = one((req.query as Record<string, unknown>).revoked) === "1";
     const [tokens, controls] = await Promise.all([backend.listTokens(project.id), backend.projectControls(project.id)]);
-    return send(reply, agentsPage(pageContext(s, { project, current: "agents" }), tokens, controls, revoked ? "Token revoked: requests with it are refused from now on." : undefined));
+    return send(reply, agentsPage(pageContext(s, { project, current: "agents" }), tokens, controls, revoked ? "Token revoked: requests with it, and with every token below it, are refused from now on." : undefined));
   });
 
   c.get<{ Params: { pid: string } }>("/console/p/:pid/agents/new", async (req, reply) => {
@@ -81,6 +82,17 @@ export function registerAgents(c: FastifyInstance, k: Kit): void {
       return send(reply, tokenPage(pc, await tokenOf(project.id, req.params.tid), body, await backend.listRefusals(project.id, req.params.tid, 20), { error: message }), 400);
     }
     return reply.redirect(`/console/p/${project.id}/agents/${encodeURIComponent(req.params.tid)}?saved=1`, 303);
+  });
+
+  // The tree's revoke button asks first, naming the tokens below that go with it.
+  c.get<{ Params: { pid: string; tid: string } }>("/console/p/:pid/agents/:tid/revoke", async (req, reply) => {
+    const s = await requireSession(req, reply);
+    if (!s) return reply;
+    const project = await projectFor(s, req.params.pid);
+    const pc = pageContext(s, { project, current: "agents" });
+    requireManage(pc);
+    const t = await tokenOf(project.id, req.params.tid);
+    return send(reply, confirmRevokePage(pc, t, await backend.listTokens(project.id)));
   });
 
   c.post<{ Params: { pid: string; tid: string } }>("/console/p/:pid/agents/:tid/revoke", async (req, reply) => {

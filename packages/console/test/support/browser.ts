@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { type Browser, type Page, chromium } from "playwright-core";
+import { expect } from "vitest";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const root = resolve(import.meta.dirname, "../../../..");
@@ -39,4 +40,11 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
     return axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } });
   })) as { violations: AxeViolation[] };
   return result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+}
+
+/** No serious or critical axe-core violation on the page as it is; then a screenshot named `name`. */
+export async function expectAccessible(page: Page, name: string): Promise<void> {
+  const violations = await seriousViolations(page);
+  expect(violations.map((v) => `${name}: ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`)).toEqual([]);
+  await screenshot(page, name);
 }

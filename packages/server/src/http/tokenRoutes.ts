@@ -17,9 +17,9 @@ export function registerTokenRoutes(app: FastifyInstance, ctx: TokenRoutesContex
   const asDelegate = { preHandler: tokenAuth(ctx, "delegate") };
   app.post("/v1/tokens", asDelegate, async (req, reply) => {
     const body = parseOr400(CreateChildTokenRequest, req.body);
-    return reply.code(201).send(await createChildToken(ctx, principalOf(req), body));
+    return reply.code(201).send(await createChildToken(ctx, principalOf(req), body, req.ip));
   });
   app.get("/v1/tokens", asDelegate, async (req) => listChildTokens(ctx, principalOf(req)));
-  app.delete<WithId>("/v1/tokens/:id", asDelegate, async (req) => revokeChildToken(ctx, principalOf(req), req.params.id));
+  app.delete<WithId>("/v1/tokens/:id", asDelegate, async (req) => revokeChildToken(ctx, principalOf(req), req.params.id, req.ip));
   app.get<WithId>("/v1/tokens/:id/limits", asDelegate, async (req) => getChildTokenLimits(ctx, principalOf(req), req.params.id));
 }

@@ -9,8 +9,8 @@ import type { Clock } from "../ids.ts";
 import { scheduleFlush } from "./batching.ts";
 import { type Db, type Dialect, type SqliteDirect, withParameters } from "./db.ts";
 import type { Database } from "./schema.ts";
-import type { Actor } from "../domain/audit.ts";
-import { withAudit } from "./auditLog.ts";
+import type { Actor, AuditChange } from "../domain/audit.ts";
+import { recordAudit, withAudit } from "./auditLog.ts";
 
 /**
  * The token, its project and the project's balance in one statement — authentication needs the first
@@ -78,23 +78,26 @@ export class Tokens {
   async insert(row: NewTokenRow, actor?: Actor): Promise<void> {
     await withAudit(this.db, actor, row.created_at, async (trx) => {
       await trx.insertInto("api_tokens").values({ depth: 0, ...row }).execute();
-      const after = { name: row.name ?? null, display_prefix: row.display_prefix, permissions: row.permissions.split(","), expires_at: row.expires_at, spending_controls: controlsOf(row.spending_controls ?? null) };
-      return { result: undefined, change: { action: "token.created", projectId: row.project_id, targetId: row.id, before: null, after } };
+      return { result: undefined, change: createdChange(row) };
     });
   }
 
   /**
    * Writes a child of `parentId` with its lineage, in one transaction that first locks the parent's row
-   * (PostgreSQL; SQLite's writes are serial): `check` is given the parent as it is then and the number of
+   * (PostgreSQL; on SQLite it takes the database's write lock): `check` is given the parent as it is then and the number of
    * its active children, and throws to write nothing or returns the columns it settled (controls, expiry,
    * allowance). A revocation of the parent (revokeBranch) therefore
    * comes wholly before (the check sees it) or after (its second statement sees the child).
+   * The audit entry (`actor`: the creating token) is written in the same transaction.
    */
-  async insertChild(parentId: string, row: NewTokenRow, check: (parent: ListedTokenRow, activeChildren: number) => Pick<NewTokenRow, "spending_controls" | "expires_at" | "allowance_micros">): Promise<void> {
+  async insertChild(parentId: string, row: NewTokenRow, actor: Actor, check: (parent: ListedTokenRow, activeChildren: number) => Pick<NewTokenRow, "spending_controls" | "expires_at" | "allowance_micros">): Promise<void> {
     const now = this.clock().toISOString();
     await this.db.transaction().execute(async (trx) => {
       let q = trx.selectFrom("api_tokens").select(TOKEN_COLUMNS).where("id", "=", parentId);
       if (this.dialect === "postgres") q = q.forUpdate();
+      // SQLite: a write first takes the write lock, waiting out another connection's (the settlement
+      // thread's) under busy_timeout; a read first would fail at once with SQLITE_BUSY when it upgrades.
+      else await trx.updateTable("api_tokens").set((eb) => ({ depth: eb.ref("depth") })).where("id", "=", parentId).execute();
       const parent = await q.executeTakeFirst();
       if (!parent) throw new Error(`insertChild: no parent token ${parentId}`);
       const children = await trx
@@ -105,13 +108,15 @@ export class Tokens {
         .where((eb) => eb.or([eb("expires_at", "is", null), eb("expires_at", ">", now)]))
         .executeTakeFirstOrThrow();
       const settled = check(parent, Number(children.n));
-      await trx.insertInto("api_tokens").values({ ...row, ...settled, parent_id: parentId, depth: Number(parent.depth) + 1 }).execute();
+      const written = { ...row, ...settled, parent_id: parentId, depth: Number(parent.depth) + 1 };
+      await trx.insertInto("api_tokens").values(written).execute();
       await trx.insertInto("token_lineage").values({ ancestor_id: parentId, descendant_id: row.id, depth: 1 }).execute();
       await trx
         .insertInto("token_lineage")
         .columns(["ancestor_id", "descendant_id", "depth"])
         .expression((eb) => eb.selectFrom("token_lineage").select([eb.ref("ancestor_id").as("ancestor_id"), eb.val(row.id).as("descendant_id"), eb(eb.ref("depth"), "+", 1).as("depth")]).where("descendant_id", "=", parentId))
         .execute();
+      await recordAudit(trx, actor, createdChange(written), row.created_at);
     });
   }
 
@@ -200,13 +205,16 @@ export class Tokens {
     return withAudit(this.db, actor, at, async (trx) => {
       const r = await trx.updateTable("api_tokens").set({ revoked_at: at }).where("id", "=", id).where("revoked_at", "is", null).returning(["project_id"]).executeTakeFirst();
       if (!r) return { result: false, change: null };
-      await trx
+      const below = await trx
         .updateTable("api_tokens")
         .set({ revoked_at: at })
         .where("id", "in", (eb) => eb.selectFrom("token_lineage").select("descendant_id").where("ancestor_id", "=", id))
         .where("revoked_at", "is", null)
+        .returning(["id"])
         .execute();
-      return { result: true, change: { action: "token.revoked", projectId: r.project_id, targetId: id, before: { revoked_at: null }, after: { revoked_at: at } } };
+      // The descendants the revocation took with it, so the one entry accounts for every token it stopped.
+      const after = below.length ? { revoked_at: at, descendants_revoked: below.map((d) => d.id).sort() } : { revoked_at: at };
+      return { result: true, change: { action: "token.revoked", projectId: r.project_id, targetId: id, before: { revoked_at: null }, after } };
     });
   }
 
@@ -225,6 +233,19 @@ export class Tokens {
       return { result: true, change };
     });
   }
+}
+
+/** A new token's audit entry: what it may do and under whom (never its hash). */
+function createdChange(row: NewTokenRow & { parent_id?: string | null; depth?: number }): AuditChange {
+  const after = {
+    name: row.name ?? null,
+    display_prefix: row.display_prefix,
+    permissions: row.permissions.split(","),
+    expires_at: row.expires_at,
+    spending_controls: controlsOf(row.spending_controls ?? null),
+    ...(row.parent_id ? { parent_id: row.parent_id, depth: row.depth, allowance_micros: row.allowance_micros ?? null } : {}),
+  };
+  return { action: "token.created", projectId: row.project_id, targetId: row.id, before: null, after };
 }
 
 /** A controls column as the audit log keeps it: its JSON, parsed (bank accounts in it are keyed hashes already). */

@@ -16,7 +16,8 @@ import type { ListedTokenRow } from "../ledger/tokens.ts";
 import { parseDecimalAmount } from "../money.ts";
 import { displayPrefix, generateToken, hashToken } from "../tokens.ts";
 import { type SpendingContext, bankKeyOf, controlsColumn, getTokenLimits, microsToUsd, parseControlsInput } from "./spendingControls.ts";
-import { tokenJson, tokenName, revokeToken } from "./tokens.ts";
+import { tokenActor, tokenJson, tokenName, revokeToken } from "./tokens.ts";
+import type { Actor } from "../domain/audit.ts";
 
 /** What these functions use of the application's context. */
 export type DelegationContext = SpendingContext & { newId: IdGenerator; config: { mode: string; delegation: { depthMax: number; childrenMax: number } } };
@@ -24,8 +25,8 @@ export type DelegationContext = SpendingContext & { newId: IdGenerator; config: 
 /** At most this many descendants in one `GET /v1/tokens` answer (oldest first). */
 export const CHILD_TOKENS_LIST_MAX = 1_000;
 
-/** Creates a child of the calling token; the answer carries the child's secret this once. */
-export async function createChildToken(ctx: DelegationContext, principal: Principal, input: CreateChildTokenRequest) {
+/** Creates a child of the calling token; the answer carries the child's secret this once. `ip`: the client's address, for the audit log. */
+export async function createChildToken(ctx: DelegationContext, principal: Principal, input: CreateChildTokenRequest, ip: string | null = null) {
   const { depthMax, childrenMax } = ctx.config.delegation;
   const permissions = [...new Set(input.permissions)] as Permission[];
   const bankKey = ctx.recipientHashKey ?? bankKeyOf(ctx);
@@ -36,7 +37,8 @@ export async function createChildToken(ctx: DelegationContext, principal: Princi
   const secret = generateToken(ctx.config.mode === "live" ? "live" : "test");
   const now = ctx.clock();
   const id = ctx.newId("tok");
-  await ctx.ledger.tokens.insertChild(principal.tokenId, { id, project_id: principal.projectId, token_hash: hashToken(secret), display_prefix: displayPrefix(secret), permissions: permissions.join(","), created_at: now.toISOString(), expires_at: null, revoked_at: null, name }, (parent, activeChildren) => {
+  const actor = await callerActor(ctx, principal, ip);
+  await ctx.ledger.tokens.insertChild(principal.tokenId, { id, project_id: principal.projectId, token_hash: hashToken(secret), display_prefix: displayPrefix(secret), permissions: permissions.join(","), created_at: now.toISOString(), expires_at: null, revoked_at: null, name }, actor, (parent, activeChildren) => {
     if (parent.revoked_at) throw unauthorized(`The API token was revoked at ${parent.revoked_at}. Ask for a new one.`);
     const depth = Number(parent.depth) + 1;
     if (depth > depthMax) throw forbidden("delegation_depth_exceeded", `This token is at depth ${parent.depth}, the deepest a token may create children from is ${depthMax - 1} (TOKEN_DEPTH_MAX=${depthMax}). Create the sub-agent's token from a token higher up, or ask an operator.`);
@@ -72,10 +74,10 @@ export async function listChildTokens(ctx: SpendingContext, principal: Principal
   return { data: await withSpent(ctx, await ctx.ledger.tokens.descendantsOf(principal.tokenId, CHILD_TOKENS_LIST_MAX)) };
 }
 
-/** Revokes a descendant of the calling token and, at once, every token below it. */
-export async function revokeChildToken(ctx: SpendingContext, principal: Principal, id: string) {
+/** Revokes a descendant of the calling token and, at once, every token below it; audited with the caller as actor. */
+export async function revokeChildToken(ctx: SpendingContext, principal: Principal, id: string, ip: string | null = null) {
   await requireDescendant(ctx, principal, id);
-  await revokeToken(ctx, id);
+  await revokeToken(ctx, id, await callerActor(ctx, principal, ip));
   return (await withSpent(ctx, [(await ctx.ledger.tokens.get(id))!]))[0]!;
 }
 
@@ -83,6 +85,12 @@ export async function revokeChildToken(ctx: SpendingContext, principal: Principa
 export async function getChildTokenLimits(ctx: SpendingContext, principal: Principal, id: string) {
   await requireDescendant(ctx, principal, id);
   return getTokenLimits(ctx, id);
+}
+
+/** The audit log's actor for the calling token: its id, and its name (or display prefix) as it is now. */
+async function callerActor(ctx: Pick<SpendingContext, "ledger">, principal: Principal, ip: string | null): Promise<Actor> {
+  const t = await ctx.ledger.tokens.get(principal.tokenId);
+  return tokenActor({ id: principal.tokenId, name: t?.name ?? null, display_prefix: t?.display_prefix ?? "" }, ip);
 }
 
 async function requireDescendant(ctx: SpendingContext, principal: Principal, id: string): Promise<void> {

@@ -90,6 +90,11 @@ export function mayDecideApprovals(token: Parameters<typeof mayManageProject>[0]
   return mayManageProject(token) && (parseControls(projectControls)?.approvalAboveMicros ?? null) === null;
 }
 
+/** A token as the audit log names it when it acts: its id, and its name or else its display prefix. */
+export function tokenActor(t: { id: string; name: string | null; display_prefix: string }, ip: string | null): Actor {
+  return { id: t.id, name: t.name ?? `token ${t.display_prefix}…`, role: null, ip };
+}
+
 /** The one JSON shape of a token (never its secret; creating one adds `token`, shown that once). */
 export function tokenJson(t: ListedTokenRow, now: string) {
   const state = t.revoked_at ? "revoked" : t.expires_at && t.expires_at <= now ? "expired" : "active";

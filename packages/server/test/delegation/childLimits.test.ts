@@ -2,13 +2,12 @@
 // its allowance and every ancestor's windows and allowances, each read from the counter the hold moves, so
 // what it shows is what refuses a payment. An ancestor reads the same answer at GET /v1/tokens/{id}/limits.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { holdControlsOf } from "../../src/domain/spending.ts";
 import { dbOf } from "../../src/ledger/connection.ts";
 import { createToken } from "../../src/services/tokens.ts";
-import { controlsColumn, parseControlsInput, tokenControls } from "../../src/services/spendingControls.ts";
+import { controlsColumn, parseControlsInput } from "../../src/services/spendingControls.ts";
 import { buildApp, createTestContext, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
-import { usdcPayment } from "../support/holds.ts";
+import { holdByToken } from "../support/holds.ts";
 
 const RECIPIENT = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
@@ -27,12 +26,7 @@ describe.each(dialects)("a child token's limits (%s)", (dialect) => {
   const call = (method: "GET" | "POST", url: string, token: string, payload?: object) =>
     app.inject({ method, url, headers: { authorization: `Bearer ${token}`, ...(payload ? { "content-type": "application/json" } : {}) }, ...(payload ? { payload } : {}) });
 
-  /** A hold by `tokenId` judged by the controls authentication reads for it (the same as a payment's). */
-  async function pay(tokenId: string, usd: number) {
-    const { projectId, controls } = await tokenControls(t.ctx, tokenId);
-    const hold = holdControlsOf({ tokenId, controls }, { rail: "usdc_transfer", address: RECIPIENT }, { bankKey: new Uint8Array(32), approvalTimeoutMs: 60_000 });
-    return t.ctx.ledger.payments.hold(usdcPayment(projectId, usd * 1_000_000, 0, { feeMicros: 0, feeUnits: 0, tokenId, ...(hold ? { controls: hold } : {}) }));
-  }
+  const pay = (tokenId: string, usd: number) => holdByToken(t.ctx, tokenId, usd, RECIPIENT);
 
   test("behavior: a grandchild sees its own window, its allowance, its parent's allowance, the root's daily limit and the project's weekly one, spent as the holds counted", async () => {
     const project = await t.ctx.ledger.projects.create({ name: "p", plan: "free" });

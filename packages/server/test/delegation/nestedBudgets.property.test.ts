@@ -53,7 +53,7 @@ async function property(ledger: Ledger, specs: NodeSpec[], ops: Op[]): Promise<v
     const row = { id, project_id: project.id, token_hash: id, display_prefix: "aw_test_x", permissions: "pay,delegate", created_at: new Date().toISOString(), expires_at: null, revoked_at: null };
     const settled = { spending_controls: spec.daily === null ? null : JSON.stringify(controlsOf(spec.daily)), expires_at: null, allowance_micros: spec.allowance };
     if (parent === null) await ledger.tokens.insert({ ...row, ...settled });
-    else await ledger.tokens.insertChild(nodes[parent]!.id, row, () => settled);
+    else await ledger.tokens.insertChild(nodes[parent]!.id, row, { id: nodes[parent]!.id, name: "parent", role: null, ip: null }, () => settled);
     nodes.push({ id, parent, depth: parent === null ? 0 : nodes[parent]!.depth + 1, spec });
   }
   const path = (i: number): number[] => (i < 0 ? [] : [i, ...(nodes[i]!.parent === null ? [] : path(nodes[i]!.parent!))]);

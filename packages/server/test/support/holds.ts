@@ -6,6 +6,8 @@ import type { Principal } from "../../src/domain/principal.ts";
 import type { NewPayment } from "../../src/ledger/payments.ts";
 import type { Payment } from "../../src/domain/payment.ts";
 import { dbOf } from "../../src/ledger/connection.ts";
+import { holdControlsOf } from "../../src/domain/spending.ts";
+import { tokenControls } from "../../src/services/spendingControls.ts";
 
 export async function fundedProject(ctx: AppContext): Promise<string> {
   const project = await ctx.ledger.projects.create({ name: "p", plan: "free" });
@@ -55,4 +57,11 @@ export async function untilFinal(ctx: AppContext, id: string): Promise<Payment> 
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`payment ${id} not final: ${(await ctx.ledger.payments.getPayment(id))?.status}`);
+}
+
+/** A hold of `usd` (no fee) to an address by `tokenId`, judged by the controls authentication reads for it (its own, its ancestors', its project's), as its payment's would be. */
+export async function holdByToken(ctx: AppContext, tokenId: string, usd: number, recipient = "0x90F79bf6EB2c4f870365E785982E1f101E93b906") {
+  const { projectId, controls } = await tokenControls(ctx, tokenId);
+  const hold = holdControlsOf({ tokenId, controls }, { rail: "usdc_transfer", address: recipient }, { bankKey: new Uint8Array(32), approvalTimeoutMs: 60_000 });
+  return ctx.ledger.payments.hold(usdcPayment(projectId, usd * 1_000_000, 0, { feeMicros: 0, feeUnits: 0, tokenId, ...(hold ? { controls: hold } : {}) }));
 }

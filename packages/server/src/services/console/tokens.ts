@@ -1,6 +1,6 @@
 /**
- * A project's API tokens in the console (the Agents pages): each with its controls and its spend against
- * them now (services/spendingControls.ts `getLimits`, what `GET /v1/limits` answers), and the changes, made
+ * A project's API tokens in the console (the Agents pages): each with its place in the tree of child tokens,
+ * its controls and its spend against them now (services/spendingControls.ts `getTokenLimits`, what its `GET /v1/limits` answers), and the changes, made
  * by the CLI's and the admin API's own functions (services/tokens.ts, spendingControls.ts) once
  * `authorizeChange` lets the viewer make them.
  */
@@ -8,20 +8,25 @@ import type { Permission } from "@agentwallet/api";
 import type { Controls, NewToken, TokenSummary, Viewer } from "@agentwallet/console";
 import { parseControls } from "../../domain/spending.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
-import { getLimits, renderControls, updateTokenControls as updateControlsOf } from "../spendingControls.ts";
+import { getTokenLimits, renderControls, updateTokenControls as updateControlsOf } from "../spendingControls.ts";
 import { issueToken, revokeToken as revokeApiToken } from "../tokens.ts";
 import { authorizeChange } from "./viewers.ts";
+import type { ListedTokenRow } from "../../ledger/tokens.ts";
 
 type TokenDeps = Pick<ServiceDeps, "ledger" | "clock" | "config" | "recipientHashKey">;
 
-type TokenRow = { id: string; project_id: string; display_prefix: string; permissions: string; created_at: string; expires_at: string | null; revoked_at: string | null; spending_controls: string | null };
-
-async function summaryOf(deps: TokenDeps, t: TokenRow, projectControls: string | null): Promise<TokenSummary> {
-  const controls = { token: parseControls(t.spending_controls), project: parseControls(projectControls) };
-  const limits = await getLimits(deps, { tokenId: t.id, projectId: t.project_id, controls });
+/**
+ * A token with its spend now against every window that binds it: its own, its allowance, each ancestor's and
+ * the project's, the very numbers its own `GET /v1/limits` answers (getTokenLimits).
+ */
+async function summaryOf(deps: TokenDeps, t: ListedTokenRow): Promise<TokenSummary> {
+  const limits = await getTokenLimits(deps, t.id);
   return {
     id: t.id,
     display_prefix: t.display_prefix,
+    name: t.name,
+    parent_id: t.parent_id,
+    depth: Number(t.depth),
     permissions: t.permissions.split(",") as Permission[],
     created_at: t.created_at,
     expires_at: t.expires_at,
@@ -38,15 +43,12 @@ async function tokenOf(deps: Pick<ServiceDeps, "ledger">, projectId: string, tok
 }
 
 export async function listTokens(deps: TokenDeps, projectId: string): Promise<TokenSummary[]> {
-  const project = await deps.ledger.projects.get(projectId);
-  return Promise.all((await deps.ledger.tokens.list(projectId)).map((t) => summaryOf(deps, t, project?.spending_controls ?? null)));
+  return Promise.all((await deps.ledger.tokens.list(projectId)).map((t) => summaryOf(deps, t)));
 }
 
 export async function getToken(deps: TokenDeps, projectId: string, tokenId: string): Promise<TokenSummary | null> {
   const t = await tokenOf(deps, projectId, tokenId);
-  if (!t) return null;
-  const project = await deps.ledger.projects.get(projectId);
-  return summaryOf(deps, t, project?.spending_controls ?? null);
+  return t ? summaryOf(deps, t) : null;
 }
 
 /** The project's own controls, which every token of it obeys too. */

@@ -1,0 +1,55 @@
+// What a parent token reads of its descendants' payments, on real SQLite and PostgreSQL: GET /v1/transactions
+// is the project's list, so a grandchild's payment is in its ancestors' lists (as in every other token's of the
+// project); GET /v1/tokens gives each descendant's spend with its own descendants' rolled up; GET /v1/limits
+// counts it against every ancestor's windows (childLimits.test.ts checks those numbers window by window).
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { dbOf } from "../../src/ledger/connection.ts";
+import { createToken } from "../../src/services/tokens.ts";
+import { buildApp, createTestContext, type TestContext } from "../support/context.ts";
+import { dialects } from "../support/db.ts";
+import { holdByToken } from "../support/holds.ts";
+
+describe.each(dialects)("a branch's payments rolled up (%s)", (dialect) => {
+  let t: TestContext;
+  let app: ReturnType<typeof buildApp>;
+  beforeAll(async () => {
+    t = await createTestContext(dialect);
+    app = buildApp(t.ctx);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await t?.close();
+  });
+
+  const call = async (method: "GET" | "POST", url: string, token: string, payload?: object) => {
+    const res = await app.inject({ method, url, headers: { authorization: `Bearer ${token}` }, ...(payload ? { payload } : {}) });
+    expect(res.statusCode, res.body).toBeLessThan(300);
+    return res.json();
+  };
+
+  const pay = async (tokenId: string, usd: number) => expect((await holdByToken(t.ctx, tokenId, usd)).kind).toBe("held");
+
+  test("behavior: a grandchild's payment is in its ancestors' transaction lists and in their descendants' spend", async () => {
+    const project = await t.ctx.ledger.projects.create({ name: "rolled up", plan: "free" });
+    await dbOf(t.ctx.ledger).updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", project.id).execute();
+    const root = await createToken(t.ctx, { projectId: project.id, permissions: ["read", "pay", "delegate"], mode: "test", name: "planner" });
+    const mid = await call("POST", "/v1/tokens", root.token, { name: "researcher", permissions: ["read", "pay", "delegate"], allowance_usd: 10 });
+    const leaf = await call("POST", "/v1/tokens", mid.token, { name: "fetcher", permissions: ["read", "pay"], allowance_usd: 4 });
+    const sibling = await call("POST", "/v1/tokens", root.token, { name: "writer", permissions: ["read", "pay"], allowance_usd: 4 });
+    await pay(leaf.id, 1.5);
+    await pay(mid.id, 1);
+    await pay(sibling.id, 0.25);
+
+    // The list is the project's: the root, the researcher and the fetcher all read the fetcher's payment.
+    const amounts = async (token: string) => ((await call("GET", "/v1/transactions", token)).transactions as { amount: number }[]).map((x) => x.amount);
+    for (const token of [root.token, mid.token, leaf.token]) expect(await amounts(token)).toEqual(expect.arrayContaining([1_500_000, 1_000_000, 250_000]));
+
+    // Spend rolled up: the researcher's includes the fetcher's; the root sees both, the researcher only its branch.
+    const spent = (list: { data: { id: string; spent_usd: number }[] }) => Object.fromEntries(list.data.map((d) => [d.id, d.spent_usd]));
+    expect(spent(await call("GET", "/v1/tokens", root.token))).toEqual({ [mid.id]: 2.5, [leaf.id]: 1.5, [sibling.id]: 0.25 });
+    expect(spent(await call("GET", "/v1/tokens", mid.token))).toEqual({ [leaf.id]: 1.5 });
+    // And the limits: the researcher's allowance as the fetcher inherits it counts both.
+    const windows = (await call("GET", "/v1/limits", leaf.token)).windows as { scope: string; token_id?: string; spent_usd: number }[];
+    expect(windows.find((w) => w.scope === "ancestor_allowance" && w.token_id === mid.id)?.spent_usd).toBe(2.5);
+  });
+});
