@@ -12,7 +12,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.drop());
 
-const setting = CompiledQuery.raw<{ v: string }>("select current_setting('synchronous_commit') as v");
+const setting = CompiledQuery.raw("select current_setting('synchronous_commit') as v") as CompiledQuery<{ v: string }>;
 
 test("behavior: on PostgreSQL a write that need not wait for the disk commits with synchronous_commit off, and only that write", async () => {
   const writes = new AtomicWrites(t.db, undefined);
