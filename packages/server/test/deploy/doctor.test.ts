@@ -6,11 +6,16 @@ import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import { type BridgeStandIn, type DevChain, MULTICALL3_ADDRESS, startBridgeStandIn, startDevChain } from "@agentwallet/devchain";
 import { createTestClient, http } from "viem";
-import { generatePrivateKey } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { openDb } from "../../src/ledger/db.ts";
 import { migrateToLatest } from "../../src/ledger/migrations.ts";
 import type { Check } from "../../src/services/doctor/check.ts";
+import { CLOCK_SKEW_MAX_S, HEAD_AGE_FAIL_S, HEAD_AGE_WARN_S } from "../../src/services/doctor/chainChecks.ts";
+import { relayerRunway } from "../../src/services/relayerRunway.ts";
+import { loadConfig } from "../../src/config.ts";
+import { openLedger } from "../../src/ledger/open.ts";
+import { usdcPayment } from "../support/holds.ts";
 import { dialects, type TestDialect } from "../support/db.ts";
 import { deploymentPlaces, runCommand as exec } from "../support/deployment.ts";
 
@@ -119,6 +124,52 @@ describe.each(dialects)("agentwallet doctor on %s", (dialect: TestDialect) => {
     const env = await initialized();
     const c = expectFail(await doctor({ ...env, RELAYER_PRIVATE_KEY: generatePrivateKey() }), "relayer", /holds 0 ETH: not enough gas for one payment/);
     expect(c.fix).toMatch(/send ETH on Base to the relayer 0x/);
+  });
+
+  /** Runs `fn` with the chain's clock `offsetS` seconds from this host's (anvil's evm_setTime), then puts it back. */
+  async function withChainClock<T>(offsetS: number, fn: () => Promise<T>): Promise<T> {
+    await anvil.request({ method: "evm_setTime" as never, params: [Math.floor(Date.now() / 1000) + offsetS] as never });
+    try {
+      return await fn();
+    } finally {
+      await anvil.request({ method: "evm_setTime" as never, params: [Math.floor(Date.now() / 1000)] as never });
+      await anvil.mine({ blocks: 1 });
+    }
+  }
+
+  test("behavior: a head a few minutes old is a warning, one older than ten minutes a failure, and a head ahead of this host's clock is skew", async () => {
+    const env = await initialized();
+    const lagging = await withChainClock(-(HEAD_AGE_WARN_S + 60), () => doctor(env));
+    expect(line(lagging.report, "head")).toMatchObject({ status: "warn", detail: expect.stringMatching(/^head block \d+ at .*, \d+ s old$/), fix: expect.stringMatching(/node lags the chain/) });
+    expect(lagging.code).toBe(0);
+    expectFail(await withChainClock(-(HEAD_AGE_FAIL_S + 60), () => doctor(env)), "head", /, \d+ s old$/);
+    const ahead = await withChainClock(CLOCK_SKEW_MAX_S + 90, () => doctor(env));
+    expect(line(ahead.report, "head")).toMatchObject({ status: "warn", detail: expect.stringMatching(/\d+ s ahead of this host's clock$/), fix: expect.stringMatching(/run NTP/) });
+    expect(line((await doctor(env)).report, "head").status).toBe("ok");
+  });
+
+  test("behavior: a relayer whose ETH lasts less than a week at the last day's rate of payments is a warning", async () => {
+    const env = await initialized();
+    // One relayed payment in the deployment's own ledger in the last day.
+    const { ledger, opened } = await openLedger(loadConfig(env, {}, { signs: false }));
+    try {
+      const project = await ledger.projects.create({ name: "p", plan: "free" });
+      // Funded as a deposit is, so the ledger still verifies (the wallet address is never read here).
+      const deposit = { chain: "base", txHash: `0x${"ab".repeat(32)}`, logIndex: 0 };
+      await ledger.deposits.recordSeen({ ...deposit, projectId: project.id, toAddress: dev.accounts.treasury.address, fromAddress: dev.accounts.treasury.address, amountMicros: 1_000_000, blockNumber: 1, blockHash: `0x${"cd".repeat(32)}` });
+      await ledger.deposits.credit(deposit);
+      expect((await ledger.payments.hold(usdcPayment(project.id, 1_000, 20))).kind).toBe("held");
+    } finally {
+      await opened.close();
+    }
+    // A relayer with gas for about three payments: three days at one a day.
+    const gasPriceWei = BigInt(await anvil.request({ method: "eth_gasPrice" as never }));
+    const { weiPerPayment } = relayerRunway({ balanceWei: 0n, gasPriceWei, paymentsLastDay: 1 });
+    const relayer = generatePrivateKey();
+    await anvil.setBalance({ address: privateKeyToAccount(relayer).address, value: 3n * weiPerPayment });
+    const r = await doctor({ ...env, RELAYER_PRIVATE_KEY: relayer });
+    expect(line(r.report, "relayer")).toMatchObject({ status: "warn", detail: expect.stringMatching(/: about \d+\.\d days at the last day's 1 payment\(s\)$/), fix: expect.stringMatching(/send ETH on Base to the relayer/) });
+    expect(r.report.checks.filter((c) => c.status === "fail")).toEqual([]);
   });
 
   test("error: the database is not migrated, or holds no ledger at all", async () => {
