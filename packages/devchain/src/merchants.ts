@@ -36,8 +36,10 @@ export type StartMerchantOptions = {
    * v2 only: declare x402's payment-identifier extension and answer a payload whose identifier was already
    * settled with the answer it got (the spec's "recovering a lost response"), without settling it again.
    * `dropFirstReply`: the first paid request is settled, then its connection is closed before any answer.
+   * `closeFirst`: the first this many paid requests find the handler down: their connection is closed as they
+   * arrive, before anything is verified or settled (received, but the signature is not used).
    */
-  paymentIdentifier?: { dropFirstReply?: boolean };
+  paymentIdentifier?: { dropFirstReply?: boolean; closeFirst?: number };
 };
 
 export type Merchant = {
@@ -102,7 +104,7 @@ export async function startMerchantV2(options: StartMerchantOptions): Promise<Re
   await httpServer.initialize();
   const paymentHeaders: string[] = [];
   const x402 = paymentMiddlewareFromHTTPServer(httpServer, undefined, undefined, false);
-  const payment = options.paymentIdentifier ? answeredOnce(x402, paymentHeaders, options.paymentIdentifier.dropFirstReply === true) : recordingHeaders(x402, paymentHeaders);
+  const payment = options.paymentIdentifier ? answeredOnce(x402, paymentHeaders, options.paymentIdentifier) : recordingHeaders(x402, paymentHeaders);
   const merchant = await listen(createMerchantApp(payment), options.port);
   return {
     ...merchant,
@@ -134,13 +136,19 @@ type Answer = { payload: string; status: number; headers: Record<string, string 
  * another payload is a conflict (409). With `dropFirstReply`, the first settled answer is stored and its
  * connection closed instead of answered: the client learns nothing of a payment that happened.
  */
-function answeredOnce(payment: RequestHandler, received: string[], dropFirstReply: boolean): RequestHandler {
+function answeredOnce(payment: RequestHandler, received: string[], o: { dropFirstReply?: boolean; closeFirst?: number }): RequestHandler {
   const answers = new Map<string, Answer>();
+  const dropFirstReply = o.dropFirstReply === true;
   let dropped = false;
+  let closed = 0;
   return (req, res, next) => {
     const header = req.get(PAYMENT_HEADER);
     if (header === undefined) return payment(req, res, next);
     received.push(header);
+    if (closed < (o.closeFirst ?? 0)) {
+      closed += 1;
+      return void req.socket.destroy();
+    }
     const id = paymentIdOf(header);
     const known = id === undefined ? undefined : answers.get(id);
     if (known) {

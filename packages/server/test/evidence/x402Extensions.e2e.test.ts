@@ -75,6 +75,31 @@ describe.each(dialects)("x402 extensions in the evidence (%s)", (database) => {
     expect(await w.balanceOf(merchant.payTo)).toBe(PRICE);
   });
 
+  test("payment-identifier: the merchant is down for every send of the request; the worker sends the identical payload again: one settlement, one payment, the same bytes each time", async () => {
+    // The paid retry and the request's own resends (x402Rail.ts) all reach a merchant whose handler is down.
+    const merchant = await w.startMerchantV2({ priceMicros: PRICE, paymentIdentifier: { closeFirst: 3 } });
+    const recipient = `${merchant.url}/paid`;
+    const paid = await w.post("/v1/pay", { recipient, idempotency_key: "pi-worker-resend" });
+    expect(paid.status).toBe(200);
+    expect(paid.body).toMatchObject({ status: "processing", tx_hash: null, response: null });
+    expect(merchant.paymentHeaders).toHaveLength(3);
+
+    // The worker finds the authorization unused and valid, sends the stored payload again, and the merchant settles it.
+    expect(await w.settle(paid.body.id as string, 60_000)).toBe("completed");
+    expect(merchant.paymentHeaders).toHaveLength(4);
+    expect(new Set(merchant.paymentHeaders).size).toBe(1);
+    expect(await w.balanceOf(merchant.payTo)).toBe(PRICE);
+    expect(await dbOf(w.ctx.ledger).selectFrom("payments").select("id").where("recipient", "=", recipient).execute()).toHaveLength(1);
+
+    // What came back is recorded: the merchant's answer, its settlement proven by receipt, and the count of sends.
+    const payment = (await w.ctx.ledger.payments.getPayment(paid.body.id as string))!;
+    expect(payment).toMatchObject({ status: "completed", txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(JSON.parse(payment.responseJson!)).toMatchObject({ status_code: 200, body: JSON.stringify({ paid: true }) });
+    const records = (await w.get(`/v1/transactions/${paid.body.id}/evidence`)).body.records as { body: string }[];
+    const settled = records.map((r) => JSON.parse(r.body).rail_state).find((s) => s?.stage === "settled");
+    expect(settled).toMatchObject({ sent: { value: merchant.paymentHeaders[0] }, method: "GET", workerResends: { count: 1, lastStatus: 200 }, settlement: { source: "receipt" } });
+  });
+
   test("receipts: a genuine receipt verifies; an altered one and one by a key not the payTo's are named", async () => {
     const payToKey = generatePrivateKey();
     const genuine = await w.startMerchantV2({ priceMicros: PRICE, offerSignerKey: payToKey, payTo: privateKeyToAccount(payToKey).address });

@@ -40,6 +40,13 @@ const signed = {
   sent: z.object({ name: z.string(), value: z.string() }).optional(),
   /** The x402 payment-identifier sent in the payload, when the merchant declared the extension. */
   paymentIdentifier: z.string().optional(),
+  /** The paid request's method, kept with a payment-identifier: the worker sends the stored payload again with it. */
+  method: z.enum(["GET", "POST", "PUT", "DELETE"]).optional(),
+  /**
+   * How many times the worker sent the stored payload again (advanceX402Payment.ts), counted before each send
+   * so a restart never sends more than the bound; and the status of the last answer, when one came.
+   */
+  workerResends: z.object({ count: z.number().int().nonnegative(), lastStatus: z.number().int().nullable() }).optional(),
 };
 
 export const x402StateSchema = z.discriminatedUnion("stage", [
@@ -75,7 +82,8 @@ export type X402SettledState = Extract<X402State, { stage: "settled" }>;
 /** The stage changes written for an x402 payment (docs/architecture.md, "Rail stages"). */
 export const X402_TRANSITIONS = {
   held: ["signed"],
-  signed: ["settled"],
+  // A signed payment stays signed while the worker sends its payload again (`workerResends`).
+  signed: ["signed", "settled"],
   settled: ["settled"],
 } as const satisfies Transitions<X402State["stage"]>;
 
