@@ -104,7 +104,7 @@ async function resendStored(d: AdvanceDeps & Required<Pick<AdvanceDeps, "resendS
   return sweepFeeAndComplete(d, payment2, settled);
 }
 
-export function settledState(state: X402SignedState, txHash: Hex, source: "receipt" | "chain", seen: { response?: string; log?: { blockNumber: number; logIndex: number } } = {}): X402SettledState {
+export function settledState(state: X402SignedState, txHash: Hex, source: "receipt" | "chain", seen: { response?: string; receipt?: string; log?: { blockNumber: number; logIndex: number } } = {}): X402SettledState {
   return { ...state, stage: "settled", settlement: { txHash, source, ...seen } };
 }
 

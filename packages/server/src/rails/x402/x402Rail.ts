@@ -25,7 +25,7 @@ import { type PayloadResent, type X402Deps, advanceX402Payment, settledState } f
 import type { Payment } from "../../domain/payment.ts";
 import { type ChosenRequirement, type RequirementPolicy, chooseRequirement } from "./chooseRequirement.ts";
 import { readPaymentRequired } from "./readPaymentRequired.ts";
-import { type ChosenChallenge, chooseMppChallenge, mppCredential, offersMpp, readMppChallenges, readMppReceipt } from "./mppChallenge.ts";
+import { type ChosenChallenge, challengeText, chooseMppChallenge, mppCredential, offersMpp, readMppChallenges, readMppReceipt } from "./mppChallenge.ts";
 import { signAuthorization } from "../eip3009.ts";
 import { badRequest } from "../../domain/errors.ts";
 import { readSettlementHeader, settlementLog } from "./settlementOnChain.ts";
@@ -159,7 +159,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
         const state: X402HeldState = {
           stage: "held",
           protocol: "mpp",
-          mpp: { challengeId: chosen.challenge.id, realm: chosen.challenge.realm },
+          mpp: { challengeId: chosen.challenge.id, realm: chosen.challenge.realm, challenge: challengeText(chosen.challenge) },
           network: v2Network,
           payTo: chosen.payTo,
           maxTimeoutSeconds: Math.max(1, chosen.validBefore - Math.floor(ctx.clock().getTime() / 1000)),
@@ -240,7 +240,9 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
       const proven = reported?.success && reported.transaction ? await settlementLog(chain, reported.transaction, state.authorization) : undefined;
       if (!proven) return undefined;
       const response = reply.headers["payment-response"] ?? reply.headers["x-payment-response"];
-      return { txHash: reported!.transaction as Hex, state: settledState(state, reported!.transaction as Hex, "receipt", { ...(response ? { response } : {}), ...(proven.log ? { log: proven.log } : {}) }) };
+      const receipt = state.protocol === "mpp" ? reply.headers["payment-receipt"] : undefined;
+      const seen = { ...(response ? { response } : {}), ...(receipt ? { receipt } : {}), ...(proven.log ? { log: proven.log } : {}) };
+      return { txHash: reported!.transaction as Hex, state: settledState(state, reported!.transaction as Hex, "receipt", seen) };
     } catch (err) {
       ctx.logger.warn({ err, payment_id: paymentId }, "x402 settlement proof failed; the worker will check the chain");
       return undefined;

@@ -21,7 +21,8 @@ const signedAuthorization = authorizationSchema.omit({ signature: true }) satisf
 const quoted = {
   protocol: z.literal("mpp").optional(),
   x402Version: z.union([z.literal(1), z.literal(2)]).optional(),
-  mpp: z.object({ challengeId: z.string(), realm: z.string() }).optional(),
+  /** The MPP challenge answered: its id and realm, and the challenge itself as mppx serializes it (the evidence). */
+  mpp: z.object({ challengeId: z.string(), realm: z.string(), challenge: z.string().optional() }).optional(),
   network: z.string(),
   payTo: addressSchema,
   maxTimeoutSeconds: z.number(),
@@ -61,6 +62,8 @@ export const x402StateSchema = z.discriminatedUnion("stage", [
       source: z.enum(["receipt", "chain"]),
       /** The merchant's `PAYMENT-RESPONSE` (`X-PAYMENT-RESPONSE`) as received: its settle response and any signed receipt. */
       response: z.string().optional(),
+      /** MPP: the merchant's `Payment-Receipt` as received (its reference is the settlement's transaction). */
+      receipt: z.string().optional(),
       /** Where the USDC `Transfer` of the settlement is: read from the receipt that proved it. */
       log: z.object({ blockNumber: z.number().int().nonnegative(), logIndex: z.number().int().nonnegative() }).optional(),
     }),
