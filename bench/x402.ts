@@ -42,6 +42,17 @@ async function timed(fn: () => Promise<void>): Promise<number> {
   return Number(process.hrtime.bigint() - started) / 1e6;
 }
 
+/**
+ * Up to `samples` timings of each side within `maxSeconds`, one request at a time, alternating which side goes
+ * first so neither always follows the other's chain activity.
+ */
+async function alternate(samples: number, maxSeconds: number, a: [() => Promise<void>, number[]], b: [() => Promise<void>, number[]]): Promise<void> {
+  const deadline = performance.now() + maxSeconds * 1000;
+  for (let i = 0; i < samples && performance.now() < deadline; i++) {
+    for (const [fn, times] of i % 2 === 0 ? [a, b] : [b, a]) times.push(await timed(fn));
+  }
+}
+
 export async function run(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
@@ -125,17 +136,7 @@ export async function run(args: string[]): Promise<void> {
     const directMs: number[] = [];
     const serviceMs: number[] = [];
     const merchantBefore = await chain.client.usdcBalance(MERCHANT_PAY_TO);
-    const deadline = performance.now() + maxSeconds * 1000;
-    for (let i = 0; i < samples && performance.now() < deadline; i++) {
-      // Alternate which side goes first, so neither always follows the other's chain activity.
-      if (i % 2 === 0) {
-        directMs.push(await timed(direct));
-        serviceMs.push(await timed(viaService));
-      } else {
-        serviceMs.push(await timed(viaService));
-        directMs.push(await timed(direct));
-      }
-    }
+    await alternate(samples, maxSeconds, [direct, directMs], [viaService, serviceMs]);
     const paidOnChain = (await chain.client.usdcBalance(MERCHANT_PAY_TO)) - merchantBefore;
 
     log(`measuring: up to ${samples} quotes and as many bare unpaid requests, alternating…`);
@@ -151,16 +152,7 @@ export async function run(args: string[]): Promise<void> {
     };
     const bareMs: number[] = [];
     const quoteMs: number[] = [];
-    const quoteDeadline = performance.now() + maxSeconds * 1000;
-    for (let i = 0; i < samples && performance.now() < quoteDeadline; i++) {
-      if (i % 2 === 0) {
-        bareMs.push(await timed(bare));
-        quoteMs.push(await timed(quote));
-      } else {
-        quoteMs.push(await timed(quote));
-        bareMs.push(await timed(bare));
-      }
-    }
+    await alternate(samples, maxSeconds, [bare, bareMs], [quote, quoteMs]);
     const b = summarise(bareMs);
     const q = summarise(quoteMs);
     const d = summarise(directMs);
