@@ -6,6 +6,8 @@
  * a time (direct, service, direct, …) so both see the same machine. Target: median and p99 of the
  * service ≤ 1.25 × direct. `--version mpp`: the same against a Machine Payments Protocol merchant on mppx's own
  * server (its EVM charge, settled by the merchant), paid directly by mppx's own client.
+ * Also reported, without a target: `POST /v1/quote` for the same URL beside the bare unpaid request to the
+ * merchant (its 402), alternating the same way: what knowing the price first costs over asking the merchant.
  */
 import { parseArgs } from "node:util";
 import { startFacilitator, startMerchantV1, startMerchantV2, startMppMerchant } from "@agentwallet/devchain";
@@ -38,6 +40,17 @@ async function timed(fn: () => Promise<void>): Promise<number> {
   const started = process.hrtime.bigint();
   await fn();
   return Number(process.hrtime.bigint() - started) / 1e6;
+}
+
+/**
+ * Up to `samples` timings of each side within `maxSeconds`, one request at a time, alternating which side goes
+ * first so neither always follows the other's chain activity.
+ */
+async function alternate(samples: number, maxSeconds: number, a: [() => Promise<void>, number[]], b: [() => Promise<void>, number[]]): Promise<void> {
+  const deadline = performance.now() + maxSeconds * 1000;
+  for (let i = 0; i < samples && performance.now() < deadline; i++) {
+    for (const [fn, times] of i % 2 === 0 ? [a, b] : [b, a]) times.push(await timed(fn));
+  }
 }
 
 export async function run(args: string[]): Promise<void> {
@@ -123,18 +136,25 @@ export async function run(args: string[]): Promise<void> {
     const directMs: number[] = [];
     const serviceMs: number[] = [];
     const merchantBefore = await chain.client.usdcBalance(MERCHANT_PAY_TO);
-    const deadline = performance.now() + maxSeconds * 1000;
-    for (let i = 0; i < samples && performance.now() < deadline; i++) {
-      // Alternate which side goes first, so neither always follows the other's chain activity.
-      if (i % 2 === 0) {
-        directMs.push(await timed(direct));
-        serviceMs.push(await timed(viaService));
-      } else {
-        serviceMs.push(await timed(viaService));
-        directMs.push(await timed(direct));
-      }
-    }
+    await alternate(samples, maxSeconds, [direct, directMs], [viaService, serviceMs]);
     const paidOnChain = (await chain.client.usdcBalance(MERCHANT_PAY_TO)) - merchantBefore;
+
+    log(`measuring: up to ${samples} quotes and as many bare unpaid requests, alternating…`);
+    const bare = async () => {
+      const r = await fetch(paidUrl);
+      if (r.status !== 402) throw new Error(`the unpaid request answered ${r.status}`);
+      await r.arrayBuffer();
+    };
+    const quote = async () => {
+      const r = await fetch(`${server.baseUrl}/v1/quote`, { method: "POST", headers, body });
+      const answer = (await r.json()) as { payment_required?: boolean };
+      if (r.status !== 200 || answer.payment_required !== true) throw new Error(`POST /v1/quote answered ${r.status}: ${JSON.stringify(answer)}`);
+    };
+    const bareMs: number[] = [];
+    const quoteMs: number[] = [];
+    await alternate(samples, maxSeconds, [bare, bareMs], [quote, quoteMs]);
+    const b = summarise(bareMs);
+    const q = summarise(quoteMs);
     const d = summarise(directMs);
     const s = summarise(serviceMs);
     const p50Ratio = s.p50Ms / d.p50Ms;
@@ -148,9 +168,17 @@ export async function run(args: string[]): Promise<void> {
       [`POST /v1/pay → merchant (${values.db})`, s.samples, s.p50Ms, s.p99Ms, s.meanMs, `${p50Ratio.toFixed(2)}× / ${p99Ratio.toFixed(2)}×`],
     ];
     printTable(["path", "samples", "p50 ms", "p99 ms", "mean ms", "vs direct (p50 / p99)"], rows);
+    console.log("\nknowing the price first (no target):");
+    printTable(
+      ["path", "samples", "p50 ms", "p99 ms", "mean ms", "vs bare (p50 / p99)"],
+      [
+        ["bare unpaid request → merchant (402)", b.samples, b.p50Ms, b.p99Ms, b.meanMs, "-"],
+        [`POST /v1/quote → merchant (${values.db})`, q.samples, q.p50Ms, q.p99Ms, q.meanMs, `${(q.p50Ms / b.p50Ms).toFixed(2)}× / ${(q.p99Ms / b.p99Ms).toFixed(2)}×`],
+      ],
+    );
     console.log(`\nservice answers: ${Object.entries(statuses).map(([k, v]) => `${v} ${k}`).join(", ")}; merchant received ${paidOnChain} micro-USDC for ${d.samples + s.samples} measured payments`);
     console.log(`median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99 ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)})`);
-    const file = writeResult(`x402-v${values.version}-${values.db}`, { machine: host, db: values.db, version: values.version, samples, warmup, direct: d, service: s, p50Ratio, p99Ratio, statuses, paidOnChainMicros: paidOnChain.toString() });
+    const file = writeResult(`x402-v${values.version}-${values.db}`, { machine: host, db: values.db, version: values.version, samples, warmup, direct: d, service: s, p50Ratio, p99Ratio, bareUnpaid: b, quote: q, statuses, paidOnChainMicros: paidOnChain.toString() });
     console.log(`result: ${file}`);
   } finally {
     await merchant.stop();

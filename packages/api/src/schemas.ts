@@ -464,7 +464,7 @@ export const QuoteResponse = z
         signature: z.string(),
         verification: z
           .enum(["verified", "invalid", "not_checked"])
-          .describe("verified: the signature recovers to the offer's payTo (the spec's payTo-signing authorisation) and its terms match the requirement; invalid: it does not; not_checked: a JWS offer (its key would have to be fetched)."),
+          .describe("verified: the signature (EIP-712, or JWS under its kid's key) is the offer's payTo's (the spec's payTo-signing authorisation) and its terms match the requirement; invalid: it does not; not_checked: a JWS offer whose key cannot be had offline (a did:web kid) or whose alg is not ES256K or EdDSA."),
         signer: z.string().nullable(),
         reason: z.string().nullable().describe("Why it is invalid or not checked."),
       })

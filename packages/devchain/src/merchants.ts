@@ -3,7 +3,8 @@
 // TestUSDC, because a price like "$0.01" would resolve to the real USDC of the network, and both
 // use the given facilitator, never the public default one.
 import { HTTPFacilitatorClient } from "@x402/core/server";
-import { createEIP712OfferReceiptIssuer, createOfferReceiptExtension, declareOfferReceiptExtension } from "@x402/extensions/offer-receipt";
+import { createPrivateKey, sign } from "node:crypto";
+import { createEIP712OfferReceiptIssuer, createJWSOfferReceiptIssuer, createOfferReceiptExtension, declareOfferReceiptExtension } from "@x402/extensions/offer-receipt";
 import { PAYMENT_IDENTIFIER, declarePaymentIdentifierExtension, extractPaymentIdentifier } from "@x402/extensions/payment-identifier";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { paymentMiddlewareFromHTTPServer, x402HTTPResourceServer, x402ResourceServer } from "@x402/express";
@@ -33,11 +34,18 @@ export type StartMerchantOptions = {
    */
   offerSignerKey?: Hex;
   /**
+   * How offers and receipts are signed with `offerSignerKey`: EIP-712 (the default), or JWS (`ES256K` over the
+   * same secp256k1 key, its `kid` a did:jwk holding the public key).
+   */
+  offerSignatureFormat?: "eip712" | "jws";
+  /**
    * v2 only: declare x402's payment-identifier extension and answer a payload whose identifier was already
    * settled with the answer it got (the spec's "recovering a lost response"), without settling it again.
    * `dropFirstReply`: the first paid request is settled, then its connection is closed before any answer.
+   * `closeFirst`: the first this many paid requests find the handler down: their connection is closed as they
+   * arrive, before anything is verified or settled (received, but the signature is not used).
    */
-  paymentIdentifier?: { dropFirstReply?: boolean };
+  paymentIdentifier?: { dropFirstReply?: boolean; closeFirst?: number };
 };
 
 export type Merchant = {
@@ -73,7 +81,10 @@ export async function startMerchantV2(options: StartMerchantOptions): Promise<Re
   const resourceServer = new x402ResourceServer(facilitator).register(V2_NETWORK, new ExactEvmScheme());
   if (options.offerSignerKey) {
     const signer = privateKeyToAccount(options.offerSignerKey);
-    const issuer = createEIP712OfferReceiptIssuer(`did:pkh:${V2_NETWORK}:${signer.address}`, (params) => signer.signTypedData(params as never));
+    const issuer =
+      options.offerSignatureFormat === "jws"
+        ? jwsIssuer(options.offerSignerKey, signer.publicKey)
+        : createEIP712OfferReceiptIssuer(`did:pkh:${V2_NETWORK}:${signer.address}`, (params) => signer.signTypedData(params as never));
     resourceServer.registerExtension(createOfferReceiptExtension(issuer));
   }
   const httpServer = new x402HTTPResourceServer(resourceServer, {
@@ -102,7 +113,7 @@ export async function startMerchantV2(options: StartMerchantOptions): Promise<Re
   await httpServer.initialize();
   const paymentHeaders: string[] = [];
   const x402 = paymentMiddlewareFromHTTPServer(httpServer, undefined, undefined, false);
-  const payment = options.paymentIdentifier ? answeredOnce(x402, paymentHeaders, options.paymentIdentifier.dropFirstReply === true) : recordingHeaders(x402, paymentHeaders);
+  const payment = options.paymentIdentifier ? answeredOnce(x402, paymentHeaders, options.paymentIdentifier) : recordingHeaders(x402, paymentHeaders);
   const merchant = await listen(createMerchantApp(payment), options.port);
   return {
     ...merchant,
@@ -112,6 +123,15 @@ export async function startMerchantV2(options: StartMerchantOptions): Promise<Re
       priceMicros = next;
     },
   };
+}
+
+/** x402's JWS issuer over a secp256k1 key (ES256K, signed by node:crypto), named by a did:jwk of its public key. */
+function jwsIssuer(privateKey: Hex, publicKey: Hex) {
+  const point = Buffer.from(publicKey.slice(4), "hex");
+  const jwk = { kty: "EC", crv: "secp256k1", x: point.subarray(0, 32).toString("base64url"), y: point.subarray(32).toString("base64url") };
+  const key = createPrivateKey({ key: { ...jwk, d: Buffer.from(privateKey.slice(2), "hex").toString("base64url") }, format: "jwk" });
+  const kid = `did:jwk:${Buffer.from(JSON.stringify(jwk)).toString("base64url")}#0`;
+  return createJWSOfferReceiptIssuer(kid, { kid, format: "jws", algorithm: "ES256K", sign: async (bytes) => sign("sha256", bytes, { key, dsaEncoding: "ieee-p1363" }).toString("base64url") });
 }
 
 const PAYMENT_HEADER = "payment-signature";
@@ -134,13 +154,19 @@ type Answer = { payload: string; status: number; headers: Record<string, string 
  * another payload is a conflict (409). With `dropFirstReply`, the first settled answer is stored and its
  * connection closed instead of answered: the client learns nothing of a payment that happened.
  */
-function answeredOnce(payment: RequestHandler, received: string[], dropFirstReply: boolean): RequestHandler {
+function answeredOnce(payment: RequestHandler, received: string[], o: { dropFirstReply?: boolean; closeFirst?: number }): RequestHandler {
   const answers = new Map<string, Answer>();
+  const dropFirstReply = o.dropFirstReply === true;
   let dropped = false;
+  let closed = 0;
   return (req, res, next) => {
     const header = req.get(PAYMENT_HEADER);
     if (header === undefined) return payment(req, res, next);
     received.push(header);
+    if (closed < (o.closeFirst ?? 0)) {
+      closed += 1;
+      return void req.socket.destroy();
+    }
     const id = paymentIdOf(header);
     const known = id === undefined ? undefined : answers.get(id);
     if (known) {

@@ -5,6 +5,8 @@
 import { Challenge } from "mppx";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { feeFor } from "../../src/money.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
+import { recordsOf, verifyEvidence } from "../../src/services/evidence/verifyEvidence.ts";
 import { startHandBuiltTarget } from "./support/handBuiltTarget.ts";
 import { type X402World, randomAddress, startX402World } from "./support/x402World.ts";
 
@@ -112,5 +114,41 @@ describe.each(["sqlite", "postgres"] as const)("MPP on %s", (database) => {
     } finally {
       await rogue.close();
     }
+  });
+
+  test("behavior: the evidence carries the challenge, the credential sent and the Payment-Receipt; verify-evidence passes, and an edit of any of them in the database is named by its record", async () => {
+    const answer = await w.post("/v1/pay", { recipient: `${mpp.url}/paid`, max_amount_usdc: Number(PRICE) });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    const id = answer.body.id as string;
+    expect(await w.settle(id)).toBe("completed");
+    const receiptHeader = (answer.body.response as { headers: Record<string, string> }).headers["payment-receipt"];
+
+    const db = dbOf(w.ctx.ledger);
+    const rows = await db.selectFrom("evidence").select(["seq", "body"]).where("payment_id", "=", id).orderBy("seq").execute();
+    const settled = rows.find((r) => JSON.parse(r.body).rail_state?.settlement);
+    if (!settled) throw new Error(`payment ${id} has no record of its settlement`);
+    const state = JSON.parse(settled.body).rail_state;
+    expect(state).toMatchObject({ protocol: "mpp", mpp: { challenge: expect.stringMatching(/^Payment /) }, sent: { name: "authorization", value: expect.stringMatching(/^Payment /) }, settlement: { source: "receipt", receipt: receiptHeader } });
+    expect(Challenge.deserialize(state.mpp.challenge).id).toBe(state.mpp.challengeId);
+
+    const chain = w.server.server.chain!.client;
+    const verify = async () => (await verifyEvidence(recordsOf(w.ctx.ledger.evidence, w.server.projectId), { domain: { chainId: chain.settings.chainId, usdc: chain.usdcAddress }, receipt: (h) => chain.receipt(h) as never, head: await w.ctx.ledger.evidence.head(w.server.projectId) })).problems;
+    expect((await verify()).filter((p) => p.paymentId === id)).toEqual([]);
+
+    // Each field edited in the database (one character of it), then put back: the record is named by its number.
+    const edits = { challenge: state.mpp.challenge as string, credential: state.sent.value as string, receipt: state.settlement.receipt as string };
+    for (const [field, value] of Object.entries(edits)) {
+      const i = value.length - 3;
+      const edited = `${value.slice(0, i)}${value[i] === "A" ? "B" : "A"}${value.slice(i + 1)}`;
+      expect(settled.body).toContain(JSON.stringify(value).slice(1, -1));
+      await db.updateTable("evidence").set({ body: settled.body.replace(JSON.stringify(value).slice(1, -1), JSON.stringify(edited).slice(1, -1)) }).where("payment_id", "=", id).where("seq", "=", settled.seq).execute();
+      try {
+        const named = (await verify()).filter((p) => p.paymentId === id);
+        expect(named, field).toContainEqual(expect.objectContaining({ seq: Number(settled.seq), code: "hash_mismatch" }));
+      } finally {
+        await db.updateTable("evidence").set({ body: settled.body }).where("payment_id", "=", id).where("seq", "=", settled.seq).execute();
+      }
+    }
+    expect((await verify()).filter((p) => p.paymentId === id)).toEqual([]);
   });
 });

@@ -11,6 +11,7 @@
  * when the merchant was paid, as on the fiat rail.
  */
 import type { Hex } from "viem";
+import type { ProxiedResponse } from "@agentwallet/api";
 import type { FailureCode } from "../../ledger/failureCodes.ts";
 import type { Payment } from "../../domain/payment.ts";
 import { type LegDeps, checkRelayed, relayTransfers } from "../onchainLeg.ts";
@@ -20,12 +21,24 @@ import { type X402SettledState, type X402SignedState, type X402State, x402States
 
 export type X402Deps = LegDeps & { onFinal?: (p: Payment, outcome: "completed" | "failed") => void };
 
+/** What came back when the stored payload was sent again: the answer as the API shows it, and a settlement it proved. */
+export type PayloadResent = { status: number; reply: ProxiedResponse; settlement: { txHash: Hex; state: X402SettledState } | undefined };
+
+/** The rail's send of a payment's stored payload, byte for byte (x402Rail.ts); undefined when no answer came. */
+type AdvanceDeps = X402Deps & { resendStored?: (payment: Payment, state: X402SignedState) => Promise<PayloadResent | undefined> };
+
+/**
+ * Times the worker sends a stored payload again, beyond the request's own resends (x402Rail.ts): a process
+ * that restarted, or resends that all failed, still reach a merchant that keeps answers by payment-identifier.
+ */
+export const WORKER_RESENDS_MAX = 3;
+
 /** How often an open authorization is looked at: cheap reads, bounded either way. */
 const WATCH_INTERVAL_MS_MIN = 250;
 const WATCH_INTERVAL_MS_MAX = 2_000;
 
 /** One step of an open x402 payment, from its parsed state (rails.ts `advanceByStage`). */
-export async function advanceX402Payment(d: X402Deps, payment: Payment, state: X402State): Promise<AdvanceResult> {
+export async function advanceX402Payment(d: AdvanceDeps, payment: Payment, state: X402State): Promise<AdvanceResult> {
   if (payment.status !== "pending" && payment.status !== "processing") return { done: true };
   switch (state.stage) {
     case "held":
@@ -39,7 +52,7 @@ export async function advanceX402Payment(d: X402Deps, payment: Payment, state: X
   }
 }
 
-async function watchAuthorization(d: X402Deps, payment: Payment, state: X402SignedState): Promise<AdvanceResult> {
+async function watchAuthorization(d: AdvanceDeps, payment: Payment, state: X402SignedState): Promise<AdvanceResult> {
   const standing = await authorizationStanding(d.chain, state.authorization, {
     fromBlock: state.fromBlock ?? 0,
     confirmations: d.ctx.config.chain.paymentConfirmations,
@@ -47,6 +60,7 @@ async function watchAuthorization(d: X402Deps, payment: Payment, state: X402Sign
     nowMs: d.ctx.clock().getTime(),
   });
   if (standing.kind === "open") {
+    if (mayResend(d, state, standing.secondsLeft)) return resendStored(d, payment, state);
     return { done: false, retryInMs: Math.min(WATCH_INTERVAL_MS_MAX, Math.max(WATCH_INTERVAL_MS_MIN, standing.secondsLeft * 1_000)) };
   }
   if (standing.kind === "expired") {
@@ -61,7 +75,36 @@ async function watchAuthorization(d: X402Deps, payment: Payment, state: X402Sign
   return sweepFeeAndComplete(d, payment2, settled);
 }
 
-export function settledState(state: X402SignedState, txHash: Hex, source: "receipt" | "chain", seen: { response?: string; log?: { blockNumber: number; logIndex: number } } = {}): X402SettledState {
+/**
+ * Only to a merchant that declared payment-identifier (it answers a payload it settled with its first answer,
+ * and settles one it never got), only the payload stored before it first left (never a new signature), only
+ * while the authorization is unused and valid, and at most WORKER_RESENDS_MAX times.
+ */
+function mayResend(d: AdvanceDeps, state: X402SignedState, secondsLeft: number): d is AdvanceDeps & Required<Pick<AdvanceDeps, "resendStored">> {
+  return d.resendStored !== undefined && state.paymentIdentifier !== undefined && state.sent !== undefined && secondsLeft > 0 && (state.workerResends?.count ?? 0) < WORKER_RESENDS_MAX;
+}
+
+/**
+ * Sends the stored payload once more: the count is written first (a crash mid-send never makes the bound
+ * grow), then what came back: the answer as the payment's response, and a settlement it proves.
+ */
+async function resendStored(d: AdvanceDeps & Required<Pick<AdvanceDeps, "resendStored">>, payment: Payment, state: X402SignedState): Promise<AdvanceResult> {
+  const counted: X402SignedState = { ...state, workerResends: { count: (state.workerResends?.count ?? 0) + 1, lastStatus: null } };
+  await d.ctx.ledger.payments.updatePayment(payment.id, { railState: x402States.write(state.stage, counted) });
+  const resent = await d.resendStored(payment, counted);
+  if (!resent) return { done: false, retryInMs: WATCH_INTERVAL_MS_MAX };
+  const answered: X402SignedState = { ...counted, workerResends: { ...counted.workerResends!, lastStatus: resent.status } };
+  const responseJson = JSON.stringify(resent.reply);
+  if (!resent.settlement) {
+    await d.ctx.ledger.payments.updatePayment(payment.id, { responseJson, railState: x402States.write(state.stage, answered) });
+    return { done: false, retryInMs: WATCH_INTERVAL_MS_MAX };
+  }
+  const settled: X402SettledState = { ...resent.settlement.state, workerResends: answered.workerResends };
+  const payment2 = await d.ctx.ledger.payments.updatePayment(payment.id, { responseJson, txHash: resent.settlement.txHash, railState: x402States.write(state.stage, settled) });
+  return sweepFeeAndComplete(d, payment2, settled);
+}
+
+export function settledState(state: X402SignedState, txHash: Hex, source: "receipt" | "chain", seen: { response?: string; receipt?: string; log?: { blockNumber: number; logIndex: number } } = {}): X402SettledState {
   return { ...state, stage: "settled", settlement: { txHash, source, ...seen } };
 }
 

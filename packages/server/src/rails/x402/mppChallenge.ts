@@ -127,6 +127,11 @@ export async function chooseMppChallenge(challenges: Challenge.Challenge[], poli
 /** A signed EIP-3009 authorization, as eip3009.ts signs it. */
 export type MppAuthorization = { from: Address; to: Address; value: string; validAfter: string; validBefore: string; nonce: Hex; signature: Hex };
 
+/** A challenge as mppx writes it in `WWW-Authenticate` (kept with the payment as its evidence). */
+export function challengeText(challenge: Challenge.Challenge): string {
+  return Challenge.serialize(challenge);
+}
+
 /** The `Authorization` header value that pays `chosen` with `auth` (signed for its payTo, amount and nonce). */
 export function mppCredential(chosen: ChosenChallenge, auth: MppAuthorization, chainId: number): string {
   if (auth.nonce.toLowerCase() !== chosen.nonce.toLowerCase() || getAddress(auth.to) !== chosen.payTo || auth.value !== String(chosen.amountMicros)) {

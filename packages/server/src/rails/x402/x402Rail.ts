@@ -21,10 +21,11 @@ import { HOP_BY_HOP, type LookupFunction, type PreparedRequest, type SafeFetch, 
 import { SafeFetchError } from "../../net/safeFetchErrors.ts";
 import { redactServiceTokens } from "../../tokenScan.ts";
 import { USDC_EIP712 } from "../eip3009.ts";
-import { type X402Deps, advanceX402Payment, settledState } from "./advanceX402Payment.ts";
+import { type PayloadResent, type X402Deps, advanceX402Payment, settledState } from "./advanceX402Payment.ts";
+import type { Payment } from "../../domain/payment.ts";
 import { type ChosenRequirement, type RequirementPolicy, chooseRequirement } from "./chooseRequirement.ts";
 import { readPaymentRequired } from "./readPaymentRequired.ts";
-import { type ChosenChallenge, chooseMppChallenge, mppCredential, offersMpp, readMppChallenges, readMppReceipt } from "./mppChallenge.ts";
+import { type ChosenChallenge, challengeText, chooseMppChallenge, mppCredential, offersMpp, readMppChallenges, readMppReceipt } from "./mppChallenge.ts";
 import { signAuthorization } from "../eip3009.ts";
 import { badRequest } from "../../domain/errors.ts";
 import { readSettlementHeader, settlementLog } from "./settlementOnChain.ts";
@@ -67,10 +68,10 @@ function paymentIdentifierFor(identity: { projectId: string; idempotencyKey: str
 const V1_NETWORK_NAMES: Readonly<Record<number, string>> = { 8453: "base", 84532: "base-sepolia" };
 
 /** What `judge` chose, with what `sign` needs of it (opaque to the core). */
-type Judged = X402Quote & ({ chosen: ChosenRequirement; paymentRequired: PaymentRequired; mpp?: undefined } | { mpp: ChosenChallenge });
+type Judged = X402Quote & { method: X402Call["method"] } & ({ chosen: ChosenRequirement; paymentRequired: PaymentRequired; mpp?: undefined } | { mpp: ChosenChallenge });
 
-/** What `request` learnt of the call that `judge` needs: whether the caller sent its own Authorization. */
-type Reply = { first: SafeFetchResponse; callerAuthorization: boolean };
+/** What `request` learnt of the call that `judge` needs: whether the caller sent its own Authorization, and its method. */
+type Reply = { first: SafeFetchResponse; callerAuthorization: boolean; method: X402Call["method"] };
 
 export function createX402Rail(d: X402RailDeps): X402Rail {
   const { ctx, chain } = d;
@@ -122,7 +123,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
   }
 
   return {
-    advance: advanceByStage(x402States, (payment, state) => advanceX402Payment(d, payment, state)),
+    advance: advanceByStage(x402States, (payment, state) => advanceX402Payment({ ...d, resendStored }, payment, state)),
 
     leaseNeededMs: 2 * cfg.timeoutMs + LEASE_MARGIN_MS,
 
@@ -132,11 +133,11 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
         throw err instanceof SafeFetchError ? fetchFailed(err, "request") : err;
       });
       const callerAuthorization = Object.keys(call.headers ?? {}).some((name) => name.toLowerCase() === "authorization");
-      return { paymentRequired: first.status === 402, raw: { first, callerAuthorization } satisfies Reply, proxied: () => proxied(first) };
+      return { paymentRequired: first.status === 402, raw: { first, callerAuthorization, method: call.method } satisfies Reply, proxied: () => proxied(first) };
     },
 
     async judge(reply, walletIndex, maxAmountMicros) {
-      const { first, callerAuthorization } = reply.raw as Reply;
+      const { first, callerAuthorization, method } = reply.raw as Reply;
       // A block number read before the signature exists: the settlement search starts there. Any
       // earlier block is as correct, only wider to search, so a number read in the last minute is used
       // at once (and read again in the background after a second) instead of a round trip each time.
@@ -158,20 +159,20 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
         const state: X402HeldState = {
           stage: "held",
           protocol: "mpp",
-          mpp: { challengeId: chosen.challenge.id, realm: chosen.challenge.realm },
+          mpp: { challengeId: chosen.challenge.id, realm: chosen.challenge.realm, challenge: challengeText(chosen.challenge) },
           network: v2Network,
           payTo: chosen.payTo,
           maxTimeoutSeconds: Math.max(1, chosen.validBefore - Math.floor(ctx.clock().getTime() / 1000)),
         };
         const terms = { protocol: "mpp" as const, scheme: `${chosen.challenge.method}/${chosen.challenge.intent}`, network: v2Network, asset: chain.client.usdcAddress, payTo: chosen.payTo, amountMicros: chosen.amountMicros, maxTimeoutSeconds: state.maxTimeoutSeconds, offer: async () => null };
-        return { amountMicros: chosen.amountMicros, state, fromBlock: recentBlock(), mpp: chosen, terms } satisfies Judged;
+        return { amountMicros: chosen.amountMicros, state, fromBlock: recentBlock(), mpp: chosen, terms, method } satisfies Judged;
       }
       const chosen = await chooseRequirement(paymentRequired, policyFor(walletIndex), maxAmountMicros);
       const state: X402HeldState = { stage: "held", x402Version: chosen.x402Version, network: chosen.network, payTo: chosen.payTo, maxTimeoutSeconds: chosen.maxTimeoutSeconds, paymentRequired };
       // Reported in CAIP-2 whatever the version (v1 says "base"), as offers and quotes name networks.
       const termsOf = { scheme: "exact", network: v2Network, asset: getAddress(String(chosen.raw.asset)), payTo: chosen.payTo, amountMicros: chosen.amountMicros };
       const terms = { protocol: "x402" as const, ...termsOf, maxTimeoutSeconds: chosen.maxTimeoutSeconds, offer: () => readOffer(paymentRequired, termsOf, Math.floor(ctx.clock().getTime() / 1000)) };
-      return { amountMicros: chosen.amountMicros, state, fromBlock: recentBlock(), chosen, paymentRequired, terms } satisfies Judged;
+      return { amountMicros: chosen.amountMicros, state, fromBlock: recentBlock(), chosen, paymentRequired, terms, method } satisfies Judged;
     },
 
     prepareRetry: (url) => fetcher.prepare(url),
@@ -203,7 +204,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
         authorization: signed.authorization,
         fromBlock: await q.fromBlock,
         sent: signed.header,
-        ...(signed.paymentIdentifier ? { paymentIdentifier: signed.paymentIdentifier } : {}),
+        ...(signed.paymentIdentifier ? { paymentIdentifier: signed.paymentIdentifier, method: q.method } : {}),
       };
       return { header: signed.header, state } satisfies X402Signature;
     },
@@ -225,22 +226,46 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
         // answers what it answered the first time ("recovering a lost response"): the identical bytes go again.
         if (state.paymentIdentifier) reply = await resendIdentical(call, headers, paymentId);
       }
-      // Only a receipt whose transaction used our authorization settles the payment here; a 402, an
-      // error, or a receipt we cannot prove leaves it to the chain.
-      let settlement: { txHash: Hex; state: X402SettledState } | undefined;
-      try {
-        const reported = !reply ? undefined : state.protocol === "mpp" ? mppReported(reply.headers) : readSettlementHeader(reply.headers);
-        const proven = reported?.success && reported.transaction ? await settlementLog(chain, reported.transaction, state.authorization!) : undefined;
-        if (proven) {
-          const response = reply!.headers["payment-response"] ?? reply!.headers["x-payment-response"];
-          settlement = { txHash: reported!.transaction as Hex, state: settledState(state, reported!.transaction as Hex, "receipt", { ...(response ? { response } : {}), ...(proven.log ? { log: proven.log } : {}) }) };
-        }
-      } catch (err) {
-        ctx.logger.warn({ err, payment_id: paymentId }, "x402 settlement proof failed; the worker will check the chain");
-      }
-      return { kind: "sent", reply: reply ? proxied(reply) : undefined, settlement };
+      return { kind: "sent", reply: reply ? proxied(reply) : undefined, settlement: reply ? await provenSettlement(reply, state, paymentId) : undefined };
     },
   };
+
+  /**
+   * The settlement an answer proves: only a receipt whose transaction used our authorization settles the
+   * payment here; a 402, an error, or a receipt we cannot prove leaves it to the chain.
+   */
+  async function provenSettlement(reply: SafeFetchResponse, state: X402SignedState, paymentId: string): Promise<{ txHash: Hex; state: X402SettledState } | undefined> {
+    try {
+      const reported = state.protocol === "mpp" ? mppReported(reply.headers) : readSettlementHeader(reply.headers);
+      const proven = reported?.success && reported.transaction ? await settlementLog(chain, reported.transaction, state.authorization) : undefined;
+      if (!proven) return undefined;
+      const response = reply.headers["payment-response"] ?? reply.headers["x-payment-response"];
+      const receipt = state.protocol === "mpp" ? reply.headers["payment-receipt"] : undefined;
+      const seen = { ...(response ? { response } : {}), ...(receipt ? { receipt } : {}), ...(proven.log ? { log: proven.log } : {}) };
+      return { txHash: reported!.transaction as Hex, state: settledState(state, reported!.transaction as Hex, "receipt", seen) };
+    } catch (err) {
+      ctx.logger.warn({ err, payment_id: paymentId }, "x402 settlement proof failed; the worker will check the chain");
+      return undefined;
+    }
+  }
+
+  /**
+   * The worker's send of the stored payload (advanceX402Payment.ts): the exact header, with the paid request's
+   * method, to the payment's URL, over a fresh connection. The caller's own headers and body are not stored
+   * (they may hold secrets), so they are not sent: a merchant that declared payment-identifier answers the
+   * payload by its identifier. Undefined when no answer came.
+   */
+  async function resendStored(payment: Payment, state: X402SignedState): Promise<PayloadResent | undefined> {
+    const call = { url: payment.recipient, method: state.method ?? "GET", headers: undefined, body: undefined };
+    let reply: SafeFetchResponse;
+    try {
+      reply = await fetcher.prepare(call.url).send(call, { serviceHeaders: { [state.sent!.name]: state.sent!.value } });
+    } catch (err) {
+      ctx.logger.warn({ payment_id: payment.id, code: (err as SafeFetchError).code }, "x402 payload sent again by the worker; no answer came");
+      return undefined;
+    }
+    return { status: reply.status, reply: proxied(reply), settlement: await provenSettlement(reply, state, payment.id) };
+  }
 }
 
 /** An MPP receipt as x402's settlement report: its reference is the settlement's transaction. */

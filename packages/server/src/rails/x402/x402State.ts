@@ -21,7 +21,8 @@ const signedAuthorization = authorizationSchema.omit({ signature: true }) satisf
 const quoted = {
   protocol: z.literal("mpp").optional(),
   x402Version: z.union([z.literal(1), z.literal(2)]).optional(),
-  mpp: z.object({ challengeId: z.string(), realm: z.string() }).optional(),
+  /** The MPP challenge answered: its id and realm, and the challenge itself as mppx serializes it (the evidence). */
+  mpp: z.object({ challengeId: z.string(), realm: z.string(), challenge: z.string().optional() }).optional(),
   network: z.string(),
   payTo: addressSchema,
   maxTimeoutSeconds: z.number(),
@@ -40,6 +41,13 @@ const signed = {
   sent: z.object({ name: z.string(), value: z.string() }).optional(),
   /** The x402 payment-identifier sent in the payload, when the merchant declared the extension. */
   paymentIdentifier: z.string().optional(),
+  /** The paid request's method, kept with a payment-identifier: the worker sends the stored payload again with it. */
+  method: z.enum(["GET", "POST", "PUT", "DELETE"]).optional(),
+  /**
+   * How many times the worker sent the stored payload again (advanceX402Payment.ts), counted before each send
+   * so a restart never sends more than the bound; and the status of the last answer, when one came.
+   */
+  workerResends: z.object({ count: z.number().int().nonnegative(), lastStatus: z.number().int().nullable() }).optional(),
 };
 
 export const x402StateSchema = z.discriminatedUnion("stage", [
@@ -54,6 +62,8 @@ export const x402StateSchema = z.discriminatedUnion("stage", [
       source: z.enum(["receipt", "chain"]),
       /** The merchant's `PAYMENT-RESPONSE` (`X-PAYMENT-RESPONSE`) as received: its settle response and any signed receipt. */
       response: z.string().optional(),
+      /** MPP: the merchant's `Payment-Receipt` as received (its reference is the settlement's transaction). */
+      receipt: z.string().optional(),
       /** Where the USDC `Transfer` of the settlement is: read from the receipt that proved it. */
       log: z.object({ blockNumber: z.number().int().nonnegative(), logIndex: z.number().int().nonnegative() }).optional(),
     }),
@@ -75,7 +85,8 @@ export type X402SettledState = Extract<X402State, { stage: "settled" }>;
 /** The stage changes written for an x402 payment (docs/architecture.md, "Rail stages"). */
 export const X402_TRANSITIONS = {
   held: ["signed"],
-  signed: ["settled"],
+  // A signed payment stays signed while the worker sends its payload again (`workerResends`).
+  signed: ["signed", "settled"],
   settled: ["settled"],
 } as const satisfies Transitions<X402State["stage"]>;
 

@@ -6,11 +6,13 @@
  * address the payment went to; a signer that is not it is reported as not authorised).
  *
  * @x402/extensions gives the receipt's types and recovers an EIP-712 signer; the judgement is ours, from the spec.
- * A JWS receipt needs its `kid` resolved to a key, which a record alone cannot do: it is reported as such.
+ * A JWS receipt is verified under the key its `kid` holds (rails/x402/verifyJws.ts); one whose key would have to be
+ * fetched (did:web) is reported as unverifiable.
  */
 import { type SignedReceipt, extractOffersFromPaymentRequired, isEIP712SignedOffer, isEIP712SignedReceipt, verifyOfferSignatureEIP712, verifyReceiptSignatureEIP712 } from "@x402/extensions/offer-receipt";
 import { type Address, type Hex, getAddress, recoverTypedDataAddress } from "viem";
 import { USDC_EIP712, transferWithAuthorizationTypes } from "../../rails/eip3009.ts";
+import { checkJws, jwsAuthorisedFor } from "../../rails/x402/verifyJws.ts";
 
 export type SignatureProblem = { code: "authorization_signature_invalid" | "payload_mismatch" | "receipt_signature_invalid" | "receipt_signer_not_authorized" | "receipt_unverifiable"; detail: string };
 
@@ -87,7 +89,7 @@ export function receiptOf(settleResponse: unknown): SignedReceipt | undefined {
  * signed its offer, when that key is not the payTo, as a signer not authorised.
  */
 export async function checkReceipt(receipt: SignedReceipt, payTo: string, offerSigners: readonly string[] = []): Promise<SignatureProblem | undefined> {
-  if (!isEIP712SignedReceipt(receipt)) return { code: "receipt_unverifiable", detail: `a ${String(receipt.format)} receipt names its key by a kid this check cannot resolve offline` };
+  if (!isEIP712SignedReceipt(receipt)) return checkJwsReceipt(receipt.signature, payTo);
   let signer: Address;
   try {
     signer = (await verifyReceiptSignatureEIP712(receipt)).signer;
@@ -100,6 +102,15 @@ export async function checkReceipt(receipt: SignedReceipt, payTo: string, offerS
     return { code: "receipt_signer_not_authorized", detail: `the receipt is signed by ${signer}, the key that signed the merchant's offer but not one authorised for the resource (its payTo is ${payToAddress})` };
   }
   return { code: "receipt_signature_invalid", detail: `the receipt's signature recovers ${signer}, a key the merchant never showed (neither the payTo ${payToAddress} nor its offer's signer): the receipt or its signature was altered` };
+}
+
+/** A JWS receipt: its signature under its kid's key, and that key's authorisation (the payTo's). */
+function checkJwsReceipt(compact: string, payTo: string): SignatureProblem | undefined {
+  const jws = checkJws(compact);
+  if (jws.kind === "unverifiable") return { code: "receipt_unverifiable", detail: `the JWS receipt cannot be checked offline: ${jws.detail}` };
+  if (jws.kind === "invalid") return { code: "receipt_signature_invalid", detail: `the JWS receipt does not hold: ${jws.detail}` };
+  if (jwsAuthorisedFor(jws, payTo)) return undefined;
+  return { code: "receipt_signer_not_authorized", detail: `the JWS receipt is signed by the key ${jws.kid.slice(0, 80)}${jws.address ? ` (address ${jws.address})` : ""}, not one authorised for the resource (its payTo is ${payTo})` };
 }
 
 /** The keys that signed the EIP-712 offers of a 402 as received (x402's offer-and-receipt extension). */

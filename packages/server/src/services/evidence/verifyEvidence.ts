@@ -5,7 +5,8 @@
  *   each hash recomputed over the record's fields (`evidenceHash`), and the last one the project's head
  *   when the head is known; an edited, deleted or moved record is named by its number;
  * - the signatures: every EIP-3009 authorization the wallet signed, the exact x402 payload sent, and the
- *   merchant's receipt with its signer's authorisation (checkSignatures.ts);
+ *   merchant's receipt with its signer's authorisation (checkSignatures.ts); for MPP, the challenge, the
+ *   credential sent and the `Payment-Receipt` (checkMpp.ts);
  * - the chain of blocks: a completed payment's transaction, read from the RPC, must hold the USDC `Transfer`
  *   log of each of its transfers (at the block and index recorded, when recorded).
  */
@@ -13,6 +14,7 @@ import type { Hex } from "viem";
 import { evidenceHash } from "../../ledger/evidenceHash.ts";
 import type { EvidenceHead, EvidenceRow } from "../../ledger/evidence.ts";
 import type { EvidenceReadStore } from "../../ledger/ports.ts";
+import { type MppEvidence, checkMppEvidence } from "./checkMpp.ts";
 import { type SignatureDomain, type SignatureProblem, authorizationSigned, authorizationsIn, checkReceipt, checkSentPayload, offerSignersOf, receiptOf } from "./checkSignatures.ts";
 
 export type EvidenceRecord = EvidenceRow;
@@ -110,7 +112,12 @@ async function checkBody(r: EvidenceRecord, o: VerifyOptions, once: (key: string
     if (!once(`auth:${a.signature}`)) continue;
     if (!(await authorizationSigned(a, o.domain))) out.push({ code: "authorization_signature_invalid", detail: `the authorization of ${a.value} to ${a.to} (nonce ${a.nonce.slice(0, 10)}…) is not signed by ${a.from}` });
   }
-  const sent = state.protocol === "mpp" ? undefined : (state.sent as { name: string; value: string } | undefined);
+  if (state.protocol === "mpp") {
+    const key = `mpp:${JSON.stringify([(state.sent as { value?: string } | undefined)?.value, (state.mpp as { challenge?: string } | undefined)?.challenge, (state.settlement as { receipt?: string } | undefined)?.receipt])}`;
+    if (once(key)) out.push(...(await checkMppEvidence(state as MppEvidence, o.domain)));
+    return out;
+  }
+  const sent = state.sent as { name: string; value: string } | undefined;
   const authorization = state.authorization as Parameters<typeof checkSentPayload>[1] | undefined;
   if (sent && authorization && once(`sent:${sent.value}`)) {
     const p = await checkSentPayload(sent, authorization, o.domain);
