@@ -13,6 +13,7 @@
  */
 import { type RawBuilder, sql } from "kysely";
 import type { Db } from "./db.ts";
+import type { TransactionsTable } from "./schema.ts";
 
 /** Every type the console lists as a row: a payment's fee is shown on its payment's row. */
 export const LISTED_TYPES = ["usdc_fund", "payment", "x402_payment", "usdc_transfer"] as const;
@@ -37,17 +38,8 @@ export type ConsoleFilter = {
 /** The row a page starts after (`after`, going on) or ends before (`before`, going back). */
 export type ListKey = { createdAt: string; pos: number };
 
-export type ConsoleRow = {
-  id: string;
+export type ConsoleRow = Pick<TransactionsTable, "id" | "type" | "status" | "amount" | "currency" | "description" | "merchant_name" | "created_at" | "completed_at"> & {
   pos: number;
-  type: string;
-  status: string;
-  amount: number;
-  currency: "usd" | "usdc";
-  description: string | null;
-  merchant_name: string | null;
-  created_at: string;
-  completed_at: string | null;
   /** The payment's (null for a deposit). */
   recipient: string | null;
   recipient_json: string | null;
