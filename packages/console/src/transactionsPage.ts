@@ -56,7 +56,6 @@ export function counterpartyText(c: Counterparty | null): string {
   return c.address;
 }
 
-const rowLabel = (t: ListedTransaction) => (t.rail ? RAIL_LABEL[t.rail] : (TYPE_LABEL[t.type] ?? t.type));
 
 function listTable(projectId: string, rows: ListedTransaction[]): Html {
   return html`<div class="table-wrap"><table class="cards-narrow txlist">
@@ -64,7 +63,7 @@ function listTable(projectId: string, rows: ListedTransaction[]): Html {
 <thead><tr><th scope="col">Transaction</th><th scope="col">Agent</th><th scope="col">Counterparty</th><th scope="col" class="num">Amount</th><th scope="col">Status</th><th scope="col">Created</th></tr></thead>
 <tbody>${rows.map(
     (t) => html`<tr>
-<td data-label="Transaction"><a href="/console/p/${projectId}/transactions/${t.id}">${rowLabel(t)}</a>${t.description ? html`<div class="muted small">${t.description}</div>` : ""}</td>
+<td data-label="Transaction"><a href="/console/p/${projectId}/transactions/${t.id}">${TYPE_LABEL[t.type] ?? t.type}</a>${t.description ? html`<div class="muted small">${t.description}</div>` : ""}</td>
 <td data-label="Agent">${t.agent ? html`<span class="agent" title="${t.agent.prefix}…">${agentLabel(t.agent)}</span>` : html`<span class="muted">—</span>`}</td>
 <td data-label="Counterparty">${counterpartyCell(t.counterparty, t.id)}</td>
 <td data-label="Amount" class="num">${t.type === "usdc_fund" ? "+" : ""}$${formatMicros(t.amount_micros)}${t.fee_micros !== null ? html`<div class="muted small fee">+ $${formatMicros(t.fee_micros)} fee</div>` : ""}</td>
