@@ -7,12 +7,10 @@
  */
 import { request } from "node:http";
 import { parseArgs } from "node:util";
-import { createApp } from "../packages/server/src/http/app.ts";
-import { createMetrics } from "../packages/server/src/http/metrics.ts";
-import { createToken } from "../packages/server/src/services/tokens.ts";
 import { UsageError, log, machine, printTable, writeResult } from "./lib.ts";
 import { type BenchDialect, createBenchContext } from "./support/benchContext.ts";
 import { seedTransactions } from "./support/seedTransactions.ts";
+import { startConsoleServer } from "./support/consoleServer.ts";
 
 const HELP = `npm run bench -- export [flags]
   --db sqlite|postgres   database (default sqlite)
@@ -37,13 +35,8 @@ export async function run(args: string[]): Promise<void> {
     log(`seeding ${rows.toLocaleString("en-US")} transactions…`);
     const seed = await seedTransactions(bench, project.id, rows);
     log(`seeded in ${(seed.ms / 1000).toFixed(1)} s`);
-    const { token } = await createToken(bench.ctx, { projectId: project.id, permissions: ["read"], mode: "test" });
-    const app = createApp(bench.ctx, { metrics: createMetrics({ defaultMetrics: false }) });
-    const base = await app.listen({ port: 0, host: "127.0.0.1" });
+    const { base, cookie, close } = await startConsoleServer(bench, project.id);
     try {
-      const signIn = await fetch(`${base}/console/signin`, { method: "POST", body: new URLSearchParams({ kind: "token", secret: token }), redirect: "manual" });
-      const cookie = /aw_console=([^;]+)/.exec(signIn.headers.get("set-cookie") ?? "")?.[1];
-      if (!cookie) throw new Error(`sign-in failed: ${signIn.status}`);
       (globalThis as { gc?: () => void }).gc?.();
       const before = process.memoryUsage().rss;
       const maxRssBefore = process.resourceUsage().maxRSS * 1024;
@@ -90,7 +83,7 @@ export async function run(args: string[]): Promise<void> {
       console.log(`RSS along the export: ${tenths.map((t) => `${Math.round((t.rows / rows) * 100)}% ${(t.rss / MiB).toFixed(0)}`).join(", ")} (MiB)`);
       console.log(`result: ${writeResult("export", { machine: host, dialect, rows, exported, bytes, ms, rssBefore: before, rssPeak: peak, maxRssBefore, maxRssAfter, along: tenths })}`);
     } finally {
-      await app.close();
+      await close();
     }
   } finally {
     await bench.close();
