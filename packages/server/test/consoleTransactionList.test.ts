@@ -139,6 +139,14 @@ describe.each(dialects)("console transactions list and CSV export (%s)", (dialec
     const back = await listPage(t.ctx, projectId, {}, { limit: 50, ending_before: second.rows[0]!.id });
     expect(back.rows.map((r) => r.id)).toEqual(first.rows.map((r) => r.id));
     expect([back.position, back.has_newer, back.has_older]).toEqual([1, false, true]);
+    // Counted on the API's counters (rail, status) and by reading the rows (counterparty): the same places.
+    for (const filters of [{ rail: ["x402" as const], status: ["completed"] }, { counterparty: "example" }]) {
+      const one = await listPage(t.ctx, projectId, filters, { limit: 20 });
+      const two = await listPage(t.ctx, projectId, filters, { limit: 20, starting_after: one.rows.at(-1)!.id });
+      expect([two.total, two.position, two.has_newer], JSON.stringify(filters)).toEqual([one.total, 21, true]);
+    }
+    const completedX402 = (await api<{ total_count: number }>("/v1/transactions?limit=1&type=x402_payment&status=completed")).total_count;
+    expect((await listPage(t.ctx, projectId, { rail: ["x402"], status: ["completed"] }, { limit: 1 })).total).toBe(completedX402);
     const api100 = await api<{ transactions: ApiTxn[] }>(`/v1/transactions?limit=100&type=${LISTED}`);
     expect([...first.rows, ...second.rows].map((r) => r.id)).toEqual(api100.transactions.map((r) => r.id));
   });

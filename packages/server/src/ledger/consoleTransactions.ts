@@ -14,9 +14,12 @@
 import { type RawBuilder, sql } from "kysely";
 import type { Db } from "./db.ts";
 import type { TransactionsTable } from "./schema.ts";
+import type { TransactionReads } from "./transactionReads.ts";
 
 /** Every type the console lists as a row: a payment's fee is shown on its payment's row. */
 export const LISTED_TYPES = ["usdc_fund", "payment", "x402_payment", "usdc_transfer"] as const;
+
+export const LISTED_STATUSES: readonly string[] = ["pending", "processing", "completed", "failed", "reversed"];
 
 export type ConsoleFilter = {
   /** Non-empty, among LISTED_TYPES (a rail filter is a type: x402 → x402_payment, fiat → payment). */
@@ -58,7 +61,10 @@ export type ConsoleRow = Pick<TransactionsTable, "id" | "type" | "status" | "amo
 };
 
 export class ConsoleTransactions {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly reads: TransactionReads,
+  ) {}
 
   /** Up to `limit` rows after `after` (newest first) or before `before` (still returned newest first), and whether more lie that way. */
   async page(projectId: string, f: ConsoleFilter, p: { limit: number; after?: ListKey; before?: ListKey }): Promise<{ rows: ConsoleRow[]; more: boolean }> {
@@ -94,9 +100,26 @@ export class ConsoleTransactions {
     return rows.map((r) => ({ ...r, pos: Number(r.pos), amount: Number(r.amount), fee_amount: r.fee_amount === null ? null : Number(r.fee_amount) }));
   }
 
-  /** How many rows match, and how many of them come before (are newer than) `key`: the page's place in the list. */
+  /**
+   * How many rows match, and how many of them come before (are newer than) `key`: the page's place in the
+   * list. Filters the API's list also has (type, rail, status, time) are counted on its per-day counters
+   * (transactionReads.ts `countFiltered`), whatever the history's size; an agent's rows on its payments'
+   * index; a counterparty or an amount range by reading the project's rows (decisions.md, "The console's
+   * transactions list").
+   */
   async count(projectId: string, f: ConsoleFilter, key?: ListKey): Promise<{ total: number; newer: number }> {
     if (isEmptyRange(f)) return { total: 0, newer: 0 };
+    if (!f.tokenIds && f.counterparty === undefined && f.minMicros === undefined && f.maxMicros === undefined) {
+      const counted = { types: f.types, statuses: f.statuses ?? LISTED_STATUSES, createdAfter: f.createdAfter, createdBefore: f.createdBefore };
+      const newer = async (k: ListKey) => {
+        const after = f.createdAfter !== undefined && f.createdAfter > k.createdAt ? f.createdAfter : k.createdAt;
+        const ties = sql<{ n: number | string }>`select count(*) as n from transactions t where ${sql.join([...conditions(projectId, f), sql`t.created_at = ${k.createdAt}`, sql`t.pos > ${k.pos}`], sql` and `)}`;
+        const [later, same] = await Promise.all([this.reads.countFiltered(projectId, { ...counted, createdAfter: after }), ties.execute(this.db)]);
+        return later + Number(same.rows[0]?.n ?? 0);
+      };
+      const [total, n] = await Promise.all([this.reads.countFiltered(projectId, counted), key ? newer(key) : 0]);
+      return { total, newer: n };
+    }
     const newer = key ? sql`, sum(case when (t.created_at, t.pos) > (${key.createdAt}, ${key.pos}) then 1 else 0 end) as newer` : sql``;
     const { rows } = await sql<{ n: number | string; newer?: number | string | null }>`select count(*) as n${newer} ${fromWhere(projectId, f, [])}`.execute(this.db);
     return { total: Number(rows[0]?.n ?? 0), newer: Number(rows[0]?.newer ?? 0) };

@@ -90,7 +90,7 @@ export class Ledger {
     this.audit = new AuditLog(db);
     this.idempotencyKeys = new IdempotencyKeys(db);
     this.transactions = new TransactionReads(db, dialect);
-    this.consoleTransactions = new ConsoleTransactions(db);
+    this.consoleTransactions = new ConsoleTransactions(db, this.transactions);
     this.relayerNonces = new RelayerNonces(db, writes);
     this.kv = new KvRows(db);
     this.quotes = new Quotes(db);

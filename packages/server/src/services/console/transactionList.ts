@@ -6,11 +6,10 @@
  */
 import type { AgentName, Counterparty, ListFilters, ListPage, ListedTransaction } from "@agentwallet/console";
 import { badRequest } from "../../domain/errors.ts";
-import { type ConsoleFilter, type ConsoleRow, LISTED_TYPES } from "../../ledger/consoleTransactions.ts";
+import { type ConsoleFilter, type ConsoleRow, LISTED_STATUSES, LISTED_TYPES } from "../../ledger/consoleTransactions.ts";
 import { failureFields } from "../payments/render.ts";
 import type { ConsoleDeps } from "./viewers.ts";
 
-const STATUSES = ["pending", "processing", "completed", "failed", "reversed"];
 const RAIL_TYPE = { x402: "x402_payment", usdc_transfer: "usdc_transfer", fiat: "payment" } as const;
 const TYPE_RAIL: Record<string, ListedTransaction["rail"]> = { x402_payment: "x402", usdc_transfer: "usdc_transfer", payment: "fiat" };
 /** The most tokens an agent filter reads with its sub-agents (one index range each). */
@@ -27,7 +26,7 @@ export async function filterOf(deps: Deps, projectId: string, f: ListFilters): P
   const listed = LISTED_TYPES as readonly string[];
   const bad = (detail: string) => badRequest("invalid_query", detail);
   for (const t of f.type ?? []) if (!listed.includes(t)) throw bad(`Type must be one of ${listed.join(", ")} (got "${t.slice(0, 40)}").`);
-  for (const s of f.status ?? []) if (!STATUSES.includes(s)) throw bad(`Status must be one of ${STATUSES.join(", ")} (got "${s.slice(0, 40)}").`);
+  for (const s of f.status ?? []) if (!LISTED_STATUSES.includes(s)) throw bad(`Status must be one of ${LISTED_STATUSES.join(", ")} (got "${s.slice(0, 40)}").`);
   for (const r of f.rail ?? []) if (!(r in RAIL_TYPE)) throw bad(`Rail must be one of x402, usdc_transfer, fiat (got "${String(r).slice(0, 40)}").`);
   let types = f.type?.length ? f.type : [...listed];
   if (f.rail?.length) types = types.filter((t) => f.rail!.some((r) => RAIL_TYPE[r] === t));
@@ -63,7 +62,8 @@ export async function listPage(deps: Deps, projectId: string, filters: ListFilte
   const before = !after && page.ending_before ? await keyOf(page.ending_before) : undefined;
   const { rows, more } = await reads.page(projectId, f, { limit: page.limit, after, before });
   const first = rows[0];
-  const { total, newer } = await reads.count(projectId, f, first ? { createdAt: first.created_at, pos: first.pos } : undefined);
+  // The first page's place needs no count of the rows before it.
+  const { total, newer } = await reads.count(projectId, f, first && (after || before) ? { createdAt: first.created_at, pos: first.pos } : undefined);
   return {
     rows: rows.map(listed),
     total,
