@@ -2,33 +2,23 @@
 // the planner has a choice (26,000 events seeded in SQL, their payments made by three tokens): every read
 // of `transactions` and `payments` is an index scan, and a page stops after its rows (limit + 1 per range),
 // wherever in the history it starts.
-import { Kysely, PostgresDialect, type CompiledQuery } from "kysely";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ConsoleTransactions, type ConsoleFilter, LISTED_TYPES } from "../src/ledger/consoleTransactions.ts";
-import type { Database } from "../src/ledger/schema.ts";
 import { TransactionReads } from "../src/ledger/transactionReads.ts";
-import { createTestDb, type TestDb } from "./support/db.ts";
+import { type TracedPostgres, planNodes, tracedPostgres } from "./support/plans.ts";
 
 const EVENTS = 26_000;
 const PROJECT = "prj_console_plans";
 const LIMIT = 50;
 
-type PlanNode = { "Node Type": string; "Relation Name"?: string; "Index Name"?: string; "Actual Rows": number; "Actual Loops": number; Plans?: PlanNode[] };
-const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
 
 describe("plans of the console's transactions list on postgres", () => {
-  let db: TestDb;
-  let pool: pg.Pool;
-  let traced: Kysely<Database>;
-  const issued: CompiledQuery[] = [];
+  let pg: TracedPostgres;
   let middle: { created_at: string; pos: number };
 
   beforeAll(async () => {
-    db = await createTestDb("postgres");
-    pool = new pg.Pool({ connectionString: db.url, max: 2 });
-    traced = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: (e) => void (e.level === "query" && issued.push(e.query)) });
-    const c = await pool.connect();
+    pg = await tracedPostgres();
+    const c = await pg.pool.connect();
     try {
       await c.query(`insert into projects (id, name, plan, wallet_index, created_at) values ($1, 'plans', 'business', 1, '2025-01-01T00:00:00.000Z')`, [PROJECT]);
       // The bench's mix: 8 % deposits; payments as a fee row and a rail row at one instant.
@@ -65,8 +55,7 @@ describe("plans of the console's transactions list on postgres", () => {
     }
   }, 300_000);
   afterAll(async () => {
-    await traced?.destroy();
-    await db?.drop();
+    await pg?.close();
   });
 
   const all: ConsoleFilter = { types: LISTED_TYPES };
@@ -82,14 +71,13 @@ describe("plans of the console's transactions list on postgres", () => {
   ];
 
   test.each(cases)("%s: index scans only, none past its page", async (_name, filter, fromMiddle, spread) => {
-    const reads = new ConsoleTransactions(traced, new TransactionReads(traced, "postgres"));
-    issued.length = 0;
+    const reads = new ConsoleTransactions(pg.traced, new TransactionReads(pg.traced, "postgres"));
+    pg.issued.length = 0;
     const page = await reads.page(PROJECT, filter, { limit: LIMIT, ...(fromMiddle ? { after: { createdAt: middle.created_at, pos: middle.pos } } : {}) });
     expect(page.rows.length).toBe(LIMIT);
     let scans = 0;
-    for (const statement of issued.splice(0)) {
-      const { rows } = await pool.query(`explain (analyze, format json) ${statement.sql}`, statement.parameters as unknown[]);
-      for (const node of nodes((rows[0]["QUERY PLAN"] as { Plan: PlanNode }[])[0]!.Plan)) {
+    for (const statement of pg.issued.splice(0)) {
+      for (const { node } of planNodes(await pg.explain(statement))) {
         const relation = node["Relation Name"];
         if (relation !== "transactions" && relation !== "payments") continue;
         scans++;
