@@ -1,6 +1,6 @@
 /** The console's pages as functions of data to HTML. No I/O here: routes (routes/) read, pages render. */
-import { mcpClientConfig, type DepositAddress, type Transaction, type TransactionList } from "@agentwallet/api";
-import type { ApprovalItem, Controls, DailySpend, HistoryEntry, RefusalItem, WebhookDelivery, WebhookEndpoint, Interval, LimitWindow, NewToken, Overview, ProjectSummary, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
+import { mcpClientConfig, type DepositAddress, type Transaction } from "@agentwallet/api";
+import type { ApprovalItem, Controls, DailySpend, RefusalItem, WebhookDelivery, WebhookEndpoint, Interval, LimitWindow, NewToken, Overview, ProjectSummary, TokenSummary, Viewer } from "./backend.ts";
 import { formatAmount, formatMicros, formatTime } from "./format.ts";
 import { type Html, html, raw } from "./html.ts";
 import { refusalSentence } from "./outcomes.ts";
