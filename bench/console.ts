@@ -7,14 +7,12 @@
  * (day, week, month), as the server answers a signed-in HTTP GET. Target: p99 < 1 s.
  */
 import { parseArgs } from "node:util";
-import { createApp } from "../packages/server/src/http/app.ts";
-import { createMetrics } from "../packages/server/src/http/metrics.ts";
-import { createToken } from "../packages/server/src/services/tokens.ts";
 import { launchBrowser } from "../packages/console/test/support/browser.ts";
 import { UsageError, log, machine, percentile, printTable, verdict, writeResult } from "./lib.ts";
 import { createBenchContext } from "./support/benchContext.ts";
 import { seedPayments } from "./support/seedPayments.ts";
 import { seedTransactions } from "./support/seedTransactions.ts";
+import { startConsoleServer } from "./support/consoleServer.ts";
 
 const TARGET_INTERACTIVE_MS = 1_000;
 
@@ -46,13 +44,8 @@ export async function run(args: string[]): Promise<void> {
     log(`seeding ${rows.toLocaleString("en-US")} transactions…`);
     const seed = await seedTransactions(bench, project.id, rows);
     log(`seeded in ${(seed.ms / 1000).toFixed(1)} s`);
-    const { token } = await createToken(bench.ctx, { projectId: project.id, permissions: ["read"], mode: "test" });
-    const app = createApp(bench.ctx, { metrics: createMetrics({ defaultMetrics: false }) });
-    const base = await app.listen({ port: 0, host: "127.0.0.1" });
+    const { base, cookie, close } = await startConsoleServer(bench, project.id);
     try {
-      const signIn = await fetch(`${base}/console/signin`, { method: "POST", body: new URLSearchParams({ kind: "token", secret: token }), redirect: "manual" });
-      const cookie = /aw_console=([^;]+)/.exec(signIn.headers.get("set-cookie") ?? "")?.[1];
-      if (!cookie) throw new Error(`sign-in failed: ${signIn.status}`);
       const context = await browser.newContext();
       await context.addCookies([{ name: "aw_console", value: cookie, url: base }]);
       const page = await context.newPage();
@@ -106,7 +99,7 @@ export async function run(args: string[]): Promise<void> {
       );
       console.log(`result: ${writeResult("console", { machine: host, rows, samples, cases: table })}`);
     } finally {
-      await app.close();
+      await close();
     }
   } finally {
     await browser.close();

@@ -73,6 +73,9 @@ a.button.danger { background:var(--bad); border-color:var(--bad); }
 meter { display:block; width:100%; max-width:16rem; }
 .stack > button { margin-top:.5rem; }
 .actions { display:flex; flex-wrap:wrap; gap:.5rem; }
+.small { font-size:.85rem; }
+table.txlist td { word-break:break-word; }
+button.copy { padding:.1rem .45rem; font-size:.8rem; }
 .visually-hidden { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); white-space:nowrap; }
 @media (max-width: 40rem) { main { padding:.75rem; } th, td { padding:.35rem .3rem; } .hide-narrow { display:none; }
   table.cards-narrow thead { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); }
@@ -85,7 +88,7 @@ meter { display:block; width:100%; max-width:16rem; }
 /**
  * Live values: elements with `data-live="<json path>"` inside `[data-live-src=URL]` are refreshed from that
  * console URL every 2 s (the balance as a deposit arrives); `[data-copy]` buttons copy the text of the element
- * they name. The session's CSRF token rides in a header on every request the script makes.
+ * they name; `<time data-local>` is shown in the viewer's time zone. The session's CSRF token rides in a header on every request the script makes.
  */
 export const JS = `
 (function () {
@@ -108,6 +111,12 @@ export const JS = `
         .then(function () { setTimeout(tick, 2000); });
     }
     setTimeout(tick, 2000);
+  });
+  // Times: written in UTC (title keeps it on hover), shown in the viewer's time zone.
+  document.querySelectorAll('time[data-local]').forEach(function (el) {
+    var d = new Date(el.getAttribute('datetime'));
+    if (isNaN(d.getTime())) return;
+    el.textContent = d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short' });
   });
   document.querySelectorAll('[data-copy]').forEach(function (btn) {
     btn.hidden = false;

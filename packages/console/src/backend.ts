@@ -66,6 +66,57 @@ export type TransactionQuery = {
   starting_after?: string;
 };
 
+/** The console's list filters (query parameters of its list and its CSV export), as the person gave them. */
+export type ListFilters = {
+  type?: string[];
+  status?: string[];
+  created_after?: string;
+  created_before?: string;
+  /** A token id: that agent's payments. */
+  agent?: string;
+  /** With `agent`: its sub-agents' (child tokens', at every depth) payments too. */
+  sub_agents?: boolean;
+  rail?: Rail[];
+  /** Text the counterparty contains: a host, a path, an address or part of one, a bank holder's name. */
+  counterparty?: string;
+  /** Dollars, inclusive bounds. */
+  min_usd?: string;
+  max_usd?: string;
+};
+
+/** Who a transaction was with: an x402 target, an address, a bank account holder (account masked), or a deposit's sender. */
+export type Counterparty =
+  | { kind: "x402"; host: string; path: string }
+  | { kind: "address"; address: string }
+  | { kind: "bank"; holder: string; account: string | null }
+  | { kind: "sender"; address: string };
+
+/** A row of the console's list: a payment with its fee, or a deposit. */
+export type ListedTransaction = {
+  id: string;
+  type: string;
+  status: string;
+  rail: Rail | null;
+  /** In micro-USD (bank cents × 10,000), so every row adds up alike. */
+  amount_micros: number;
+  fee_micros: number | null;
+  description: string | null;
+  counterparty: Counterparty | null;
+  /** The token that paid: its name, else its prefix. */
+  agent: { id: string; name: string | null; prefix: string } | null;
+  created_at: string;
+  completed_at: string | null;
+  failure_code: string | null;
+  failure_message: string | null;
+  tx_hash: string | null;
+};
+
+/** One page of the list: its rows, its place (1-based position of its first row) and the way on either side. */
+export type ListPage = { rows: ListedTransaction[]; total: number; position: number; has_newer: boolean; has_older: boolean };
+
+/** An agent as the filter names it. */
+export type AgentName = { id: string; name: string | null; prefix: string; parent_id: string | null; revoked: boolean };
+
 export type Interval = "per_payment" | "daily" | "weekly" | "monthly" | "all_time";
 export type Rail = "x402" | "usdc_transfer" | "fiat";
 
@@ -209,6 +260,14 @@ export interface ConsoleBackend {
   spendReport(projectId: string, period: SpendPeriod): Promise<SpendReport>;
   listTransactions(projectId: string, query: TransactionQuery): Promise<TransactionList>;
   getTransaction(projectId: string, id: string): Promise<Transaction | null>;
+  /** The console's list: a page after `starting_after` or before `ending_before` (ids of listed rows). Bad filters: 400 `invalid_query`. */
+  listPage(projectId: string, filters: ListFilters, page: { limit: number; starting_after?: string; ending_before?: string }): Promise<ListPage>;
+  /** Every row the filters match, newest first, page by page (for the CSV export: never the whole list at once). */
+  exportPages(projectId: string, filters: ListFilters): AsyncIterable<ListedTransaction[]>;
+  /** A payment (with its fee, agent and counterparty) or a deposit as the list shows it; null for a fee row or an unknown id. */
+  listedTransaction(projectId: string, id: string): Promise<ListedTransaction | null>;
+  /** The project's tokens by name, for the agent filter and the transaction page. */
+  agentNames(projectId: string): Promise<AgentName[]>;
   listTokens(projectId: string): Promise<TokenSummary[]>;
   getToken(projectId: string, tokenId: string): Promise<TokenSummary | null>;
   /** The project's own controls (every token obeys them too). */

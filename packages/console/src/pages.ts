@@ -1,8 +1,9 @@
 /** The console's pages as functions of data to HTML. No I/O here: routes (routes/) read, pages render. */
-import { mcpClientConfig, type DepositAddress, type Transaction, type TransactionList } from "@agentwallet/api";
-import type { ApprovalItem, Controls, DailySpend, HistoryEntry, RefusalItem, WebhookDelivery, WebhookEndpoint, Interval, LimitWindow, NewToken, Overview, ProjectSummary, TokenSummary, TransactionQuery, Viewer } from "./backend.ts";
+import { mcpClientConfig, type DepositAddress, type Transaction } from "@agentwallet/api";
+import type { ApprovalItem, Controls, DailySpend, RefusalItem, WebhookDelivery, WebhookEndpoint, Interval, LimitWindow, NewToken, Overview, ProjectSummary, TokenSummary, Viewer } from "./backend.ts";
 import { formatAmount, formatMicros, formatTime } from "./format.ts";
 import { type Html, html, raw } from "./html.ts";
+import { refusalSentence } from "./outcomes.ts";
 
 export type PageContext = {
   viewer: Viewer | null;
@@ -18,7 +19,7 @@ export type PageContext = {
 export const TYPES = ["usdc_fund", "payment", "x402_payment", "usdc_transfer", "platform_fee"] as const;
 export const STATUSES = ["pending", "processing", "completed", "failed", "reversed"] as const;
 
-const TYPE_LABEL: Record<string, string> = {
+export const TYPE_LABEL: Record<string, string> = {
   usdc_fund: "Deposit",
   payment: "Bank payment",
   x402_payment: "x402 payment",
@@ -100,7 +101,7 @@ ${projects.length === 0 ? html`<p>No projects yet. Create one with <code>agentwa
   );
 }
 
-function statusCell(status: string): Html {
+export function statusCell(status: string): Html {
   return html`<span class="status status-${status}">${status}</span>`;
 }
 
@@ -125,7 +126,7 @@ function transactionTable(projectId: string, rows: Transaction[], caption: strin
 }
 
 const RAIL_COLOR: Record<DailySpend["rail"], string> = { x402: "#1f4fd1", usdc_transfer: "#0f7a5a", fiat: "#b35c00" };
-const RAIL_LABEL: Record<DailySpend["rail"], string> = { x402: "x402", usdc_transfer: "USDC transfer", fiat: "Bank (ACH)" };
+export const RAIL_LABEL: Record<DailySpend["rail"], string> = { x402: "x402", usdc_transfer: "USDC transfer", fiat: "Bank (ACH)" };
 
 /** Stacked bars, one per UTC day, with a table of the same figures for screen readers. */
 export function spendChart(spend: DailySpend[], days: string[]): Html {
@@ -229,7 +230,7 @@ ${o.recent.length ? transactionTable(p.id, o.recent, "The latest transactions") 
   );
 }
 
-function queryString(q: Record<string, string | string[] | undefined>): string {
+export function queryString(q: Record<string, string | string[] | undefined>): string {
   const u = new URLSearchParams();
   for (const [k, v] of Object.entries(q)) {
     if (v === undefined || v === "") continue;
@@ -240,68 +241,11 @@ function queryString(q: Record<string, string | string[] | undefined>): string {
   return s ? `?${s}` : "";
 }
 
-export function transactionsPage(pc: PageContext, q: TransactionQuery, list: TransactionList, filtersSupported: boolean): Html {
-  const p = pc.project!;
-  const rows = list.transactions;
-  const last = rows[rows.length - 1];
-  const next = list.has_more && last ? queryString({ type: q.type, status: q.status, created_after: q.created_after, created_before: q.created_before, starting_after: last.id }) : null;
-  const checked = (list: string[] | undefined, v: string) => (list?.includes(v) ? raw(" selected") : "");
-  return layout(
-    pc,
-    `${p.name} — transactions`,
-    html`<h1>Transactions</h1>
-<form class="filters" method="get" action="/console/p/${p.id}/transactions" aria-label="Filters">
-<div><label for="f-type">Type</label><select id="f-type" name="type" multiple size="3"${filtersSupported ? "" : raw(" disabled")}>${TYPES.map((t) => html`<option value="${t}"${checked(q.type, t)}>${TYPE_LABEL[t]}</option>`)}</select></div>
-<div><label for="f-status">Status</label><select id="f-status" name="status" multiple size="3"${filtersSupported ? "" : raw(" disabled")}>${STATUSES.map((s) => html`<option value="${s}"${checked(q.status, s)}>${s}</option>`)}</select></div>
-<div><label for="f-after">Created after (UTC)</label><input id="f-after" name="created_after" type="text" placeholder="2026-11-01T00:00:00Z" value="${q.created_after ?? ""}"${filtersSupported ? "" : raw(" disabled")}></div>
-<div><label for="f-before">Created before (UTC)</label><input id="f-before" name="created_before" type="text" placeholder="2026-12-01T00:00:00Z" value="${q.created_before ?? ""}"${filtersSupported ? "" : raw(" disabled")}></div>
-<div><button type="submit">Apply</button> <a href="/console/p/${p.id}/transactions">Clear</a></div>
-</form>
-<p class="muted" role="status">${list.total_count.toLocaleString("en-US")} transaction${list.total_count === 1 ? "" : "s"} in this project${q.starting_after ? "; showing a later page" : ""}.</p>
-${rows.length ? transactionTable(p.id, rows, "Transactions, newest first") : html`<p>No transaction matches.</p>`}
-<div class="pager">${q.starting_after ? html`<a href="/console/p/${p.id}/transactions${queryString({ type: q.type, status: q.status, created_after: q.created_after, created_before: q.created_before })}">First page</a>` : ""}${next ? html`<a href="/console/p/${p.id}/transactions${next}" rel="next">Next page</a>` : ""}</div>`,
-  );
-}
-
-export function transactionPage(pc: PageContext, t: Transaction & Record<string, unknown>, history: HistoryEntry[] = [], approval: ApprovalItem | null = null, deliveries: WebhookDelivery[] = [], notice?: string): Html {
-  const p = pc.project!;
-  const txHash = typeof t.tx_hash === "string" ? t.tx_hash : null;
-  const fact = (label: string, value: Html | string | null | undefined) => (value ? html`<dt>${label}</dt><dd>${value}</dd>` : "");
-  const meta = t.metadata && typeof t.metadata === "object" ? Object.entries(t.metadata as Record<string, string>) : [];
-  return layout(
-    pc,
-    `${TYPE_LABEL[t.type] ?? t.type} ${t.id}`,
-    html`<h1>${TYPE_LABEL[t.type] ?? t.type} of ${formatAmount(t.amount, t.currency)}</h1>
-${notice ? html`<p class="notice" role="status">${notice}</p>` : ""}
-<dl class="facts">
-${fact("Id", html`<span class="address">${t.id}</span>`)}
-${fact("Status", statusCell(t.status))}
-${fact("Rail", typeof t.rail === "string" ? t.rail : null)}
-${fact("Recipient", typeof t.recipient === "string" ? html`<span class="address">${t.recipient}</span>` : null)}
-${fact("Amount", formatAmount(t.amount, t.currency))}
-${fact("Description", t.description)}
-${fact("Merchant", t.merchant_name)}
-${fact("Created", formatTime(t.created_at))}
-${fact("Completed", formatTime(t.completed_at))}
-${fact("Failure", t.failure_code ? `${String(t.failure_code)}: ${String(t.failure_message ?? "")}` : null)}
-${fact("On-chain transaction", txHash ? (pc.explorerTxUrl ? html`<a class="address" href="${pc.explorerTxUrl}${txHash}" rel="noreferrer noopener" target="_blank">${txHash}</a>` : html`<span class="address">${txHash}</span>`) : null)}
-${fact(t.type === "platform_fee" ? "Payment" : "Fee", typeof t.payment_id === "string" ? html`<a href="/console/p/${p.id}/transactions/${t.payment_id}">${t.payment_id}</a>` : null)}
-</dl>
-${approval ? html`<h2>Approval</h2><p>${approvalOutcome(approval)}.</p>${approval.approval === "awaiting" && canDecide(pc) ? html`<p><a href="/console/p/${p.id}/approvals">Decide on the approvals page</a></p>` : ""}` : ""}
-${history.length
-  ? html`<h2>Status history</h2><ol class="history">${history.map((h) => html`<li><span class="muted">${formatTime(h.at)}</span> ${statusCell(h.status)} ${h.text}</li>`)}</ol>`
-  : ""}
-${deliveries.length ? html`<h2>Webhook deliveries</h2>${deliveryTable(pc, deliveries, true)}` : ""}
-${meta.length ? html`<h2>Metadata</h2><dl class="facts">${meta.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>` : ""}
-<p><a href="/console/p/${p.id}/transactions">Back to transactions</a></p>`,
-  );
-}
-
 /** Payments the spending controls refused (nothing was held), with the service's reason. */
 function refusalList(refusals: RefusalItem[], withToken: boolean): Html {
   if (!refusals.length) return html`<p>None lately.</p>`;
   return html`<ul class="refusals">${refusals.map(
-    (r) => html`<li><span class="muted">${formatTime(r.at)}</span> <strong>${r.code}</strong>${withToken && r.token_prefix ? html` <span class="address">${r.token_prefix}…</span>` : ""}${r.amount_micros !== null ? ` ($${formatMicros(r.amount_micros)} by ${RAIL_LABEL[r.rail as DailySpend["rail"]] ?? r.rail} to ${r.recipient})` : ""}: ${r.detail}</li>`,
+    (r) => html`<li><span class="muted">${formatTime(r.at)}</span> <strong>${r.code}</strong>${withToken && r.token_prefix ? html` <span class="address">${r.token_prefix}…</span>` : ""}${r.amount_micros !== null ? ` ($${formatMicros(r.amount_micros)} by ${RAIL_LABEL[r.rail as DailySpend["rail"]] ?? r.rail} to ${r.recipient})` : ""}: ${refusalSentence(r)}</li>`,
   )}</ul>`;
 }
 
@@ -576,7 +520,7 @@ function endpointState(e: WebhookEndpoint): string {
 }
 
 /** Deliveries with their attempts; a redeliver button each for a person who may manage. */
-function deliveryTable(pc: PageContext, rows: WebhookDelivery[], withUrl: boolean): Html {
+export function deliveryTable(pc: PageContext, rows: WebhookDelivery[], withUrl: boolean): Html {
   const p = pc.project!;
   const manage = canManage(pc);
   return html`<div class="table-wrap"><table class="cards-narrow">

@@ -272,7 +272,18 @@ describe("console transactions at 10k rows", () => {
     const context = await browser.newContext();
     const page = await signInWithToken(context, token);
     await page.goto(`${server.baseUrl}/console/p/${project.id}/transactions`);
-    await expect(page.getByRole("status").textContent()).resolves.toContain("10,000 transactions");
+    // The list shows a payment's fee on its payment's row: its rows are the seeded ones that are not fees.
+    const count = async (type?: string) =>
+      Number(
+        (await dbOf(ctx.ledger)
+          .selectFrom("transactions")
+          .select((eb) => eb.fn.countAll<number>().as("n"))
+          .where("project_id", "=", project.id)
+          .where("type", type ? "=" : "!=", type ?? "platform_fee")
+          .$if(type !== undefined, (q) => q.where("status", "=", "completed"))
+          .executeTakeFirstOrThrow()).n,
+      );
+    await expect(page.getByRole("status").textContent()).resolves.toBe(`1–50 of ${(await count()).toLocaleString("en-US")}`);
     const ids = async () => page.locator("tbody tr td:first-child a").evaluateAll((as) => as.map((a) => (a as HTMLAnchorElement).href.split("/").pop()!));
     const first = await ids();
     expect(first).toHaveLength(50);
@@ -287,15 +298,9 @@ describe("console transactions at 10k rows", () => {
     await page.selectOption("#f-status", ["completed"]);
     await page.getByRole("button", { name: "Apply" }).click();
     await page.waitForURL(/type=usdc_fund/);
-    const expected = await dbOf(ctx.ledger)
-      .selectFrom("transactions")
-      .select((eb) => eb.fn.countAll<number>().as("n"))
-      .where("project_id", "=", project.id)
-      .where("type", "=", "usdc_fund")
-      .where("status", "=", "completed")
-      .executeTakeFirstOrThrow();
-    await expect(page.getByRole("status").textContent()).resolves.toContain(`${Number(expected.n).toLocaleString("en-US")} transaction`);
-    const types = await page.locator("tbody tr td:first-child").allTextContents();
+    const expected = { n: await count("usdc_fund") };
+    await expect(page.getByRole("status").textContent()).resolves.toBe(`1–${Math.min(50, expected.n)} of ${expected.n.toLocaleString("en-US")}`);
+    const types = await page.locator("tbody tr td:first-child a").allTextContents();
     const statuses = await page.locator("tbody tr .status").allTextContents();
     expect(types.length).toBe(Math.min(50, Number(expected.n)));
     expect(new Set(types)).toEqual(new Set(["Deposit"]));
@@ -488,7 +493,7 @@ describe("console approvals", () => {
     }
     expect(text).toMatch(/On-chain transaction\s*0x[0-9a-f]{64}/);
     const history = await page.locator("ol.history li").allTextContents();
-    expect(history.map((h) => h.replace(/^\S+ \S+ UTC /, ""))).toEqual([
+    expect(history.map((h) => h.replace(/^.+? UTC /, ""))).toEqual([
       expect.stringMatching(/^pending Created; \$2\.\d\d held from the balance$/),
       expect.stringMatching(/^pending Waits for approval/),
       expect.stringMatching(/^pending Approved by token aw_test_\S+… \(tok_\S+\): looks right$/),

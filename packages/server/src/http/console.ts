@@ -19,6 +19,7 @@ import * as signIn from "../services/console/signIn.ts";
 import * as spend from "../services/console/spend.ts";
 import * as tokens from "../services/console/tokens.ts";
 import * as transactions from "../services/console/transactions.ts";
+import * as transactionList from "../services/console/transactionList.ts";
 import * as views from "../services/console/oneTimeViews.ts";
 import * as webhooks from "../services/console/webhooks.ts";
 import { listAudit } from "../services/audit.ts";
@@ -56,6 +57,10 @@ export function consoleBackend(ctx: HttpDeps, options: ConsoleAppOptions): Conso
     // The API's own query parser: the same filters, bounds and errors as GET /v1/transactions.
     listTransactions: async (projectId, query) => transactions.listTransactions(ctx, projectId, parseListQuery(apiQueryOf(query))),
     getTransaction: (projectId, id) => transactions.getTransaction(ctx, projectId, id),
+    listPage: (projectId, filters, page) => transactionList.listPage(ctx, projectId, filters, page),
+    exportPages: (projectId, filters) => transactionList.exportPages(ctx, projectId, filters),
+    listedTransaction: (projectId, id) => transactionList.listedTransaction(ctx, projectId, id),
+    agentNames: (projectId) => transactionList.agentNames(ctx, projectId),
     transactionHistory: (projectId, transactionId) => transactions.transactionHistory(ctx, projectId, transactionId),
     listTokens: (projectId) => tokens.listTokens(ctx, projectId),
     getToken: (projectId, tokenId) => tokens.getToken(ctx, projectId, tokenId),

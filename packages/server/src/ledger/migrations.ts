@@ -632,6 +632,14 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         for (const statement of AUDIT_LOG_NO_UPDATE[dialect]) await sql.raw(statement).execute(db);
       },
     },
+    "0031_console_transaction_list": {
+      // The console's list (ledger/consoleTransactions.ts): an agent's payments are one range per token,
+      // newest first; SQLite reads the unfiltered list by time and position as PostgreSQL does (0026).
+      async up(db: Kysely<any>) {
+        await db.schema.createIndex("payments_project_token_created").on("payments").columns(["project_id", "token_id", "created_at"]).execute();
+        if (dialect === "sqlite") await db.schema.createIndex("transactions_project_created_pos").on("transactions").columns(["project_id", "created_at", "pos"]).execute();
+      },
+    },
   };
 }
 

@@ -33,6 +33,9 @@ export type BalanceStore = Ledger["balances"];
 /** A project's transactions filtered or after a cursor (transactionReads.ts). */
 export type TransactionReadStore = Ledger["transactions"];
 
+/** The console's list of a project's transactions, its fees folded in (consoleTransactions.ts). */
+export type ConsoleTransactionStore = Ledger["consoleTransactions"];
+
 /** Webhooks to clients: endpoints, the outbox and its deliveries (webhookOutbox.ts). */
 export type WebhookStore = Ledger["webhooks"];
 

@@ -7,6 +7,7 @@ import { sql } from "kysely";
 import { type Db, type Dialect, sqliteDirectOf } from "./db.ts";
 import { ReturnWatch } from "./returnWatch.ts";
 import { ConsoleSessions } from "./consoleSessions.ts";
+import { ConsoleTransactions } from "./consoleTransactions.ts";
 import { WebhookOutbox } from "./webhookOutbox.ts";
 import { AdminCredentials } from "./adminCredentials.ts";
 import { AuditLog } from "./auditLog.ts";
@@ -67,6 +68,8 @@ export class Ledger {
   readonly receivedWebhooks: ReceivedWebhooks;
   /** Reads of one project's transactions beyond the plain page (transactionReads.ts). */
   readonly transactions: TransactionReads;
+  /** The console's list: a payment's row with its fee, agent and counterparty, and its filters (consoleTransactions.ts). */
+  readonly consoleTransactions: ConsoleTransactions;
   /** Reads an operator alerts on: the oldest open payment per rail, the webhook backlog (health.ts). */
   readonly health: HealthReads;
   /** Payments' evidence records, hash-chained per project, written by triggers (evidence.ts). */
@@ -90,6 +93,7 @@ export class Ledger {
     this.audit = new AuditLog(db);
     this.idempotencyKeys = new IdempotencyKeys(db);
     this.transactions = new TransactionReads(db, dialect);
+    this.consoleTransactions = new ConsoleTransactions(db, this.transactions);
     this.relayerNonces = new RelayerNonces(db, writes);
     this.kv = new KvRows(db);
     this.quotes = new Quotes(db);
