@@ -13,6 +13,7 @@ import { createBenchContext } from "./support/benchContext.ts";
 import { seedPayments } from "./support/seedPayments.ts";
 import { seedTransactions } from "./support/seedTransactions.ts";
 import { startConsoleServer } from "./support/consoleServer.ts";
+import { createToken } from "../packages/server/src/services/tokens.ts";
 
 const TARGET_INTERACTIVE_MS = 1_000;
 
@@ -122,12 +123,8 @@ async function runSpend(rows: number, samples: number): Promise<void> {
     log(`seeding ${rows.toLocaleString("en-US")} payments…`);
     const seed = seedPayments(bench.sqlitePath!, project.id, agents.map((a) => a.id), rows);
     log(`seeded in ${(seed.ms / 1000).toFixed(1)} s`);
-    const app = createApp(bench.ctx, { metrics: createMetrics({ defaultMetrics: false }) });
-    const base = await app.listen({ port: 0, host: "127.0.0.1" });
+    const { base, cookie, close } = await startConsoleServer(bench, project.id);
     try {
-      const signIn = await fetch(`${base}/console/signin`, { method: "POST", body: new URLSearchParams({ kind: "token", secret: agents[0]!.token }), redirect: "manual" });
-      const cookie = /aw_console=([^;]+)/.exec(signIn.headers.get("set-cookie") ?? "")?.[1];
-      if (!cookie) throw new Error(`sign-in failed: ${signIn.status}`);
       const table = [];
       for (const period of ["day", "week", "month"] as const) {
         const get = async () => {
@@ -147,7 +144,7 @@ async function runSpend(rows: number, samples: number): Promise<void> {
       printTable(["period", "p50 ms", "p99 ms", `< ${TARGET_INTERACTIVE_MS} ms`], table.map((r) => [r.period, r.p50.toFixed(1), r.p99.toFixed(1), verdict(r.pass)]));
       console.log(`result: ${writeResult("console-spend", { machine: host, rows, samples, seedMs: seed.ms, cases: table })}`);
     } finally {
-      await app.close();
+      await close();
     }
   } finally {
     await bench.close();
