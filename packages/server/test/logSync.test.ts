@@ -58,20 +58,6 @@ describe("group commit made durable by a sync of the log", () => {
     expect(writes[0]!.error).toBeUndefined();
   });
 
-  test("behavior: a write that need not wait for the disk (durable: false) is answered at the commit, the others of its batch after the sync", async () => {
-    const { group, syncs, count } = openFile();
-    const durable = tracked(group.write((run) => run(insert("a"))));
-    const early = tracked(group.write((run) => run(insert("b")), { durable: false }));
-    await settle();
-    expect(count()).toBe(2);
-    expect(syncs).toHaveLength(1);
-    expect([durable.done, early.done]).toEqual([false, true]);
-    syncs[0]!(null);
-    await settle();
-    expect(durable.done).toBe(true);
-    expect(durable.error).toBeUndefined();
-  });
-
   test("behavior: a batch committed while a sync is under way starts a second sync at once; with two under way, later batches wait for the next, which covers them all", async () => {
     const { group, syncs, logSync } = openFile();
     expect(SYNCS_IN_FLIGHT_MAX).toBe(2);

@@ -3,7 +3,7 @@
  * (groupCommit.ts: a savepoint each, a shared commit), on PostgreSQL each is a statement or a transaction
  * of its own. Shared by the Ledger and the stores it is made of (relayerNonces.ts).
  */
-import { CompiledQuery } from "kysely";
+import type { CompiledQuery } from "kysely";
 import type { Db } from "./db.ts";
 import type { GroupCommit } from "./groupCommit.ts";
 
@@ -17,19 +17,9 @@ export class AtomicWrites {
     private readonly group: GroupCommit | undefined,
   ) {}
 
-  /**
-   * A write of one statement, atomic on its own: the group commit, or on PostgreSQL no BEGIN/COMMIT. With
-   * `durable: false` it is answered once committed and visible, before it is on disk (SQLite: at the batch's
-   * commit, on disk with the next sync; PostgreSQL: `synchronous_commit = off` for its transaction, on disk
-   * within the WAL writer's delay). Only for a write whose loss in a crash loses nothing that counts.
-   */
-  async writeOne<R>(query: CompiledQuery<R>, o: { durable?: boolean } = {}): Promise<R[]> {
-    if (this.group) return this.group.write((run) => run(query), o);
-    if (o.durable !== false) return (await this.db.executeQuery(query)).rows;
-    return this.db.transaction().execute(async (trx) => {
-      await trx.executeQuery(CompiledQuery.raw("set local synchronous_commit = off"));
-      return (await trx.executeQuery(query)).rows;
-    });
+  /** A write of one statement, atomic on its own: the group commit, or on PostgreSQL no BEGIN/COMMIT. */
+  async writeOne<R>(query: CompiledQuery<R>): Promise<R[]> {
+    return this.group ? this.group.write((run) => run(query)) : (await this.db.executeQuery(query)).rows;
   }
 
   /**

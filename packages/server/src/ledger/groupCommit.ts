@@ -22,18 +22,14 @@ import type { LogSync } from "./logSync.ts";
 export type RunQuery = <R>(query: CompiledQuery<R>) => R[];
 
 export type GroupCommit = {
-  /**
-   * Runs `write` in the next batch; resolves with its result once the batch is durable, or with `durable: false`
-   * once it is committed (visible to every connection, and on disk with the next batch's sync: the log is written
-   * in order, so a later write is never durable without it).
-   */
-  write<T>(write: (run: RunQuery) => T, o?: { durable?: boolean }): Promise<T>;
+  /** Runs `write` in the next batch; resolves with its result once the batch is durable. */
+  write<T>(write: (run: RunQuery) => T): Promise<T>;
 };
 
 /** At most this many writes share a commit; more wait for the next batch. */
 const BATCH_MAX = 256;
 
-type Item = { write: (run: RunQuery) => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void; durable: boolean };
+type Item = { write: (run: RunQuery) => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };
 
 /** While another connection writes, the batch tries again this often (the event loop serves requests meanwhile). */
 const LOCK_RETRY_MS = 1;
@@ -161,27 +157,24 @@ export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) =
         schedule();
       }
     }
-    const answer = (item: Item, i: number) => {
-      const o = outcomes[i]!;
-      if (o.ok) item.resolve(o.value);
-      else item.reject(o.error);
-    };
-    // Writes that need not wait for the disk are answered at the commit.
-    batch.forEach((item, i) => item.durable || answer(item, i));
     try {
       await durable;
     } catch (err) {
       // Committed, but not known to be on disk: no caller may count on it (logSync.ts).
-      for (const item of batch) if (item.durable) item.reject(err);
+      for (const item of batch) item.reject(err);
       return;
     }
-    batch.forEach((item, i) => item.durable && answer(item, i));
+    batch.forEach((item, i) => {
+      const o = outcomes[i]!;
+      if (o.ok) item.resolve(o.value);
+      else item.reject(o.error);
+    });
   }
 
   return {
-    write<T>(write: (run: RunQuery) => T, o?: { durable?: boolean }): Promise<T> {
+    write<T>(write: (run: RunQuery) => T): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        queue.push({ write, resolve: resolve as (v: unknown) => void, reject, durable: o?.durable ?? true });
+        queue.push({ write, resolve: resolve as (v: unknown) => void, reject });
         schedule();
       });
     },

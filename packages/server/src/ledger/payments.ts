@@ -523,12 +523,11 @@ export class Payments {
   }
 
   /** Persists progress of an open payment (status pending → processing, hashes, rail state). */
-  /** `durable: false`: answered once committed, before it is on disk (atomicWrites.ts); only without a status change. */
-  async updatePayment(id: string, patch: PaymentPatch, o: { durable?: boolean } = {}): Promise<Payment> {
+  async updatePayment(id: string, patch: PaymentPatch): Promise<Payment> {
     const update = this.db.updateTable("payments").set({ ...toRowPatch(patch), updated_at: this.now() }).where("id", "=", id).returningAll().compile();
     const processing = patch.status === "processing" ? this.db.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", id).where("status", "=", "pending").compile() : undefined;
     if (!processing) {
-      const row = (await this.writes.writeOne(update, o))[0];
+      const row = (await this.writes.writeOne(update))[0];
       if (!row) throw new Error(`payment ${id} not found`);
       return toPayment(row);
     }

@@ -180,21 +180,15 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
   }
   // One write: the reply, the settlement, and the end of the request's hold on the key. A proven
   // settlement stays leased to this process for the dispatcher, which sweeps the fee right after
-  // the answer; anything else goes to the worker. Answered once committed, without waiting for the disk
-  // (`durable: false`): the signed stage is on disk already, so a crash that loses this write loses the
-  // stored copy of the reply only, and the worker resumes from the signed stage, where the chain decides.
+  // the answer; anything else goes to the worker.
   const dispatch = sent.settlement !== undefined ? ctx.dispatch : undefined;
   try {
-    payment = await ctx.ledger.payments.updatePayment(
-      payment.id,
-      {
-        ...(sent.reply ? { responseJson: JSON.stringify(sent.reply) } : {}),
-        ...(sent.settlement ? { txHash: sent.settlement.txHash, railState: x402States.write("signed", sent.settlement.state) } : {}),
-        inFlightUntil: null,
-        ...(dispatch ? {} : { leaseOwner: null, leaseUntil: null, nextAttemptAt: ctx.clock().toISOString() }),
-      },
-      { durable: false },
-    );
+    payment = await ctx.ledger.payments.updatePayment(payment.id, {
+      ...(sent.reply ? { responseJson: JSON.stringify(sent.reply) } : {}),
+      ...(sent.settlement ? { txHash: sent.settlement.txHash, railState: x402States.write("signed", sent.settlement.state) } : {}),
+      inFlightUntil: null,
+      ...(dispatch ? {} : { leaseOwner: null, leaseUntil: null, nextAttemptAt: ctx.clock().toISOString() }),
+    });
   } catch (err) {
     // The lease expires and a worker resumes from the signed stage: the chain still decides.
     ctx.logger.error({ err, payment_id: payment.id }, "x402 payment could not be stored after the paid retry; a worker will resume it");
