@@ -104,12 +104,24 @@ describe("plans of the transaction list on postgres", () => {
       for (const { node, above } of nodes(plan)) {
         if (node["Relation Name"] !== "transactions") continue;
         scans++;
-        expect(node["Node Type"], statement.sql).toMatch(/^Index (Only )?Scan$/);
         // A count (an aggregate above the scan) reads an edge day of a time range, at most that day's rows;
         // a page, one page per range.
         const counting = above.includes("Aggregate");
         if (counting) expect(q.filter?.createdAfter ?? q.filter?.createdBefore, `a count without a time range: ${statement.sql}`).toBeDefined();
         const bound = counting ? maxDay : perRange;
+        // A page reads in order, so only an index scan stops after it. A count needs no order: the planner
+        // may count an edge day through a bitmap of that day's index range instead (it does, depending on
+        // the statistics), which is as bounded, so long as every index read under it is that range.
+        if (counting && node["Node Type"] === "Bitmap Heap Scan") {
+          const under = nodes(node).slice(1).map((n) => n.node);
+          expect(under.length, statement.sql).toBeGreaterThan(0);
+          for (const n of under) {
+            expect(n["Node Type"], statement.sql).toMatch(/^(Bitmap Index Scan|BitmapAnd|BitmapOr)$/);
+            expect(n["Actual Rows"], `${n["Index Name"]} in ${statement.sql}`).toBeLessThanOrEqual(bound);
+          }
+        } else {
+          expect(node["Node Type"], statement.sql).toMatch(/^Index (Only )?Scan$/);
+        }
         expect(node["Actual Rows"], `${node["Index Name"]} in ${statement.sql}`).toBeLessThanOrEqual(bound);
       }
     }
