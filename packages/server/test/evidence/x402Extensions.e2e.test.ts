@@ -128,7 +128,8 @@ describe.each(dialects)("x402 extensions in the evidence (%s)", (database) => {
     const paid = await w.post("/v1/pay", { recipient, idempotency_key: "pi-worker-resend" });
     expect(paid.status).toBe(200);
     expect(paid.body).toMatchObject({ status: "processing", tx_hash: null, response: null });
-    expect(merchant.paymentHeaders).toHaveLength(3);
+    // The request's three sends; the worker's pass may already have sent the fourth (its count is checked below).
+    expect(merchant.paymentHeaders.length).toBeGreaterThanOrEqual(3);
 
     // The worker finds the authorization unused and valid, sends the stored payload again, and the merchant settles it.
     expect(await w.settle(paid.body.id as string, 60_000)).toBe("completed");
