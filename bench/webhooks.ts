@@ -39,7 +39,7 @@ export async function run(args: string[]): Promise<void> {
   await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
   const { databaseUrl, drop } = await benchDatabase(values.db);
   log(`starting the sandbox server (${values.db}, real anvil chain)…`);
-  const server = await startTestServer({ database: values.db, databaseUrl, env: { LOG_LEVEL: "warn" } });
+  const server = await startTestServer({ database: values.db, databaseUrl, env: { LOG_LEVEL: "warn", SETTLEMENT: "thread" } });
   const ctx = server.server.ctx;
   try {
     await createWebhookEndpoint(

@@ -77,7 +77,7 @@ export async function run(args: string[]): Promise<void> {
 
   const mpp = values.version === "mpp";
   log(`starting the sandbox server (${values.db}, real anvil chain), x402's facilitator and a ${mpp ? "MPP" : `v${values.version}`} merchant…`);
-  const server = await startTestServer({ database: values.db, databaseUrl, env: { RATE_LIMIT_PER_MINUTE: "1000000000", LOG_LEVEL: "warn" } });
+  const server = await startTestServer({ database: values.db, databaseUrl, env: { RATE_LIMIT_PER_MINUTE: "1000000000", LOG_LEVEL: "warn", SETTLEMENT: "thread" } });
   const chain = server.server.chain!;
   const sandbox = chain.sandbox!;
   const facilitator = await startFacilitator({ rpcUrl: sandbox.rpcUrl, privateKey: sandbox.accounts.facilitator!.privateKey });

@@ -52,6 +52,10 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
     FIAT_SANDBOX_DELAY_MS: "200",
     X402_ALLOW_HTTP: "1",
     X402_ALLOW_PRIVATE_NETWORKS: "1",
+    // Settlement on the request thread: a settlement thread loads the whole service a second time (about
+    // 4 CPU-seconds a start). The thread is tested where it is the subject (pay/settlementThread.e2e) and
+    // in every test that runs `agentwallet serve` as a process; benches ask for it.
+    SETTLEMENT: "inline",
     ...options.env,
   };
   const config = loadConfig(env, { port: 0, host: "127.0.0.1" });
