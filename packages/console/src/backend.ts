@@ -112,7 +112,12 @@ export type ListedTransaction = {
 };
 
 /** One page of the list: its rows, its place (1-based position of its first row) and the way on either side. */
-export type ListPage = { rows: ListedTransaction[]; total: number; position: number; has_newer: boolean; has_older: boolean };
+/**
+ * A page of the list with its place. Where rows are counted by reading them, a count stops at a cap: then
+ * `total_capped` (the list has more than `total` rows) and `position_capped` (more than `position - 1`
+ * rows come before the page) are true.
+ */
+export type ListPage = { rows: ListedTransaction[]; total: number; total_capped: boolean; position: number; position_capped: boolean; has_newer: boolean; has_older: boolean };
 
 /** An agent as the filter names it. */
 export type AgentName = { id: string; name: string | null; prefix: string; parent_id: string | null; revoked: boolean };
