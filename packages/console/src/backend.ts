@@ -112,7 +112,12 @@ export type ListedTransaction = {
 };
 
 /** One page of the list: its rows, its place (1-based position of its first row) and the way on either side. */
-export type ListPage = { rows: ListedTransaction[]; total: number; position: number; has_newer: boolean; has_older: boolean };
+/**
+ * A page of the list with its place. Where rows are counted by reading them, a count stops at a cap: then
+ * `total_capped` (the list has more than `total` rows) and `position_capped` (more than `position - 1`
+ * rows come before the page) are true.
+ */
+export type ListPage = { rows: ListedTransaction[]; total: number; total_capped: boolean; position: number; position_capped: boolean; has_newer: boolean; has_older: boolean };
 
 /** An agent as the filter names it. */
 export type AgentName = { id: string; name: string | null; prefix: string; parent_id: string | null; revoked: boolean };
@@ -166,7 +171,24 @@ export type TokenSummary = {
 /** One step of a transaction's way to its status; a decision's also carries its reason and, when an operator decided, their name. */
 export type HistoryEntry = { at: string; status: string; text: string; reason?: string; decided_by_name?: string };
 
-export type RefusalItem = { at: string; token_prefix: string | null; code: string; detail: string; rail: string; recipient: string; amount_micros: number | null };
+/** A payment the spending controls refused; `amount_micros` is the amount asked. */
+export type RefusalItem = { at: string; token_prefix: string | null; code: string; detail: string; rail: string; recipient: string; amount_micros: number | null; limit: RefusalLimit | null };
+
+/**
+ * What a `spending_limit_exceeded` refusal measured, in micro-USDC, as the service recorded it (null on other
+ * codes and on refusals recorded before it did): the rule; whose it is (the paying agent, an agent above it,
+ * named by `owner`, or the project); the limit; what the window had spent and what remained (null for
+ * per_payment and for a payment above the whole limit).
+ */
+export type RefusalLimit = {
+  rule: "per_payment" | "daily" | "weekly" | "monthly" | "all_time" | "allowance";
+  level: "token" | "ancestor" | "project";
+  /** The ancestor whose rule it is (null for the others, or a token no longer listed). */
+  owner: { id: string; name: string | null; prefix: string } | null;
+  limit_micros: number;
+  spent_micros: number | null;
+  remaining_micros: number | null;
+};
 
 export type WebhookEndpoint = {
   id: string;

@@ -18,7 +18,7 @@ import { registerSpend } from "./routes/spend.ts";
 import { registerTransactions } from "./routes/transactions.ts";
 import { registerWebhooks } from "./routes/webhooks.ts";
 
-export type { ApprovalItem, AuditItem, BurnWindow, Rail, SpendLine, SpendPeriod, SpendReport, OperatorRole, ConsoleBackend, Controls, DailySpend, HistoryEntry, RefusalItem, WebhookDelivery, WebhookEndpoint, LimitWindow, NewToken, OneTimeViewKind, Overview, ProjectSummary, Session, TokenSummary, TransactionQuery, Viewer, ListFilters, ListedTransaction, ListPage, Counterparty, AgentName } from "./backend.ts";
+export type { ApprovalItem, AuditItem, BurnWindow, Rail, SpendLine, SpendPeriod, SpendReport, OperatorRole, ConsoleBackend, Controls, DailySpend, HistoryEntry, RefusalItem, RefusalLimit, WebhookDelivery, WebhookEndpoint, LimitWindow, NewToken, OneTimeViewKind, Overview, ProjectSummary, Session, TokenSummary, TransactionQuery, Viewer, ListFilters, ListedTransaction, ListPage, Counterparty, AgentName } from "./backend.ts";
 export type { ConsoleOptions } from "./routes/kit.ts";
 
 /** The console's routes, one module per page (routes/), over the helpers they share (routes/kit.ts). */

@@ -4,7 +4,7 @@
  * 403 refusals of spending controls) into words. A code this list does not know is shown with the service's
  * own message, so a new code is never hidden.
  */
-import type { RefusalItem } from "./backend.ts";
+import type { RefusalItem, RefusalLimit } from "./backend.ts";
 import { formatMicros } from "./format.ts";
 
 const dollars = (micros: number) => `$${formatMicros(micros)}`;
@@ -38,35 +38,33 @@ export function failureSentence(code: string | null, message: string | null, sta
   return m ? `${verb}: ${m}` : `${verb}${code ? ` (${code})` : ""}.`;
 }
 
-const USD = String.raw`(\d+\.\d{6}) USD`;
-const toMicros = (text: string) => Math.round(Number(text) * 1_000_000);
-const WINDOW_WORD: Record<string, string> = { daily: "today", weekly: "this week", monthly: "this month", "all-time": "in all" };
-
 /** A payment the spending controls refused before anything was held, as a sentence with dollars. */
-export function refusalSentence(r: Pick<RefusalItem, "code" | "detail" | "amount_micros">): string {
+export function refusalSentence(r: Pick<RefusalItem, "code" | "detail" | "amount_micros" | "limit">): string {
   const amount = r.amount_micros !== null ? ` of ${dollars(r.amount_micros)}` : "";
-  if (r.code === "spending_limit_exceeded") {
-    // The service's detail (domain/spending.ts): "... the <who>'s <kind> limit is X USD; spent Y USD ..., remaining Z USD, and this payment is W USD."
-    const window = new RegExp(String.raw`the (.+?)'s (daily|weekly|monthly|all-time) limit is ${USD}; spent ${USD} .*?remaining ${USD}`).exec(r.detail);
-    if (window) {
-      const [, who, kind, limit, , remaining] = window;
-      return `Refused: this payment${amount} is above the ${whose(who!)} ${kind} limit of ${dollars(toMicros(limit!))} (${dollars(toMicros(remaining!))} left ${WINDOW_WORD[kind!]}).`;
-    }
-    const allowance = new RegExp(String.raw`the (.+?)'s allowance is ${USD}; spent ${USD} .*?remaining ${USD}`).exec(r.detail);
-    if (allowance) return `Refused: this payment${amount} is above what is left of the ${whose(allowance[1]!)} allowance of ${dollars(toMicros(allowance[2]!))} (${dollars(toMicros(allowance[4]!))} left).`;
-    const each = new RegExp(String.raw`per_payment limit is ${USD}`).exec(r.detail);
-    if (each) return `Refused: this payment${amount} is above the per-payment limit of ${dollars(toMicros(each[1]!))}.`;
-    return `Refused: this payment${amount} is above a spending limit.`;
-  }
+  if (r.code === "spending_limit_exceeded" && r.limit) return limitSentence(amount, r.limit);
   if (r.code === "recipient_not_allowed") return `Refused: this payment${amount} goes to a recipient the spending controls do not allow.`;
   if (r.code === "rail_not_allowed") return `Refused: this payment${amount} uses a rail the spending controls do not allow.`;
   if (r.code === "approval_required") return `Refused: this x402 payment${amount} is above the amount that needs a person's approval, and a merchant's request cannot wait for one.`;
+  // Another code, or a limit refusal recorded before its measures were kept: the service's own detail.
   return `Refused: ${r.detail}`;
 }
 
-/** "token"/"project"/an agent's name in the service's detail → the words of the sentence. */
-function whose(who: string): string {
-  if (who === "token") return "agent's";
-  if (who === "project") return "project's";
-  return `${who}'s`;
+const RULE_WORDS: Record<RefusalLimit["rule"], string> = { per_payment: "per-payment limit", daily: "daily limit", weekly: "weekly limit", monthly: "monthly limit", all_time: "all-time limit", allowance: "allowance" };
+const SPENT_WHEN: Record<RefusalLimit["rule"], string> = { per_payment: "", daily: " today", weekly: " this week", monthly: " this month", all_time: " in all", allowance: "" };
+
+/** "Refused: this payment of $3.00 is above the agent's daily limit of $2.00 ($1.50 spent today, $0.50 left)." and the like, from the recorded numbers. */
+function limitSentence(amount: string, l: RefusalLimit): string {
+  const rule = whoseRule(l, `${RULE_WORDS[l.rule]} of ${dollars(l.limit_micros)}`);
+  if (l.rule === "per_payment") return `Refused: this payment${amount} is above ${rule}.`;
+  // Above the whole limit: its window was not read, so nothing is said of what is left.
+  if (l.spent_micros === null || l.remaining_micros === null) return `Refused: this payment${amount} is larger than the whole of ${rule}.`;
+  const left = `${dollars(l.spent_micros)} spent${SPENT_WHEN[l.rule]}, ${dollars(l.remaining_micros)} left`;
+  return l.rule === "allowance" ? `Refused: this payment${amount} is above what is left of ${rule} (${left}).` : `Refused: this payment${amount} is above ${rule} (${left}).`;
+}
+
+/** The rule with whose it is: the paying agent's, the project's, or an agent's above it (by name, else its prefix). */
+function whoseRule(l: RefusalLimit, rule: string): string {
+  if (l.level === "token") return `the agent's ${rule}`;
+  if (l.level === "project") return `the project's ${rule}`;
+  return l.owner ? `the ${rule} set on ${l.owner.name ?? `${l.owner.prefix}…`}, an agent above this one` : `the ${rule} of an agent above this one`;
 }

@@ -83,9 +83,13 @@ export function transactionsPage(pc: PageContext, f: ListFilters, list: ListPage
   const last = rows[rows.length - 1];
   const off = filtersSupported ? "" : raw(" disabled");
   const selected = (on: boolean) => (on ? raw(" selected") : "");
-  const place = rows.length
-    ? `${list.position.toLocaleString("en-US")}–${(list.position + rows.length - 1).toLocaleString("en-US")} of ${list.total.toLocaleString("en-US")}`
-    : `0 of ${list.total.toLocaleString("en-US")}`;
+  // A capped count is a floor: "of 10,000+", and a page beyond it is "past the first 10,000".
+  const total = `${list.total.toLocaleString("en-US")}${list.total_capped ? "+" : ""}`;
+  const place = !rows.length
+    ? `0 of ${total}`
+    : list.position_capped
+      ? `Past the first ${(list.position - 1).toLocaleString("en-US")} of ${total}`
+      : `${list.position.toLocaleString("en-US")}–${(list.position + rows.length - 1).toLocaleString("en-US")} of ${total}`;
   const agentOptions = agentTree(agents);
   return layout(
     pc,
@@ -109,7 +113,7 @@ export function transactionsPage(pc: PageContext, f: ListFilters, list: ListPage
 <p class="muted" role="status" id="position">${place}</p>
 ${rows.length ? listTable(p.id, rows) : html`<p>No transaction matches.</p>`}
 <nav class="pager" aria-label="Pages">${list.has_newer && first ? html`<a href="${base}${queryString({ ...params, ending_before: first.id })}" rel="prev">Previous page</a>` : ""}${list.has_older && last ? html`<a href="${base}${queryString({ ...params, starting_after: last.id })}" rel="next">Next page</a>` : ""}</nav>
-<p><a href="${base}.csv${queryString(params)}" download>Export these ${list.total.toLocaleString("en-US")} as CSV</a></p>`,
+<p><a href="${base}.csv${queryString(params)}" download>Export these ${total} as CSV</a></p>`,
   );
 }
 

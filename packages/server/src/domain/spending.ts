@@ -60,7 +60,29 @@ export type HoldControls = {
 export type SpendWindow = { scope: Scope; scopeId: string; kind: WindowKind; start: string; limitMicros: number; owner?: string; allowance?: boolean };
 
 export type RefusalCode = "spending_limit_exceeded" | "recipient_not_allowed" | "rail_not_allowed" | "approval_required";
-export type Refusal = { code: RefusalCode; detail: string };
+
+/** The rule a `spending_limit_exceeded` refusal names: the per-payment cap, a window, or a token's allowance (its all_time window). */
+export type LimitRule = "per_payment" | WindowKind | "allowance";
+
+/**
+ * What a limit refusal measured, in micro-USDC, kept with it in the refusal log so that a reader (the console)
+ * words it from these numbers, never from the detail's prose: the rule, whose rule it is (the paying token,
+ * one of its ancestors, or the project: `ownerId` is that token's or project's id), the limit, what its window
+ * had spent and what remained (null for per_payment, and for a payment above the whole limit, whose counter
+ * is not read), and the amount asked.
+ */
+export type LimitBreach = {
+  rule: LimitRule;
+  level: "token" | "ancestor" | "project";
+  ownerId: string;
+  limitMicros: number;
+  spentMicros: number | null;
+  remainingMicros: number | null;
+  amountMicros: number;
+};
+
+/** A payment the controls refuse: its code, its detail for the caller and, for a limit, what the limit measured. */
+export type Refusal = { code: RefusalCode; detail: string; limit?: LimitBreach };
 
 /** How a hold's controls judge it before any counter moves. */
 export type StaticJudgement = { kind: "refused"; refusal: Refusal } | { kind: "ok"; windows: SpendWindow[]; approval: boolean };
@@ -123,12 +145,25 @@ function windowText(kind: WindowKind, start: string): string {
   return kind === "all_time" ? "in all" : `in the window ${start} – ${windowEnd(kind, start)} (UTC)`;
 }
 
-/** The refusal of a window that the payment would take past its limit. */
-export function windowRefusal(w: SpendWindow, spentMicros: number, amountMicros: number): Refusal {
+/**
+ * The refusal of a window that the payment would take past its limit; `spentMicros` null: the payment is
+ * above the whole limit, and the window's counter was not read.
+ */
+export function windowRefusal(w: SpendWindow, spentMicros: number | null, amountMicros: number): Refusal {
+  const rule = `the ${w.owner ?? w.scope}'s ${w.allowance ? "allowance" : `${WINDOW_NAME[w.kind]} limit`}`;
+  const limit = { rule: w.allowance ? "allowance" : w.kind, level: levelOf(w), ownerId: w.scopeId, limitMicros: w.limitMicros, amountMicros } as const;
+  if (spentMicros === null) {
+    return {
+      code: "spending_limit_exceeded",
+      detail: `Spending limit exceeded: ${rule} is ${usd(w.limitMicros)} and this payment is ${usd(amountMicros)}, more than the whole limit. Pay at most what remains of it (GET /v1/limits shows it), or ask an operator to raise the limit.`,
+      limit: { ...limit, spentMicros: null, remainingMicros: null },
+    };
+  }
   const remaining = Math.max(0, w.limitMicros - spentMicros);
   return {
     code: "spending_limit_exceeded",
-    detail: `Spending limit exceeded: the ${w.owner ?? w.scope}'s ${w.allowance ? "allowance" : `${WINDOW_NAME[w.kind]} limit`} is ${usd(w.limitMicros)}; spent ${usd(spentMicros)} ${windowText(w.kind, w.start)}, remaining ${usd(remaining)}, and this payment is ${usd(amountMicros)}. Pay at most the remaining amount, wait for the next window, or ask an operator to raise the limit (GET /v1/limits shows them).`,
+    detail: `Spending limit exceeded: ${rule} is ${usd(w.limitMicros)}; spent ${usd(spentMicros)} ${windowText(w.kind, w.start)}, remaining ${usd(remaining)}, and this payment is ${usd(amountMicros)}. Pay at most the remaining amount, wait for the next window, or ask an operator to raise the limit (GET /v1/limits shows them).`,
+    limit: { ...limit, spentMicros, remainingMicros: remaining },
   };
 }
 
@@ -163,13 +198,14 @@ export function judgeStatic(c: HoldControls, projectId: string, rail: SpendRail,
     for (const l of limitsOf(controls, level.allowanceMicros)) {
       if (l.interval === "per_payment") {
         if (amountMicros > l.amountMicros) {
-          return refused("spending_limit_exceeded", `Spending limit exceeded: ${who}'s per_payment limit is ${usd(l.amountMicros)} and this payment is ${usd(amountMicros)}. Pay at most ${usd(l.amountMicros)} at a time.`);
+          const limit: LimitBreach = { rule: "per_payment", level: levelOf(level), ownerId: level.id, limitMicros: l.amountMicros, spentMicros: null, remainingMicros: null, amountMicros };
+          return { kind: "refused", refusal: { code: "spending_limit_exceeded", detail: `Spending limit exceeded: ${who}'s per_payment limit is ${usd(l.amountMicros)} and this payment is ${usd(amountMicros)}. Pay at most ${usd(l.amountMicros)} at a time.`, limit } };
         }
         continue;
       }
       const w: SpendWindow = { scope, scopeId: level.id, kind: l.interval, start: windowStart(l.interval, now), limitMicros: l.amountMicros, ...(owner ? { owner } : {}), ...(l.allowance ? { allowance: true } : {}) };
       // A payment larger than the whole limit can never fit; its counter is not even read.
-      if (amountMicros > l.amountMicros) return { kind: "refused", refusal: windowRefusal(w, 0, amountMicros) };
+      if (amountMicros > l.amountMicros) return { kind: "refused", refusal: windowRefusal(w, null, amountMicros) };
       windows.push(w);
     }
     if (controls.approvalAboveMicros !== null && amountMicros > controls.approvalAboveMicros) {
@@ -218,6 +254,11 @@ function levelsOf(c: Omit<HoldControls, "recipientKey">, projectId: string): Lev
   }
   if (c.project) levels.push({ scope: "project", id: projectId, who: "this project", controls: c.project, allowanceMicros: null });
   return levels;
+}
+
+/** Whose rule a level's (or its window's) is: an owner names an ancestor token. */
+function levelOf(x: { scope: Scope; owner?: string }): LimitBreach["level"] {
+  return x.scope === "project" ? "project" : x.owner ? "ancestor" : "token";
 }
 
 /** A level's limits with its allowance as its all_time limit (the lower of the two, when both are set). */

@@ -41,6 +41,15 @@ export type ConsoleFilter = {
 /** The row a page starts after (`after`, going on) or ends before (`before`, going back). */
 export type ListKey = { createdAt: string; pos: number };
 
+/**
+ * The most rows a count of the list reads (an agent, counterparty or amount filter): each page load counts
+ * again, and a count without a bound read every matching row of the project (a scan per page at 1M rows).
+ */
+export const COUNTED_ROWS_MAX = 10_000;
+
+/** The list's size and a page's place in it; a capped number is `countedMax`, and there are more. */
+export type ListCount = { total: number; newer: number; totalCapped: boolean; newerCapped: boolean };
+
 export type ConsoleRow = Pick<TransactionsTable, "id" | "type" | "status" | "amount" | "currency" | "description" | "merchant_name" | "created_at" | "completed_at"> & {
   pos: number;
   /** The payment's (null for a deposit). */
@@ -102,13 +111,14 @@ export class ConsoleTransactions {
 
   /**
    * How many rows match, and how many of them come before (are newer than) `key`: the page's place in the
-   * list. Filters the API's list also has (type, rail, status, time) are counted on its per-day counters
-   * (transactionReads.ts `countFiltered`), whatever the history's size; an agent's rows on its payments'
-   * index; a counterparty or an amount range by reading the project's rows (decisions.md, "The console's
-   * transactions list").
+   * list. Filters the API's list also has (type, rail, status, time) are counted exactly on its per-day
+   * counters (transactionReads.ts `countFiltered`), whatever the history's size. An agent, a counterparty or
+   * an amount range are counted by reading rows (an agent's on its payments' index), so each count stops at
+   * `countedMax`: past it, the number is `countedMax` and `totalCapped` (or `newerCapped`) says there are
+   * more (decisions.md, "The console's transactions list", "A count of read rows stops").
    */
-  async count(projectId: string, f: ConsoleFilter, key?: ListKey): Promise<{ total: number; newer: number }> {
-    if (isEmptyRange(f)) return { total: 0, newer: 0 };
+  async count(projectId: string, f: ConsoleFilter, key?: ListKey, countedMax = COUNTED_ROWS_MAX): Promise<ListCount> {
+    if (isEmptyRange(f)) return { total: 0, newer: 0, totalCapped: false, newerCapped: false };
     if (!f.tokenIds && f.counterparty === undefined && f.minMicros === undefined && f.maxMicros === undefined) {
       const counted = { types: f.types, statuses: f.statuses ?? LISTED_STATUSES, createdAfter: f.createdAfter, createdBefore: f.createdBefore };
       const newer = async (k: ListKey) => {
@@ -118,11 +128,18 @@ export class ConsoleTransactions {
         return later + Number(same.rows[0]?.n ?? 0);
       };
       const [total, n] = await Promise.all([this.reads.countFiltered(projectId, counted), key ? newer(key) : 0]);
-      return { total, newer: n };
+      return { total, newer: n, totalCapped: false, newerCapped: false };
     }
-    const newer = key ? sql`, sum(case when (t.created_at, t.pos) > (${key.createdAt}, ${key.pos}) then 1 else 0 end) as newer` : sql``;
-    const { rows } = await sql<{ n: number | string; newer?: number | string | null }>`select count(*) as n${newer} ${fromWhere(projectId, f, [])}`.execute(this.db);
-    return { total: Number(rows[0]?.n ?? 0), newer: Number(rows[0]?.newer ?? 0) };
+    // Each count reads at most countedMax + 1 matching rows: one more than the cap tells "more than countedMax".
+    const upTo = async (extra: RawBuilder<unknown>[]) => {
+      const { rows } = await sql<{ n: number | string }>`select count(*) as n from (select 1 as one ${fromWhere(projectId, f, extra)} limit ${countedMax + 1}) as counted`.execute(this.db);
+      const n = Number(rows[0]?.n ?? 0);
+      return { n: Math.min(n, countedMax), capped: n > countedMax };
+    };
+    // Newer than the key: the plain bound on created_at keeps the read on the time index.
+    const newerThan = (k: ListKey) => [sql`t.created_at >= ${k.createdAt}`, sql`(t.created_at, t.pos) > (${k.createdAt}, ${k.pos})`];
+    const [total, newer] = await Promise.all([upTo([]), key ? upTo(newerThan(key)) : { n: 0, capped: false }]);
+    return { total: total.n, newer: newer.n, totalCapped: total.capped, newerCapped: newer.capped };
   }
 
   /** A transaction's place in the order, if it is one of the project's listed rows. */

@@ -640,6 +640,14 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         if (dialect === "sqlite") await db.schema.createIndex("transactions_project_created_pos").on("transactions").columns(["project_id", "created_at", "pos"]).execute();
       },
     },
+    "0033_refusal_limits": {
+      // What a limit refusal measured (domain/spending.ts `LimitBreach`), beside its detail: the console words a
+      // refusal from these numbers, not from the detail's prose. Null on the rows written before, and for other codes.
+      async up(db: Kysely<any>) {
+        for (const column of ["rule", "rule_level", "rule_owner_id"]) await db.schema.alterTable("spending_refusals").addColumn(column, "text").execute();
+        for (const column of ["limit_micros", "spent_micros", "remaining_micros"]) await db.schema.alterTable("spending_refusals").addColumn(column, "bigint").execute();
+      },
+    },
   };
 }
 

@@ -334,7 +334,11 @@ export class Payments {
    */
   async recordRefusal(r: { projectId: string; tokenId: string | null; rail: string; recipient: string; amountMicros: number | null; refusal: Refusal }): Promise<void> {
     const db = this.db;
-    const row = { project_id: r.projectId, token_id: r.tokenId, code: r.refusal.code, detail: r.refusal.detail, rail: r.rail, recipient: r.recipient.slice(0, 500), amount_micros: r.amountMicros, created_at: this.now() };
+    const l = r.refusal.limit;
+    // A limit's amount asked is the payment's: one column holds it.
+    if (l && l.amountMicros !== r.amountMicros) throw new Error(`a limit refusal of ${l.amountMicros} recorded for a payment of ${r.amountMicros}`);
+    const measured = { rule: l?.rule ?? null, rule_level: l?.level ?? null, rule_owner_id: l?.ownerId ?? null, limit_micros: l?.limitMicros ?? null, spent_micros: l?.spentMicros ?? null, remaining_micros: l?.remainingMicros ?? null };
+    const row = { project_id: r.projectId, token_id: r.tokenId, code: r.refusal.code, detail: r.refusal.detail, rail: r.rail, recipient: r.recipient.slice(0, 500), amount_micros: r.amountMicros, created_at: this.now(), ...measured };
     await this.writes.atomically(function* (): Steps<void> {
       const [inserted] = (yield db.insertInto("spending_refusals").values(row).returning("seq").compile()) as { seq: number }[];
       yield db.deleteFrom("spending_refusals").where("seq", "<=", Number(inserted!.seq) - REFUSALS_KEPT_MAX).compile();

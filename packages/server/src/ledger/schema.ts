@@ -233,6 +233,18 @@ export interface SpendingRefusalsTable {
   recipient: string;
   amount_micros: number | null;
   created_at: string;
+  /**
+   * What a limit refusal measured (migration 0033; domain/spending.ts `LimitBreach`): the rule (per_payment,
+   * daily, weekly, monthly, all_time, allowance), whose it is (token, ancestor, project) and that token's or
+   * project's id, the limit and, for a window read, what it had spent and what remained, in micro-USDC. Null
+   * for other codes and on rows written before.
+   */
+  rule: string | null;
+  rule_level: string | null;
+  rule_owner_id: string | null;
+  limit_micros: number | null;
+  spent_micros: number | null;
+  remaining_micros: number | null;
 }
 
 /** Operators' admin credentials (migration 0013): only the SHA-256 of the credential is stored. */

@@ -1,6 +1,7 @@
 /** A real AppContext over a real database for tests; logs are captured so tests can inspect them. */
 import { Writable } from "node:stream";
 import type { Permission } from "@agentwallet/api";
+import { afterAll, beforeAll } from "vitest";
 import { loadConfig } from "../../src/config.ts";
 import type { AppContext } from "../../src/context.ts";
 import { createHdCustody } from "../../src/chain/custody.ts";
@@ -55,6 +56,20 @@ export async function createTestContext(dialect: TestDialect, opts: { rateLimit?
 
 export function buildApp(ctx: AppContext) {
   return createApp(ctx, { metrics: createMetrics() });
+}
+
+/** A test context and its app (built, not listening) for the tests of one describe block: made before them, closed after. */
+export function appForTests(dialect: TestDialect): { t: TestContext; app: ReturnType<typeof buildApp> } {
+  const made = {} as { t: TestContext; app: ReturnType<typeof buildApp> };
+  beforeAll(async () => {
+    made.t = await createTestContext(dialect);
+    made.app = buildApp(made.t.ctx);
+  });
+  afterAll(async () => {
+    await made.app?.close();
+    await made.t?.close();
+  });
+  return made;
 }
 
 export async function projectWithToken(ctx: AppContext, permissions: Permission[] = ["read", "pay", "x402"], opts: { expiresInMs?: number; plan?: "free" | "pro" | "business" } = {}) {

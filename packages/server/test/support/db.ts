@@ -42,17 +42,18 @@ export async function createPgSchema(): Promise<{ url: string; schema: string; d
   };
 }
 
-export async function createTestDb(dialect: TestDialect): Promise<TestDb> {
+/** A migrated test database; `migrateTo`: only up to that migration (a database as an older version left it). */
+export async function createTestDb(dialect: TestDialect, opts: { migrateTo?: string } = {}): Promise<TestDb> {
   if (dialect === "sqlite") {
     const dir = mkdtempSync(join(tmpdir(), "aw-sqlite-"));
     const path = join(dir, "test.db");
     const opened = openDb({ kind: "sqlite", path });
-    await migrateToLatest(opened.db, "sqlite");
+    await migrateToLatest(opened.db, "sqlite", opts.migrateTo);
     return { ...opened, sqlitePath: path, async drop() { await opened.close(); rmSync(dir, { recursive: true, force: true }); } };
   }
   const s = await createPgSchema();
   const opened = openDb({ kind: "postgres", url: s.url });
-  await migrateToLatest(opened.db, "postgres");
+  await migrateToLatest(opened.db, "postgres", opts.migrateTo);
   return { ...opened, url: s.url, schema: s.schema, async drop() { await opened.close(); await s.drop(); } };
 }
 

@@ -3,7 +3,7 @@
  * overview and token pages; a decision is the CLI's and the admin API's own (services/approvals.ts
  * `decidePayment`), recorded under the name `authorizeChange` gives the viewer.
  */
-import type { ApprovalItem, RefusalItem, Viewer } from "@agentwallet/console";
+import type { ApprovalItem, RefusalItem, RefusalLimit, Viewer } from "@agentwallet/console";
 import type { Payment } from "../../domain/payment.ts";
 import { decidePayment } from "../approvals.ts";
 import { type ConsoleDeps, authorizeChange } from "./viewers.ts";
@@ -64,8 +64,35 @@ export async function decideApproval(deps: ConsoleDeps, viewer: Viewer, projectI
   return out.kind === "decided" ? { ok: true } : { ok: false, detail: `This payment no longer waits for approval: ${out.detail}.` };
 }
 
-/** Payments the controls refused lately, of one token or the whole project, newest first. */
+/** Payments the controls refused lately, of one token or the whole project, newest first, with what a limit measured. */
 export async function listRefusals(deps: Pick<ConsoleDeps, "ledger">, projectId: string, tokenId: string | null, limit: number): Promise<RefusalItem[]> {
-  const [rows, prefixes] = await Promise.all([deps.ledger.payments.listRefusals({ projectId, ...(tokenId ? { tokenId } : {}), limit }), tokenPrefixes(deps, projectId)]);
-  return rows.map((r) => ({ at: r.created_at, token_prefix: r.token_id ? (prefixes.get(r.token_id) ?? null) : null, code: r.code, detail: r.detail, rail: r.rail, recipient: r.recipient, amount_micros: r.amount_micros === null ? null : Number(r.amount_micros) }));
+  const [rows, tokens] = await Promise.all([deps.ledger.payments.listRefusals({ projectId, ...(tokenId ? { tokenId } : {}), limit }), deps.ledger.tokens.list(projectId)]);
+  const byId = new Map(tokens.map((t) => [t.id, t]));
+  return rows.map((r) => ({
+    at: r.created_at,
+    token_prefix: r.token_id ? (byId.get(r.token_id)?.display_prefix ?? null) : null,
+    code: r.code,
+    detail: r.detail,
+    rail: r.rail,
+    recipient: r.recipient,
+    amount_micros: r.amount_micros === null ? null : Number(r.amount_micros),
+    limit: refusalLimit(r, byId),
+  }));
+}
+
+type RefusalRow = Awaited<ReturnType<ConsoleDeps["ledger"]["payments"]["listRefusals"]>>[number];
+
+/** A limit refusal's measures as recorded (migration 0033), or null: another code, or a row from before. */
+function refusalLimit(r: RefusalRow, tokens: Map<string, { id: string; name: string | null; display_prefix: string }>): RefusalLimit | null {
+  if (r.rule === null || r.rule_level === null || r.limit_micros === null) return null;
+  const owner = r.rule_level === "ancestor" && r.rule_owner_id ? tokens.get(r.rule_owner_id) : undefined;
+  const micros = (n: number | null) => (n === null ? null : Number(n));
+  return {
+    rule: r.rule as RefusalLimit["rule"],
+    level: r.rule_level as RefusalLimit["level"],
+    owner: owner ? { id: owner.id, name: owner.name, prefix: owner.display_prefix } : null,
+    limit_micros: Number(r.limit_micros),
+    spent_micros: micros(r.spent_micros),
+    remaining_micros: micros(r.remaining_micros),
+  };
 }

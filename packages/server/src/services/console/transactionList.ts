@@ -49,8 +49,11 @@ export async function filterOf(deps: Deps, projectId: string, f: ListFilters): P
   return out;
 }
 
-/** A page of the list after (or before) a listed row, with its place: "101–150 of 4,001". */
-export async function listPage(deps: Deps, projectId: string, filters: ListFilters, page: { limit: number; starting_after?: string; ending_before?: string }): Promise<ListPage> {
+/**
+ * A page of the list after (or before) a listed row, with its place: "101–150 of 4,001", or, where rows are
+ * counted by reading them, "101–150 of 10,000+" past `countedMax` (ledger/consoleTransactions.ts).
+ */
+export async function listPage(deps: Deps, projectId: string, filters: ListFilters, page: { limit: number; starting_after?: string; ending_before?: string }, opts: { countedMax?: number } = {}): Promise<ListPage> {
   const f = await filterOf(deps, projectId, filters);
   const reads = deps.ledger.consoleTransactions;
   const keyOf = async (id: string) => {
@@ -63,13 +66,16 @@ export async function listPage(deps: Deps, projectId: string, filters: ListFilte
   const { rows, more } = await reads.page(projectId, f, { limit: page.limit, after, before });
   const first = rows[0];
   // The first page's place needs no count of the rows before it.
-  const { total, newer } = await reads.count(projectId, f, first && (after || before) ? { createdAt: first.created_at, pos: first.pos } : undefined);
+  const { total, newer, totalCapped, newerCapped } = await reads.count(projectId, f, first && (after || before) ? { createdAt: first.created_at, pos: first.pos } : undefined, opts.countedMax);
   return {
     rows: rows.map(listed),
     total,
+    total_capped: totalCapped,
     position: first ? newer + 1 : 0,
+    position_capped: newerCapped,
     has_newer: before ? more : newer > 0,
-    has_older: before ? newer + rows.length < total : more,
+    // Going back from a page: a capped total has more rows than were counted, the older ones among them.
+    has_older: before ? totalCapped || newer + rows.length < total : more,
   };
 }
 
