@@ -24,7 +24,11 @@ export type DatabaseInspection =
       treasuryIsProjectWallet: boolean;
       /** Payments the relayer sent in the last day (USDC transfers and bank payments: the rails it pays gas for). */
       relayerPaymentsLastDay: number;
+      /** A project's recorded deposit address and its wallet index, which the master key must derive. */
+      recordedWallet: RecordedWallet | undefined;
     };
+
+export type RecordedWallet = { projectId: string; walletIndex: number; address: string };
 
 /**
  * The configured database as it is: missing (no SQLite file, no ledger tables in PostgreSQL), unreachable,
@@ -52,12 +56,14 @@ export async function inspectDatabase(config: Config, ask: { treasury: string | 
     if (pending.includes("0001_ledger")) return { state: "missing" };
     if (pending.length > 0) return { state: "behind", pending };
     const ledger = new Ledger(opened.db, opened.dialect, systemClock, newId);
+    const wallet = await ledger.projects.firstRecordedWallet();
     return {
       state: "current",
       deployment: await ledger.deployment.get(),
       verify: await ledger.verify(),
       treasuryIsProjectWallet: ask.treasury ? await ledger.projects.isWallet(ask.treasury) : false,
       relayerPaymentsLastDay: await ledger.health.relayerPaymentsSince(new Date(ask.now.getTime() - 86_400_000)),
+      recordedWallet: wallet?.wallet_address ? { projectId: wallet.id, walletIndex: wallet.wallet_index, address: wallet.wallet_address } : undefined,
     };
   } finally {
     await opened.close();

@@ -90,6 +90,11 @@ export class Projects {
     return Number(r.n);
   }
 
+  /** The first project whose deposit address is recorded: the master key must still derive it (doctor). */
+  firstRecordedWallet(): Promise<{ id: string; wallet_index: number; wallet_address: string | null } | undefined> {
+    return this.db.selectFrom("projects").select(["id", "wallet_index", "wallet_address"]).where("wallet_address", "is not", null).orderBy("wallet_index").limit(1).executeTakeFirst();
+  }
+
   /** Stores the derived deposit address once; later calls keep the first one. */
   async setWalletAddress(id: string, address: string): Promise<string> {
     await this.db.updateTable("projects").set({ wallet_address: address }).where("id", "=", id).where("wallet_address", "is", null).execute();

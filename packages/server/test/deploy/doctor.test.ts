@@ -2,12 +2,13 @@
  * `agentwallet doctor` against the real local chain (Circle's FiatTokenV2_2 as USDC) and real databases: it passes on a live configuration
  * made by `agentwallet init`, and fails with the right line for each thing an operator gets wrong.
  */
-import { chmodSync } from "node:fs";
+import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type BridgeStandIn, type DevChain, MULTICALL3_ADDRESS, startBridgeStandIn, startDevChain } from "@agentwallet/devchain";
 import { createTestClient, http } from "viem";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { english, generateMnemonic, generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createHdCustody, loadMasterMnemonic } from "../../src/chain/custody.ts";
 import { openDb } from "../../src/ledger/db.ts";
 import { migrateToLatest } from "../../src/ledger/migrations.ts";
 import type { Check } from "../../src/services/doctor/check.ts";
@@ -193,6 +194,27 @@ describe.each(dialects)("agentwallet doctor on %s", (dialect: TestDialect) => {
     const env = await initialized();
     chmodSync(env.AGENTWALLET_MASTER_MNEMONIC_FILE!, 0o644);
     expectFail(await doctor(env), "key file", /mode 0644: others can read the master key/);
+  });
+
+  test("error: the key file holds other words than those the project wallets were derived from (a wrong restore)", async () => {
+    const env = await initialized();
+    const file = env.AGENTWALLET_MASTER_MNEMONIC_FILE!;
+    const { ledger, opened } = await openLedger(loadConfig(env, {}, { signs: false }));
+    let wallet: string;
+    try {
+      // The project's deposit address, recorded as its first GET /v1/stablecoin/address records it.
+      const project = await ledger.projects.create({ name: "p", plan: "free" });
+      wallet = await ledger.projects.setWalletAddress(project.id, createHdCustody(loadMasterMnemonic({ file })).addressOf(project.wallet_index));
+    } finally {
+      await opened.close();
+    }
+    const right = await doctor(env);
+    expect(line(right.report, "key file")).toMatchObject({ status: "ok", detail: expect.stringMatching(/derives project prj_\w+'s wallet as recorded/) });
+
+    // The backup restored wrong: a valid mnemonic, mode 0600, but not this deployment's.
+    writeFileSync(file, `${generateMnemonic(english, 256)}\n`, { mode: 0o600 });
+    const c = expectFail(await doctor(env), "key file", new RegExp(`derives 0x[0-9a-fA-F]{40} for project prj_\\w+ \\(wallet index 0\\), whose wallet is ${wallet}: not this deployment's key`));
+    expect(c.fix).toMatch(/restore the words this deployment was set up with/);
   });
 
   test("error: PUBLIC_BASE_URL is http in live mode", async () => {

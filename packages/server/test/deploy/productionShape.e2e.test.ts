@@ -15,7 +15,6 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type BridgeStandIn, type DevChain, type Facilitator, type Merchant, startBridgeStandIn, startDevChain, startFacilitator, startMerchantV2 } from "@agentwallet/devchain";
 import pg from "pg";
-import { Agent, fetch as tlsFetch } from "undici";
 import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { BASE_USDC_ADDRESS } from "../../src/config.ts";
@@ -23,6 +22,7 @@ import { runCommand } from "../support/deployment.ts";
 import { freePort } from "../support/net.ts";
 import { poll } from "../support/poll.ts";
 import { type ServerProcess, spawnServer } from "../support/spawnServer.ts";
+import { CLIENT_ADDRESS, httpsClient, selfSignedCertificate, stopProcess } from "../support/tlsProxy.ts";
 import { startReceiver } from "../support/webhookReceiver.ts";
 
 const pgBase = process.env.TEST_DATABASE_URL;
@@ -78,10 +78,7 @@ describe.runIf(pgBase)("the production shape: nginx with TLS, two servers, Postg
 
   afterAll(async () => {
     for (const s of servers) await s.stop().catch(() => {});
-    if (nginx?.pid && nginx.exitCode === null) {
-      nginx.kill("SIGTERM");
-      await new Promise((r) => nginx!.once("exit", r));
-    }
+    await stopProcess(nginx);
     await receiver?.close();
     await merchant?.stop();
     await facilitator?.stop();
@@ -93,10 +90,7 @@ describe.runIf(pgBase)("the production shape: nginx with TLS, two servers, Postg
 
   test("behavior: deployed by init, checked by doctor, paid through on every rail, survives a kill -9, restores from pg_dump", async () => {
     // A certificate for the proxy, trusted by the servers (NODE_EXTRA_CA_CERTS) and by this client.
-    const cert = join(dir, "cert.pem");
-    const key = join(dir, "key.pem");
-    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"], { stdio: "ignore" });
-    chmodSync(key, 0o644);
+    const { cert, key } = selfSignedCertificate(dir);
     const [proxyPort, merchantTls, receiverTls, portA, portB] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
     const base = `https://127.0.0.1:${proxyPort}`;
 
@@ -177,18 +171,7 @@ describe.runIf(pgBase)("the production shape: nginx with TLS, two servers, Postg
     servers.push(...(await Promise.all([spawnServer(env, portA, 120_000), spawnServer(env, portB, 120_000)])));
 
     // The client: trusts the certificate, and comes from 127.0.0.2 so its address is not the proxy's.
-    const client = new Agent({ connect: { ca: readFileSync(cert) }, localAddress: "127.0.0.2" });
-    const call = async (path: string, o: { method?: string; auth?: string; body?: unknown; headers?: Record<string, string> } = {}) => {
-      const res = await tlsFetch(`${base}${path}`, {
-        method: o.method ?? (o.body === undefined ? "GET" : "POST"),
-        headers: { ...(o.auth ? { authorization: `Bearer ${o.auth}` } : {}), ...(o.body === undefined ? {} : { "content-type": "application/json" }), ...o.headers },
-        body: o.body === undefined ? undefined : JSON.stringify(o.body),
-        dispatcher: client,
-        redirect: "manual",
-      });
-      const text = await res.text();
-      return { status: res.status, headers: res.headers, json: text.startsWith("{") ? (JSON.parse(text) as any) : undefined };
-    };
+    const { call, signInOperator } = httpsClient(base, cert);
 
     // The first project and token, as the guide's step 9 makes them.
     const project = JSON.parse((await runCommand(["projects", "create", "--name", "Research agent", "--json"], env)).stdout).id as string;
@@ -201,10 +184,10 @@ describe.runIf(pgBase)("the production shape: nginx with TLS, two servers, Postg
     const hook = await call(`/v1/admin/projects/${project}/webhooks`, { auth: credential, body: { url: `https://127.0.0.1:${receiverTls}/hooks` }, headers: { "x-forwarded-for": "6.6.6.6" } });
     expect(hook.status, JSON.stringify(hook.json)).toBe(201);
     const audit = await call("/v1/admin/audit", { auth: credential });
-    expect(audit.json.data.find((e: any) => e.action === "webhook.created").actor.ip).toBe("127.0.0.2");
+    expect(audit.json.data.find((e: any) => e.action === "webhook.created").actor.ip).toBe(CLIENT_ADDRESS);
 
     // The console over https: its session cookie is Secure.
-    const signIn = await tlsFetch(`${base}/console/signin`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", origin: base }, body: new URLSearchParams({ kind: "operator", secret: credential }).toString(), dispatcher: client, redirect: "manual" });
+    const signIn = await signInOperator(credential);
     expect(signIn.status).toBe(303);
     expect(signIn.headers.get("set-cookie")).toMatch(/; Secure/);
 

@@ -7,7 +7,8 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import type { Config } from "../../config.ts";
-import { loadMasterMnemonic } from "../../chain/custody.ts";
+import { createHdCustody, loadMasterMnemonic } from "../../chain/custody.ts";
+import type { RecordedWallet } from "../../ledger/inspect.ts";
 import { readBridgeCustomer } from "../../rails/fiat/readBridgeCustomer.ts";
 import { type Check, fail, ok, warn } from "./check.ts";
 
@@ -29,11 +30,16 @@ export function publicUrlCheck(config: Config): Check {
   return ok("public url", `${u}`);
 }
 
-/** The master key: where it comes from, that it reads as a mnemonic, and that only its owner can read its file. */
-export function keyFileCheck(config: Config): Check {
+/** Where the master key is read from: the environment, its file, or the sandbox's file in the data directory. */
+function keySource(config: Config): { mnemonic: string | undefined; file: string | undefined } {
   const { mnemonic, mnemonicFile } = config.custody;
   const sandboxFile = config.mode === "sandbox" ? join(config.dataDir, "master-mnemonic") : undefined;
-  const file = mnemonicFile ?? (mnemonic ? undefined : sandboxFile);
+  return { mnemonic, file: mnemonicFile ?? (mnemonic ? undefined : sandboxFile) };
+}
+
+/** The master key: where it comes from, that it reads as a mnemonic, and that only its owner can read its file. */
+export function keyFileCheck(config: Config): Check {
+  const { mnemonic, file } = keySource(config);
   if (file && !existsSync(file)) {
     return config.mode === "live" ? fail("key file", `AGENTWALLET_MASTER_MNEMONIC_FILE ${file} does not exist`, "run `agentwallet init`, which writes it, or restore it from its backup (docs/deploy.md, \"Keys\")") : ok("key file", `sandbox: ${file} is written at the first start`);
   }
@@ -46,6 +52,22 @@ export function keyFileCheck(config: Config): Check {
   const mode = statSync(file).mode & 0o777;
   if (mode & NOT_OWNER) return fail("key file", `${file} has mode ${octal(mode)}: others can read the master key`, `chmod 600 ${file}`);
   return ok("key file", `${file} (mode ${octal(mode)})`);
+}
+
+/**
+ * The key file's check, and the key against the ledger: it must derive the deposit address a project already has.
+ * Any valid 24 words read, so a restore of the wrong backup passes every other check and signs for nobody's wallet.
+ */
+export function keyDerivesWallets(config: Config, keyFile: Check, recorded: RecordedWallet | undefined): Check {
+  if (keyFile.status === "fail" || !recorded) return keyFile;
+  const custody = createHdCustody(loadMasterMnemonic(keySource(config)));
+  const derived = custody.addressOf(recorded.walletIndex);
+  if (derived.toLowerCase() === recorded.address.toLowerCase()) return { ...keyFile, detail: `${keyFile.detail}; derives project ${recorded.projectId}'s wallet as recorded` };
+  return fail(
+    "key file",
+    `the master mnemonic derives ${derived} for project ${recorded.projectId} (wallet index ${recorded.walletIndex}), whose wallet is ${recorded.address}: not this deployment's key`,
+    "restore the words this deployment was set up with from their backup (docs/deploy.md, \"Keys\"); with these no payment from an existing wallet can be signed",
+  );
 }
 
 /** The SQLite files and the data directory, which hold balances and sealed secrets: their owner's only. */
