@@ -172,7 +172,7 @@ export type TokenSummary = {
 export type HistoryEntry = { at: string; status: string; text: string; reason?: string; decided_by_name?: string };
 
 /** A payment the spending controls refused; `amount_micros` is the amount asked. */
-export type RefusalItem = { at: string; token_prefix: string | null; code: string; detail: string; rail: string; recipient: string; amount_micros: number | null; limit: RefusalLimit | null };
+export type RefusalItem = { at: string; token_id: string | null; token_name: string | null; token_prefix: string | null; code: string; detail: string; rail: string; recipient: string; amount_micros: number | null; limit: RefusalLimit | null };
 
 /**
  * What a `spending_limit_exceeded` refusal measured, in micro-USDC, as the service recorded it (null on other

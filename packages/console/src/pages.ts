@@ -220,7 +220,7 @@ ${canFund(pc)
 ${o.awaiting.length ? approvalTable(pc, o.awaiting, "Payments waiting for approval") : html`<p>No payment waits for approval.</p>`}
 <p><a href="/console/p/${p.id}/approvals">Approvals</a></p>
 </section>
-<section aria-labelledby="refused"><h2 id="refused">Refused by spending controls</h2>${refusalList(o.refusals, true)}</section>
+<section aria-labelledby="refused"><h2 id="refused">Refused by spending controls</h2>${refusalList(o.refusals, null)}</section>
 ${o.x402 ? x402Example(o.x402) : ""}
 <section aria-labelledby="spend"><h2 id="spend">Spend</h2>${spendChart(o.spend, o.days)}</section>
 <section aria-labelledby="recent"><h2 id="recent">Last transactions</h2>
@@ -241,11 +241,14 @@ export function queryString(q: Record<string, string | string[] | undefined>): s
   return s ? `?${s}` : "";
 }
 
-/** Payments the spending controls refused (nothing was held), with the service's reason. */
-function refusalList(refusals: RefusalItem[], withToken: boolean): Html {
+/**
+ * Payments the spending controls refused (nothing was held), with the service's reason. Each names its agent,
+ * except on that agent's own page (`own`), which lists the refusals of the agents below it too.
+ */
+function refusalList(refusals: RefusalItem[], own: string | null): Html {
   if (!refusals.length) return html`<p>None lately.</p>`;
   return html`<ul class="refusals">${refusals.map(
-    (r) => html`<li><span class="muted">${formatTime(r.at)}</span> <strong>${r.code}</strong>${withToken && r.token_prefix ? html` <span class="address">${r.token_prefix}…</span>` : ""}${r.amount_micros !== null ? ` ($${formatMicros(r.amount_micros)} by ${RAIL_LABEL[r.rail as DailySpend["rail"]] ?? r.rail} to ${r.recipient})` : ""}: ${refusalSentence(r)}</li>`,
+    (r) => html`<li><span class="muted">${formatTime(r.at)}</span> <strong>${r.code}</strong>${r.token_id !== own && r.token_prefix ? (r.token_name ? html` by ${r.token_name} <span class="address">${r.token_prefix}…</span>` : html` <span class="address">${r.token_prefix}…</span>`) : ""}${r.amount_micros !== null ? ` ($${formatMicros(r.amount_micros)} by ${RAIL_LABEL[r.rail as DailySpend["rail"]] ?? r.rail} to ${r.recipient})` : ""}: ${refusalSentence(r)}</li>`,
   )}</ul>`;
 }
 
@@ -424,7 +427,7 @@ ${opts.error ? html`<p class="notice error" role="alert">${opts.error}</p>` : ""
 ${windowList(t.windows, "token")}
 ${t.windows.some((w) => w.scope === "project") ? html`<h3>Project limits (every token)</h3>${windowList(t.windows, "project")}` : ""}
 <h2>Refused payments</h2>
-${refusalList(refusals, false)}
+${refusalList(refusals, t.id)}
 ${canManage(pc) && active
   ? html`<h2>Change controls</h2>
 <form method="post" action="/console/p/${p.id}/agents/${t.id}/controls" class="stack">

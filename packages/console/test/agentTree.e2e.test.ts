@@ -92,6 +92,18 @@ describe("console agents tree", () => {
     await page.setViewportSize({ width: 375, height: 800 });
     await expectAccessible(page, "agent-tree-375");
 
+    // The grandchild's refusal is rolled up to the middle token's page, naming who was refused; the middle
+    // token's sibling branch sees none of it.
+    await page.goto(`${server.baseUrl}/console/p/${server.projectId}/agents/${planner.id}`);
+    const refusals = await page.locator("ul.refusals li").allTextContents();
+    expect(refusals).toHaveLength(1);
+    expect(refusals[0]).toContain(`by researcher ${researcher.display_prefix}…`);
+    expect(refusals[0]).toContain("above the agent's daily limit of $5.00");
+    const sibling = (await server.server.ctx.ledger.tokens.list(server.projectId)).find((t) => t.name === "worker 1")!;
+    await page.goto(`${server.baseUrl}/console/p/${server.projectId}/agents/${sibling.id}`);
+    await expect(page.locator("ul.refusals li").count()).resolves.toBe(0);
+    await page.goto(`${server.baseUrl}/console/p/${server.projectId}/agents`);
+
     // Revoke the middle token: the page names the grandchild before asking.
     await page.getByRole("link", { name: `Revoke planner (${planner.display_prefix}…)` }).click();
     await expect(page.locator("main").textContent()).resolves.toContain("This also revokes, at once, the 1 active token below it:");

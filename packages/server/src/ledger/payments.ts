@@ -441,11 +441,12 @@ export class Payments {
     );
   }
 
-  /** The newest refusals, of one project or all, newest first. */
+  /** The newest refusals, of one project or all, newest first; of a token, its own and every token's below it (rolled up). */
   listRefusals(opts: { projectId?: string; tokenId?: string; limit: number }) {
     let q = this.db.selectFrom("spending_refusals").selectAll().orderBy("seq", "desc").limit(opts.limit);
     if (opts.projectId) q = q.where("project_id", "=", opts.projectId);
-    if (opts.tokenId) q = q.where("token_id", "=", opts.tokenId);
+    const tokenId = opts.tokenId;
+    if (tokenId) q = q.where((eb) => eb.or([eb("token_id", "=", tokenId), eb("token_id", "in", eb.selectFrom("token_lineage").select("descendant_id").where("ancestor_id", "=", tokenId))]));
     return q.execute();
   }
 

@@ -120,6 +120,19 @@ describe.each(dialects)("what a limit refusal measured (%s)", (dialect) => {
     expect(item!.limit).toEqual({ rule: "daily", level: "ancestor", owner: { id: planner.id, name: "planner", prefix: expect.stringMatching(/^aw_test_/) }, limit_micros: 10 * USD, spent_micros: 9.5 * USD, remaining_micros: 0.5 * USD });
   });
 
+  test("behavior: a token's refusals are its own and those of every token below it, never a sibling branch's or an ancestor's", async () => {
+    const { projectId, root } = await projectRoot();
+    const planner = await child(root.token, { name: "planner", delegate: true, spending_limits: [{ amount_usd: 1, interval: "daily" }] });
+    const fetcher = await child(planner.token, { name: "fetcher", spending_limits: [{ amount_usd: 0.5, interval: "daily" }] });
+    const other = await child(root.token, { name: "other", spending_limits: [{ amount_usd: 0.5, interval: "daily" }] });
+    expect([await pay(fetcher.id, 0.75), await pay(planner.id, 2), await pay(other.id, 0.75)]).toEqual(["refused", "refused", "refused"]);
+    const of = async (tokenId: string) => (await listRefusals(made.t.ctx, projectId, tokenId, 10)).map((r) => [r.token_id, r.token_name]);
+    expect(await of(planner.id)).toEqual([[planner.id, "planner"], [fetcher.id, "fetcher"]]);
+    expect(await of(fetcher.id)).toEqual([[fetcher.id, "fetcher"]]);
+    expect(await of(other.id)).toEqual([[other.id, "other"]]);
+    expect(await of(root.id)).toHaveLength(3);
+  });
+
   test("default: a refusal of another code records no measures, and its sentence is the code's own", async () => {
     const { projectId, root } = await projectRoot();
     await made.t.ctx.ledger.tokens.setSpendingControls("token", root.id, controlsColumn(parseControlsInput({ allowed_rails: ["x402"] }, new Uint8Array(32))));

@@ -64,12 +64,14 @@ export async function decideApproval(deps: ConsoleDeps, viewer: Viewer, projectI
   return out.kind === "decided" ? { ok: true } : { ok: false, detail: `This payment no longer waits for approval: ${out.detail}.` };
 }
 
-/** Payments the controls refused lately, of one token or the whole project, newest first, with what a limit measured. */
+/** Payments the controls refused lately, of one token (and the tokens below it) or the whole project, newest first, with what a limit measured. */
 export async function listRefusals(deps: Pick<ConsoleDeps, "ledger">, projectId: string, tokenId: string | null, limit: number): Promise<RefusalItem[]> {
   const [rows, tokens] = await Promise.all([deps.ledger.payments.listRefusals({ projectId, ...(tokenId ? { tokenId } : {}), limit }), deps.ledger.tokens.list(projectId)]);
   const byId = new Map(tokens.map((t) => [t.id, t]));
   return rows.map((r) => ({
     at: r.created_at,
+    token_id: r.token_id,
+    token_name: r.token_id ? (byId.get(r.token_id)?.name ?? null) : null,
     token_prefix: r.token_id ? (byId.get(r.token_id)?.display_prefix ?? null) : null,
     code: r.code,
     detail: r.detail,
