@@ -294,8 +294,13 @@ export class Payments {
         // Each limited window: its counter (written from the ledger's sum if it has no row yet) must
         // take the amount; then every existing counter of the payment's windows takes it.
         for (const [i, w] of windows.entries()) {
-          yield windowSeed(w, input.projectId);
-          const row = (yield db.selectFrom("spend_windows").select("spent_micros").where("scope_id", "=", w.scopeId).where("kind", "=", w.kind).where("window_start", "=", w.start).compile())[0] as { spent_micros: number };
+          const counter = db.selectFrom("spend_windows").select("spent_micros").where("scope_id", "=", w.scopeId).where("kind", "=", w.kind).where("window_start", "=", w.start).compile();
+          // Read first: a window has its row from its first hold on, so the seed runs once per window.
+          let row = (yield counter)[0] as { spent_micros: number } | undefined;
+          if (!row) {
+            yield windowSeed(w, input.projectId);
+            row = (yield counter)[0] as { spent_micros: number };
+          }
           const spent = Number(row.spent_micros);
           const refusal = windowVerdict(w, spent, amount);
           if (refusal) throw new WindowRefused(refusal, i);
