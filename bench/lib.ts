@@ -7,6 +7,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import https from "node:https";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
@@ -58,9 +59,10 @@ export type ProbeResult = { samples: number; p50Ms: number; p99Ms: number; maxMs
 /**
  * One request at a time over one keep-alive connection, timed on the client with a monotonic
  * clock (microsecond resolution): the latency a single caller sees when the server is not busy.
+ * An https URL is reached trusting `ca` (a proxy's generated certificate).
  */
-export async function probeLatency(options: { url: string; headers?: Record<string, string>; samples: number; warmup: number; maxSeconds: number }): Promise<ProbeResult> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+export async function probeLatency(options: { url: string; headers?: Record<string, string>; samples: number; warmup: number; maxSeconds: number; ca?: Buffer }): Promise<ProbeResult> {
+  const agent = keepAliveAgent(options.url, options.ca);
   try {
     let non2xx = 0;
     const timesMs: number[] = [];
@@ -86,12 +88,37 @@ export async function probeLatency(options: { url: string; headers?: Record<stri
   }
 }
 
+function keepAliveAgent(url: string, ca: Buffer | undefined): http.Agent {
+  return url.startsWith("https:") ? new https.Agent({ keepAlive: true, maxSockets: 1, ca }) : new http.Agent({ keepAlive: true, maxSockets: 1 });
+}
+
 function timedGet(url: string, headers: Record<string, string>, agent: http.Agent): Promise<{ status: number; ms: number }> {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
-    const req = http.get(url, { agent, headers, timeout: 30_000 }, (res) => {
+    const req = (url.startsWith("https:") ? https : http).get(url, { agent, headers, timeout: 30_000 }, (res) => {
       res.resume();
       res.on("end", () => resolve({ status: res.statusCode ?? 0, ms: Number(process.hrtime.bigint() - started) / 1e6 }));
+      res.on("error", reject);
+    });
+    req.on("timeout", () => req.destroy(new Error(`GET ${url} took over 30 s`)));
+    req.on("error", reject);
+  });
+}
+
+/** One GET and its answer as JSON (an https URL trusting `ca`): to check an endpoint before measuring it. */
+export function getJson(url: string, headers: Record<string, string>, ca?: Buffer): Promise<{ status: number; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const req = (url.startsWith("https:") ? https : http).get(url, { headers, ca, timeout: 30_000 }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (text += chunk));
+      res.on("end", () => {
+        try {
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) });
+        } catch (err) {
+          reject(new Error(`GET ${url} answered ${res.statusCode} with no JSON: ${text.slice(0, 200)}`, { cause: err }));
+        }
+      });
       res.on("error", reject);
     });
     req.on("timeout", () => req.destroy(new Error(`GET ${url} took over 30 s`)));

@@ -11,9 +11,10 @@
  * tokens (2 children of an operator's token, 2 below each, 2 below those), each with a daily limit and an
  * allowance it never reaches, so every hold also counts each ancestor's windows: target within 10 % of the
  * flat token's.
+ * With `--behind nginx` (PostgreSQL): accepted per second on one `agentwallet serve` process, then through nginx in
+ * front of two, and their ratio (support/payBehindNginx.ts).
  */
 import { parseArgs } from "node:util";
-import autocannon from "autocannon";
 import Fastify from "fastify";
 import { sql } from "kysely";
 import { openDb, type OpenedDb } from "../packages/server/src/ledger/db.ts";
@@ -21,6 +22,8 @@ import { issueToken } from "../packages/server/src/services/tokens.ts";
 import { startTestServer } from "../packages/server/src/testing/harness.ts";
 import { type Cell, UsageError, log, machine, printTable, verdict, writeResult, benchDatabase } from "./lib.ts";
 import { dbOf } from "../packages/server/src/ledger/connection.ts";
+import { payBehindNginx } from "./support/payBehindNginx.ts";
+import { PAY_BODY, RECIPIENT, completedPayments, payAndSettle as payAndSettleOn, post } from "./support/payLoad.ts";
 
 const TARGET_ACCEPT_RATIO_MIN = 0.5;
 /** Accepted with controls over accepted without, at least. */
@@ -30,9 +33,7 @@ const TARGET_TREE_RATIO_MIN = 0.9;
 /** Children of each token of the tree, and its depth below the operator's token (TOKEN_DEPTH_MAX's default). */
 const TREE_FANOUT = 2;
 const TREE_DEPTH = 3;
-const RECIPIENT = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
-/** 0.01 USDC per payment + 0.0002 fee. */
-const AMOUNT_USD = 0.01;
+/** PAY_BODY's 0.01 USDC + 0.0002 fee. */
 const DEBIT_MICROS = 10_200;
 
 const HELP = `npm run bench -- pay [flags]
@@ -41,27 +42,18 @@ const HELP = `npm run bench -- pay [flags]
   --connections N        concurrent connections (default 16)
   --settle-timeout S     how long to wait for every accepted payment to complete (default 180)
   --settlement thread|inline  where accepted payments settle (default thread, as the server; inline: on the request thread)
-  --tree                 also spread the load over a depth-3 tree of child tokens and compare it with the flat token`;
+  --tree                 also spread the load over a depth-3 tree of child tokens and compare it with the flat token
+  --behind nginx         with --db postgres: POST /v1/pay on one \`agentwallet serve\` process reached directly, then through
+                         nginx (deploy/nginx/agentwallet.conf, TLS, keep-alive) in front of two processes on the same
+                         database, on a local chain; prints proxy/direct for accepted/s (no ceiling, controls or --tree)`;
 
-// autocannon's own options and events beyond bench/autocannon.d.ts's GET-only declaration.
-type Result = { requests: { average: number; total: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number; statusCodeStats?: Record<string, { count: number }> };
-const load = autocannon as unknown as (options: Record<string, unknown>) => Promise<Result>;
-
-type Load = { reqPerSec: number; p50Ms: number; p99Ms: number; total: number; ok: number; non2xx: number; errors: number };
-
-/** `tokens`: each connection's requests go through these in turn (autocannon's request list). */
-async function post(url: string, headers: Record<string, string>, body: string, connections: number, duration: number, okStatus: number, tokens: string[] = []): Promise<Load> {
-  // A worker thread generates the load, so it never shares the event loop of the server it measures.
-  const requests = tokens.length ? { requests: tokens.map((t) => ({ method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${t}` }, body })) } : {};
-  const r = await load({ url, method: "POST", headers: { "content-type": "application/json", ...headers }, body, connections, duration, workers: 1, timeout: 30, ...requests });
-  const ok = r.statusCodeStats?.[String(okStatus)]?.count ?? 0;
-  return { reqPerSec: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, total: r.requests.total, ok, non2xx: r.non2xx, errors: r.errors };
-}
+/** The server's settings for a run: never throttled, quiet, settling where --settlement says. */
+const serverEnv = (settlement: string): NodeJS.ProcessEnv => ({ RATE_LIMIT_PER_MINUTE: "1000000000", LOG_LEVEL: "warn", WORKER_INTERVAL_MS: "200", SETTLEMENT: settlement });
 
 export async function run(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { db: { type: "string", default: "sqlite" }, duration: { type: "string", default: "10" }, connections: { type: "string", default: "16" }, "settle-timeout": { type: "string", default: "180" }, settlement: { type: "string", default: "thread" }, tree: { type: "boolean", default: false }, help: { type: "boolean", default: false } },
+    options: { db: { type: "string", default: "sqlite" }, duration: { type: "string", default: "10" }, connections: { type: "string", default: "16" }, "settle-timeout": { type: "string", default: "180" }, settlement: { type: "string", default: "thread" }, tree: { type: "boolean", default: false }, behind: { type: "string" }, help: { type: "boolean", default: false } },
   });
   if (values.help) return void console.log(HELP);
   if (values.db !== "sqlite" && values.db !== "postgres") throw new UsageError("--db must be sqlite or postgres");
@@ -70,10 +62,16 @@ export async function run(args: string[]): Promise<void> {
   const connections = Number(values.connections);
   const settleTimeoutS = Number(values["settle-timeout"]);
   if (!(duration > 0 && connections > 0 && settleTimeoutS > 0)) throw new UsageError("--duration, --connections and --settle-timeout must be positive numbers");
+  if (values.behind !== undefined) {
+    if (values.behind !== "nginx") throw new UsageError(`--behind takes nginx (got "${values.behind}")`);
+    if (values.db !== "postgres") throw new UsageError("--behind nginx runs two server processes on one database: it needs --db postgres (a SQLite file serves one process)");
+    if (values.tree) throw new UsageError("--tree is measured in one process only: leave it out with --behind nginx");
+    return payBehindNginx({ duration, connections, settleTimeoutS, settlement: values.settlement, env: serverEnv(values.settlement) });
+  }
 
   const { databaseUrl, drop: dropSchema } = await benchDatabase(values.db);
   log(`starting the sandbox server (${values.db}, real anvil chain, settlement ${values.settlement})…`);
-  const server = await startTestServer({ database: values.db, databaseUrl, env: { RATE_LIMIT_PER_MINUTE: "1000000000", LOG_LEVEL: "warn", WORKER_INTERVAL_MS: "200", SETTLEMENT: values.settlement } });
+  const server = await startTestServer({ database: values.db, databaseUrl, env: serverEnv(values.settlement) });
   const ctx = server.server.ctx;
   const bare = Fastify({ logger: false });
   let bareDb: OpenedDb | undefined;
@@ -97,24 +95,12 @@ export async function run(args: string[]): Promise<void> {
     const ceiling = await post(`${bareUrl}/debit`, {}, "{}", connections, duration, 200);
 
     /** The load on POST /v1/pay with `token`, then the wait until every accepted payment completed. */
-    const payAndSettle = async (token: string | string[]) => {
-      const startedAt = Date.now();
-      const tokens = typeof token === "string" ? [token] : token;
-      const pay = await post(`${server.baseUrl}/v1/pay`, { authorization: `Bearer ${tokens[0]}` }, JSON.stringify({ recipient: RECIPIENT, amount_usd: AMOUNT_USD }), connections, duration, 201, tokens.length > 1 ? tokens : []);
-      const acceptedAt = Date.now();
-      log(`waiting for ${pay.ok} accepted payments to complete on-chain…`);
-      let open = Number.POSITIVE_INFINITY;
-      while (open > 0 && Date.now() - acceptedAt < settleTimeoutS * 1000) {
-        const r = await dbOf(ctx.ledger).selectFrom("payments").select((eb) => eb.fn.countAll<number>().as("n")).where("status", "in", ["pending", "processing"]).executeTakeFirstOrThrow();
-        open = Number(r.n);
-        if (open > 0) await new Promise((r) => setTimeout(r, 250));
-      }
-      return { pay, startedAt, acceptedAt, settledAt: Date.now(), open };
-    };
+    const payAndSettle = (token: string | string[]) =>
+      payAndSettleOn({ baseUrl: server.baseUrl, tokens: typeof token === "string" ? [token] : token, connections, duration, settleTimeoutS, ledger: ctx.ledger });
 
     log(`POST /v1/pay (usdc_transfer), ${connections} connections, ${duration} s…`);
     const { pay, startedAt, acceptedAt, settledAt, open } = await payAndSettle(server.token);
-    const completedBefore = Number((await dbOf(ctx.ledger).selectFrom("payments").select((eb) => eb.fn.countAll<number>().as("n")).where("status", "=", "completed").executeTakeFirstOrThrow()).n);
+    const completedBefore = await completedPayments(ctx.ledger);
 
     // The same with an agent's token under controls: a daily limit far above the run and an allow-list.
     const controlled = await issueToken(ctx, {
@@ -149,7 +135,7 @@ export async function run(args: string[]): Promise<void> {
     const settlement = server.server.settlement;
     const dispatch = settlement.dispatch;
     settlement.dispatch = () => {};
-    const acceptOnly = await post(`${server.baseUrl}/v1/pay`, { authorization: `Bearer ${server.token}` }, JSON.stringify({ recipient: RECIPIENT, amount_usd: AMOUNT_USD }), connections, Math.min(duration, 5), 201);
+    const acceptOnly = await post(`${server.baseUrl}/v1/pay`, { authorization: `Bearer ${server.token}` }, PAY_BODY, connections, Math.min(duration, 5), 201);
     settlement.dispatch = dispatch;
     const counts = await dbOf(ctx.ledger).selectFrom("payments").select(["status", (eb) => eb.fn.countAll<number>().as("n")]).groupBy("status").execute();
     const completed = completedBefore;

@@ -3,6 +3,8 @@
  * Seeds a project with 1,000,000 transactions, starts the real app over a real database, and
  * measures GET /v1/balance and GET /v1/transactions (offset 0, half way, last page) under load and
  * one request at a time. Targets: balance ≥ 0.5 × bare Fastify req/s; a transaction page p99 ≤ 5 ms.
+ * With `--behind nginx` (PostgreSQL): the balance and the first page on one `agentwallet serve` process, then
+ * through nginx in front of two, and their ratios (support/readBehindNginx.ts).
  */
 import { parseArgs } from "node:util";
 import type { Permission } from "@agentwallet/api";
@@ -12,6 +14,7 @@ import { createMetrics } from "../packages/server/src/http/metrics.ts";
 import { createToken } from "../packages/server/src/services/tokens.ts";
 import { BALANCE_SHAPED_BODY, type Cell, type LoadResult, type ProbeResult, UsageError, formatNumber, log, machine, printTable, probeLatency, runLoad, startBareFastify, verdict, writeResult } from "./lib.ts";
 import { type BenchDialect, createBenchContext } from "./support/benchContext.ts";
+import { readBehindNginx } from "./support/readBehindNginx.ts";
 import { readDiagnostics } from "./support/readDiagnostics.ts";
 import { seedTransactions } from "./support/seedTransactions.ts";
 import { dbOf } from "../packages/server/src/ledger/connection.ts";
@@ -36,7 +39,11 @@ const HELP = `npm run bench -- read [flags]
   --probe-seconds S      time budget for those sequential requests per endpoint (default 60)
   --log-level L          service log level; request logs go to /dev/null (default warn)
   --no-diagnostics       skip the diagnostic routes, the in-process breakdown and the query plans
-  --filters-only         measure only the filtered and cursor pages (skips the load runs)`;
+  --filters-only         measure only the filtered and cursor pages (skips the load runs)
+  --behind nginx         with --db postgres: GET /v1/balance and the first transaction page on one \`agentwallet serve\`
+                         process reached directly, then through nginx (deploy/nginx/agentwallet.conf, TLS, keep-alive)
+                         in front of two processes on the same database, on a local chain; prints proxy/direct per figure
+                         (no bare route, diagnostics or filtered pages)`;
 
 /**
  * A diagnostic scenario is measured and shown but is not a target of the issue. A `filter` scenario is a
@@ -59,6 +66,7 @@ const FLAGS = {
   "log-level": { type: "string", default: "warn" },
   "no-diagnostics": { type: "boolean", default: false },
   "filters-only": { type: "boolean", default: false },
+  behind: { type: "string" },
   help: { type: "boolean", default: false },
 } as const;
 
@@ -74,15 +82,20 @@ export async function run(args: string[]): Promise<void> {
   const samples = positiveInt("samples", values.samples, 10);
   const probeSeconds = positiveInt("probe-seconds", values["probe-seconds"], 1);
   const diagnose = !values["no-diagnostics"];
-  const settings = { dialect, rows, durationSeconds, warmupSeconds, connections, samples, probeSeconds, pageLimit: PAGE_LIMIT, logLevel: values["log-level"], rateLimitPerMinute: RATE_LIMIT_PER_MINUTE };
+  const behind = values.behind;
+  if (behind !== undefined && behind !== "nginx") throw new UsageError(`--behind takes nginx (got "${behind}")`);
+  if (behind && dialect !== "postgres") throw new UsageError("--behind nginx runs two server processes on one database: it needs --db postgres (a SQLite file serves one process)");
+  if (behind && values["filters-only"]) throw new UsageError("--behind nginx measures the balance and the first page, --filters-only the filtered pages: choose one");
+  const settings = { dialect, rows, durationSeconds, warmupSeconds, connections, samples, probeSeconds, pageLimit: PAGE_LIMIT, logLevel: values["log-level"], rateLimitPerMinute: RATE_LIMIT_PER_MINUTE, ...(behind ? { behind } : {}) };
 
   const host = machine();
   console.log(`read benchmark — ${dialect}, ${rows.toLocaleString("en-US")} transactions`);
+  if (behind) console.log("shape: one agentwallet serve process reached directly over http, then nginx with TLS in front of two (live mode, local chain)");
   console.log(`machine: ${host.cpus} × ${host.cpuModel}, ${host.memoryGiB} GiB, Node ${host.node}, ${host.os}; load average ${host.loadAverage1m} at start`);
   console.log("note: cores are shared with other work on this machine and with the load generator (a worker thread);");
   console.log("      compare figures within one run, not across runs.");
   console.log(`load: ${connections} connections, ${warmupSeconds} s warm-up + ${durationSeconds} s per endpoint; single-request latency: ${samples} sequential requests on 1 connection`);
-  console.log(`rate limiter: memory store, ${RATE_LIMIT_PER_MINUTE.toLocaleString("en-US")} requests/min per token (not throttled), a fresh token per measurement`);
+  console.log(`rate limiter: ${behind ? "each process's memory store" : "memory store"}, ${RATE_LIMIT_PER_MINUTE.toLocaleString("en-US")} requests/min per token (not throttled), a fresh token per measurement`);
   if (warmupSeconds + durationSeconds >= RATE_WINDOW_SECONDS) {
     console.log(`warning: ${warmupSeconds + durationSeconds} s of load per token exceeds the limiter's ${RATE_WINDOW_SECONDS} s window; its per-request cost will grow`);
   }
@@ -104,6 +117,10 @@ export async function run(args: string[]): Promise<void> {
       nextReport += rows / 4;
     });
     log(`seeded ${rows.toLocaleString("en-US")} rows in ${(seed.ms / 1000).toFixed(1)} s (${Math.round(seed.rowsPerSec).toLocaleString("en-US")} rows/s)`);
+    if (behind) {
+      const { logLevel, rateLimitPerMinute } = settings;
+      return await readBehindNginx(bench, { projectId: project.id, rows, pageLimit: PAGE_LIMIT, connections, durationSeconds, warmupSeconds, samples, probeSeconds, logLevel, rateLimitPerMinute, settings, host, seed, onStop: (stop) => cleanup.unshift(stop) });
+    }
 
     const app = createApp(bench.ctx, { metrics: createMetrics({ defaultMetrics: true }) });
     if (diagnose) {

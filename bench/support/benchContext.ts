@@ -22,7 +22,7 @@ import { Ledger } from "../../packages/server/src/ledger/store.ts";
 export type BenchDialect = "sqlite" | "postgres";
 
 // Not anvil's mnemonic: benchmark wallets must never coincide with the dev chain's funded accounts.
-const BENCH_MNEMONIC = "legal winner thank year wave sausage worth useful legal winner thank yellow";
+export const BENCH_MNEMONIC = "legal winner thank year wave sausage worth useful legal winner thank yellow";
 
 /** Used when neither --pg-url nor TEST_DATABASE_URL is given. */
 export const DEFAULT_POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/test";

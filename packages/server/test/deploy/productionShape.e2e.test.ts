@@ -9,10 +9,10 @@
  * reconcile is clean. Then the backup drill: pg_dump, restore into a new database, a server on it, and
  * verify-ledger, reconcile and the balance all agree.
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { type BridgeStandIn, type DevChain, type Facilitator, type Merchant, startBridgeStandIn, startDevChain, startFacilitator, startMerchantV2 } from "@agentwallet/devchain";
 import pg from "pg";
 import type { Address } from "viem";
@@ -20,13 +20,13 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { BASE_USDC_ADDRESS } from "../../src/config.ts";
 import { runCommand } from "../support/deployment.ts";
 import { freePort } from "../support/net.ts";
+import { requireNginx, shippedNginxSite, startNginx } from "../support/nginx.ts";
 import { poll } from "../support/poll.ts";
 import { type ServerProcess, spawnServer } from "../support/spawnServer.ts";
 import { CLIENT_ADDRESS, httpsClient, selfSignedCertificate, stopProcess } from "../support/tlsProxy.ts";
 import { startReceiver } from "../support/webhookReceiver.ts";
 
 const pgBase = process.env.TEST_DATABASE_URL;
-const root = resolve(import.meta.dirname, "../../../..");
 const MERCHANT_PAY_TO = "0x00000000000000000000000000000000000c0de1" as Address;
 const USDC_TO = "0x00000000000000000000000000000000000c0de2" as Address;
 const BANK = { name: "Ann Lee", account_number: "12345678", routing_number: "021000021" };
@@ -66,9 +66,8 @@ describe.runIf(pgBase)("the production shape: nginx with TLS, two servers, Postg
   };
 
   beforeAll(async () => {
-    if (!existsSync("/usr/sbin/nginx")) throw new Error("nginx is missing: apt-get install -y nginx (.ci/run installs it)");
+    requireNginx();
     dir = mkdtempSync(join(tmpdir(), "aw-shape-"));
-    chmodSync(dir, 0o755); // nginx's workers read the certificate and write their temporary files here
     dev = await startDevChain({ usdcAddress: BASE_USDC_ADDRESS });
     bridge = await startBridgeStandIn({ rpcUrl: dev.rpcUrl, chainId: dev.chainId, usdcAddress: dev.usdcAddress, stepMs: 100, tickMs: 100 });
     facilitator = await startFacilitator({ rpcUrl: dev.rpcUrl, privateKey: dev.accounts.facilitator.privateKey });
@@ -138,34 +137,10 @@ describe.runIf(pgBase)("the production shape: nginx with TLS, two servers, Postg
 
     // The proxy: the shipped file with this machine's ports and certificate, plus TLS in front of the merchant and
     // the webhook receiver (services inside the operator's network).
-    const shipped = readFileSync(join(root, "deploy/nginx/agentwallet.conf"), "utf8")
-      .replace("server 127.0.0.1:8787 ", `server 127.0.0.1:${portA} `)
-      .replace("server 127.0.0.1:8788 ", `server 127.0.0.1:${portB} `)
-      .replace("listen 443 ssl http2;", `listen 127.0.0.1:${proxyPort} ssl http2;`)
-      .replace("/etc/letsencrypt/live/wallet.example.com/fullchain.pem", cert)
-      .replace("/etc/letsencrypt/live/wallet.example.com/privkey.pem", key);
-    expect(shipped).toContain(`listen 127.0.0.1:${proxyPort} ssl`);
+    const shipped = shippedNginxSite({ listenPort: proxyPort, upstreamPorts: [portA, portB], cert, key });
     const tlsTo = (port: number, target: string) =>
       `server { listen 127.0.0.1:${port} ssl; ssl_certificate ${cert}; ssl_certificate_key ${key}; location / { proxy_pass ${target}; proxy_set_header Host $host; } }`;
-    for (const d of ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"]) mkdirSync(join(dir, "nginx", d), { recursive: true, mode: 0o777 });
-    writeFileSync(
-      join(dir, "nginx.conf"),
-      [
-        "worker_processes 1;",
-        `pid ${join(dir, "nginx.pid")};`,
-        `error_log ${join(dir, "nginx-error.log")} warn;`,
-        "events { worker_connections 256; }",
-        "http {",
-        "  access_log off;",
-        ...["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map((d) => `  ${d}_temp_path ${join(dir, "nginx", d)};`),
-        shipped,
-        `  ${tlsTo(merchantTls, merchant.url)}`,
-        `  ${tlsTo(receiverTls, receiver.url)}`,
-        "}",
-      ].join("\n"),
-    );
-    execFileSync("/usr/sbin/nginx", ["-t", "-p", dir, "-c", join(dir, "nginx.conf")], { stdio: "pipe" });
-    nginx = spawn("/usr/sbin/nginx", ["-p", dir, "-c", join(dir, "nginx.conf"), "-g", "daemon off;"], { stdio: "ignore" });
+    nginx = await startNginx({ dir, sites: [shipped, `  ${tlsTo(merchantTls, merchant.url)}`, `  ${tlsTo(receiverTls, receiver.url)}`], listenPorts: [proxyPort, merchantTls, receiverTls] });
 
     // Two replicas on one database.
     servers.push(...(await Promise.all([spawnServer(env, portA, 120_000), spawnServer(env, portB, 120_000)])));

@@ -13,9 +13,9 @@ import { Ledger } from "../../src/ledger/store.ts";
 import { newId, systemClock } from "../../src/ids.ts";
 import { createToken } from "../../src/services/tokens.ts";
 import { createTestDb, type TestDialect, type TestDb } from "./db.ts";
+import { TEST_MNEMONIC } from "./mnemonic.ts";
 
-// Not anvil's mnemonic: project wallets must never coincide with the dev chain's prefunded accounts.
-export const TEST_MNEMONIC = "legal winner thank year wave sausage worth useful legal winner thank yellow";
+export { TEST_MNEMONIC };
 
 export type TestContext = { ctx: AppContext; db: TestDb; logs: string[]; close(): Promise<void> };
 

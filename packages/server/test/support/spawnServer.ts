@@ -11,7 +11,7 @@ import { newId, systemClock } from "../../src/ids.ts";
 import { type OpenedDb, openDb } from "../../src/ledger/db.ts";
 import { migrateToLatest } from "../../src/ledger/migrations.ts";
 import { Ledger } from "../../src/ledger/store.ts";
-import { TEST_MNEMONIC } from "./context.ts";
+import { TEST_MNEMONIC } from "./mnemonic.ts";
 import { type TestDialect, createPgSchema } from "./db.ts";
 import { freePort } from "./net.ts";
 
