@@ -8,10 +8,9 @@ import { createLogger } from "../../src/deps.ts";
 import { createApp } from "../../src/http/app.ts";
 import { createMetrics } from "../../src/http/metrics.ts";
 import { createMemoryRateLimiter } from "../../src/http/rateLimit.ts";
-import { Ledger } from "../../src/ledger/store.ts";
 import { newId, systemClock } from "../../src/ids.ts";
 import { createToken } from "../../src/services/tokens.ts";
-import { createTestDb, type TestDialect, type TestDb } from "./db.ts";
+import { createTestDb, ledgerOn, type TestDialect, type TestDb } from "./db.ts";
 
 // Not anvil's mnemonic: project wallets must never coincide with the dev chain's prefunded accounts.
 export const TEST_MNEMONIC = "legal winner thank year wave sausage worth useful legal winner thank yellow";
@@ -31,7 +30,7 @@ export async function createTestContext(dialect: TestDialect, opts: { rateLimit?
   const rateLimiter = createMemoryRateLimiter(opts.rateLimit ?? 1_000_000);
   const ctx: AppContext = {
     config,
-    ledger: new Ledger(db.db, db.dialect, systemClock, newId),
+    ledger: ledgerOn(db),
     custody: createHdCustody(TEST_MNEMONIC),
     clock: systemClock,
     newId,
