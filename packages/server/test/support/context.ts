@@ -11,6 +11,7 @@ import { createMemoryRateLimiter } from "../../src/http/rateLimit.ts";
 import { newId, systemClock } from "../../src/ids.ts";
 import { createToken } from "../../src/services/tokens.ts";
 import { createTestDb, ledgerOn, type TestDialect, type TestDb } from "./db.ts";
+import { perFile } from "./perFile.ts";
 
 // Not anvil's mnemonic: project wallets must never coincide with the dev chain's prefunded accounts.
 export const TEST_MNEMONIC = "legal winner thank year wave sausage worth useful legal winner thank yellow";
@@ -54,6 +55,20 @@ export async function createTestContext(dialect: TestDialect, opts: { rateLimit?
 
 export function buildApp(ctx: AppContext) {
   return createApp(ctx, { metrics: createMetrics() });
+}
+
+/** A test context (`t`) and its app (`app`, `buildApp`) for the tests of one file or `describe` block: opened before them, closed after. */
+export function useTestApp(dialect: TestDialect, opts: Parameters<typeof createTestContext>[1] = {}): { t: TestContext; app: ReturnType<typeof buildApp> } {
+  return perFile(
+    async () => {
+      const t = await createTestContext(dialect, opts);
+      return { t, app: buildApp(t.ctx) };
+    },
+    async ({ t, app }) => {
+      await app.close();
+      await t.close();
+    },
+  );
 }
 
 export async function projectWithToken(ctx: AppContext, permissions: Permission[] = ["read", "pay", "x402"], opts: { expiresInMs?: number; plan?: "free" | "pro" | "business" } = {}) {
