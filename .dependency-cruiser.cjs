@@ -8,7 +8,8 @@
  *   http / workers / deposits / settlement
  *   server, settlementMain, cli, deps, context, sandbox, testing ← highest (wiring and entry points)
  *
- * Only ledger/ touches the database (no Kysely, ledger/db.ts or ledger/connection.ts elsewhere in the server).
+ * Only ledger/ touches the database (no Kysely, ledger/db.ts or ledger/connection.ts elsewhere in the server);
+ * its inspection port for tests, ledger/testing.ts, is imported by tests only.
  *
  * `npm test` runs `npm run lint:imports`, which fails on any violation: there is no list of tolerated ones.
  */
@@ -40,6 +41,13 @@ module.exports = {
       severity: "error",
       from: { path: src, pathNot: `${src}ledger/` },
       to: { path: `(^|/)node_modules/kysely/|${src}ledger/(db|connection)\\.ts$` },
+    },
+    {
+      name: "ledger-testing-is-for-tests",
+      comment: "ledger/testing.ts is the tests' inspection port (reads and writes past the ledger's operations): nothing in the server imports it",
+      severity: "error",
+      from: { path: src, pathNot: `${src}ledger/testing\\.ts$` },
+      to: { path: `${src}ledger/testing\\.ts$` },
     },
     {
       name: "payment-rows-stay-in-the-ledger",

@@ -5,29 +5,18 @@
  * `GET /v1/limits`; revoking the middle token from the page (asked first, naming the grandchild) refuses the
  * grandchild's next request; no serious or critical axe-core violation at 375 px or at desktop width.
  */
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type TestServer, startTestServer } from "../../server/src/testing/harness.ts";
+import { describe, expect, it } from "vitest";
 import { createAdminCredential } from "../../server/src/services/adminCredentials.ts";
 import { poll } from "../../server/test/support/poll.ts";
-import { expectAccessible, launchBrowser } from "./support/browser.ts";
+import { expectAccessible } from "./support/browser.ts";
+import { useServerAndBrowser } from "./support/serverAndBrowser.ts";
 import { usdText } from "../src/pages.ts";
 
 const RECIPIENT = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 /** Siblings beside the branch under test, so the page is read with dozens of tokens. */
 const SIBLINGS = 20;
 
-let server: TestServer;
-let browser: Browser;
-
-beforeAll(async () => {
-  [server, browser] = await Promise.all([startTestServer(), launchBrowser()]);
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const { server, browser } = useServerAndBrowser();
 
 async function api(method: "GET" | "POST", path: string, token: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(`${server.baseUrl}${path}`, {

@@ -2,23 +2,13 @@
  * The console in a real browser (Debian's Chromium via playwright-core) against a real sandbox server: real
  * SQLite, real local chain, real deposits.
  */
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type TestServer, startTestServer } from "../../server/src/testing/harness.ts";
-import { expectAccessible, launchBrowser, screenshot, seriousViolations } from "./support/browser.ts";
-import { dbOf } from "../../server/src/ledger/connection.ts";
+import type { BrowserContext, Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { expectAccessible, screenshot, seriousViolations } from "./support/browser.ts";
+import { useServerAndBrowser } from "./support/serverAndBrowser.ts";
+import { tableRows, transactionRows } from "../../server/src/ledger/testing.ts";
 
-let server: TestServer;
-let browser: Browser;
-
-beforeAll(async () => {
-  [server, browser] = await Promise.all([startTestServer({ x402Demo: true }), launchBrowser()]);
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const { server, browser } = useServerAndBrowser({ x402Demo: true });
 
 /** Session cookies by token: a token signs in through the form once, later contexts reuse its session (sign-ins are rate-limited). */
 const sessions = new Map<string, Awaited<ReturnType<BrowserContext["cookies"]>>>();
@@ -274,15 +264,7 @@ describe("console transactions at 10k rows", () => {
     await page.goto(`${server.baseUrl}/console/p/${project.id}/transactions`);
     // The list shows a payment's fee on its payment's row: its rows are the seeded ones that are not fees.
     const count = async (type?: string) =>
-      Number(
-        (await dbOf(ctx.ledger)
-          .selectFrom("transactions")
-          .select((eb) => eb.fn.countAll<number>().as("n"))
-          .where("project_id", "=", project.id)
-          .where("type", type ? "=" : "!=", type ?? "platform_fee")
-          .$if(type !== undefined, (q) => q.where("status", "=", "completed"))
-          .executeTakeFirstOrThrow()).n,
-      );
+      (await transactionRows(ctx.ledger, { projectId: project.id })).filter((r) => (type ? r.type === type && r.status === "completed" : r.type !== "platform_fee")).length;
     await expect(page.getByRole("status").textContent()).resolves.toBe(`1–50 of ${(await count()).toLocaleString("en-US")}`);
     const ids = async () => page.locator("tbody tr td:first-child a").evaluateAll((as) => as.map((a) => (a as HTMLAnchorElement).href.split("/").pop()!));
     const first = await ids();
@@ -630,7 +612,7 @@ describe("console one-time views", () => {
     expect(page.url()).toMatch(/\/agents\/created\/[A-Za-z0-9_-]+$/);
     expect(page.url()).not.toContain(token);
     // Nothing is kept once shown, and what was kept until then was never the token in the clear (below).
-    expect(await dbOf(server.server.ctx.ledger).selectFrom("console_one_time_views" as never).selectAll().execute()).toEqual([]);
+    expect(await tableRows(server.server.ctx.ledger, "console_one_time_views")).toEqual([]);
     await expect(page.locator("main").textContent()).resolves.not.toContain(token);
     await expectAccessible(page, "token-already-shown");
     await page.goBack();

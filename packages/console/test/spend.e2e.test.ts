@@ -4,25 +4,14 @@
  * agent, counterparty and rail are the payments' as the API shows them, and each agent's burn is its
  * `GET /v1/limits`. No serious or critical axe-core violation at 375 px or at desktop width.
  */
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { issueToken } from "../../server/src/services/tokens.ts";
-import { type TestServer, startTestServer } from "../../server/src/testing/harness.ts";
 import { poll } from "../../server/test/support/poll.ts";
 import { formatMicros } from "../src/format.ts";
-import { launchBrowser, screenshot, seriousViolations } from "./support/browser.ts";
+import { screenshot, seriousViolations } from "./support/browser.ts";
+import { useServerAndBrowser } from "./support/serverAndBrowser.ts";
 
-let server: TestServer;
-let browser: Browser;
-
-beforeAll(async () => {
-  [server, browser] = await Promise.all([startTestServer({ x402Demo: true }), launchBrowser()]);
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const { server, browser } = useServerAndBrowser({ x402Demo: true });
 
 const ADDRESS_A = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 const ADDRESS_B = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65";

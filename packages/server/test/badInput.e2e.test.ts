@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type TestServer, startTestServer } from "../src/testing/harness.ts";
 import { createPgSchema, dialects } from "./support/db.ts";
 import { poll } from "./support/poll.ts";
-import { dbOf } from "../src/ledger/connection.ts";
+import { countRows, tableRows } from "../src/ledger/testing.ts";
 
 const recipient: Address = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 const bank = { name: "Ann Lee", account_number: "12345678", routing_number: "021000021" };
@@ -47,7 +47,7 @@ describe.each(dialects)("bad input is refused and moves nothing (%s)", (dialect)
     return { status: res.status, json: (await res.json()) as { detail: string; code: string } & Record<string, unknown> };
   };
   const post = (path: string, body: unknown) => send(path, JSON.stringify(body));
-  const payments = async () => (await dbOf(s.server.ctx.ledger).selectFrom("payments").select(["id", "recipient", "description"]).execute()).length;
+  const payments = () => countRows(s.server.ctx.ledger, "payments");
   /** Runs `fn` and checks that no payment was recorded and the balance did not move. */
   const nothingMoves = async (fn: () => Promise<void>) => {
     const before = { n: await payments(), b: await s.server.ctx.ledger.balances.get(s.projectId) };
@@ -111,7 +111,7 @@ describe.each(dialects)("bad input is refused and moves nothing (%s)", (dialect)
     expect(targetHits).toBe(0);
     // Nothing anywhere in the database carries the token (or any of ours).
     for (const table of ["payments", "transactions", "kv"] as const) {
-      const rows = await dbOf(s.server.ctx.ledger).selectFrom(table).selectAll().execute();
+      const rows = await tableRows(s.server.ctx.ledger, table);
       expect(JSON.stringify(rows)).not.toMatch(/aw_(test|live)_/);
     }
     // The token in the Authorization header of the request itself is of course fine; a clean URL is paid as usual.
@@ -143,7 +143,7 @@ describe.each(dialects)("bad input is refused and moves nothing (%s)", (dialect)
     });
     expect(targetHits).toBe(before);
     for (const table of ["payments", "transactions", "kv", "idempotency_keys"] as const) {
-      const rows = await dbOf(s.server.ctx.ledger).selectFrom(table).selectAll().execute();
+      const rows = await tableRows(s.server.ctx.ledger, table);
       expect(JSON.stringify(rows)).not.toContain(other.slice(8));
     }
   });
@@ -156,7 +156,7 @@ describe.each(dialects)("bad input is refused and moves nothing (%s)", (dialect)
     expect(answer).not.toContain(leaked.slice(8));
     expect(answer).not.toContain(Buffer.from(leaked).toString("base64").slice(0, 20));
     expect(answer).toContain("kept");
-    const stored = JSON.stringify(await dbOf(s.server.ctx.ledger).selectFrom("idempotency_keys").selectAll().execute());
+    const stored = JSON.stringify(await tableRows(s.server.ctx.ledger, "idempotency_keys"));
     expect(stored).toContain("kept");
     expect(stored).not.toContain(leaked.slice(8));
     expect(stored).not.toMatch(/aw_(test|live)_/);

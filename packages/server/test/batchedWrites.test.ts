@@ -4,32 +4,21 @@
 // in the order asked: these tests start many at once and check every outcome, the balances, the
 // positions of the transactions and the journal.
 import fc from "fast-check";
-import type { CompiledQuery } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Ledger } from "../src/ledger/store.ts";
+import type { Ledger } from "../src/ledger/store.ts";
 import { type NewPayment } from "../src/ledger/payments.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
-import { newId, systemClock } from "../src/ids.ts";
-import { type OpenedDb, openDb } from "../src/ledger/db.ts";
-import { migrateToLatest } from "../src/ledger/migrations.ts";
-import { createPgSchema, createTestDb, dialects, type TestDb } from "./support/db.ts";
+import { newId } from "../src/ids.ts";
+import { createTestDb, dialects, ledgerOn, type TestDb } from "./support/db.ts";
 import { usdcPayment } from "./support/holds.ts";
-import { dbOf } from "../src/ledger/connection.ts";
+import { interceptQueries } from "../src/ledger/testing.ts";
 
 /**
  * The database of these tests. On PostgreSQL its sessions wait a minute before looking for a deadlock
  * (one second by default): a deadlock, which the batches' lock order must rule out, then outlasts the
  * test instead of being broken and hidden by the batch's retry of each write alone.
  */
-async function openTestDb(dialect: "sqlite" | "postgres"): Promise<Pick<TestDb, "db" | "dialect" | "drop">> {
-  if (dialect === "sqlite") return createTestDb(dialect);
-  const s = await createPgSchema();
-  const u = new URL(s.url);
-  u.searchParams.set("options", `${u.searchParams.get("options")} -c deadlock_timeout=60s`);
-  const opened: OpenedDb = openDb({ kind: "postgres", url: u.toString() });
-  await migrateToLatest(opened.db, "postgres");
-  return { db: opened.db, dialect: "postgres", drop: async () => (await opened.close(), await s.drop()) };
-}
+const openTestDb = (dialect: "sqlite" | "postgres") => createTestDb(dialect, { pgSettings: "-c deadlock_timeout=60s" });
 
 /** A hold of `totalMicros` in all: the fee is 1. */
 const holdOf = (projectId: string, totalMicros: number, key: string | null = null): NewPayment => usdcPayment(projectId, totalMicros - 1, 1, { idempotencyKey: key });
@@ -45,20 +34,19 @@ async function fundedProject(ledger: Ledger, micros: number): Promise<string> {
 /** The statements the ledger sends to the database, by their first words. */
 function countStatements(ledger: Ledger) {
   const seen: string[] = [];
-  const execute = dbOf(ledger).executeQuery.bind(dbOf(ledger));
-  dbOf(ledger).executeQuery = ((q: CompiledQuery) => {
+  const restore = interceptQueries(ledger, (q, send) => {
     seen.push(q.sql);
-    return execute(q);
-  }) as ReturnType<typeof dbOf>["executeQuery"];
-  return { seen, restore: () => void (dbOf(ledger).executeQuery = execute) };
+    return send(q);
+  });
+  return { seen, restore };
 }
 
 describe.each(dialects)("holds and resolutions asked for together, on %s", (dialect) => {
-  let db: Pick<TestDb, "db" | "dialect" | "drop">;
+  let db: TestDb;
   let ledger: Ledger;
   beforeAll(async () => {
     db = await openTestDb(dialect);
-    ledger = new Ledger(db.db, db.dialect, systemClock, newId);
+    ledger = ledgerOn(db);
   });
   afterAll(async () => db.drop());
 
@@ -191,23 +179,22 @@ describe("PostgreSQL: a batch that fails runs again hold by hold, resolution by 
   let ledger: Ledger;
   beforeAll(async () => {
     db = await createTestDb("postgres");
-    ledger = new Ledger(db.db, db.dialect, systemClock, newId);
+    ledger = ledgerOn(db);
   });
   afterAll(async () => db.drop());
 
   test("error: the batched statement fails → nothing of it happened, and each runs alone with its own outcome", async () => {
     const projectId = await fundedProject(ledger, 100);
-    const execute = dbOf(ledger).executeQuery.bind(dbOf(ledger));
     let failures = 0;
-    dbOf(ledger).executeQuery = ((q: CompiledQuery) => {
+    const restore = interceptQueries(ledger, (q, send) => {
       // Only the calls that carry several holds or resolutions fail; each one alone goes through.
       const batch = q.sql.includes("aw_hold_batch(") ? q.parameters[1] : q.sql.includes("aw_resolve_batch(") ? q.parameters[0] : undefined;
       if (typeof batch === "string" && (JSON.parse(batch) as unknown[]).length > 1) {
         failures++;
         return Promise.reject(new Error("connection reset"));
       }
-      return execute(q);
-    }) as ReturnType<typeof dbOf>["executeQuery"];
+      return send(q);
+    });
     try {
       const held = await Promise.all([60, 60, 30].map((t) => ledger.payments.hold(holdOf(projectId, t))));
       expect(held.map((r) => r.kind)).toEqual(["held", "insufficient", "held"]);
@@ -218,7 +205,7 @@ describe("PostgreSQL: a batch that fails runs again hold by hold, resolution by 
         [true, "completed"],
       ]);
     } finally {
-      dbOf(ledger).executeQuery = execute;
+      restore();
     }
     expect(failures).toBe(2);
     expect((await ledger.balances.get(projectId))!.available_micros).toBe(100 - 30);

@@ -3,9 +3,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { consoleBackend } from "../src/http/console.ts";
 import { createAdminCredential } from "../src/services/adminCredentials.ts";
-import { dbOf } from "../src/ledger/connection.ts";
 import { createTestContext, type TestContext } from "./support/context.ts";
 import { dialects } from "./support/db.ts";
+import { tableRows } from "../src/ledger/testing.ts";
 
 const KEY = new Uint8Array(32).fill(9);
 
@@ -26,7 +26,7 @@ describe.each(dialects)("console one-time views (%s)", (dialect) => {
     const shown = { token: { id: "tok_1", token: "aw_test_secretpart0123456789" }, snippet: "{}" };
 
     const viewId = await backend.keepOneTimeView(session(mine), project.id, "token", shown);
-    const rows = await dbOf(t.ctx.ledger).selectFrom("console_one_time_views").selectAll().execute();
+    const rows = await tableRows(t.ctx.ledger, "console_one_time_views");
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain("secretpart");
     expect(JSON.stringify(rows)).not.toContain(viewId);
@@ -44,7 +44,7 @@ describe.each(dialects)("console one-time views (%s)", (dialect) => {
     expect(await other.takeOneTimeView(session(mine), project.id, "webhook", second)).toEqual({ secret: "whsec_x" });
     const third = await backend.keepOneTimeView(session(mine), project.id, "token", shown);
     await t.ctx.ledger.consoleSessions.prune(new Date(Date.now() + 6 * 60_000).toISOString());
-    expect(await dbOf(t.ctx.ledger).selectFrom("console_one_time_views").selectAll().execute()).toEqual([]);
+    expect(await tableRows(t.ctx.ledger, "console_one_time_views")).toEqual([]);
     expect(await backend.takeOneTimeView(session(mine), project.id, "token", third)).toBeNull();
   });
 });

@@ -4,10 +4,10 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import { newId, systemClock } from "../src/ids.ts";
-import { Ledger } from "../src/ledger/store.ts";
+import type { Ledger } from "../src/ledger/store.ts";
 import { DeploymentMismatchError, claimDeployment } from "../src/services/deployment.ts";
 import { createToken } from "../src/services/tokens.ts";
-import { createTestDb, dialects, type TestDb } from "./support/db.ts";
+import { createTestDb, dialects, ledgerOn, type TestDb } from "./support/db.ts";
 
 const sandbox = loadConfig({ AGENTWALLET_DATA_DIR: "/nonexistent-test-dir" });
 const live = { ...sandbox, mode: "live" as const };
@@ -20,7 +20,7 @@ describe.each(dialects)("the deployment record on %s", (dialect) => {
   });
   async function ledgerWithTokens(modes: ("live" | "test")[]): Promise<Ledger> {
     db = await createTestDb(dialect);
-    const ledger = new Ledger(db.db, db.dialect, systemClock, newId);
+    const ledger = ledgerOn(db);
     const project = await ledger.projects.create({ name: "before the record", plan: "free" });
     for (const mode of modes) await createToken({ ledger, clock: systemClock, newId }, { projectId: project.id, permissions: ["read"], mode });
     return ledger;

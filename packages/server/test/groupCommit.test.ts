@@ -5,13 +5,12 @@ import SQLite from "better-sqlite3";
 import { CompiledQuery } from "kysely";
 import { afterEach, describe, expect, test } from "vitest";
 import { createGroupCommit } from "../src/ledger/groupCommit.ts";
-import { Ledger } from "../src/ledger/store.ts";
 import { type NewPayment } from "../src/ledger/payments.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { newId, systemClock } from "../src/ids.ts";
 import { createToken } from "../src/services/tokens.ts";
 import { hashToken } from "../src/tokens.ts";
-import { createTestDb, dialects, openWalTable, type TestDb } from "./support/db.ts";
+import { createTestDb, dialects, ledgerOn, openWalTable, type TestDb } from "./support/db.ts";
 import { usdcPayment } from "./support/holds.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -157,7 +156,7 @@ describe("group commit", () => {
 test("behavior: the token lookup never reads the uncommitted rows of a transaction open across an await", async () => {
   const db = await createTestDb("sqlite");
   cleanups.push(() => db.drop());
-  const ledger = new Ledger(db.db, db.dialect, systemClock, newId);
+  const ledger = ledgerOn(db);
   const project = await ledger.projects.create({ name: "p", plan: "free" });
   const { token } = await createToken({ ledger, clock: systemClock, newId }, { projectId: project.id, permissions: ["read"], mode: "test" });
   let release!: () => void;
@@ -181,7 +180,7 @@ describe.each(dialects)("concurrent holds on %s", (dialect) => {
     usdcPayment(projectId, 1_000_000, 20_000, { idempotencyKey: key, railState: { stage: "held" }, inFlightUntil: new Date(Date.now() + 60_000).toISOString() });
 
   async function fundedProject(db: TestDb, micros: number) {
-    const ledger = new Ledger(db.db, db.dialect, systemClock, newId);
+    const ledger = ledgerOn(db);
     const project = await ledger.projects.create({ name: "p", plan: "free" });
     await ledger.projects.setWalletAddress(project.id, "0x00000000000000000000000000000000000000a1");
     await ledger.deposits.recordSeen({ chain: "base", txHash: `0x${"1".repeat(64)}`, logIndex: 0, projectId: project.id, toAddress: "0x00000000000000000000000000000000000000a1", fromAddress: "0x00000000000000000000000000000000000000b2", amountMicros: micros, blockNumber: 1, blockHash: `0x${"2".repeat(64)}` });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createTestContext, type TestContext } from "./support/context.ts";
 import { dialects } from "./support/db.ts";
-import { dbOf } from "../src/ledger/connection.ts";
+import { insertReceivedWebhooks } from "../src/ledger/testing.ts";
 
 describe.each(dialects)("webhook ids are forgotten once past any replay window (%s)", (dialect) => {
   let t: TestContext;
@@ -12,7 +12,7 @@ describe.each(dialects)("webhook ids are forgotten once past any replay window (
 
   test("ids older than the cut-off go, in bounded batches; recent ones still refuse a replay", async () => {
     // Five deliveries from long ago, as their rows would be.
-    await dbOf(t.ctx.ledger).insertInto("webhook_events").values(Array.from({ length: 5 }, (_, i) => ({ id: `msg_old_${i}`, source: "deposits", received_at: "2026-01-01T00:00:00.000Z" }))).execute();
+    await insertReceivedWebhooks(t.ctx.ledger, Array.from({ length: 5 }, (_, i) => ({ id: `msg_old_${i}`, source: "deposits", received_at: "2026-01-01T00:00:00.000Z" })));
     expect(await t.ctx.ledger.receivedWebhooks.remember("msg_new", "deposits")).toBe(true);
     const cutoff = new Date(Date.now() - 24 * 3_600_000).toISOString();
     expect(await t.ctx.ledger.receivedWebhooks.prune(cutoff, 3)).toBe(3);

@@ -1,9 +1,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Ledger } from "../src/ledger/store.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
-import { newId, systemClock } from "../src/ids.ts";
-import { createTestDb, dialects, type TestDb } from "./support/db.ts";
+import { createTestDb, dialects, ledgerOn, type TestDb } from "./support/db.ts";
 
 type Op =
   | { kind: "deposit"; project: number; amount: number; confirm: "credit" | "drop" | "leave" }
@@ -30,7 +28,7 @@ describe.each(dialects)("journal invariants under random operations on %s", (dia
     await fc.assert(
       fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 25 }), async (ops) => {
         run++;
-        const ledger = new Ledger(db.db, db.dialect, systemClock, newId);
+        const ledger = ledgerOn(db);
         const projects = [];
         for (let i = 0; i < 3; i++) projects.push((await ledger.projects.create({ name: `r${run}-${i}`, plan: "free" })).id);
         const payments: string[] = [];

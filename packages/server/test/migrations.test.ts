@@ -4,10 +4,8 @@ import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { openDb } from "../src/ledger/db.ts";
 import { migrateToLatest } from "../src/ledger/migrations.ts";
-import { Ledger } from "../src/ledger/store.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
-import { newId, systemClock } from "../src/ids.ts";
-import { createPgSchema, dialects } from "./support/db.ts";
+import { createPgSchema, dialects, ledgerOn } from "./support/db.ts";
 
 describe.each(dialects)("migration 0002 on a database with history (%s)", (dialect) => {
   const cleanups: (() => Promise<void>)[] = [];
@@ -43,7 +41,7 @@ describe.each(dialects)("migration 0002 on a database with history (%s)", (diale
     expect(await migrateToLatest(opened.db, opened.dialect, "0002_transaction_positions")).toEqual(["0002_transaction_positions"]);
     // The ledger of today reads the schema of today: the later migrations add what it selects.
     await migrateToLatest(opened.db, opened.dialect);
-    const ledger = new Ledger(opened.db, opened.dialect, systemClock, newId);
+    const ledger = ledgerOn(opened);
     for (const p of projects) {
       const all = await ledger.balances.listTransactions(p, 50, 0);
       expect(all.rows.map((r) => r.amount)).toEqual([5, 4, 3, 1, 1]);

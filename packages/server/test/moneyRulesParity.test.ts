@@ -6,12 +6,12 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import type { HoldControls, SpendingControls } from "../src/domain/spending.ts";
-import { Ledger } from "../src/ledger/store.ts";
+import type { Ledger } from "../src/ledger/store.ts";
 import { type HoldResult } from "../src/ledger/payments.ts";
-import { newId, systemClock } from "../src/ids.ts";
-import { createTestDb, type TestDb } from "./support/db.ts";
+import { newId } from "../src/ids.ts";
+import { createTestDb, ledgerOn, type TestDb } from "./support/db.ts";
 import { usdcPayment } from "./support/holds.ts";
-import { dbOf } from "../src/ledger/connection.ts";
+import { balanceRows, journalTotals, paymentRows, spendWindows, transactionRows } from "../src/ledger/testing.ts";
 
 const USD = 1_000_000;
 const RECIPIENTS = ["0x90F79bf6EB2c4f870365E785982E1f101E93b906", "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65"];
@@ -106,35 +106,17 @@ async function play(ledger: Ledger, run: string, ops: Op[], tokenControls: Contr
 }
 
 async function snapshot(ledger: Ledger, projects: string[], tokens: string[]): Promise<unknown> {
-  const db = dbOf(ledger);
   const rename = (text: string) => projects.reduce((t, p, i) => t.replaceAll(p, `P${i}`), tokens.reduce((t, k, i) => t.replaceAll(k, `T${i}`), text));
-  const balances = await db.selectFrom("balances").select(["project_id", "available_micros", "held_micros"]).where("project_id", "in", projects).orderBy("project_id").execute();
-  const payments = await db
-    .selectFrom("payments")
-    .select(["project_id", "status", "amount_micros", "fee_micros", "idempotency_key", "approval", "failure_code", "spend_windows"])
-    .where("project_id", "in", projects)
-    .orderBy("id")
-    .execute();
-  const transactions = await db
-    .selectFrom("transactions")
-    .select(["project_id", "type", "status", "amount", "currency", "pos"])
-    .where("project_id", "in", projects)
-    .orderBy("project_id")
-    .orderBy("pos")
-    .execute();
-  const journal = await db
-    .selectFrom("journal_entries")
-    .select(["account", (eb) => eb.fn.sum<number>("amount_micros").as("sum"), (eb) => eb.fn.countAll<number>().as("n")])
-    .where((eb) => eb.or(projects.map((p) => eb("account", "like", `%${p}%`))))
-    .groupBy("account")
-    .orderBy("account")
-    .execute();
-  const windows = await db.selectFrom("spend_windows").selectAll().where("scope_id", "in", [...projects, ...tokens]).execute();
+  const balances = await balanceRows(ledger, projects);
+  const payments = await paymentRows(ledger, { projectId: projects });
+  const transactions = await transactionRows(ledger, { projectId: projects });
+  const journal = await journalTotals(ledger, projects);
+  const windows = await spendWindows(ledger, [...projects, ...tokens]);
   const state = {
-    balances: balances.map((b) => ({ ...b, available_micros: Number(b.available_micros), held_micros: Number(b.held_micros) })),
-    payments: payments.map((p) => ({ ...p, amount_micros: Number(p.amount_micros), fee_micros: Number(p.fee_micros) })),
-    transactions: transactions.map((t) => ({ ...t, amount: Number(t.amount), pos: Number(t.pos) })),
-    journal: journal.map((j) => ({ account: j.account, sum: Number(j.sum), n: Number(j.n) })),
+    balances: balances.map((b) => ({ project_id: b.project_id, available_micros: Number(b.available_micros), held_micros: Number(b.held_micros) })),
+    payments: payments.map((p) => ({ project_id: p.project_id, status: p.status, amount_micros: Number(p.amount_micros), fee_micros: Number(p.fee_micros), idempotency_key: p.idempotency_key, approval: p.approval, failure_code: p.failure_code, spend_windows: p.spend_windows })),
+    transactions: transactions.map((t) => ({ project_id: t.project_id, type: t.type, status: t.status, amount: Number(t.amount), currency: t.currency, pos: Number(t.pos) })),
+    journal,
     windows: windows.map((w) => ({ ...w, spent_micros: Number(w.spent_micros) })),
   };
   // Each list as a sorted multiset: ids made in the same millisecond sort by their random part.
@@ -159,8 +141,8 @@ test("property: the TypeScript and the PL/pgSQL money rules answer and book ever
       // Funded first on both sides, so most payments are judged by the controls and not refused for the balance.
       const funded: Op[] = [{ kind: "deposit", project: 0, amount: 40 * USD }, { kind: "deposit", project: 1, amount: 40 * USD }, ...ops];
       const [a, b] = await Promise.all([
-        play(new Ledger(sqlite.db, sqlite.dialect, systemClock, newId), `s${run}`, funded, tokenControls, projectControls),
-        play(new Ledger(postgres.db, postgres.dialect, systemClock, newId), `p${run}`, funded, tokenControls, projectControls),
+        play(ledgerOn(sqlite), `s${run}`, funded, tokenControls, projectControls),
+        play(ledgerOn(postgres), `p${run}`, funded, tokenControls, projectControls),
       ]);
       expect(b.answers).toEqual(a.answers);
       expect(b.state).toEqual(a.state);

@@ -6,11 +6,11 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { newId } from "../src/ids.ts";
 import { migrateToLatest } from "../src/ledger/migrations.ts";
-import { Ledger } from "../src/ledger/store.ts";
+import type { Ledger } from "../src/ledger/store.ts";
 import type { SpendingControls } from "../src/domain/spending.ts";
 import { spendReport } from "../src/services/console/spend.ts";
 import { getTokenLimits } from "../src/services/spendingControls.ts";
-import { createTestDb, dialects, type TestDb } from "./support/db.ts";
+import { createTestDb, dialects, ledgerOn, type TestDb } from "./support/db.ts";
 import { usdcPayment } from "./support/holds.ts";
 
 const ADDRESS = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
@@ -54,7 +54,7 @@ describe.each(dialects)("spend day counters on %s", (dialect) => {
   const ctx = () => ({ ledger, clock: () => new Date(), config: { spending: { approvalTimeoutMs: 60_000 } } }) as unknown as Parameters<typeof spendReport>[0];
   beforeAll(async () => {
     db = await createTestDb(dialect);
-    ledger = new Ledger(db.db, db.dialect, () => new Date(), newId);
+    ledger = ledgerOn(db, () => new Date());
     projectId = (await ledger.projects.create({ name: "spend", plan: "free" })).id;
     await db.db.updateTable("balances").set({ available_micros: 10_000_000_000 }).where("project_id", "=", projectId).execute();
   });
@@ -119,7 +119,7 @@ describe.each(dialects)("migration 0032 on a %s database with payments", (dialec
       if (dialect === "postgres") for (const t of ["insert", "update", "delete"]) await sql.raw(`drop function spend_days_note_${t}() cascade`).execute(opened.db);
       if (dialect === "postgres") await sql.raw("drop function spend_days_apply() cascade").execute(opened.db);
       await opened.db.deleteFrom("kysely_migration" as never).where("name" as never, "=", "0032_spend_days" as never).execute();
-      const ledger = new Ledger(opened.db, dialect, () => new Date(), newId);
+      const ledger = ledgerOn(opened, () => new Date());
       const projectId = (await ledger.projects.create({ name: "m", plan: "free" })).id;
       await opened.db.updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", projectId).execute();
       const held = await Promise.all([1, 2, 3].map((i) => ledger.payments.hold(usdcPayment(projectId, i * 1_000_000, 100))));

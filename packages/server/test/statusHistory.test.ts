@@ -3,12 +3,12 @@
 // whether or not the project has a webhook endpoint.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { consoleBackend } from "../src/http/console.ts";
-import { dbOf } from "../src/ledger/connection.ts";
 import { newId } from "../src/ids.ts";
 import { createWebhookEndpoint } from "../src/services/webhooks/endpoints.ts";
 import { createTestContext, type TestContext } from "./support/context.ts";
 import { dialects } from "./support/db.ts";
 import { usdcPayment } from "./support/holds.ts";
+import { depositRows, webhookEvents } from "../src/ledger/testing.ts";
 
 const KEY = new Uint8Array(32).fill(5);
 
@@ -28,7 +28,7 @@ describe.each(dialects)("console status history (%s)", (dialect) => {
     await ledger.deposits.credit(key);
     return p.id;
   }
-  const events = (projectId: string, objectId: string) => dbOf(t.ctx.ledger).selectFrom("webhook_outbox").select(["type", "status"]).where("project_id", "=", projectId).where("object_id", "=", objectId).orderBy("seq").execute();
+  const events = (projectId: string, objectId: string) => webhookEvents(t.ctx.ledger, { projectId, objectId });
   const reported = async (projectId: string, objectId: string) => (await events(projectId, objectId)).map((e) => e.status);
 
   test("behavior: a reversed payment's history is pending, processing, completed, reversed, as its webhooks report, with or without an endpoint", async () => {
@@ -55,7 +55,7 @@ describe.each(dialects)("console status history (%s)", (dialect) => {
       if (withEndpoint) expect(await reported(projectId, b.payment.id)).toEqual(failed.map((h) => h.status));
 
       // A deposit: seen (its transaction pending), then credited (completed), as deposit.pending and deposit.credited report.
-      const deposit = (await dbOf(ledger).selectFrom("deposits").select("txn_id").where("project_id", "=", projectId).executeTakeFirstOrThrow()).txn_id!;
+      const deposit = (await depositRows(ledger, { projectId }))[0]!.txn_id!;
       const credited = await backend.transactionHistory(projectId, deposit);
       expect(credited.map((h) => [h.status, h.text])).toEqual([["pending", expect.stringMatching(/^Deposit seen/)], ["completed", "Deposit confirmed on-chain and credited"]]);
       if (withEndpoint) expect((await events(projectId, deposit)).map((e) => e.type)).toEqual(["deposit.pending", "deposit.credited"]);

@@ -3,11 +3,10 @@
 // arrives is seen by that request. On a real SQLite file and PostgreSQL.
 import type { KyselyPlugin } from "kysely";
 import { afterEach, describe, expect, test } from "vitest";
-import { Ledger } from "../src/ledger/store.ts";
 import { newId, systemClock } from "../src/ids.ts";
 import { createToken } from "../src/services/tokens.ts";
 import { hashToken } from "../src/tokens.ts";
-import { createTestDb, dialects } from "./support/db.ts";
+import { createTestDb, dialects, ledgerOn } from "./support/db.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -21,7 +20,7 @@ describe.each(dialects)("token lookups on %s", (dialect) => {
     let statements = 0;
     // Counts the statements run through this Kysely instance (a plugin sees every result).
     const counter: KyselyPlugin = { transformQuery: (a) => a.node, transformResult: async (a) => (statements++, a.result) };
-    const ledger = new Ledger(db.db.withPlugin(counter), db.dialect, systemClock, newId);
+    const ledger = ledgerOn({ db: db.db.withPlugin(counter), dialect: db.dialect });
     const deps = { ledger, clock: systemClock, newId };
     const project = await ledger.projects.create({ name: "p", plan: "free" });
     const other = await ledger.projects.create({ name: "q", plan: "pro" });

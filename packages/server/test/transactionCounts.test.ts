@@ -6,12 +6,10 @@ import fc from "fast-check";
 import { sql } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { newId, systemClock } from "../src/ids.ts";
 import { migrateToLatest } from "../src/ledger/migrations.ts";
 import { openDb } from "../src/ledger/db.ts";
-import { Ledger } from "../src/ledger/store.ts";
 import type { TransactionFilter } from "../src/ledger/transactionReads.ts";
-import { createPgSchema, createTestDb, dialects, type TestDb } from "./support/db.ts";
+import { createPgSchema, createTestDb, dialects, ledgerOn, type TestDb } from "./support/db.ts";
 
 type Op =
   | { kind: "deposit"; project: number; amount: number }
@@ -50,7 +48,7 @@ describe.each(dialects)("transaction counters under concurrent writes on %s", (d
     await fc.assert(
       fc.asyncProperty(fc.array(fc.array(opArb, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 5 }), async (rounds) => {
         run++;
-        const ledger = new Ledger(db.db, db.dialect, systemClock, newId);
+        const ledger = ledgerOn(db);
         const projects: string[] = [];
         for (let i = 0; i < 3; i++) projects.push((await ledger.projects.create({ name: `c${run}-${i}`, plan: "free" })).id);
         const payments: string[] = [];

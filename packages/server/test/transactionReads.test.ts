@@ -2,14 +2,12 @@
 // the same generated history, on both databases.
 import { ErrorBody, TransactionDetail, TransactionList, TransactionStatus, TransactionType, buildOpenApiDocument, createWalletClient } from "@agentwallet/api";
 import fc from "fast-check";
-import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { newId } from "../src/ids.ts";
-import { verifyLedger } from "../src/ledger/verify.ts";
 import type { NewPayment } from "../src/ledger/payments.ts";
 import { buildApp, createTestContext, projectWithToken, type TestContext } from "./support/context.ts";
 import { dialects } from "./support/db.ts";
-import { dbOf } from "../src/ledger/connection.ts";
+import { insertTransactions, setTransactionCount, setTransactionStatus, shiftTransactionCount } from "../src/ledger/testing.ts";
 
 const TYPES = TransactionType.options;
 const STATUSES = TransactionStatus.options;
@@ -95,27 +93,21 @@ describe.each(dialects)("transaction reads on %s", (dialect) => {
     a = await projectWithToken(t.ctx);
     b = await projectWithToken(t.ctx);
     const h = generateHistory(dialect === "sqlite" ? 17 : 18);
-    const db = dbOf(t.ctx.ledger);
+    const ledger = t.ctx.ledger;
     for (let i = 0; i < h.rows.length; i += 100) {
-      await db
-        .insertInto("transactions")
-        .values(h.rows.slice(i, i + 100).map((r) => ({ id: r.id, project_id: a.project.id, payment_id: null, type: r.type, status: r.status, amount: r.pos, currency: "usdc" as const, description: null, merchant_name: null, created_at: r.created_at, completed_at: null, pos: r.pos })))
-        .execute();
+      await insertTransactions(ledger, h.rows.slice(i, i + 100).map((r) => ({ id: r.id, project_id: a.project.id, payment_id: null, type: r.type, status: r.status, amount: r.pos, currency: "usdc" as const, description: null, merchant_name: null, created_at: r.created_at, completed_at: null, pos: r.pos })));
     }
     // Status changes after the rows were recorded, as payments move on.
     for (const [i, status] of h.statusChanges) {
-      await db.updateTable("transactions").set({ status }).where("id", "=", h.rows[i]!.id).execute();
+      await setTransactionStatus(ledger, h.rows[i]!.id, status);
       h.rows[i]!.status = status;
     }
-    await db.updateTable("balances").set({ tx_count: h.rows.length }).where("project_id", "=", a.project.id).execute();
+    await setTransactionCount(ledger, a.project.id, h.rows.length);
     history = h.rows;
     // Project B has rows in the same days: nothing of them may show in A's answers.
     const other = generateHistory(99).rows.slice(0, 50);
-    await db
-      .insertInto("transactions")
-      .values(other.map((r) => ({ id: r.id, project_id: b.project.id, payment_id: null, type: r.type, status: r.status, amount: r.pos, currency: "usdc" as const, description: null, merchant_name: null, created_at: r.created_at, completed_at: null, pos: r.pos })))
-      .execute();
-    await db.updateTable("balances").set({ tx_count: other.length }).where("project_id", "=", b.project.id).execute();
+    await insertTransactions(ledger, other.map((r) => ({ id: r.id, project_id: b.project.id, payment_id: null, type: r.type, status: r.status, amount: r.pos, currency: "usdc" as const, description: null, merchant_name: null, created_at: r.created_at, completed_at: null, pos: r.pos })));
+    await setTransactionCount(ledger, b.project.id, other.length);
   });
   afterAll(async () => {
     await app.close();
@@ -221,12 +213,13 @@ describe.each(dialects)("transaction reads on %s", (dialect) => {
   });
 
   test("behavior: verify-ledger finds the kept counts equal to the rows, and names a count that is not", async () => {
-    const counted = async () => (await verifyLedger(dbOf(t.ctx.ledger))).problems.filter((p) => p.check === "transaction_counts_match");
+    const counted = async () => (await t.ctx.ledger.verify()).problems.filter((p) => p.check === "transaction_counts_match");
     expect(await counted()).toEqual([]);
     if (dialect !== "sqlite") return;
-    await sql`update transaction_counts set n = n + 1 where project_id = ${a.project.id} and day = ${history[0]!.created_at.slice(0, 10)} and type = ${history[0]!.type} and status = ${history[0]!.status}`.execute(dbOf(t.ctx.ledger));
+    const key = { projectId: a.project.id, day: history[0]!.created_at.slice(0, 10), type: history[0]!.type, status: history[0]!.status };
+    await shiftTransactionCount(t.ctx.ledger, key, 1);
     expect(await counted()).toEqual([expect.objectContaining({ detail: expect.stringContaining(a.project.id) })]);
-    await sql`update transaction_counts set n = n - 1 where project_id = ${a.project.id} and day = ${history[0]!.created_at.slice(0, 10)} and type = ${history[0]!.type} and status = ${history[0]!.status}`.execute(dbOf(t.ctx.ledger));
+    await shiftTransactionCount(t.ctx.ledger, key, -1);
   });
 
   test("behavior: a filtered offset up to 1000 and an unfiltered deep offset still work", async () => {

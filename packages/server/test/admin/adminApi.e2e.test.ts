@@ -6,13 +6,12 @@ import { createHash } from "node:crypto";
 import { AdminProject, AdminProjectList, AdminTokenList, ApprovalDecision, CreatedAdminToken, AdminToken, Limits, PendingApprovalList, RefusalList } from "@agentwallet/api";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { parseControls } from "../../src/domain/spending.ts";
-import { verifyLedger } from "../../src/ledger/verify.ts";
 import { consoleBackend } from "../../src/http/console.ts";
 import { createAdminCredential, revokeAdminCredential } from "../../src/services/adminCredentials.ts";
 import { buildApp, createTestContext, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { tableRows } from "../../src/ledger/testing.ts";
 
 const USD = 1_000_000;
 const PAYEE = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
@@ -40,7 +39,7 @@ describe.each(dialects)("admin API (%s)", (dialect) => {
   test("behavior: the credential is aw_admin_…, shown once and stored only as its SHA-256", async () => {
     expect(admin.credential).toMatch(/^aw_admin_[0-9A-Za-z]{38}$/);
     expect(admin).toMatchObject({ id: expect.stringMatching(/^adm_/), name: "ops laptop", display_prefix: admin.credential.slice(0, 13), state: "active" });
-    const rows = await dbOf(t.ctx.ledger).selectFrom("admin_credentials").selectAll().execute();
+    const rows = await tableRows(t.ctx.ledger, "admin_credentials");
     expect(rows.map((r) => r.credential_hash)).toContain(createHash("sha256").update(admin.credential).digest("hex"));
     expect(JSON.stringify(rows)).not.toContain(admin.credential.slice(13));
   });
@@ -116,7 +115,7 @@ describe.each(dialects)("admin API (%s)", (dialect) => {
     expect(PendingApprovalList.parse((await call("GET", `/v1/admin/payments/pending?project_id=${project.id}`, admin.credential)).body).data).toEqual([]);
     // Denied: credited back; only the approved one (60 + 1 fee) is still held.
     expect(Number((await t.ctx.ledger.balances.get(project.id))!.available_micros)).toBe(1_000 * USD - 61 * USD);
-    expect((await verifyLedger(dbOf(t.ctx.ledger))).problems).toEqual([]);
+    expect((await t.ctx.ledger.verify()).problems).toEqual([]);
 
     const refusals = RefusalList.parse((await call("GET", `/v1/admin/refusals?project_id=${project.id}&limit=10`, admin.credential)).body).data;
     expect(refusals.map((r) => [r.code, r.token_id, r.amount_usd])).toEqual([["spending_limit_exceeded", token.id, 150]]);

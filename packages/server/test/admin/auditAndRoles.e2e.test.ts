@@ -7,10 +7,10 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { parseControls } from "../../src/domain/spending.ts";
 import { createAdminCredential, revokeAdminCredential } from "../../src/services/adminCredentials.ts";
 import { listAudit, pruneAudit } from "../../src/services/audit.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
 import { buildApp, createTestContext, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { fundedProject, usdcPayment } from "../support/holds.ts";
+import { disableWebhookEndpoint, rewriteAuditActor } from "../../src/ledger/testing.ts";
 
 const USD = 1_000_000;
 const PAYEE = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
@@ -116,7 +116,7 @@ describe.each(dialects)("admin roles and the audit log (%s)", (dialect) => {
     const hookRes = await call("POST", `/v1/admin/projects/${project.id}/webhooks`, a, { url: "http://127.0.0.1:9/hook", events: ["payment.completed"] });
     expect(hookRes.status, JSON.stringify(hookRes.body)).toBe(201);
     const hook = hookRes.body as { id: string; secret: string };
-    await dbOf(t.ctx.ledger).updateTable("webhook_endpoints").set({ disabled_at: "2026-01-01T00:00:00.000Z", disabled_reason: "failing" }).where("id", "=", hook.id).execute();
+    await disableWebhookEndpoint(t.ctx.ledger, hook.id, "2026-01-01T00:00:00.000Z", "failing");
     await call("POST", `/v1/admin/webhooks/${hook.id}/enable`, a);
     await call("DELETE", `/v1/admin/webhooks/${hook.id}`, a);
     expect(await entryOf("webhook.created", hook.id)).toMatchObject([{ actor: admin, before: null, after: { url: "http://127.0.0.1:9/hook", events: ["payment.completed"] } }]);
@@ -149,7 +149,7 @@ describe.each(dialects)("admin roles and the audit log (%s)", (dialect) => {
 
   test("error: no interface can change an entry: the database refuses an UPDATE", async () => {
     const [entry] = (await listAudit(t.ctx, { limit: 1 })).data;
-    await expect(dbOf(t.ctx.ledger).updateTable("audit_log").set({ actor_name: "someone else" }).where("seq", "=", entry!.seq).execute()).rejects.toThrow(/never changed/);
+    await expect(rewriteAuditActor(t.ctx.ledger, entry!.seq, "someone else")).rejects.toThrow(/never changed/);
     expect((await listAudit(t.ctx, { limit: 1 })).data[0]!.actor.name).toBe(entry!.actor.name);
   });
 

@@ -3,12 +3,11 @@ import pino from "pino";
 import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createDepositWatcher } from "../../src/deposits/watcher.ts";
-import { verifyLedger } from "../../src/ledger/verify.ts";
 import { getDepositAddress } from "../../src/services/getDepositAddress.ts";
 import { buildApp, createTestContext, projectWithToken, type TestContext } from "../support/context.ts";
 import { startTestChain, type TestChain } from "../support/chain.ts";
 import { dialects } from "../support/db.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { depositRows } from "../../src/ledger/testing.ts";
 
 const CONFIRMATIONS = 2;
 const silent = pino({ level: "silent" });
@@ -48,7 +47,7 @@ describe.each(dialects)("deposit watcher on anvil (%s)", (dialect) => {
     expect(list.transactions).toHaveLength(1);
     expect(list.transactions[0]).toMatchObject({ type: "usdc_fund", status: "completed", amount: 12_345_678, currency: "usdc" });
     expect(list.transactions[0]!.completed_at).not.toBeNull();
-    const row = await dbOf(t.ctx.ledger).selectFrom("deposits").selectAll().where("tx_hash", "=", hash).executeTakeFirstOrThrow();
+    const row = (await depositRows(t.ctx.ledger, { txHash: hash }))[0]!;
     expect(row.status).toBe("credited");
     await app.close();
   });
@@ -87,9 +86,9 @@ describe.each(dialects)("deposit watcher on anvil (%s)", (dialect) => {
       expect(b.pending_micros).toBe(0);
       expect(BigInt(b.available_micros)).toBe(await chain.client.usdcBalance(addresses[k]!));
     }
-    const credited = await dbOf(t.ctx.ledger).selectFrom("deposits").select((eb) => eb.fn.countAll<number>().as("n")).where("status", "=", "credited").where("project_id", "in", projects.map((p) => p.project.id)).executeTakeFirstOrThrow();
-    expect(Number(credited.n)).toBe(50);
-    expect((await verifyLedger(dbOf(t.ctx.ledger))).problems).toEqual([]);
+    const credited = await depositRows(t.ctx.ledger, { status: "credited", projectId: projects.map((p) => p.project.id) });
+    expect(credited.length).toBe(50);
+    expect((await t.ctx.ledger.verify()).problems).toEqual([]);
   });
 
   test("a transfer that disappears before confirmation (reorg) leaves no credit", async () => {
@@ -106,6 +105,6 @@ describe.each(dialects)("deposit watcher on anvil (%s)", (dialect) => {
     await watcher.tick();
     const b = (await t.ctx.ledger.balances.get(p.project.id))!;
     expect(b).toMatchObject({ available_micros: 0, pending_micros: 0, total_funded_micros: 0 });
-    expect((await verifyLedger(dbOf(t.ctx.ledger))).problems).toEqual([]);
+    expect((await t.ctx.ledger.verify()).problems).toEqual([]);
   });
 });

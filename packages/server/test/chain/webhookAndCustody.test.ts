@@ -9,7 +9,7 @@ import { createDepositWatcher } from "../../src/deposits/watcher.ts";
 import { getDepositAddress } from "../../src/services/getDepositAddress.ts";
 import { buildApp, createTestContext, projectWithToken, type TestContext } from "../support/context.ts";
 import { startTestChain, type TestChain } from "../support/chain.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { depositRows } from "../../src/ledger/testing.ts";
 
 const SECRET = `whsec_${randomBytes(24).toString("base64")}`;
 
@@ -55,10 +55,10 @@ describe("deposit webhook: a verified hint, never a credit on its own word", () 
   });
 
   test("a hint for a transfer that is not on-chain credits nothing", async () => {
-    const before = await dbOf(t.ctx.ledger).selectFrom("deposits").selectAll().execute();
+    const before = await depositRows(t.ctx.ledger);
     const res = await app.inject(signed({ type: "deposit.confirmed", data: { tx_hash: `0x${"ab".repeat(32)}` } }));
     expect(res.statusCode).toBe(202);
-    expect(await dbOf(t.ctx.ledger).selectFrom("deposits").selectAll().execute()).toEqual(before);
+    expect(await depositRows(t.ctx.ledger)).toEqual(before);
   });
 
   test.each([
@@ -68,11 +68,11 @@ describe("deposit webhook: a verified hint, never a credit on its own word", () 
     ["malformed body", () => signed({ type: "x", data: { tx_hash: "not-a-hash" } }), 400],
     ["no signature headers", () => ({ method: "POST" as const, url: "/v1/webhooks/deposits", payload: "{}", headers: { "content-type": "application/json" } }), 401],
   ])("%s → 4xx {detail} and no credit", async (_name, make, status) => {
-    const before = await dbOf(t.ctx.ledger).selectFrom("deposits").selectAll().execute();
+    const before = await depositRows(t.ctx.ledger);
     const res = await app.inject(make());
     expect(res.statusCode).toBe(status);
     expect(typeof res.json().detail).toBe("string");
-    expect(await dbOf(t.ctx.ledger).selectFrom("deposits").selectAll().execute()).toEqual(before);
+    expect(await depositRows(t.ctx.ledger)).toEqual(before);
   });
 });
 

@@ -1,27 +1,18 @@
 // GET /v1/limits of a child token on real SQLite and PostgreSQL: besides its own windows and its project's,
 // its allowance and every ancestor's windows and allowances, each read from the counter the hold moves, so
 // what it shows is what refuses a payment. An ancestor reads the same answer at GET /v1/tokens/{id}/limits.
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { describe, expect, test } from "vitest";
 import { createToken } from "../../src/services/tokens.ts";
 import { controlsColumn, parseControlsInput } from "../../src/services/spendingControls.ts";
-import { buildApp, createTestContext, type TestContext } from "../support/context.ts";
+import { useTestApp } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { holdByToken } from "../support/holds.ts";
+import { setAvailable } from "../../src/ledger/testing.ts";
 
 const RECIPIENT = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
 describe.each(dialects)("a child token's limits (%s)", (dialect) => {
-  let t: TestContext;
-  let app: ReturnType<typeof buildApp>;
-  beforeAll(async () => {
-    t = await createTestContext(dialect);
-    app = buildApp(t.ctx);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await t?.close();
-  });
+  const { t, app } = useTestApp(dialect);
 
   const call = (method: "GET" | "POST", url: string, token: string, payload?: object) =>
     app.inject({ method, url, headers: { authorization: `Bearer ${token}`, ...(payload ? { "content-type": "application/json" } : {}) }, ...(payload ? { payload } : {}) });
@@ -30,7 +21,7 @@ describe.each(dialects)("a child token's limits (%s)", (dialect) => {
 
   test("behavior: a grandchild sees its own window, its allowance, its parent's allowance, the root's daily limit and the project's weekly one, spent as the holds counted", async () => {
     const project = await t.ctx.ledger.projects.create({ name: "p", plan: "free" });
-    await dbOf(t.ctx.ledger).updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", project.id).execute();
+    await setAvailable(t.ctx.ledger, project.id, 1_000_000_000);
     await t.ctx.ledger.tokens.setSpendingControls("project", project.id, controlsColumn(parseControlsInput({ spending_limits: [{ amount_usd: 100, interval: "weekly" }] }, new Uint8Array(32))));
     const root = await createToken(t.ctx, { projectId: project.id, permissions: ["read", "pay", "delegate"], mode: "test", name: "planner" });
     await t.ctx.ledger.tokens.setSpendingControls("token", root.id, controlsColumn(parseControlsInput({ spending_limits: [{ amount_usd: 10, interval: "daily" }] }, new Uint8Array(32))));

@@ -2,27 +2,20 @@
 // revoking one through DELETE /v1/tokens/{id} each write one entry, in the transaction of the change, naming
 // the acting token (id, name, client address), the token changed and its state before and after; a refused
 // creation or revocation writes none.
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect, test } from "vitest";
 import { createToken } from "../../src/services/tokens.ts";
 import { listAudit } from "../../src/services/audit.ts";
 import { displayPrefix } from "../../src/tokens.ts";
-import { buildApp, createTestContext, type TestContext } from "../support/context.ts";
+import { useTestApp } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 
 const CLIENT_IP = "198.51.100.7";
 
 describe.each(dialects)("child token audit (%s)", (dialect) => {
-  let t: TestContext;
-  let app: ReturnType<typeof buildApp>;
+  const { t, app } = useTestApp(dialect);
   let projectId: string;
   beforeAll(async () => {
-    t = await createTestContext(dialect);
-    app = buildApp(t.ctx);
     projectId = (await t.ctx.ledger.projects.create({ name: "audited tree", plan: "free" })).id;
-  });
-  afterAll(async () => {
-    await app?.close();
-    await t?.close();
   });
 
   const call = async (method: "POST" | "DELETE", url: string, token: string, payload?: object) => {

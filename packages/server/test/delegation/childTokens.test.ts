@@ -2,11 +2,11 @@
 // wider than itself in any dimension (table-driven over every control), sees and revokes only its own
 // branch, and a revoked ancestor stops every descendant at its next request.
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect, test } from "vitest";
 import type { AppContext } from "../../src/context.ts";
 import { createToken } from "../../src/services/tokens.ts";
 import { controlsColumn, parseControlsInput } from "../../src/services/spendingControls.ts";
-import { buildApp, createTestContext, type TestContext } from "../support/context.ts";
+import { buildApp, createTestContext, useTestApp } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 
 const KEY = new Uint8Array(32);
@@ -29,17 +29,10 @@ const PARENT_CONTROLS = {
 };
 
 describe.each(dialects)("child tokens (%s)", (dialect) => {
-  let t: TestContext;
-  let app: ReturnType<typeof buildApp>;
+  const { t, app } = useTestApp(dialect);
   let projectId: string;
   beforeAll(async () => {
-    t = await createTestContext(dialect);
-    app = buildApp(t.ctx);
     projectId = (await t.ctx.ledger.projects.create({ name: "p", plan: "free" })).id;
-  });
-  afterAll(async () => {
-    await app?.close();
-    await t?.close();
   });
 
   async function rootToken(ctx: AppContext, opts: { permissions?: ("read" | "pay" | "x402" | "delegate")[]; controls?: object; expiresInMs?: number; allowance?: number } = {}) {

@@ -6,12 +6,10 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { AncestorControls, HoldControls, SpendingControls } from "../../src/domain/spending.ts";
-import { type OpenedDb, openDb } from "../../src/ledger/db.ts";
-import { migrateToLatest } from "../../src/ledger/migrations.ts";
-import { Ledger } from "../../src/ledger/store.ts";
+import type { Ledger } from "../../src/ledger/store.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
-import { newId, systemClock } from "../../src/ids.ts";
-import { createTestDb, type TestDb } from "../support/db.ts";
+import { newId } from "../../src/ids.ts";
+import { createTestLedger, type TestLedger } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
 
 const CENT = 10_000;
@@ -95,33 +93,25 @@ async function property(ledger: Ledger, specs: NodeSpec[], ops: Op[]): Promise<v
   expect(windows).toEqual(spent);
 }
 
-async function memoryLedger(): Promise<{ ledger: Ledger; opened: OpenedDb }> {
-  const opened = openDb({ kind: "sqlite", path: ":memory:" });
-  await migrateToLatest(opened.db, "sqlite");
-  return { ledger: new Ledger(opened.db, opened.dialect, systemClock, newId), opened };
-}
-
 describe("nested budgets: a property over random trees", () => {
-  let sqlite: { ledger: Ledger; opened: OpenedDb };
-  let pg: TestDb;
-  let pgLedger: Ledger;
+  let sqlite: TestLedger;
+  let pg: TestLedger;
   beforeAll(async () => {
-    sqlite = await memoryLedger();
-    pg = await createTestDb("postgres");
-    pgLedger = new Ledger(pg.db, pg.dialect, systemClock, newId);
+    sqlite = await createTestLedger("sqlite", { sqliteFile: ":memory:" });
+    pg = await createTestLedger("postgres");
   });
   afterAll(async () => {
-    await sqlite?.opened.close();
+    await sqlite?.drop();
     await pg?.drop();
   });
 
   test("behavior: SQLite, 1,000 runs: held exactly when the payment fits every node of its path; counters equal the model", { timeout: 600_000 }, async () => {
     await fc.assert(fc.asyncProperty(treeArb, opsArb, (specs, ops) => property(sqlite.ledger, specs, ops)), { numRuns: 1_000 });
-    expect((await verifyLedger(sqlite.opened.db)).problems).toEqual([]);
+    expect((await verifyLedger(sqlite.db)).problems).toEqual([]);
   });
 
   test("behavior: PostgreSQL (aw_hold_batch), 100 runs: the same", { timeout: 600_000 }, async () => {
-    await fc.assert(fc.asyncProperty(treeArb, opsArb, (specs, ops) => property(pgLedger, specs, ops)), { numRuns: 100 });
+    await fc.assert(fc.asyncProperty(treeArb, opsArb, (specs, ops) => property(pg.ledger, specs, ops)), { numRuns: 100 });
     expect((await verifyLedger(pg.db)).problems).toEqual([]);
   });
 });

@@ -6,8 +6,6 @@
 // holds what was paid, the spend rolls up to the ancestors, and the ledger verifies.
 import { type Address, createTestClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { verifyLedger } from "../../src/ledger/verify.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
 import { SANDBOX_REFUSE_ACCOUNT } from "../../src/rails/fiat/sandboxProvider.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { createPgSchema, dialects } from "../support/db.ts";
@@ -100,6 +98,6 @@ describe.each(dialects)("revoking a branch with payments in flight (%s)", (diale
     expect((await call("GET", "/v1/balance", root)).json.available).toBe(availableBefore - 875_000 - fees);
     const tree = Object.fromEntries(((await call("GET", "/v1/tokens", root)).json.data as { id: string; state: string; spent_usd: number }[]).map((t) => [t.id, [t.state, t.spent_usd]]));
     expect(tree).toEqual({ [a.id]: ["revoked", 0.875], [a1.id]: ["revoked", 0.375], [a2.id]: ["revoked", 0.125], [b.id]: ["active", 0] });
-    expect((await verifyLedger(dbOf(s.server.ctx.ledger))).problems).toEqual([]);
+    expect((await s.server.ctx.ledger.verify()).problems).toEqual([]);
   });
 });

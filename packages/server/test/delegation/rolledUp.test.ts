@@ -2,24 +2,15 @@
 // is the project's list, so a grandchild's payment is in its ancestors' lists (as in every other token's of the
 // project); GET /v1/tokens gives each descendant's spend with its own descendants' rolled up; GET /v1/limits
 // counts it against every ancestor's windows (childLimits.test.ts checks those numbers window by window).
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { describe, expect, test } from "vitest";
 import { createToken } from "../../src/services/tokens.ts";
-import { buildApp, createTestContext, type TestContext } from "../support/context.ts";
+import { useTestApp } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { holdByToken } from "../support/holds.ts";
+import { setAvailable } from "../../src/ledger/testing.ts";
 
 describe.each(dialects)("a branch's payments rolled up (%s)", (dialect) => {
-  let t: TestContext;
-  let app: ReturnType<typeof buildApp>;
-  beforeAll(async () => {
-    t = await createTestContext(dialect);
-    app = buildApp(t.ctx);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await t?.close();
-  });
+  const { t, app } = useTestApp(dialect);
 
   const call = async (method: "GET" | "POST", url: string, token: string, payload?: object) => {
     const res = await app.inject({ method, url, headers: { authorization: `Bearer ${token}` }, ...(payload ? { payload } : {}) });
@@ -31,7 +22,7 @@ describe.each(dialects)("a branch's payments rolled up (%s)", (dialect) => {
 
   test("behavior: a grandchild's payment is in its ancestors' transaction lists and in their descendants' spend", async () => {
     const project = await t.ctx.ledger.projects.create({ name: "rolled up", plan: "free" });
-    await dbOf(t.ctx.ledger).updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", project.id).execute();
+    await setAvailable(t.ctx.ledger, project.id, 1_000_000_000);
     const root = await createToken(t.ctx, { projectId: project.id, permissions: ["read", "pay", "delegate"], mode: "test", name: "planner" });
     const mid = await call("POST", "/v1/tokens", root.token, { name: "researcher", permissions: ["read", "pay", "delegate"], allowance_usd: 10 });
     const leaf = await call("POST", "/v1/tokens", mid.token, { name: "fetcher", permissions: ["read", "pay"], allowance_usd: 4 });

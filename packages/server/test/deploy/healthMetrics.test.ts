@@ -7,12 +7,11 @@ import { formatEther } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { relayerConditionKey } from "../../src/chain/relayer.ts";
 import { createMetrics } from "../../src/http/metrics.ts";
-import { newId, systemClock } from "../../src/ids.ts";
-import { Ledger } from "../../src/ledger/store.ts";
+import type { Ledger } from "../../src/ledger/store.ts";
 import { CHAIN_READ_MS, createHealthSignals } from "../../src/services/healthSignals.ts";
 import { recordReconcile } from "../../src/services/reconcile.ts";
 import { startTestChain, type TestChain } from "../support/chain.ts";
-import { createTestDb, dialects, type TestDb } from "../support/db.ts";
+import { createTestDb, dialects, ledgerOn, type TestDb } from "../support/db.ts";
 
 let chain: TestChain;
 beforeAll(async () => {
@@ -37,7 +36,7 @@ describe.each(dialects)("health gauges on %s", (dialect) => {
   let ledger: Ledger;
   beforeAll(async () => {
     db = await createTestDb(dialect);
-    ledger = new Ledger(db.db, db.dialect, systemClock, newId);
+    ledger = ledgerOn(db);
   });
   afterAll(async () => {
     await db?.drop();

@@ -3,14 +3,13 @@
 // PostgreSQL, two ledgers on two pools stand for two processes); and any record edited, deleted or moved
 // afterwards is named by the check.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Ledger } from "../../src/ledger/store.ts";
-import { newId, systemClock } from "../../src/ids.ts";
+import type { Ledger } from "../../src/ledger/store.ts";
 import { type OpenedDb, openDb } from "../../src/ledger/db.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
 import { evidenceHash } from "../../src/ledger/evidenceHash.ts";
 import { recordsOf, verifyEvidence } from "../../src/services/evidence/verifyEvidence.ts";
-import { createTestDb, dialects, type TestDb } from "../support/db.ts";
+import { createTestDb, dialects, ledgerOn, type TestDb } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
+import { deleteEvidence, evidenceRows, insertEvidence, setAvailable, setEvidence } from "../../src/ledger/testing.ts";
 
 const domain = { chainId: 8453, usdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" as const };
 
@@ -20,18 +19,18 @@ describe.each(dialects)("evidence chain (%s)", (dialect) => {
   let second: OpenedDb | undefined;
   let projectId: string;
   const check = async () => verifyEvidence(recordsOf(ledgers[0]!.evidence, projectId), { domain, head: await ledgers[0]!.evidence.head(projectId) });
-  const db = () => dbOf(ledgers[0]!);
+  const ledger = () => ledgers[0]!;
 
   beforeAll(async () => {
     t = await createTestDb(dialect);
-    ledgers = [new Ledger(t.db, t.dialect, systemClock, newId)];
+    ledgers = [ledgerOn(t)];
     if (dialect === "postgres") {
       second = openDb({ kind: "postgres", url: t.url! });
-      ledgers.push(new Ledger(second.db, "postgres", systemClock, newId));
+      ledgers.push(ledgerOn(second));
     }
     const project = await ledgers[0]!.projects.create({ name: "e", plan: "free" });
     projectId = project.id;
-    await db().updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", projectId).execute();
+    await setAvailable(ledger(), projectId, 1_000_000_000);
   });
   afterAll(async () => {
     await second?.close();
@@ -55,41 +54,41 @@ describe.each(dialects)("evidence chain (%s)", (dialect) => {
 
   test("a record edited in any field is named", async () => {
     for (const field of ["body", "kind", "at", "payment_id", "prev_hash", "hash"] as const) {
-      const [r] = await db().selectFrom("evidence").selectAll().where("project_id", "=", projectId).where("seq", "=", 7).execute();
+      const [r] = await evidenceRows(ledger(), projectId, { seqs: [7] });
       const edited = field === "body" ? r!.body.replace("1", "2") : `${r![field]}x`;
-      await db().updateTable("evidence").set({ [field]: edited }).where("project_id", "=", projectId).where("seq", "=", 7).execute();
+      await setEvidence(ledger(), projectId, 7, { [field]: edited });
       const report = await check();
       expect(report.ok, field).toBe(false);
       expect(report.problems.map((p) => p.seq), field).toContain(7);
-      await db().updateTable("evidence").set({ [field]: r![field] }).where("project_id", "=", projectId).where("seq", "=", 7).execute();
+      await setEvidence(ledger(), projectId, 7, { [field]: r![field] });
     }
     expect((await check()).ok).toBe(true);
   });
 
   test("a deleted record is named, the last one too (by the head)", async () => {
-    const all = await db().selectFrom("evidence").selectAll().where("project_id", "=", projectId).orderBy("seq").execute();
-    await db().deleteFrom("evidence").where("project_id", "=", projectId).where("seq", "=", 12).execute();
+    const all = await evidenceRows(ledger(), projectId);
+    await deleteEvidence(ledger(), projectId, 12);
     const report = await check();
     expect(report.problems).toEqual(expect.arrayContaining([expect.objectContaining({ seq: 13, code: "record_missing" }), expect.objectContaining({ seq: 13, code: "chain_broken" })]));
-    await db().insertInto("evidence").values(all[11]!).execute();
+    await insertEvidence(ledger(), all[11]!);
     const last = all[all.length - 1]!;
-    await db().deleteFrom("evidence").where("project_id", "=", projectId).where("seq", "=", last.seq).execute();
+    await deleteEvidence(ledger(), projectId, last.seq);
     expect((await check()).problems).toEqual([expect.objectContaining({ code: "head_mismatch" })]);
-    await db().insertInto("evidence").values(last).execute();
+    await insertEvidence(ledger(), last);
     expect((await check()).ok).toBe(true);
   });
 
   test("two records swapped are named, even with their hashes recomputed", async () => {
-    const [a, b] = await db().selectFrom("evidence").selectAll().where("project_id", "=", projectId).where("seq", "in", [20, 21]).orderBy("seq").execute();
+    const [a, b] = await evidenceRows(ledger(), projectId, { seqs: [20, 21] });
     const swap = async (x: typeof a, y: typeof a) => {
-      await db().updateTable("evidence").set({ payment_id: y!.payment_id, kind: y!.kind, at: y!.at, body: y!.body, hash: evidenceHash({ ...y!, prev_hash: x!.prev_hash, seq: x!.seq }) }).where("project_id", "=", projectId).where("seq", "=", x!.seq).execute();
+      await setEvidence(ledger(), projectId, x!.seq, { payment_id: y!.payment_id, kind: y!.kind, at: y!.at, body: y!.body, hash: evidenceHash({ ...y!, prev_hash: x!.prev_hash, seq: x!.seq }) });
     };
     await swap(a, b);
     await swap(b, a);
     const report = await check();
     expect(report.ok).toBe(false);
     expect(report.problems.map((p) => p.seq)).toContain(21);
-    for (const r of [a!, b!]) await db().updateTable("evidence").set(r).where("project_id", "=", projectId).where("seq", "=", r.seq).execute();
+    for (const r of [a!, b!]) await setEvidence(ledger(), projectId, r.seq, r);
     expect((await check()).ok).toBe(true);
   });
 });

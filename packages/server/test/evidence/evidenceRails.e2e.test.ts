@@ -11,12 +11,12 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { exportPayments, recordsOfExport } from "../../src/services/evidence/exportPayments.ts";
 import { type EvidenceRecord, recordsOf, verifyEvidence } from "../../src/services/evidence/verifyEvidence.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
 import { evidenceHash } from "../../src/ledger/evidenceHash.ts";
 import { dialects } from "../support/db.ts";
 import { runCommand } from "../support/deployment.ts";
 import { iterate, rechained } from "./support/rechain.ts";
 import { type X402World, startX402World } from "../x402/support/x402World.ts";
+import { deleteEvidence, evidenceRows, insertEvidence, setEvidence } from "../../src/ledger/testing.ts";
 
 describe.each(dialects)("evidence of each rail on the real chain (%s)", (database) => {
   let w: X402World;
@@ -120,10 +120,10 @@ describe.each(dialects)("evidence of each rail on the real chain (%s)", (databas
     expect(readFileSync(csv, "utf8").trim().split("\n")).toHaveLength(4);
     expect(await cli(["verify-evidence", "--file", jsonl])).toMatchObject({ code: 0, stdout: expect.stringMatching(/^Evidence holds/) });
 
-    const db = dbOf(w.ctx.ledger);
-    const rows = await db.selectFrom("evidence").selectAll().where("project_id", "=", projectId).orderBy("seq").execute();
+    const ledger = w.ctx.ledger;
+    const rows = await evidenceRows(ledger, projectId);
     expect(rows.length).toBeGreaterThanOrEqual(6);
-    const set = (r: (typeof rows)[number], values: Partial<(typeof rows)[number]>) => db.updateTable("evidence").set(values).where("project_id", "=", projectId).where("seq", "=", r.seq).execute();
+    const set = (r: (typeof rows)[number], values: Partial<(typeof rows)[number]>) => setEvidence(ledger, projectId, r.seq, values);
     const names = (out: { code: number; stdout: string }, seq: number | bigint, paymentId: string) => {
       expect(out.code).toBe(1);
       expect(out.stdout).toMatch(/^Evidence does not hold/);
@@ -140,9 +140,9 @@ describe.each(dialects)("evidence of each rail on the real chain (%s)", (databas
 
     // Deleted: a record in the middle of the chain; the next one is named.
     const middle = rows[2]!;
-    await db.deleteFrom("evidence").where("project_id", "=", projectId).where("seq", "=", middle.seq).execute();
+    await deleteEvidence(ledger, projectId, middle.seq);
     names(await verify(), rows[3]!.seq, rows[3]!.payment_id);
-    await db.insertInto("evidence").values(middle).execute();
+    await insertEvidence(ledger, middle);
 
     // Reordered: two neighbours swapped, each re-hashed at its new place.
     const [a, b] = [rows[3]!, rows[4]!];

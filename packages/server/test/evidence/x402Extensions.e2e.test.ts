@@ -13,13 +13,13 @@ import { extractPaymentIdentifier } from "@x402/extensions/payment-identifier";
 import type { Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { dbOf } from "../../src/ledger/connection.ts";
 import { receiptOf } from "../../src/services/evidence/checkSignatures.ts";
 import { readOffer } from "../../src/rails/x402/readOffer.ts";
 import { type EvidenceRecord, recordsOf, verifyEvidence } from "../../src/services/evidence/verifyEvidence.ts";
 import { dialects } from "../support/db.ts";
 import { iterate, rechained } from "./support/rechain.ts";
 import { type X402World, startX402World } from "../x402/support/x402World.ts";
+import { paymentRows } from "../../src/ledger/testing.ts";
 
 const PRICE = 10_000n;
 
@@ -101,7 +101,7 @@ describe.each(dialects)("x402 extensions in the evidence (%s)", (database) => {
     expect(await w.settle(paid.body.id as string, 60_000)).toBe("completed");
     // One settlement: the merchant's fresh payTo holds the price once.
     expect(await w.balanceOf(merchant.payTo)).toBe(PRICE);
-    const payments = await dbOf(w.ctx.ledger).selectFrom("payments").select(["id", "tx_hash"]).where("recipient", "=", recipient).execute();
+    const payments = await paymentRows(w.ctx.ledger, { recipient });
     expect(payments).toHaveLength(1);
 
     // The payload stored before it left is what the merchant received; the evidence says so and verifies.
@@ -136,7 +136,7 @@ describe.each(dialects)("x402 extensions in the evidence (%s)", (database) => {
     expect(merchant.paymentHeaders).toHaveLength(4);
     expect(new Set(merchant.paymentHeaders).size).toBe(1);
     expect(await w.balanceOf(merchant.payTo)).toBe(PRICE);
-    expect(await dbOf(w.ctx.ledger).selectFrom("payments").select("id").where("recipient", "=", recipient).execute()).toHaveLength(1);
+    expect(await paymentRows(w.ctx.ledger, { recipient })).toHaveLength(1);
 
     // What came back is recorded: the merchant's answer, its settlement proven by receipt, and the count of sends.
     const payment = (await w.ctx.ledger.payments.getPayment(paid.body.id as string))!;

@@ -12,7 +12,7 @@ import { checkInvariants } from "./support/invariants.ts";
 import type { SendFault } from "./support/rpcProxy.ts";
 import { createRng, type Rng, suiteSeed } from "./support/rng.ts";
 import { type Answer, type Kind, planStream, runStream, type Spec } from "./support/stream.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { openPayments } from "../../src/ledger/testing.ts";
 
 const seed = suiteSeed();
 const PAYMENTS = 8;
@@ -89,7 +89,7 @@ async function streamWithFaults(run: Run, kinds: Kind[] | undefined, fault: (i: 
 async function untilSettled(world: FaultWorld, ms: number): Promise<number> {
   const end = Date.now() + ms;
   for (;;) {
-    const open = await dbOf(world.ledger).selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
+    const open = await openPayments(world.ledger);
     if (open.length === 0 || Date.now() > end) return open.length;
     await sleep(200);
   }

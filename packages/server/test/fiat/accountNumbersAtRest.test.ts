@@ -5,38 +5,18 @@
  * its WAL and shared memory are created readable by their owner only. The whole database is searched: every
  * text column on PostgreSQL, every byte of the SQLite file and its WAL.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { sql } from "kysely";
 import { afterEach, describe, expect, test } from "vitest";
 import { forgetBankAccount, openBankRecipient, sealBankRecipient } from "../../src/domain/bankAccount.ts";
-import { newId, systemClock } from "../../src/ids.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
-import { openDb } from "../../src/ledger/db.ts";
 import { migrateToLatest } from "../../src/ledger/migrations.ts";
-import { Ledger } from "../../src/ledger/store.ts";
-import { createPgSchema, dialects } from "../support/db.ts";
+import type { Ledger } from "../../src/ledger/store.ts";
+import { dialects, createTestLedger } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
+import { setAvailable } from "../../src/ledger/testing.ts";
 
 const KEY = new Uint8Array(32).fill(9);
 const NUMBERS = ["918273645501", "918273645502", "918273645503", "918273645504", "918273645505"];
-
-async function openTestDb(dialect: "sqlite" | "postgres", cleanups: (() => Promise<void> | void)[]) {
-  if (dialect === "sqlite") {
-    const dir = mkdtempSync(join(tmpdir(), "aw-acct-"));
-    const path = join(dir, "agentwallet.db");
-    const opened = openDb({ kind: "sqlite", path });
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    cleanups.unshift(() => opened.close());
-    return { opened, path };
-  }
-  const s = await createPgSchema();
-  const opened = openDb({ kind: "postgres", url: s.url });
-  cleanups.push(s.drop);
-  cleanups.unshift(() => opened.close());
-  return { opened, path: undefined, schema: s.schema };
-}
 
 /** Every place the database could keep `needle`: each text column of each table (PostgreSQL), or the file and its WAL's bytes (SQLite). */
 async function whereKept(db: any, dialect: "sqlite" | "postgres", path: string | undefined, schema: string | undefined, needle: string): Promise<string[]> {
@@ -58,13 +38,17 @@ describe.each(dialects)("bank account numbers at rest (%s)", (dialect) => {
   afterEach(async () => {
     for (const c of cleanups.splice(0)) await c();
   });
+  /** A test database with a Ledger on it, migrated up to `migrateTo` (the latest by default), dropped after the test. */
+  const testLedger = async (migrateTo?: string) => {
+    const t = await createTestLedger(dialect, { migrateTo, dirPrefix: "aw-acct-" });
+    cleanups.push(() => t.drop());
+    return t;
+  };
 
   test("behavior: held sealed; after denial, expiry, a provider's refusal and completion nothing keeps the whole number", async () => {
-    const { opened, path, schema } = await openTestDb(dialect, cleanups);
-    await migrateToLatest(opened.db, dialect);
-    const ledger = new Ledger(opened.db, dialect, systemClock, newId);
+    const { db, ledger, sqlitePath: path, schema } = await testLedger();
     const project = await ledger.projects.create({ name: "p", plan: "free" });
-    await dbOf(ledger).updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", project.id).execute();
+    await setAvailable(ledger, project.id, 1_000_000_000);
     const ids: string[] = [];
     for (const n of NUMBERS.slice(0, 4)) {
       const full = JSON.stringify({ name: "Ann Lee", account_number: n, routing_number: "021000021" });
@@ -90,15 +74,13 @@ describe.each(dialects)("bank account numbers at rest (%s)", (dialect) => {
       const row = (await ledger.payments.getPayment(id))!;
       expect(JSON.parse(row.recipientJson!)).toEqual({ name: "Ann Lee", routing_number: "021000021", account_number: `****${NUMBERS[i]!.slice(-4)}` });
     }
-    for (const n of NUMBERS.slice(0, 4)) expect(await whereKept(opened.db, dialect, path, schema, n)).toEqual([]);
+    for (const n of NUMBERS.slice(0, 4)) expect(await whereKept(db, dialect, path, schema, n)).toEqual([]);
   });
 
   test("behavior: the migration masks rows and sandbox payouts written before it, keeping open ones for their payout", async () => {
-    const { opened, path, schema } = await openTestDb(dialect, cleanups);
-    await migrateToLatest(opened.db, dialect, "0022_spending_windows");
-    const ledger = new Ledger(opened.db, dialect, systemClock, newId);
+    const { db, ledger, sqlitePath: path, schema } = await testLedger("0022_spending_windows");
     const project = await ledger.projects.create({ name: "p", plan: "free" });
-    await dbOf(ledger).updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", project.id).execute();
+    await setAvailable(ledger, project.id, 1_000_000_000);
     const ids: string[] = [];
     for (const n of NUMBERS.slice(0, 4)) {
       const held = await ledger.payments.hold(usdcPayment(project.id, 1_000_000, 10_000, { rail: "fiat", railTxnType: "payment", currency: "usd", amountUnits: 100, feeUnits: 1, recipient: "Ann Lee", recipientJson: JSON.stringify({ name: "Ann Lee", account_number: n, routing_number: "021000021" }) }));
@@ -112,7 +94,7 @@ describe.each(dialects)("bank account numbers at rest (%s)", (dialect) => {
     await ledger.kv.set("sandbox_payout:po_x", JSON.stringify({ payoutId: "po_x", status: "processing", accountNumber: "2222000000", amountCents: 100 }));
     await ledger.kv.set("sandbox_payout:po_y", JSON.stringify({ payoutId: "po_y", status: "completed", accountNumber: NUMBERS[4], amountCents: 100 }));
 
-    await migrateToLatest(opened.db, dialect);
+    await migrateToLatest(db, dialect);
     await ledger.checkpointWal().catch(() => undefined);
     for (const i of [0, 1, 2]) expect(JSON.parse((await ledger.payments.getPayment(ids[i]!))!.recipientJson!).account_number).toBe(`****${NUMBERS[i]!.slice(-4)}`);
     // Open without a payout: still needed; the first process with the key seals it (deps.ts).
@@ -120,12 +102,11 @@ describe.each(dialects)("bank account numbers at rest (%s)", (dialect) => {
     expect(await ledger.payments.openBankRecipientsInClear(10)).toEqual([expect.objectContaining({ id: ids[3] })]);
     expect(JSON.parse((await ledger.kv.get("sandbox_payout:po_x"))!)).toMatchObject({ outcome: "return", accountNumber: "****0000" });
     expect(JSON.parse((await ledger.kv.get("sandbox_payout:po_y"))!)).toMatchObject({ outcome: "complete", accountNumber: `****${NUMBERS[4]!.slice(-4)}` });
-    if (dialect === "postgres") for (const n of [NUMBERS[0]!, NUMBERS[1]!, NUMBERS[2]!, NUMBERS[4]!]) expect(await whereKept(opened.db, dialect, path, schema, n)).toEqual([]);
+    if (dialect === "postgres") for (const n of [NUMBERS[0]!, NUMBERS[1]!, NUMBERS[2]!, NUMBERS[4]!]) expect(await whereKept(db, dialect, path, schema, n)).toEqual([]);
   });
 
   test.runIf(dialect === "sqlite")("behavior: the SQLite file, its WAL and shared memory are created 0600", async () => {
-    const { opened, path } = await openTestDb(dialect, cleanups);
-    await migrateToLatest(opened.db, dialect);
+    const { sqlitePath: path } = await testLedger();
     for (const f of [path!, `${path}-wal`, `${path}-shm`]) expect((statSync(f).mode & 0o777).toString(8)).toBe("600");
   });
 });

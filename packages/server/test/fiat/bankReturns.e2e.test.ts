@@ -7,12 +7,12 @@
  */
 import { type Address, type Hex, createPublicClient, createWalletClient, erc20Abi, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { describe, expect, test } from "vitest";
 import { reconcile } from "../../src/services/reconcile.ts";
-import { type BridgeLive, startBridgeLive } from "../support/bridgeLive.ts";
+import { type BridgeLive, useBridgeLive } from "../support/bridgeLive.ts";
 import { dialects } from "../support/db.ts";
 import { poll } from "../support/poll.ts";
+import { journalEntries, returnWatchRow } from "../../src/ledger/testing.ts";
 
 const bank = (account_number: string) => ({ name: "Ann Lee", account_number, routing_number: "021000021" });
 
@@ -27,15 +27,9 @@ async function payThenReturn(b: BridgeLive, amountUsd: number): Promise<{ id: st
 }
 
 describe.each(dialects)("bank returns with no webhook key (%s)", (dialect) => {
-  let b: BridgeLive;
-  beforeAll(async () => {
-    b = await startBridgeLive(dialect, {
-      env: { BRIDGE_WEBHOOK_PUBLIC_KEY: undefined, FIAT_RETURN_WATCH_INTERVAL_MS: "200", BRIDGE_REFUND_FROM_ADDRESSES: "0x976EA74026E726554dB657fA54763abd0C3a0aa9" },
-      webhooks: false,
-    });
-  }, 300_000);
-  afterAll(async () => {
-    await b?.stop();
+  const b = useBridgeLive(dialect, {
+    env: { BRIDGE_WEBHOOK_PUBLIC_KEY: undefined, FIAT_RETURN_WATCH_INTERVAL_MS: "200", BRIDGE_REFUND_FROM_ADDRESSES: "0x976EA74026E726554dB657fA54763abd0C3a0aa9" },
+    webhooks: false,
   });
   const balance = async () => (await b.ledger.balances.get(b.projectId))!;
 
@@ -55,7 +49,7 @@ describe.each(dialects)("bank returns with no webhook key (%s)", (dialect) => {
     expect(report.rows.find((r) => r.project_id === b.projectId)!.drift_micros).toBe(0);
     expect(report.unmatched_refunds.map((r) => r.tx_hash)).not.toContain(refundTx.toLowerCase());
     // The watch's cursor and lease are in the database, so any process of the deployment goes on from it.
-    const state = await dbOf(b.ledger).selectFrom("return_watch").selectAll().where("provider", "=", "bridge").executeTakeFirstOrThrow();
+    const state = (await returnWatchRow(b.ledger, "bridge"))!;
     expect(state.cursor_ms).toBeGreaterThan(Date.now() - 3_600_000);
   });
 
@@ -84,14 +78,8 @@ describe.each(dialects)("bank returns with no webhook key (%s)", (dialect) => {
 });
 
 describe.each(dialects)("bank returns whose webhook events were lost (%s)", (dialect) => {
-  let b: BridgeLive;
-  beforeAll(async () => {
-    // One payout a pass: Bridge's list is then always full, so the return is found by the sweep's direct reads.
-    b = await startBridgeLive(dialect, { env: { FIAT_RETURN_WATCH_INTERVAL_MS: "200", FIAT_RETURN_WATCH_BATCH: "1" } });
-  }, 300_000);
-  afterAll(async () => {
-    await b?.stop();
-  });
+  // One payout a pass: Bridge's list is then always full, so the return is found by the sweep's direct reads.
+  const b = useBridgeLive(dialect, { env: { FIAT_RETURN_WATCH_INTERVAL_MS: "200", FIAT_RETURN_WATCH_BATCH: "1" } });
 
   test("a return whose events never arrive is caught up, within a bounded pass, and reversed once", async () => {
     const other = await b.payBank(bank("87654321"), 2);
@@ -104,7 +92,7 @@ describe.each(dialects)("bank returns whose webhook events were lost (%s)", (dia
     const after = (await b.ledger.balances.get(b.projectId))!;
     expect(before.available_micros - after.available_micros).toBe(p.feeMicros);
     // Reversed once: one `reverse` movement in the journal for it.
-    const reversals = await dbOf(b.ledger).selectFrom("journal_entries").select("movement_id").where("kind", "=", "reverse").where("project_id", "=", b.projectId).execute();
+    const reversals = await journalEntries(b.ledger, { projectId: b.projectId, kind: "reverse" });
     expect(reversals).toHaveLength(1);
     expect((await b.payment(other)).status).toBe("completed");
   });

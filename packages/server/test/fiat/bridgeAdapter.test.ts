@@ -6,12 +6,10 @@ import { type BridgeStandIn, type DevChain, startBridgeStandIn, startDevChain } 
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { BASE_USDC_ADDRESS } from "../../src/config.ts";
-import { Ledger } from "../../src/ledger/store.ts";
-import { newId, systemClock } from "../../src/ids.ts";
 import { type BridgeFiatProvider, createBridgeFiatProvider } from "../../src/rails/fiat/bridgeProvider.ts";
 import { FiatProviderError } from "../../src/rails/fiat/provider.ts";
 import { verifyBridgeWebhook } from "../../src/rails/fiat/verifyBridgeWebhook.ts";
-import { type TestDb, createTestDb } from "../support/db.ts";
+import { type TestDb, createTestDb, ledgerOn } from "../support/db.ts";
 
 // Published with Bridge's "Webhook Event Signature Verification" page.
 const BRIDGE_DOC_KEY = `-----BEGIN PUBLIC KEY-----
@@ -55,7 +53,7 @@ describe("Bridge adapter against the stand-in", () => {
     dev = await startDevChain({ usdcAddress: BASE_USDC_ADDRESS });
     standIn = await startBridgeStandIn({ rpcUrl: dev.rpcUrl, chainId: dev.chainId, usdcAddress: dev.usdcAddress });
     db = await createTestDb("sqlite");
-    const ledger = new Ledger(db.db, "sqlite", systemClock, newId);
+    const ledger = ledgerOn(db);
     bridge = createBridgeFiatProvider({
       settings: { apiKey: standIn.apiKey, customerId: standIn.customerId, baseUrl: standIn.url, webhookPublicKey: standIn.webhookPublicKey, checkingOrSavings: "checking", pollIntervalMs: 1_000, timeoutMs: 5_000, retries: 2, refundFromAddresses: [] },
       ledger,

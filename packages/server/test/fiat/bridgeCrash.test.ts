@@ -5,23 +5,15 @@
  * and its USDC went on-chain exactly once.
  */
 import type { Address } from "viem";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { verifyLedger } from "../../src/ledger/verify.ts";
-import { type BridgeLive, startBridgeLive } from "../support/bridgeLive.ts";
+import { describe, expect, test } from "vitest";
+import { useBridgeLive } from "../support/bridgeLive.ts";
 import { dialects } from "../support/db.ts";
 import { poll } from "../support/poll.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
 
 const bank = { name: "Ann Lee", account_number: "12345678", routing_number: "021000021" };
 
 describe.each(dialects)("crash with Bridge (%s)", (dialect) => {
-  let b: BridgeLive;
-  beforeAll(async () => {
-    b = await startBridgeLive(dialect);
-  }, 300_000);
-  afterAll(async () => {
-    await b?.stop();
-  });
+  const b = useBridgeLive(dialect);
   const transfersOf = (paymentAmount: string) => b.standIn.transfers().filter((t) => t.amount === paymentAmount);
 
   test("kill -9 between creating the transfer and sending the USDC", async () => {
@@ -57,6 +49,6 @@ describe.each(dialects)("crash with Bridge (%s)", (dialect) => {
     const ts = transfersOf("6.22");
     expect(ts).toHaveLength(1);
     expect(await b.sentTo(ts[0]!.source_deposit_instructions.to_address as Address)).toEqual([6_220_000n]);
-    expect((await verifyLedger(dbOf(b.ledger))).problems).toEqual([]);
+    expect((await b.ledger.verify()).problems).toEqual([]);
   }, 300_000);
 });

@@ -4,22 +4,15 @@
  */
 import { BRIDGE_ERROR_ACCOUNT, BRIDGE_RETURN_ACCOUNT } from "@agentwallet/devchain";
 import type { Address } from "viem";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { verifyLedger } from "../../src/ledger/verify.ts";
-import { type BridgeLive, startBridgeLive } from "../support/bridgeLive.ts";
+import { describe, expect, test } from "vitest";
+import { useBridgeLive } from "../support/bridgeLive.ts";
 import { dialects } from "../support/db.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { kvRows, paymentRows } from "../../src/ledger/testing.ts";
 
 const bank = (account_number: string, name = "Ann Lee") => ({ name, account_number, routing_number: "021000021" });
 
 describe.each(dialects)("Bridge in live mode on the Base stand-in (%s)", (dialect) => {
-  let b: BridgeLive;
-  beforeAll(async () => {
-    b = await startBridgeLive(dialect);
-  }, 300_000);
-  afterAll(async () => {
-    await b?.stop();
-  });
+  const b = useBridgeLive(dialect);
   const transferOf = (id: string) => b.standIn.transfers().find((t) => t.id === id)!;
   const balance = async () => (await b.ledger.balances.get(b.projectId))!;
 
@@ -41,9 +34,9 @@ describe.each(dialects)("Bridge in live mode on the Base stand-in (%s)", (dialec
     expect(await b.sentTo(transferOf(p2.providerRef!).source_deposit_instructions.to_address as Address)).toEqual([3_000_000n]);
 
     // The account number is Bridge's to keep: not in our payments, nor in our key-value state.
-    const rows = await dbOf(b.ledger).selectFrom("payments").select("recipient_json").where("id", "in", [first, second]).execute();
+    const rows = await paymentRows(b.ledger, { ids: [first, second] });
     for (const r of rows) expect(r.recipient_json).not.toContain("12345678");
-    const kv = await dbOf(b.ledger).selectFrom("kv").select(["key", "value"]).execute();
+    const kv = await kvRows(b.ledger);
     for (const r of kv) expect(`${r.key} ${r.value}`).not.toContain("12345678");
     expect(b.server.output()).not.toContain(b.standIn.apiKey);
   });
@@ -100,7 +93,7 @@ describe.each(dialects)("Bridge in live mode on the Base stand-in (%s)", (dialec
   });
 
   test("the ledger verifies", async () => {
-    const v = await verifyLedger(dbOf(b.ledger));
+    const v = await b.ledger.verify();
     expect(v.problems).toEqual([]);
   });
 });

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type TestServer, startTestServer } from "../../src/testing/harness.ts";
 import { poll } from "../support/poll.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { transactionRow } from "../../src/ledger/testing.ts";
 
 describe("sandbox with FIAT_PROVIDER=bridge", () => {
   let s: TestServer;
@@ -27,7 +27,7 @@ describe("sandbox with FIAT_PROVIDER=bridge", () => {
     const body = (await res.json()) as { id: string; rail: string; estimated_arrival: string };
     expect(body.rail).toBe("fiat");
     expect(body.estimated_arrival).toBe("1-3 business days");
-    const txn = await dbOf(s.server.ctx.ledger).selectFrom("transactions").select("payment_id").where("id", "=", body.id).executeTakeFirstOrThrow();
+    const txn = (await transactionRow(s.server.ctx.ledger, body.id))!;
     const p = await poll("the payment to complete", async () => {
       const row = await s.server.ctx.ledger.payments.getPayment(txn.payment_id!);
       return row && ["completed", "failed"].includes(row.status) ? row : undefined;

@@ -4,18 +4,12 @@
  * change nothing; a valid one moves the payment at once.
  */
 import { generateKeyPairSync, createHash, sign } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type BridgeLive, startBridgeLive } from "../support/bridgeLive.ts";
+import { describe, expect, test } from "vitest";
+import { useBridgeLive } from "../support/bridgeLive.ts";
 import { poll } from "../support/poll.ts";
 
 describe("Bridge webhooks (sqlite)", () => {
-  let b: BridgeLive;
-  beforeAll(async () => {
-    b = await startBridgeLive("sqlite", { env: { BRIDGE_POLL_INTERVAL_MS: "3600000" }, webhooks: false });
-  }, 300_000);
-  afterAll(async () => {
-    await b?.stop();
-  });
+  const b = useBridgeLive("sqlite", { env: { BRIDGE_POLL_INTERVAL_MS: "3600000" }, webhooks: false });
   const post = (body: string, headers: Record<string, string>) => fetch(`${b.server.baseUrl}/v1/webhooks/bridge`, { method: "POST", headers, body });
   const transfer = (id: string) => b.standIn.transfers().find((t) => t.id === id)!;
 

@@ -3,9 +3,7 @@
  * provider's watch, its cursor outlives the process, and an expired lease passes to another process.
  */
 import { afterEach, describe, expect, test } from "vitest";
-import { newId } from "../../src/ids.ts";
-import { Ledger } from "../../src/ledger/store.ts";
-import { type TestDb, createTestDb, dialects } from "../support/db.ts";
+import { type TestDb, createTestDb, dialects, ledgerOn } from "../support/db.ts";
 
 describe.each(dialects)("return watch lease and cursor (%s)", (dialect) => {
   let db: TestDb | undefined;
@@ -16,7 +14,7 @@ describe.each(dialects)("return watch lease and cursor (%s)", (dialect) => {
   test("behavior: a second process gets no lease while the first holds it, and takes over the cursor once it expired", async () => {
     db = await createTestDb(dialect);
     let now = new Date("2026-11-25T12:00:00.000Z");
-    const ledger = new Ledger(db.db, dialect, () => now, newId);
+    const ledger = ledgerOn(db, () => now);
     const a = await ledger.returnWatch.claim("bridge", "proc-a", 60_000);
     expect(a).toEqual({ cursor_ms: null, sweep_from: null });
     expect(await ledger.returnWatch.claim("bridge", "proc-b", 60_000)).toBeUndefined();

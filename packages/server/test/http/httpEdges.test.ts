@@ -8,7 +8,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type TestContext, buildApp, createTestContext, projectWithToken } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { countRows } from "../../src/ledger/testing.ts";
 
 const recipient = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 const body = JSON.stringify({ recipient, amount_usd: 0.01 });
@@ -27,7 +27,7 @@ describe.each(dialects)("a body the server does not decode is 415 and creates no
     await t?.close();
   });
 
-  const payments = async () => (await dbOf(t.ctx.ledger).selectFrom("payments").select("id").execute()).length;
+  const payments = () => countRows(t.ctx.ledger, "payments");
   const pay = (headers: Record<string, string>, payload: string | Buffer) =>
     app.inject({ method: "POST", url: "/v1/pay", payload, headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers } });
 

@@ -6,7 +6,6 @@
 import { Balance, PayResponse, TransactionList, UsdcTransferResponse } from "@agentwallet/api";
 import { type Address, getAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { verifyLedger } from "../../src/ledger/verify.ts";
 import { SANDBOX_REFUSE_ACCOUNT } from "../../src/rails/fiat/sandboxProvider.ts";
 import { getDepositAddress } from "../../src/services/getDepositAddress.ts";
 import { createToken } from "../../src/services/tokens.ts";
@@ -14,7 +13,7 @@ import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { createPgSchema, dialects } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
 import { poll } from "../support/poll.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { openPayments } from "../../src/ledger/testing.ts";
 
 const UPPER = "0x90F79BF6EB2C4F870365E785982E1F101E93B906";
 const CHECKSUMMED: Address = getAddress(UPPER.toLowerCase());
@@ -120,7 +119,7 @@ describe.each(dialects)("recipient addresses and reverted transfers on a real ch
   });
 
   test("the ledger verifies", async () => {
-    await poll("no open payments", async () => ((await dbOf(s.server.ctx.ledger).selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute()).length === 0 ? true : undefined));
-    expect((await verifyLedger(dbOf(s.server.ctx.ledger))).problems).toEqual([]);
+    await poll("no open payments", async () => ((await openPayments(s.server.ctx.ledger)).length === 0 ? true : undefined));
+    expect((await s.server.ctx.ledger.verify()).problems).toEqual([]);
   });
 });

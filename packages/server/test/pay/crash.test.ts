@@ -1,20 +1,15 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { startDevChain, type DevChain } from "@agentwallet/devchain";
 import { type Address, parseAbiItem } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createChainClient } from "../../src/chain/chainClient.ts";
 import { createHdCustody } from "../../src/chain/custody.ts";
-import { type OpenedDb, openDb } from "../../src/ledger/db.ts";
-import { migrateToLatest } from "../../src/ledger/migrations.ts";
-import { Ledger } from "../../src/ledger/store.ts";
-import { verifyLedger } from "../../src/ledger/verify.ts";
+import type { Ledger } from "../../src/ledger/store.ts";
 import { newId, systemClock } from "../../src/ids.ts";
 import { createToken } from "../../src/services/tokens.ts";
 import { TEST_MNEMONIC } from "../support/context.ts";
 import { freePort, liveEnv, spawnServer, type ServerProcess } from "../support/spawnServer.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { openPayments, paymentRows, relayerTxs } from "../../src/ledger/testing.ts";
+import { createTestLedger, type TestLedger } from "../support/db.ts";
 
 const recipient: Address = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65";
 const PAYMENTS = 40;
@@ -22,22 +17,20 @@ const KILLS = 3;
 
 describe("crash: kill -9 at random moments during a stream of payments", () => {
   let dev: DevChain;
-  let opened: OpenedDb;
+  let db: TestLedger;
   let ledger: Ledger;
   let dir: string;
   let server: ServerProcess | undefined;
   beforeAll(async () => {
     dev = await startDevChain();
-    dir = mkdtempSync(join(tmpdir(), "aw-crash-"));
-    opened = openDb({ kind: "sqlite", path: join(dir, "agentwallet.db") });
-    await migrateToLatest(opened.db, "sqlite");
-    ledger = new Ledger(opened.db, "sqlite", systemClock, newId);
+    db = await createTestLedger("sqlite", { sqliteFile: "agentwallet.db", dirPrefix: "aw-crash-" });
+    ledger = db.ledger;
+    dir = db.dir!;
   });
   afterAll(async () => {
     await server?.stop();
     await dev?.stop();
-    await opened?.close();
-    rmSync(dir, { recursive: true, force: true });
+    await db?.drop();
   });
 
   test("after restarts every payment is final, none is sent twice, the ledger verifies and reconciles with the chain", async () => {
@@ -60,7 +53,7 @@ describe("crash: kill -9 at random moments during a stream of payments", () => {
         await new Promise((r) => setTimeout(r, 150 + Math.floor(Math.random() * 450)));
         await server!.kill9();
         // What the crash interrupted: held but not yet signed/broadcast, or broadcast but not final.
-        const open = await dbOf(ledger).selectFrom("payments").select(["status", "tx_hash"]).where("status", "in", ["pending", "processing"]).execute();
+        const open = await openPayments(ledger);
         caught.held += open.filter((p) => !p.tx_hash).length;
         caught.inFlight += open.filter((p) => p.tx_hash).length;
         server = await spawnServer(env, port);
@@ -90,13 +83,13 @@ describe("crash: kill -9 at random moments during a stream of payments", () => {
     await killer;
     // Let the workers of the last process finish everything.
     for (let i = 0; i < 600; i++) {
-      const open = await dbOf(ledger).selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
+      const open = await openPayments(ledger);
       if (open.length === 0) break;
       await new Promise((r) => setTimeout(r, 100));
     }
 
     expect(answers.size).toBe(PAYMENTS);
-    const payments = await dbOf(ledger).selectFrom("payments").selectAll().where("project_id", "=", project.id).execute();
+    const payments = await paymentRows(ledger, { projectId: project.id });
     expect(payments).toHaveLength(PAYMENTS); // one per key, whatever the retries
     for (const p of payments) expect(["completed", "failed"]).toContain(p.status);
 
@@ -109,11 +102,11 @@ describe("crash: kill -9 at random moments during a stream of payments", () => {
     expect(new Set(sent).size).toBe(sent.length);
 
     console.log(`crash test: ${KILLS} kills caught ${caught.held} held-unsent and ${caught.inFlight} broadcast-unconfirmed payments; client retries ${retries}; ${completed.length}/${payments.length} completed`);
-    expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
+    expect((await ledger.verify()).problems).toEqual([]);
     const b = (await ledger.balances.get(project.id))!;
     expect(b.held_micros).toBe(0);
     expect(Number(await client.usdcBalance(wallet))).toBe(b.available_micros);
-    const relayed = await dbOf(ledger).selectFrom("relayer_txs").select(["nonce", "payment_id"]).execute();
+    const relayed = await relayerTxs(ledger);
     expect(new Set(relayed.map((r) => r.nonce)).size).toBe(relayed.length);
     // Four server starts (each allowed 90 s by spawnServer) on two cores shared with the rest of the suite.
   }, 400_000);

@@ -4,11 +4,9 @@
 // paused project. On both ledgers (the PostgreSQL resolutions go through the batched function).
 import { PayResponse, TransactionList, UsdcTransferResponse } from "@agentwallet/api";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { verifyLedger } from "../../src/ledger/verify.ts";
 import { buildApp, createTestContext, projectWithToken, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
 
 const recipient = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
@@ -111,6 +109,6 @@ describe.each(dialects)("failure reasons and replays as they are now (%s)", (dia
   });
 
   test("the ledger verifies", async () => {
-    expect((await verifyLedger(dbOf(t.ctx.ledger))).problems).toEqual([]);
+    expect((await t.ctx.ledger.verify()).problems).toEqual([]);
   });
 });

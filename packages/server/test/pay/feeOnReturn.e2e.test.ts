@@ -12,12 +12,11 @@ import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { commands } from "../../src/cli/commands.ts";
 import { loadConfig } from "../../src/config.ts";
-import { verifyLedger } from "../../src/ledger/verify.ts";
 import { SANDBOX_RETURN_ACCOUNT } from "../../src/rails/fiat/sandboxProvider.ts";
 import { type TestServer, startTestServer } from "../../src/testing/harness.ts";
 import { createPgSchema, dialects } from "../support/db.ts";
 import { poll } from "../support/poll.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { openPayments, shiftAvailable } from "../../src/ledger/testing.ts";
 
 const run = promisify(execFile);
 const bin = join(resolve(import.meta.dirname, "../../../.."), "packages/server/bin/agentwallet.js");
@@ -48,7 +47,7 @@ describe.each(dialects)("fee on an ACH return (%s)", (dialect) => {
       return p && statuses.includes(p.status) ? p : undefined;
     });
   const nothingOpen = () =>
-    poll("no open payment", async () => ((await dbOf(ledger()).selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute()).length === 0 ? true : undefined));
+    poll("no open payment", async () => ((await openPayments(ledger())).length === 0 ? true : undefined));
   /** The `reconcile` command in this process (the binary costs seconds to start): its exit code and output. */
   const reconcileNow = async (json: boolean) => {
     const config = loadConfig({ AGENTWALLET_DATA_DIR: s.dataDir, ...(pg ? { DATABASE_URL: pg.url } : {}) });
@@ -92,7 +91,7 @@ describe.each(dialects)("fee on an ACH return (%s)", (dialect) => {
       ["payment", "reversed", 400],
       ["platform_fee", "completed", 8],
     ]);
-    expect((await verifyLedger(dbOf(ledger()))).problems).toEqual([]);
+    expect((await ledger().verify()).problems).toEqual([]);
   });
 
   test("behavior: after a return, a payment of the whole available completes", async () => {
@@ -145,7 +144,7 @@ describe.each(dialects)("fee on an ACH return (%s)", (dialect) => {
     expect(row).toMatchObject({ judged: "range", open_payments: 1, drift_micros: 0, ok: true });
     // The open payment may or may not have left the wallet: on-chain must lie in [available, available + held].
     // The ledger now claims one micro-USDC more than the wallet can hold whatever the payment did.
-    await dbOf(ledger()).updateTable("balances").set((eb) => ({ available_micros: eb("available_micros", "+", 2) })).where("project_id", "=", s.projectId).execute();
+    await shiftAvailable(ledger(), s.projectId, 2);
     const drifted = await reconcileCli(true);
     expect(drifted.code).not.toBe(0);
     const report = JSON.parse(drifted.stdout);

@@ -8,7 +8,7 @@ import { SANDBOX_RETURN_ACCOUNT } from "../../src/rails/fiat/sandboxProvider.ts"
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { createPgSchema, dialects } from "../support/db.ts";
 import { poll } from "../support/poll.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { paymentRows } from "../../src/ledger/testing.ts";
 
 describe.each(dialects)("fiat: a return that races the completion (%s)", (dialect) => {
   let s: TestServer;
@@ -43,7 +43,7 @@ describe.each(dialects)("fiat: a return that races the completion (%s)", (dialec
         // The off-ramp's loop refunds the USDC and delivers `payout.returned` to our webhook.
         await poll("the return's webhook", async () => ((JSON.parse((await ledger.kv.get(key))!) as { delivered: string | null }).delivered === "returned" ? true : undefined), 20_000);
       }
-      const payment = await dbOf(ledger).selectFrom("payments").select("status").where("provider_ref", "=", id).executeTakeFirst();
+      const [payment] = await paymentRows(ledger, { providerRef: id });
       return stale && payment?.status === "processing" ? stale : now;
     };
     try {

@@ -11,8 +11,6 @@ import { type Address, getAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { loadWebhookSecretKey } from "../../src/deps.ts";
 import { newId, systemClock } from "../../src/ids.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
-import { verifyLedger } from "../../src/ledger/verify.ts";
 import { getDepositAddress } from "../../src/services/getDepositAddress.ts";
 import { createToken } from "../../src/services/tokens.ts";
 import { createWebhookEndpoint } from "../../src/services/webhooks/endpoints.ts";
@@ -22,6 +20,7 @@ import { untilFinal } from "../support/holds.ts";
 import { poll } from "../support/poll.ts";
 import { finishByWorker, heldElsewhere, relayLegs } from "../support/relay.ts";
 import { startReceiver } from "../support/webhookReceiver.ts";
+import { openPayments } from "../../src/ledger/testing.ts";
 
 const RECIPIENT: Address = getAddress("0x90f79bf6eb2c4f870365e785982e1f101e93b906");
 
@@ -157,7 +156,7 @@ describe.each(dialects)("a wallet frozen by Circle's USDC (%s)", { timeout: 120_
   });
 
   test("the ledger verifies", async () => {
-    await poll("no open payments", async () => ((await dbOf(s.server.ctx.ledger).selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute()).length === 0 ? true : undefined));
-    expect((await verifyLedger(dbOf(s.server.ctx.ledger))).problems).toEqual([]);
+    await poll("no open payments", async () => ((await openPayments(s.server.ctx.ledger)).length === 0 ? true : undefined));
+    expect((await s.server.ctx.ledger.verify()).problems).toEqual([]);
   });
 });

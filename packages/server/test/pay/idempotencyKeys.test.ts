@@ -5,10 +5,9 @@
 import type { PayResponse } from "@agentwallet/api";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { KEPT_REPLY_MS as PASS_THROUGH_KEEP_MS, claimKey as claimIdempotencyKey, keptReply } from "../../src/services/payments/idempotency.ts";
-import { migrateToLatest } from "../../src/ledger/migrations.ts";
 import { createTestContext, projectWithToken, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { kvRows, putKv, rerunMigration, tableRows } from "../../src/ledger/testing.ts";
 
 const reply: PayResponse = { id: "req_x", status: "completed", rail: "x402", amount_charged: 0, fee: 0, currency: "usdc", recipient: "https://x.test", tx_hash: null, created_at: "2026-01-01T00:00:00.000Z", estimated_arrival: null, response: { status_code: 200, headers: {}, body: "ok" } };
 
@@ -76,8 +75,8 @@ describe.each(dialects)("kept pass-through replies expire (%s)", (dialect) => {
       t.ctx.clock = () => new Date(start + PASS_THROUGH_KEEP_MS + 1_000); // a day later
       await remember("fresh");
       expect(await t.ctx.ledger.idempotencyKeys.pruneExpired(t.ctx.clock().toISOString())).toBe(1);
-      const left = await dbOf(t.ctx.ledger).selectFrom("idempotency_keys").select(["project_id", "key"]).execute();
-      expect(left).toEqual([{ project_id: project.id, key: "fresh" }]);
+      const left = await tableRows(t.ctx.ledger, "idempotency_keys");
+      expect(left.map((k) => ({ project_id: k.project_id, key: k.key }))).toEqual([{ project_id: project.id, key: "fresh" }]);
       expect((await claimIdempotencyKey(t.ctx, project.id, "fresh")).kind).toBe("reply");
       expect((await claimIdempotencyKey(t.ctx, project.id, "old")).kind).toBe("claimed");
     } finally {
@@ -91,27 +90,23 @@ describe.each(dialects)("x402 idempotency rows written to kv by an earlier relea
     const t = await createTestContext(dialect);
     try {
       const { project } = await projectWithToken(t.ctx);
-      const db = dbOf(t.ctx.ledger);
       const now = Date.now();
       const later = new Date(now + 3_600_000).toISOString();
       // Exactly as claimIdempotencyKey.ts of the previous release wrote them (its key may hold ':').
-      await db.insertInto("kv").values([
+      await putKv(t.ctx.ledger, [
         { key: `x402_idempotency:${project.id}:kept:1`, value: JSON.stringify({ state: "passthrough", body: reply, expires: later }) },
         { key: `x402_idempotency:${project.id}:kept-no-expiry`, value: JSON.stringify({ state: "passthrough", body: reply }) },
         { key: `x402_idempotency:${project.id}:gone`, value: JSON.stringify({ state: "passthrough", body: reply, expires: new Date(now - 1_000).toISOString() }) },
         { key: `x402_idempotency:${project.id}:running`, value: JSON.stringify({ state: "running", until: later, token: "abc" }) },
-      ]).execute();
-      await db.deleteFrom("idempotency_keys").execute();
+      ]);
       // Re-run 0018 over them, as an upgrade from the previous release does.
-      await db.deleteFrom("kysely_migration" as never).where("name" as never, "=", "0018_idempotency_keys" as never).execute();
-      await db.schema.dropTable("idempotency_keys").execute();
-      expect(await migrateToLatest(db, t.ctx.ledger.dialect)).toEqual(["0018_idempotency_keys"]);
+      expect(await rerunMigration(t.ctx.ledger, "0018_idempotency_keys", ["idempotency_keys"])).toEqual(["0018_idempotency_keys"]);
 
       expect(await claimIdempotencyKey(t.ctx, project.id, "kept:1")).toEqual({ kind: "reply", body: reply });
       expect(await keptReply(t.ctx, project.id, "kept-no-expiry")).toEqual(reply);
       expect((await claimIdempotencyKey(t.ctx, project.id, "gone")).kind).toBe("claimed");
       await expect(claimIdempotencyKey(t.ctx, project.id, "running")).rejects.toMatchObject({ kind: "conflict", code: "idempotency_in_flight" });
-      expect(await db.selectFrom("kv").select("key").where("key", "like", "x402_idempotency:%").execute()).toEqual([]);
+      expect(await kvRows(t.ctx.ledger, "x402_idempotency:")).toEqual([]);
     } finally {
       await t.close();
     }

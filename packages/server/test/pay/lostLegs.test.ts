@@ -13,7 +13,7 @@ import { createTestContext, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { poll } from "../support/poll.ts";
 import { heldElsewhere, relayLegs } from "../support/relay.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { relayerTxs, setAvailable } from "../../src/ledger/testing.ts";
 
 const recipient: Address = "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720";
 
@@ -32,7 +32,7 @@ describe.each(dialects)("reconcile: completed payments whose transfer is not on 
     projectId = (await t.ctx.ledger.projects.create({ name: "p", plan: "free" })).id;
     const { address } = await getDepositAddress(t.ctx, projectId);
     await chain.dev.mint(address as Address, 10_000_000n);
-    await dbOf(t.ctx.ledger).updateTable("balances").set({ available_micros: 10_000_000 }).where("project_id", "=", projectId).execute();
+    await setAvailable(t.ctx.ledger, projectId, 10_000_000);
   });
   afterAll(async () => {
     await t?.close();
@@ -60,7 +60,7 @@ describe.each(dialects)("reconcile: completed payments whose transfer is not on 
     expect(after.ok).toBe(false);
 
     // Sent again (as the relayer's gap repair does): on the chain, but judged by the confirmation depth.
-    const raw = (await dbOf(t.ctx.ledger).selectFrom("relayer_txs").select("raw_tx").where("tx_hash", "=", hash!).executeTakeFirstOrThrow()).raw_tx as Hex;
+    const raw = (await relayerTxs(t.ctx.ledger, { txHash: hash! }))[0]!.raw_tx as Hex;
     await relayer.broadcast(raw);
     await poll("the transfer to be mined again", async () => ((await chain.client.receipt(hash!)) ? true : undefined));
     expect(await lostLegs(1)).toEqual([]);

@@ -1,11 +1,10 @@
 import { Balance, PayResponse, TransactionList, LegacyPaymentResponse, UsdcTransferResponse } from "@agentwallet/api";
 import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { verifyLedger } from "../../src/ledger/verify.ts";
 import { SANDBOX_FAIL_ACCOUNT, SANDBOX_RETURN_ACCOUNT } from "../../src/rails/fiat/sandboxProvider.ts";
 import { poll } from "../support/poll.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { openPayments, paymentRows, relayerTxs } from "../../src/ledger/testing.ts";
 
 const recipient: Address = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
@@ -118,9 +117,9 @@ describe("payments end to end on a real chain (usdc_transfer and fiat rails)", (
     expect(again.status).toBe(200);
     expect(again.json.status).toBe("completed");
     expect((await chain().usdcBalance(recipient)) - r0).toBe(777_000n);
-    const rows = await dbOf(s.server.ctx.ledger).selectFrom("payments").select("id").where("idempotency_key", "=", "same-key-100").execute();
+    const rows = await paymentRows(s.server.ctx.ledger, { idempotencyKey: "same-key-100" });
     expect(rows).toHaveLength(1);
-    const relayed = await dbOf(s.server.ctx.ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", rows[0]!.id).execute();
+    const relayed = await relayerTxs(s.server.ctx.ledger, { paymentId: rows[0]!.id });
     expect(relayed).toHaveLength(1);
   });
 
@@ -132,10 +131,10 @@ describe("payments end to end on a real chain (usdc_transfer and fiat rails)", (
 
   test("the ledger verifies and, with no payment open, the wallet on-chain equals available + held", async () => {
     await poll("no open payments", async () => {
-      const open = await dbOf(s.server.ctx.ledger).selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
+      const open = await openPayments(s.server.ctx.ledger);
       return open.length === 0 ? true : undefined;
     });
-    expect((await verifyLedger(dbOf(s.server.ctx.ledger))).problems).toEqual([]);
+    expect((await s.server.ctx.ledger.verify()).problems).toEqual([]);
     const bal = Balance.parse((await call("GET", "/v1/balance")).json);
     const onChain = await chain().usdcBalance(bal.wallet_address as Address);
     const b = (await s.server.ctx.ledger.balances.get(s.projectId))!;

@@ -1,6 +1,5 @@
 import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { verifyLedger } from "../../src/ledger/verify.ts";
 import { type Principal } from "../../src/domain/principal.ts";
 import { usdcIntent } from "../../src/services/payments/parsePay.ts";
 import { relayTransfers } from "../../src/rails/onchainLeg.ts";
@@ -8,7 +7,7 @@ import { relayedState } from "../../src/rails/usdc/usdcRail.ts";
 import { usdcStates } from "../../src/rails/usdc/usdcState.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { payingPrincipal, untilFinal } from "../support/holds.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { relayerTxs } from "../../src/ledger/testing.ts";
 
 const recipient: Address = "0x976EA74026E726554dB657fA54763abd0C3a0aa9";
 
@@ -50,7 +49,7 @@ describe("recovery: a payment interrupted at each step is finished by a worker, 
     expect(p.txHash).toBe(hash); // the stored transaction, not a new one
     expect(usdcStates.read(p)).toMatchObject({ stage: "relayed", transfers: [{}, {}] });
     expect((await s.server.chain!.client.usdcBalance(recipient)) - r0).toBe(2_222_222n);
-    const relayed = await dbOf(ctx().ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();
+    const relayed = await relayerTxs(ctx().ledger, { paymentId: p.id });
     expect(relayed.map((r) => r.tx_hash)).toEqual([hash]);
   });
 
@@ -66,12 +65,12 @@ describe("recovery: a payment interrupted at each step is finished by a worker, 
     await ctx().ledger.payments.updatePayment(held.payment.id, { leaseOwner: null, leaseUntil: null, nextAttemptAt: past() });
     const p = await final(held.payment.id);
     expect(p.status).toBe("completed");
-    const relayed = await dbOf(ctx().ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();
+    const relayed = await relayerTxs(ctx().ledger, { paymentId: p.id });
     expect(relayed).toHaveLength(1);
     expect((await s.server.chain!.client.usdcBalance(recipient)) - r0).toBe(3_333_333n);
   });
 
   test("the ledger verifies afterwards", async () => {
-    expect((await verifyLedger(dbOf(ctx().ledger))).problems).toEqual([]);
+    expect((await ctx().ledger.verify()).problems).toEqual([]);
   });
 });

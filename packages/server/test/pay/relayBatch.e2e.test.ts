@@ -7,11 +7,10 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { MAX_BATCH_PAYMENTS } from "../../src/chain/relayer.ts";
 import type { Payment } from "../../src/domain/payment.ts";
-import { verifyLedger } from "../../src/ledger/verify.ts";
 import { randomNonce, signAuthorization } from "../../src/rails/eip3009.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { finishByWorker, heldElsewhere, relayLegs } from "../support/relay.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { putKv, relayerTxs } from "../../src/ledger/testing.ts";
 
 const recipient: Address = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955";
 
@@ -50,7 +49,7 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     const stepped = await stepTogether(payments);
     const hashes = new Set(stepped.map((p) => p.txHash));
     expect(hashes.size).toBe(1);
-    const relayed = await dbOf(ctx().ledger).selectFrom("relayer_txs").select(["tx_hash", "payment_id"]).where("tx_hash", "=", stepped[0]!.txHash!).execute();
+    const relayed = await relayerTxs(ctx().ledger, { txHash: stepped[0]!.txHash! });
     expect(relayed).toHaveLength(1);
     const final = await finish(payments.map((p) => p.id));
     expect(final.map((p) => p.status)).toEqual(amounts.map(() => "completed"));
@@ -114,11 +113,11 @@ describe("relayer batching: many payments in one relayer transaction, each with 
     ledger.relayerNonces.store = (input) => {
       if (raced) return store(input);
       raced = true;
-      return dbOf(ledger).updateTable("kv").set({ value: String(before + 1) }).where("key", "=", key).execute().then(() => store(input));
+      return putKv(ledger, [{ key, value: String(before + 1) }]).then(() => store(input));
     };
     try {
       const [row] = await stepTogether([p]);
-      const stored = await dbOf(ledger).selectFrom("relayer_txs").select("nonce").where("tx_hash", "=", row!.txHash!).executeTakeFirstOrThrow();
+      const stored = (await relayerTxs(ledger, { txHash: row!.txHash! }))[0]!;
       expect(Number(stored.nonce)).toBe(before + 1);
       expect(Number(await ledger.kv.get(key))).toBe(before + 2);
     } finally {
@@ -133,6 +132,6 @@ describe("relayer batching: many payments in one relayer transaction, each with 
   });
 
   test("the ledger verifies afterwards", async () => {
-    expect((await verifyLedger(dbOf(ctx().ledger))).problems).toEqual([]);
+    expect((await ctx().ledger.verify()).problems).toEqual([]);
   });
 });

@@ -7,7 +7,6 @@ import { type Address, type Hex, createTestClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { LOST_TX_KEY_PREFIX, createRelayer } from "../../src/chain/relayer.ts";
 import type { Payment } from "../../src/domain/payment.ts";
-import { verifyLedger } from "../../src/ledger/verify.ts";
 import { signAuthorization, randomNonce } from "../../src/rails/eip3009.ts";
 import { findLostLegs } from "../../src/settlement/lostLegs.ts";
 import { type LegDeps, encodeCalls } from "../../src/rails/onchainLeg.ts";
@@ -18,7 +17,7 @@ import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { createPgSchema, dialects } from "../support/db.ts";
 import { poll } from "../support/poll.ts";
 import { finishByWorker, heldElsewhere, usdcLegPatch } from "../support/relay.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { depositRows, kvRows } from "../../src/ledger/testing.ts";
 
 const recipientA: Address = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc";
 const recipientB: Address = "0x976EA74026E726554dB657fA54763abd0C3a0aa9";
@@ -94,7 +93,7 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     expect((await chain().usdcBalance(treasury)) - t0).toBe(BigInt(fees));
     // Each was checked once its nonce was taken again: its transfer moved, so nothing is signed again.
     await poll("the lost transactions' payments to be checked", async () => {
-      const left = await dbOf(ctx().ledger).selectFrom("kv").select("key").where("key", "like", `${LOST_TX_KEY_PREFIX}%`).execute();
+      const left = await kvRows(ctx().ledger, LOST_TX_KEY_PREFIX);
       return left.length === 0 ? true : undefined;
     }, 45_000);
     for (const p of done) expect((await ctx().ledger.payments.getPayment(p.id))!.txHash).toBe(p.txHash);
@@ -149,7 +148,7 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     expect(r.rows.map((row) => [row.project_id, row.drift_micros])).toEqual(r.rows.map((row) => [row.project_id, 0]));
     expect(r.ok).toBe(true);
     expect(await findLostLegs(ctx().ledger.payments, chain(), 1)).toEqual([]);
-    expect((await verifyLedger(dbOf(ctx().ledger))).problems).toEqual([]);
+    expect((await ctx().ledger.verify()).problems).toEqual([]);
   });
 });
 
@@ -163,7 +162,7 @@ async function fundedProject(s: TestServer, micros: bigint): Promise<{ projectId
   const hash = await s.server.chain!.sandbox!.mint(address as Address, micros);
   await poll(`deposit ${hash} credited`, async () => {
     await ctx.hooks.depositHint?.(hash);
-    const row = await dbOf(ctx.ledger).selectFrom("deposits").select("status").where("tx_hash", "=", hash).executeTakeFirst();
+    const [row] = await depositRows(ctx.ledger, { txHash: hash });
     return row?.status === "credited" ? true : undefined;
   }, 20_000);
   return { projectId: project.id, token };

@@ -5,10 +5,8 @@ import { type Address, createTestClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type Relayer, RelayerBusyError, createRelayer } from "../../src/chain/relayer.ts";
 import type { Payment } from "../../src/domain/payment.ts";
-import { verifyLedger } from "../../src/ledger/verify.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { finishByWorker, heldElsewhere, relayLegs } from "../support/relay.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
 
 const recipient: Address = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955";
 
@@ -84,6 +82,6 @@ describe("relayer: at most maxPendingTxs transactions not yet mined", () => {
   });
 
   test("the ledger verifies afterwards", async () => {
-    expect((await verifyLedger(dbOf(ctx().ledger))).problems).toEqual([]);
+    expect((await ctx().ledger.verify()).problems).toEqual([]);
   });
 });

@@ -10,19 +10,16 @@ import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { createChainClient } from "../../src/chain/chainClient.ts";
 import { createRelayer } from "../../src/chain/relayer.ts";
 import type { ChainRuntime } from "../../src/chain/runtime.ts";
-import { newId } from "../../src/ids.ts";
-import { Ledger } from "../../src/ledger/store.ts";
 import type { Payment } from "../../src/domain/payment.ts";
-import { verifyLedger } from "../../src/ledger/verify.ts";
 import type { Rails } from "../../src/rails/rails.ts";
 import { backoffMs, classifyStepError } from "../../src/settlement/settlementRetry.ts";
 import { createUsdcRail } from "../../src/rails/usdc/usdcRail.ts";
 import { createPaymentWorker } from "../../src/settlement/paymentWorker.ts";
 import { resolveByHand } from "../../src/services/resolveByHand.ts";
 import { createTestContext, type TestContext } from "../support/context.ts";
-import { dialects } from "../support/db.ts";
+import { dialects, ledgerOn } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { relayerTxs } from "../../src/ledger/testing.ts";
 
 // anvil's first two well-known accounts: a relayer key and a treasury (no chain answers here anyway).
 const RELAYER_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
@@ -78,7 +75,7 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     t = await createTestContext(dialect, { env: POLICY });
     const clock = () => new Date(now);
     t.ctx.clock = clock;
-    t.ctx.ledger = new Ledger(t.db.db, t.db.dialect, clock, newId);
+    t.ctx.ledger = ledgerOn(t.db, clock);
     const client = createChainClient({ rpcUrl: `http://127.0.0.1:${await closedPort()}`, chainId: 8453, usdcAddress: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", timeoutMs: 2_000, retries: 0 });
     const chain: ChainRuntime = { client, relayerKey: RELAYER_KEY, relayerAddress: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", treasuryAddress: TREASURY };
     const relayer = createRelayer(t.ctx.ledger, chain, t.ctx.logger, t.ctx.custody);
@@ -115,7 +112,7 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
     expect(after).toMatchObject({ status: "failed", failureCode: "signing_refused", stepErrors: 0, txHash: null });
     expect(after.failureReason).toMatch(/refused to sign/);
     expect(await available()).toBe(before);
-    const relayed = await dbOf(t.ctx.ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", p.id).execute();
+    const relayed = await relayerTxs(t.ctx.ledger, { paymentId: p.id });
     expect(relayed).toEqual([]);
   });
 
@@ -197,6 +194,6 @@ describe.each(dialects)("failed settlement steps, through the payment worker (%s
   });
 
   test("the ledger verifies", async () => {
-    expect((await verifyLedger(dbOf(t.ctx.ledger))).problems).toEqual([]);
+    expect((await t.ctx.ledger.verify()).problems).toEqual([]);
   });
 });

@@ -3,10 +3,8 @@
 // started again and the payments it held complete exactly once, and settlement inline still works.
 import type { Address } from "viem";
 import { afterEach, describe, expect, test } from "vitest";
-import { verifyLedger } from "../../src/ledger/verify.ts";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
 import { untilFinal } from "../support/holds.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
 
 const recipient: Address = "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720";
 
@@ -45,7 +43,7 @@ describe("settlement thread", () => {
     const rows = await Promise.all(accepted.map((p) => s!.server.ctx.ledger.payments.getPayment(p.id)));
     expect(rows.map((r) => r!.status)).toEqual(["completed", "completed"]);
     expect((await s.server.chain!.client.usdcBalance(recipient)) - before).toBe(750_000n);
-    expect((await verifyLedger(dbOf(s.server.ctx.ledger))).ok).toBe(true);
+    expect((await s.server.ctx.ledger.verify()).ok).toBe(true);
   });
 
   test("recovery: a settlement thread that dies is started again, and its payments complete once", async () => {
@@ -64,7 +62,7 @@ describe("settlement thread", () => {
     expect(again!.threadId).not.toBe(firstId);
     // Exactly the three amounts arrived: nothing was sent twice by the thread that took over.
     expect((await s.server.chain!.client.usdcBalance(recipient)) - before).toBe(600_000n);
-    expect((await verifyLedger(dbOf(s.server.ctx.ledger))).ok).toBe(true);
+    expect((await s.server.ctx.ledger.verify()).ok).toBe(true);
   });
 
   test("behavior: with SETTLEMENT=inline the request thread settles, and no thread is started", async () => {

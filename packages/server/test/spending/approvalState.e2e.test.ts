@@ -4,11 +4,11 @@
 // that need no approval carry no `approval`. Real server, real chain, on SQLite and PostgreSQL.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { dbOf } from "../../src/ledger/connection.ts";
 import { decidePayment } from "../../src/services/approvals.ts";
 import { issueToken } from "../../src/services/tokens.ts";
 import { createWebhookEndpoint } from "../../src/services/webhooks/endpoints.ts";
 import { type X402World, randomAddress, startX402World } from "../x402/support/x402World.ts";
+import { webhookEvents } from "../../src/ledger/testing.ts";
 
 describe.each(["sqlite", "postgres"] as const)("approval state of a payment (%s)", (database) => {
   let w: X402World;
@@ -21,7 +21,7 @@ describe.each(["sqlite", "postgres"] as const)("approval state of a payment (%s)
   afterAll(async () => {
     await w?.stop();
   });
-  const events = async (id: string) => (await dbOf(w.ctx.ledger).selectFrom("webhook_outbox").select(["type", "status"]).where("object_id", "=", id).orderBy("seq").execute()).map((e) => e.type);
+  const events = async (id: string) => (await webhookEvents(w.ctx.ledger, { objectId: id })).map((e) => e.type);
 
   test("behavior: required in the pay answer and the transaction; approved then shows decided_at, and payment.approved is written", async () => {
     const paid = await w.post("/v1/pay", { recipient: randomAddress(), amount_usd: 2 }, token);

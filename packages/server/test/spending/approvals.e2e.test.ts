@@ -8,14 +8,12 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createChainClient } from "../../src/chain/chainClient.ts";
 import { createHdCustody } from "../../src/chain/custody.ts";
 import { newId, systemClock } from "../../src/ids.ts";
-import { verifyLedger } from "../../src/ledger/verify.ts";
 import { createAdminCredential } from "../../src/services/adminCredentials.ts";
 import { issueToken } from "../../src/services/tokens.ts";
 import { TEST_MNEMONIC } from "../support/context.ts";
 import { poll } from "../support/poll.ts";
 import { type SandboxProcessFixture, startSandboxProcessFixture } from "../support/sandboxProcess.ts";
 import { type ServerProcess, spawnServer } from "../support/spawnServer.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
 
 const USD = 1_000_000;
 const TO_APPROVED = "0x00000000000000000000000000000000000a9901" as Address;
@@ -96,7 +94,7 @@ describe("approvals on the real chain across a restart", () => {
     // The fee is swept to the treasury by the worker: wait until the wallet shows it.
     await poll("wallet equals the ledger", async () => (Number(await chain.usdcBalance(wallet)) === b.available_micros ? true : undefined));
     expect(b.available_micros).toBe(20 * USD - 2 * USD - a.feeMicros);
-    expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
+    expect((await ledger.verify()).problems).toEqual([]);
     // Two server processes start here, each allowed spawnServer's 90 s on a busy machine; every wait after is bounded too.
   }, 300_000);
 });

@@ -1,17 +1,15 @@
 // Approvals as a state of the held payment (decided by a person, expired by the worker's step), the
 // GET /v1/limits answer, and the CLI's control options, on real SQLite and PostgreSQL.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Ledger } from "../../src/ledger/store.ts";
-import { verifyLedger } from "../../src/ledger/verify.ts";
+import type { Ledger } from "../../src/ledger/store.ts";
 import { newId } from "../../src/ids.ts";
 import { controlsFromOptions } from "../../src/cli/spendingCommands.ts";
 import { decidePayment } from "../../src/services/approvals.ts";
 import { controlsColumn, parseControlsInput } from "../../src/services/spendingControls.ts";
 import { parseControls, windowStart } from "../../src/domain/spending.ts";
 import { buildApp, createTestContext, projectWithToken, type TestContext } from "../support/context.ts";
-import { dialects } from "../support/db.ts";
+import { dialects, ledgerOn } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
 
 const USD = 1_000_000;
 const KEY = new Uint8Array(32);
@@ -56,12 +54,12 @@ describe.each(dialects)("approvals and GET /v1/limits (%s)", (dialect) => {
     // The console's list of decisions: who and when, the project's only.
     const decided = await ledger.payments.listDecidedApprovals(projectId, 5);
     expect(decided.map((d) => [d.id, d.approval, d.approvalDecidedBy, typeof d.approvalDecidedAt])).toEqual([[p.id, "denied", "adm_test", "string"]]);
-    expect((await verifyLedger(dbOf(ledger))).problems).toEqual([]);
+    expect((await ledger.verify()).problems).toEqual([]);
   });
 
   test("behavior: approve → due at once for the worker; a timeout (injected clock) → failed with approval_expired, and a late approval is refused", async () => {
     let now = new Date();
-    const ledger = new Ledger(t.db.db, t.db.dialect, () => now, newId);
+    const ledger = ledgerOn(t.db, () => now);
     const projectId = await funded(ledger, 1_000 * USD);
     const c = approvalControls(newId("tok"));
     const a = await ledger.payments.hold(usdcPayment(projectId, 60 * USD, USD, { controls: c }));

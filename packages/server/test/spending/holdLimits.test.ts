@@ -4,12 +4,12 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type HoldControls, type SpendingControls, windowStart } from "../../src/domain/spending.ts";
-import { Ledger } from "../../src/ledger/store.ts";
+import type { Ledger } from "../../src/ledger/store.ts";
 import { type HoldResult, type NewPayment } from "../../src/ledger/payments.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
-import { newId, systemClock } from "../../src/ids.ts";
-import { createTestDb, dialects, type TestDb } from "../support/db.ts";
-import { usdcPayment } from "../support/holds.ts";
+import { newId } from "../../src/ids.ts";
+import { createTestDb, dialects, ledgerOn, type TestDb } from "../support/db.ts";
+import { depositFundedProject, usdcPayment } from "../support/holds.ts";
 
 const USD = 1_000_000;
 const none: SpendingControls = { limits: [], allowedRecipients: null, blockedRecipients: [], allowedRails: null, approvalAboveMicros: null };
@@ -20,15 +20,6 @@ function controls(tokenId: string, token: SpendingControls | null, project: Spen
   return { tokenId, token, project, recipientKey: `addr:${RECIPIENT.toLowerCase()}`, approvalTimeoutMs: 86_400_000 };
 }
 
-async function fundedProject(ledger: Ledger, micros: number): Promise<string> {
-  const p = await ledger.projects.create({ name: "p", plan: "free" });
-  // Funded by a confirmed deposit, so the journal verifies.
-  const key = { chain: "base", txHash: `0x${p.id}`, logIndex: 0 };
-  await ledger.deposits.recordSeen({ ...key, projectId: p.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: micros, blockNumber: 1, blockHash: "0xh" });
-  await ledger.deposits.credit(key);
-  return p.id;
-}
-
 const hold = (ledger: Ledger, projectId: string, amount: number, c: NewPayment["controls"]): Promise<HoldResult> => ledger.payments.hold(usdcPayment(projectId, amount, 0, { feeMicros: 0, feeUnits: 0, controls: c }));
 
 describe.each(dialects)("spending limits in the hold (%s)", (dialect) => {
@@ -36,12 +27,12 @@ describe.each(dialects)("spending limits in the hold (%s)", (dialect) => {
   let ledger: Ledger;
   beforeAll(async () => {
     db = await createTestDb(dialect);
-    ledger = new Ledger(db.db, db.dialect, systemClock, newId);
+    ledger = ledgerOn(db);
   });
   afterAll(async () => db?.drop());
 
   test("behavior: 200 concurrent holds against a daily limit that covers 10 → exactly 10 held, 190 refused with the window in the detail", async () => {
-    const projectId = await fundedProject(ledger, 1_000 * USD);
+    const projectId = await depositFundedProject(ledger, 1_000 * USD);
     const c = controls(newId("tok"), limits([{ interval: "daily", amountMicros: 10 * USD }]));
     const results = await Promise.all(Array.from({ length: 200 }, () => hold(ledger, projectId, USD, c)));
     expect(results.filter((r) => r.kind === "held")).toHaveLength(10);
@@ -59,7 +50,7 @@ describe.each(dialects)("spending limits in the hold (%s)", (dialect) => {
   });
 
   test("behavior: a failed and a reversed payment give their amount back to the window they were counted in", async () => {
-    const projectId = await fundedProject(ledger, 100 * USD);
+    const projectId = await depositFundedProject(ledger, 100 * USD);
     const c = controls(newId("tok"), limits([{ interval: "daily", amountMicros: 5 * USD }, { interval: "monthly", amountMicros: 6 * USD }]));
     const a = await hold(ledger, projectId, 2 * USD, c);
     const b = await hold(ledger, projectId, 3 * USD, c);
@@ -80,7 +71,7 @@ describe.each(dialects)("spending limits in the hold (%s)", (dialect) => {
   });
 
   test("behavior: the project's limit binds every token of the project, and the stricter of the two wins", async () => {
-    const projectId = await fundedProject(ledger, 100 * USD);
+    const projectId = await depositFundedProject(ledger, 100 * USD);
     const project = limits([{ interval: "daily", amountMicros: 3 * USD }]);
     const t1 = controls(newId("tok"), limits([{ interval: "daily", amountMicros: 10 * USD }]), project);
     const t2 = controls(newId("tok"), null, project);
@@ -92,8 +83,8 @@ describe.each(dialects)("spending limits in the hold (%s)", (dialect) => {
 
   test("behavior: a day's budget spent at 23:59 UTC is available again at 00:00 (injected clock)", async () => {
     let now = new Date("2026-03-09T23:59:00.000Z");
-    const clocked = new Ledger(db.db, db.dialect, () => now, newId);
-    const projectId = await fundedProject(clocked, 100 * USD);
+    const clocked = ledgerOn(db, () => now);
+    const projectId = await depositFundedProject(clocked, 100 * USD);
     const c = controls(newId("tok"), limits([{ interval: "daily", amountMicros: 6 * USD }, { interval: "weekly", amountMicros: 10 * USD }]));
     expect((await hold(clocked, projectId, 6 * USD, c)).kind).toBe("held");
     const refused = await hold(clocked, projectId, 1, c);
@@ -106,7 +97,7 @@ describe.each(dialects)("spending limits in the hold (%s)", (dialect) => {
   });
 
   test("behavior: rails, allow-list, block-list and per_payment refuse without touching the balance", async () => {
-    const projectId = await fundedProject(ledger, 100 * USD);
+    const projectId = await depositFundedProject(ledger, 100 * USD);
     const base = controls(newId("tok"), null);
     const cases: [SpendingControls, string][] = [
       [{ ...none, allowedRails: ["x402"] }, "rail_not_allowed"],
@@ -130,7 +121,7 @@ describe.each(dialects)("spending limits in the hold (%s)", (dialect) => {
         fc.array(fc.record({ amount: fc.integer({ min: 1, max: 70 }), fail: fc.boolean() }), { minLength: 1, maxLength: 8 }),
         async (l, ops) => {
           run++;
-          const projectId = await fundedProject(ledger, 1_000 * USD);
+          const projectId = await depositFundedProject(ledger, 1_000 * USD);
           const tokenLimits: SpendingControls["limits"] = [];
           if (l.perPayment !== null) tokenLimits.push({ interval: "per_payment", amountMicros: l.perPayment * USD });
           if (l.daily !== null) tokenLimits.push({ interval: "daily", amountMicros: l.daily * USD });

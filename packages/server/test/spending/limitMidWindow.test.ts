@@ -7,10 +7,10 @@ import { type SpendingControls, parseControls, windowStart } from "../../src/dom
 import type { Principal } from "../../src/domain/principal.ts";
 import { holdPayment } from "../../src/services/payments/hold.ts";
 import { getTokenLimits, updateControls, updateTokenControls, type WireControls } from "../../src/services/spendingControls.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
 import { createTestContext, projectWithToken, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
+import { moveToken, paymentRows, setAvailable, spendWindows } from "../../src/ledger/testing.ts";
 
 const USD = 1_000_000;
 
@@ -24,7 +24,7 @@ describe.each(dialects)("a limit set mid-window (%s)", (dialect) => {
   /** A project with a token and 1,000 USD available. */
   async function funded() {
     const p = await projectWithToken(t.ctx);
-    await dbOf(t.ctx.ledger).updateTable("balances").set({ available_micros: 1_000 * USD }).where("project_id", "=", p.project.id).execute();
+    await setAvailable(t.ctx.ledger, p.project.id, 1_000 * USD);
     return { projectId: p.project.id, tokenId: p.tokenId };
   }
 
@@ -72,7 +72,7 @@ describe.each(dialects)("a limit set mid-window (%s)", (dialect) => {
     const { projectId, tokenId } = await funded();
     const second = await projectWithToken(t.ctx);
     // Move the second token into this project, so two tokens pay from it.
-    await dbOf(t.ctx.ledger).updateTable("api_tokens").set({ project_id: projectId }).where("id", "=", second.tokenId).execute();
+    await moveToken(t.ctx.ledger, second.tokenId, projectId);
     expect(await pay(projectId, tokenId, 3)).toBe("held");
     expect(await pay(projectId, second.tokenId, 4)).toBe("held");
     await updateControls(t.ctx, "project", projectId, daily(10));
@@ -89,7 +89,7 @@ describe.each(dialects)("a limit set mid-window (%s)", (dialect) => {
   test("behavior: payments made before the limit that fail or are reversed later give their amount back to its window", async () => {
     const { projectId, tokenId } = await funded();
     for (let i = 0; i < 3; i++) expect(await pay(projectId, tokenId, 2)).toBe("held");
-    const ids = (await dbOf(t.ctx.ledger).selectFrom("payments").select("id").where("project_id", "=", projectId).orderBy("created_at").execute()).map((r) => r.id);
+    const ids = (await paymentRows(t.ctx.ledger, { projectId })).map((r) => r.id);
     await t.ctx.ledger.payments.resolve(ids[0]!, "failed", { failureCode: "payout_failed", failureReason: "test" });
     await updateTokenControls(t.ctx, tokenId, daily(5));
     expect(await windowsOf(tokenId)).toEqual([["token", "daily", 4, 1]]);
@@ -112,7 +112,7 @@ describe.each(dialects)("a limit set mid-window (%s)", (dialect) => {
     const outcomes = await Promise.all(racing);
     expect(outcomes.filter((o) => o !== "held" && o !== "set" && o !== "spending_limit_exceeded")).toEqual([]);
     const spentInLedger = async () => {
-      const rows = await dbOf(t.ctx.ledger).selectFrom("payments").select("amount_micros").where("project_id", "=", projectId).where("status", "not in", ["failed", "reversed"]).execute();
+      const rows = (await paymentRows(t.ctx.ledger, { projectId })).filter((r) => r.status !== "failed" && r.status !== "reversed");
       return rows.reduce((s, r) => s + Number(r.amount_micros), 0) / USD;
     };
     const held = 10 + outcomes.filter((o) => o === "held").length;
@@ -125,7 +125,7 @@ describe.each(dialects)("a limit set mid-window (%s)", (dialect) => {
     expect((await getTokenLimits(t.ctx, tokenId)).windows[0]!.spent_usd).toBe(Math.max(15, held));
     expect(await spentInLedger()).toBe(Math.max(15, held));
     // Every counter of the token and the project, of every kind, is the ledger's sum for its window.
-    const counters = await dbOf(t.ctx.ledger).selectFrom("spend_windows").selectAll().where("scope_id", "in", [tokenId, projectId]).execute();
+    const counters = await spendWindows(t.ctx.ledger, [tokenId, projectId]);
     for (const c of counters) {
       expect([c.scope_id, c.kind, c.window_start, Number(c.spent_micros) / USD]).toEqual([c.scope_id, c.kind, windowStart(c.kind as "daily", new Date()), Math.max(15, held)]);
     }

@@ -6,20 +6,18 @@
 import { refusalSentence } from "../../../console/src/outcomes.ts";
 import { describe, expect, test } from "vitest";
 import { migrateToLatest } from "../../src/ledger/migrations.ts";
-import { Ledger } from "../../src/ledger/store.ts";
-import { newId, systemClock } from "../../src/ids.ts";
 import { listRefusals } from "../../src/services/console/approvals.ts";
 import { controlsColumn, parseControlsInput } from "../../src/services/spendingControls.ts";
 import { createToken } from "../../src/services/tokens.ts";
-import { appForTests } from "../support/context.ts";
-import { createTestDb, dialects } from "../support/db.ts";
+import { useTestApp } from "../support/context.ts";
+import { createTestDb, dialects, ledgerOn } from "../support/db.ts";
 import { fundedProject, holdByToken } from "../support/holds.ts";
 
 const USD = 1_000_000;
 type Limit = { amount_usd: number; interval: string };
 
 describe.each(dialects)("what a limit refusal measured (%s)", (dialect) => {
-  const made = appForTests(dialect);
+  const made = useTestApp(dialect);
 
   /** A project's token (no limits of its own) that makes children by POST /v1/tokens. */
   async function projectRoot() {
@@ -151,7 +149,7 @@ describe.each(dialects)("migration 0033 on a %s database with refusals", (dialec
       expect(await migrateToLatest(db.db, db.dialect)).toEqual(["0033_refusal_limits"]);
       const row = await db.db.selectFrom("spending_refusals").selectAll().executeTakeFirstOrThrow();
       expect([row.rule, row.rule_level, row.rule_owner_id, row.limit_micros, row.spent_micros, row.remaining_micros]).toEqual([null, null, null, null, null, null]);
-      const [item] = await listRefusals({ ledger: new Ledger(db.db, db.dialect, systemClock, newId) }, "prj_old", null, 10);
+      const [item] = await listRefusals({ ledger: ledgerOn(db) }, "prj_old", null, 10);
       expect(item!.limit).toBeNull();
       expect(refusalSentence(item!)).toBe(`Refused: ${detail}`);
     } finally {

@@ -10,18 +10,17 @@ import { type BridgeStandIn, type DevChain, startBridgeStandIn, startDevChain, u
 import { type Address, createPublicClient, http, parseAbiItem } from "viem";
 import { createHdCustody } from "../../src/chain/custody.ts";
 import { BASE_USDC_ADDRESS } from "../../src/config.ts";
-import { type OpenedDb, openDb } from "../../src/ledger/db.ts";
-import { migrateToLatest } from "../../src/ledger/migrations.ts";
 import type { Payment } from "../../src/domain/payment.ts";
-import { Ledger } from "../../src/ledger/store.ts";
+import type { Ledger } from "../../src/ledger/store.ts";
 import {  } from "../../src/ledger/payments.ts";
 import { newId, systemClock } from "../../src/ids.ts";
 import { createToken } from "../../src/services/tokens.ts";
 import { TEST_MNEMONIC } from "./context.ts";
-import { type TestDialect, createPgSchema } from "./db.ts";
+import { type TestDialect, createTestLedger } from "./db.ts";
+import { perFile } from "./perFile.ts";
 import { poll } from "./poll.ts";
 import { freePort, liveEnv, spawnServer, type ServerProcess } from "./spawnServer.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { transactionRow } from "../../src/ledger/testing.ts";
 
 export type BridgeLive = {
   dev: DevChain;
@@ -43,20 +42,24 @@ export type BridgeLive = {
   stop(): Promise<void>;
 };
 
+/** `startBridgeLive` for the tests of one file or `describe` block: started before them (within 5 minutes), stopped after. */
+export function useBridgeLive(dialect: TestDialect, o: { env?: NodeJS.ProcessEnv; webhooks?: boolean } = {}): BridgeLive {
+  return perFile(async () => ({ bridgeLive: await startBridgeLive(dialect, o) }), ({ bridgeLive }) => bridgeLive.stop(), 300_000).bridgeLive;
+}
+
 export async function startBridgeLive(dialect: TestDialect, o: { env?: NodeJS.ProcessEnv; webhooks?: boolean } = {}): Promise<BridgeLive> {
   const dev = await startDevChain({ usdcAddress: BASE_USDC_ADDRESS });
   const standIn = await startBridgeStandIn({ rpcUrl: dev.rpcUrl, chainId: dev.chainId, usdcAddress: dev.usdcAddress, stepMs: 100, tickMs: 100 });
-  const dir = mkdtempSync(join(tmpdir(), "aw-bridge-"));
-  const pg = dialect === "postgres" ? await createPgSchema() : undefined;
-  const opened: OpenedDb = pg ? openDb({ kind: "postgres", url: pg.url }) : openDb({ kind: "sqlite", path: join(dir, "agentwallet.db") });
-  await migrateToLatest(opened.db, dialect);
-  const ledger = new Ledger(opened.db, dialect, systemClock, newId);
+  const db = await createTestLedger(dialect, { sqliteFile: "agentwallet.db", dirPrefix: "aw-bridge-" });
+  // The data directory: the SQLite file's, or one of its own beside a PostgreSQL schema.
+  const dir = db.dir ?? mkdtempSync(join(tmpdir(), "aw-bridge-"));
+  const ledger = db.ledger;
   const project = await ledger.projects.create({ name: "bridge-live", plan: "free" });
   const wallet = createHdCustody(TEST_MNEMONIC).addressOf(project.wallet_index);
   await ledger.projects.setWalletAddress(project.id, wallet);
   const token = (await createToken({ ledger, clock: systemClock, newId }, { projectId: project.id, permissions: ["read", "pay"], mode: "live" })).token;
   const env: NodeJS.ProcessEnv = {
-    ...liveEnv(dev, pg ? { databaseUrl: pg.url, dataDir: dir } : { dataDir: dir }),
+    ...liveEnv(dev, db.url ? { databaseUrl: db.url, dataDir: dir } : { dataDir: dir }),
     BRIDGE_API_KEY: standIn.apiKey,
     BRIDGE_CUSTOMER_ID: standIn.customerId,
     BRIDGE_BASE_URL: standIn.url,
@@ -89,7 +92,7 @@ export async function startBridgeLive(dialect: TestDialect, o: { env?: NodeJS.Pr
       });
       const body = (await res.json()) as { id: string };
       if (res.status !== 201) throw new Error(`pay answered ${res.status}: ${JSON.stringify(body)}`);
-      const txn = await dbOf(ledger).selectFrom("transactions").select("payment_id").where("id", "=", body.id).executeTakeFirstOrThrow();
+      const txn = (await transactionRow(ledger, body.id))!;
       return txn.payment_id!;
     },
     async payment(id) {
@@ -116,8 +119,7 @@ export async function startBridgeLive(dialect: TestDialect, o: { env?: NodeJS.Pr
       await server.stop();
       await standIn.stop();
       await dev.stop();
-      await opened.close();
-      await pg?.drop();
+      await db.drop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,7 +1,6 @@
 /** A real AppContext over a real database for tests; logs are captured so tests can inspect them. */
 import { Writable } from "node:stream";
 import type { Permission } from "@agentwallet/api";
-import { afterAll, beforeAll } from "vitest";
 import { loadConfig } from "../../src/config.ts";
 import type { AppContext } from "../../src/context.ts";
 import { createHdCustody } from "../../src/chain/custody.ts";
@@ -9,11 +8,11 @@ import { createLogger } from "../../src/deps.ts";
 import { createApp } from "../../src/http/app.ts";
 import { createMetrics } from "../../src/http/metrics.ts";
 import { createMemoryRateLimiter } from "../../src/http/rateLimit.ts";
-import { Ledger } from "../../src/ledger/store.ts";
 import { newId, systemClock } from "../../src/ids.ts";
 import { createToken } from "../../src/services/tokens.ts";
-import { createTestDb, type TestDialect, type TestDb } from "./db.ts";
+import { createTestDb, ledgerOn, type TestDialect, type TestDb } from "./db.ts";
 import { TEST_MNEMONIC } from "./mnemonic.ts";
+import { perFile } from "./perFile.ts";
 
 export { TEST_MNEMONIC };
 
@@ -32,7 +31,7 @@ export async function createTestContext(dialect: TestDialect, opts: { rateLimit?
   const rateLimiter = createMemoryRateLimiter(opts.rateLimit ?? 1_000_000);
   const ctx: AppContext = {
     config,
-    ledger: new Ledger(db.db, db.dialect, systemClock, newId),
+    ledger: ledgerOn(db),
     custody: createHdCustody(TEST_MNEMONIC),
     clock: systemClock,
     newId,
@@ -58,18 +57,18 @@ export function buildApp(ctx: AppContext) {
   return createApp(ctx, { metrics: createMetrics() });
 }
 
-/** A test context and its app (built, not listening) for the tests of one describe block: made before them, closed after. */
-export function appForTests(dialect: TestDialect): { t: TestContext; app: ReturnType<typeof buildApp> } {
-  const made = {} as { t: TestContext; app: ReturnType<typeof buildApp> };
-  beforeAll(async () => {
-    made.t = await createTestContext(dialect);
-    made.app = buildApp(made.t.ctx);
-  });
-  afterAll(async () => {
-    await made.app?.close();
-    await made.t?.close();
-  });
-  return made;
+/** A test context (`t`) and its app (`app`, `buildApp`) for the tests of one file or `describe` block: opened before them, closed after. */
+export function useTestApp(dialect: TestDialect, opts: Parameters<typeof createTestContext>[1] = {}): { t: TestContext; app: ReturnType<typeof buildApp> } {
+  return perFile(
+    async () => {
+      const t = await createTestContext(dialect, opts);
+      return { t, app: buildApp(t.ctx) };
+    },
+    async ({ t, app }) => {
+      await app.close();
+      await t.close();
+    },
+  );
 }
 
 export async function projectWithToken(ctx: AppContext, permissions: Permission[] = ["read", "pay", "x402"], opts: { expiresInMs?: number; plan?: "free" | "pro" | "business" } = {}) {

@@ -1,17 +1,27 @@
-// Payments for the pay tests: a USDC payment to hold (`usdcPayment`), a funded project and a small held
-// USDC payment (1,000 micro-USDC + 20 fee) for ledger-level tests of the dispatcher and the worker; a
-// paying principal for holds made directly; and a bounded wait until a payment is final.
+// Payments for the pay tests: a USDC payment to hold (`usdcPayment`), a funded project (in place, or by a
+// deposit) and a small held USDC payment (1,000 micro-USDC + 20 fee) for ledger-level tests of the dispatcher
+// and the worker; a paying principal for holds made directly; and a bounded wait until a payment is final.
 import type { AppContext } from "../../src/context.ts";
 import type { Principal } from "../../src/domain/principal.ts";
 import type { NewPayment } from "../../src/ledger/payments.ts";
 import type { Payment } from "../../src/domain/payment.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import type { Ledger } from "../../src/ledger/store.ts";
 import { holdControlsOf } from "../../src/domain/spending.ts";
 import { tokenControls } from "../../src/services/spendingControls.ts";
+import { setAvailable } from "../../src/ledger/testing.ts";
+
+/** A project funded with `micros` by a confirmed deposit, so the journal verifies; the deposit's hash is `0x<project id>`. */
+export async function depositFundedProject(ledger: Ledger, micros: number): Promise<string> {
+  const p = await ledger.projects.create({ name: "p", plan: "free" });
+  const key = { chain: "base", txHash: `0x${p.id}`, logIndex: 0 };
+  await ledger.deposits.recordSeen({ ...key, projectId: p.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: micros, blockNumber: 1, blockHash: "0xh" });
+  await ledger.deposits.credit(key);
+  return p.id;
+}
 
 export async function fundedProject(ctx: AppContext): Promise<string> {
   const project = await ctx.ledger.projects.create({ name: "p", plan: "free" });
-  await dbOf(ctx.ledger).updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", project.id).execute();
+  await setAvailable(ctx.ledger, project.id, 1_000_000_000);
   return project.id;
 }
 

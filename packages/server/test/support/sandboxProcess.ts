@@ -3,15 +3,10 @@
  * kill -9 it and start another on the same state: the chain, the data directory with its migrated
  * database, a Ledger on it for setting up and checking, and the child's environment.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { startDevChain, type DevChain } from "@agentwallet/devchain";
-import { newId, systemClock } from "../../src/ids.ts";
-import { type OpenedDb, openDb } from "../../src/ledger/db.ts";
-import { migrateToLatest } from "../../src/ledger/migrations.ts";
-import { Ledger } from "../../src/ledger/store.ts";
+import type { Ledger } from "../../src/ledger/store.ts";
 import { TEST_MNEMONIC } from "./context.ts";
+import { createTestLedger, type TestLedger } from "./db.ts";
 
 export type SandboxProcessFixture = {
   dev: DevChain;
@@ -24,21 +19,18 @@ export type SandboxProcessFixture = {
 
 export async function startSandboxProcessFixture(prefix: string): Promise<SandboxProcessFixture> {
   const dev = await startDevChain();
-  const dir = mkdtempSync(join(tmpdir(), `aw-${prefix}-`));
-  let opened: OpenedDb | undefined;
+  let db: TestLedger;
   try {
-    opened = openDb({ kind: "sqlite", path: join(dir, "agentwallet.db") });
-    await migrateToLatest(opened.db, "sqlite");
+    db = await createTestLedger("sqlite", { sqliteFile: "agentwallet.db", dirPrefix: `aw-${prefix}-` });
   } catch (err) {
-    await opened?.close();
     await dev.stop();
     throw err;
   }
-  const db = opened;
+  const dir = db.dir!;
   return {
     dev,
     dir,
-    ledger: new Ledger(db.db, "sqlite", systemClock, newId),
+    ledger: db.ledger,
     env: (extra = {}) => ({
       SANDBOX_CHAIN_RPC_URL: dev.rpcUrl,
       BASE_RPC_URL: "",
@@ -54,8 +46,7 @@ export async function startSandboxProcessFixture(prefix: string): Promise<Sandbo
     }),
     async close() {
       await dev.stop();
-      await db.close();
-      rmSync(dir, { recursive: true, force: true });
+      await db.drop();
     },
   };
 }

@@ -3,16 +3,11 @@
  * run several processes on one database, and kill -9 them.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { DevChain } from "@agentwallet/devchain";
-import { newId, systemClock } from "../../src/ids.ts";
-import { type OpenedDb, openDb } from "../../src/ledger/db.ts";
-import { migrateToLatest } from "../../src/ledger/migrations.ts";
-import { Ledger } from "../../src/ledger/store.ts";
+import type { Ledger } from "../../src/ledger/store.ts";
 import { TEST_MNEMONIC } from "./mnemonic.ts";
-import { type TestDialect, createPgSchema } from "./db.ts";
+import { type TestDialect, createTestLedger } from "./db.ts";
 import { freePort } from "./net.ts";
 
 export { freePort };
@@ -88,17 +83,10 @@ export async function spawnServer(env: NodeJS.ProcessEnv, port?: number, readyMs
 /**
  * A migrated database for `agentwallet serve` processes to share (a SQLite file in a directory of its own, or a
  * PostgreSQL schema), a Ledger on it for setting up and checking, the processes' live environment on `dev`, and
- * what removes it all.
+ * `close`, which removes it all.
  */
-export async function openLiveDeployment(dev: DevChain, dialect: TestDialect, prefix: string): Promise<{ opened: OpenedDb; ledger: Ledger; env: NodeJS.ProcessEnv; cleanup: () => Promise<void> }> {
-  if (dialect === "sqlite") {
-    const dir = mkdtempSync(join(tmpdir(), prefix));
-    const opened = openDb({ kind: "sqlite", path: join(dir, "agentwallet.db") });
-    await migrateToLatest(opened.db, opened.dialect);
-    return { opened, ledger: new Ledger(opened.db, opened.dialect, systemClock, newId), env: liveEnv(dev, { dataDir: dir }), cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
-  const schema = await createPgSchema();
-  const opened = openDb({ kind: "postgres", url: schema.url });
-  await migrateToLatest(opened.db, opened.dialect);
-  return { opened, ledger: new Ledger(opened.db, opened.dialect, systemClock, newId), env: liveEnv(dev, { databaseUrl: schema.url }), cleanup: schema.drop };
+export async function openLiveDeployment(dev: DevChain, dialect: TestDialect, prefix: string): Promise<{ ledger: Ledger; env: NodeJS.ProcessEnv; close: () => Promise<void> }> {
+  const db = await createTestLedger(dialect, { sqliteFile: "agentwallet.db", dirPrefix: prefix });
+  const env = liveEnv(dev, db.url ? { databaseUrl: db.url } : { dataDir: db.dir! });
+  return { ledger: db.ledger, env, close: db.drop };
 }

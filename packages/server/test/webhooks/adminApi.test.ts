@@ -6,7 +6,7 @@ import { WEBHOOK_EVENT_TYPES } from "../../src/ledger/webhookOutbox.ts";
 import { createAdminCredential } from "../../src/services/adminCredentials.ts";
 import { buildApp, createTestContext, projectWithToken, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { tableRows } from "../../src/ledger/testing.ts";
 
 describe.each(dialects)("webhooks in the admin API (%s)", (dialect) => {
   let t: TestContext;
@@ -36,7 +36,7 @@ describe.each(dialects)("webhooks in the admin API (%s)", (dialect) => {
     expect(endpoint).toMatchObject({ project_id: project.id, url: "http://127.0.0.1:9/hooks", events: ["deposit.pending"], state: "enabled", secret: expect.stringMatching(/^whsec_/) });
     const { secret, ...shape } = endpoint;
     expect(AdminWebhookEndpointList.parse((await call("GET", `/v1/admin/projects/${project.id}/webhooks`)).body).data).toEqual([shape]);
-    expect(JSON.stringify(await dbOf(t.ctx.ledger).selectFrom("webhook_endpoints").selectAll().execute())).not.toContain(secret.slice(6));
+    expect(JSON.stringify(await tableRows(t.ctx.ledger, "webhook_endpoints"))).not.toContain(secret.slice(6));
 
     await t.ctx.ledger.deposits.recordSeen({ chain: "base", txHash: `0x${project.id}`, logIndex: 0, projectId: project.id, toAddress: "0x0", fromAddress: "0x1", amountMicros: 7, blockNumber: 1, blockHash: "0xh" });
     const [delivery] = AdminWebhookDeliveryList.parse((await call("GET", `/v1/admin/webhooks/${endpoint.id}/deliveries?limit=5`)).body).data;

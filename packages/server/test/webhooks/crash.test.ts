@@ -14,7 +14,7 @@ import { poll } from "../support/poll.ts";
 import { type SandboxProcessFixture, startSandboxProcessFixture } from "../support/sandboxProcess.ts";
 import { type ServerProcess, spawnServer } from "../support/spawnServer.ts";
 import { startReceiver } from "../support/webhookReceiver.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { webhookDeliveries, webhookEvents } from "../../src/ledger/testing.ts";
 
 describe("webhooks across a kill -9", () => {
   let f: SandboxProcessFixture;
@@ -49,16 +49,16 @@ describe("webhooks across a kill -9", () => {
       await server.kill9();
       server = undefined;
 
-      const events = (await dbOf(ledger).selectFrom("webhook_outbox").select(["id", "type"]).where("project_id", "=", project.id).orderBy("seq").execute());
+      const events = await webhookEvents(ledger, { projectId: project.id });
       expect(events.map((e) => e.type)).toEqual(["deposit.pending", "deposit.credited", "payment.created", "payment.processing", "payment.completed"]);
-      const undelivered = await dbOf(ledger).selectFrom("webhook_deliveries").select("event_id").where("state", "!=", "delivered").execute();
+      const undelivered = (await webhookDeliveries(ledger)).filter((d) => d.state !== "delivered");
       expect(undelivered).toHaveLength(events.length);
       const underWay = new Set(receiver.received.map((r) => r.id));
 
       hold = false;
       server = await spawnServer(env);
       await poll("every event delivered", async () => {
-        const open = await dbOf(ledger).selectFrom("webhook_deliveries").select("state").where("state", "!=", "delivered").execute();
+        const open = (await webhookDeliveries(ledger)).filter((d) => d.state !== "delivered");
         return open.length === 0 ? true : undefined;
       });
       // Each event was delivered (answered 200); those under way at the kill were sent again under the same id.

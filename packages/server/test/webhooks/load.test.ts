@@ -11,7 +11,7 @@ import { createWebhookDeliverer } from "../../src/workers/webhookDelivery.ts";
 import { createTestContext, type TestContext } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
 import { startReceiver } from "../support/webhookReceiver.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { webhookDeliveries } from "../../src/ledger/testing.ts";
 
 const KEY = new Uint8Array(32).fill(7);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -34,7 +34,7 @@ describe.each(dialects)("webhooks under load (%s)", (dialect) => {
     for (let i = 0; i < n; i++) await t.ctx.ledger.deposits.recordSeen({ chain: "base", txHash: `0x${projectId}${i}`, logIndex: 0, projectId, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1 + i, blockNumber: 1, blockHash: "0xh" });
     return endpoint.id;
   }
-  const deliveriesOf = (endpointId: string) => dbOf(t.ctx.ledger).selectFrom("webhook_deliveries").select(["state", "attempts", "last_error"]).where("endpoint_id", "=", endpointId).execute();
+  const deliveriesOf = (endpointId: string) => webhookDeliveries(t.ctx.ledger, { endpointId });
 
   test("behavior: 12 events at once to a receiver answering in 40 % of the deadline are 12 requests, none timed out", async () => {
     const receiver = await startReceiver(() => 204, { delayMs: 800 });

@@ -5,16 +5,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { newId } from "../../src/ids.ts";
 import { openDb } from "../../src/ledger/db.ts";
-import { Ledger } from "../../src/ledger/store.ts";
+import type { Ledger } from "../../src/ledger/store.ts";
 import { createWebhookEndpoint, redeliverWebhookEvent } from "../../src/services/webhooks/endpoints.ts";
 import { RETRY_SCHEDULE_MS, createWebhookDeliverer } from "../../src/workers/webhookDelivery.ts";
 import { controlsColumn, parseControlsInput } from "../../src/services/spendingControls.ts";
 import { parseControls } from "../../src/domain/spending.ts";
 import { createTestContext, type TestContext } from "../support/context.ts";
-import { dialects } from "../support/db.ts";
+import { dialects, ledgerOn } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
 import { startReceiver } from "../support/webhookReceiver.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { clearWebhookDeliveries, depositRows, webhookDeliveries, webhookEvents } from "../../src/ledger/testing.ts";
 
 const KEY = new Uint8Array(32).fill(7);
 const DAY = 86_400_000;
@@ -37,7 +37,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
     return p.id;
   }
   const eventsOf = async (projectId: string) =>
-    (await dbOf(t.ctx.ledger).selectFrom("webhook_outbox").select(["type", "object_id", "status"]).where("project_id", "=", projectId).orderBy("seq").execute()).map((e) => [e.type, e.object_id, e.status]);
+    (await webhookEvents(t.ctx.ledger, { projectId })).map((e) => [e.type, e.object_id, e.status]);
   const deliverer = (ledger: Ledger, owner: string, extra: { disableAfterFailingMs?: number } = {}) =>
     createWebhookDeliverer(ledger, { owner, clock, logger: t.ctx.logger, mode: "sandbox", secretKey: KEY, maxInFlight: 8, maxInFlightPerEndpoint: 8, timeoutMs: 5_000, leaseMs: 10_000, disableAfterFailingMs: extra.disableAfterFailingMs ?? 2 * DAY });
 
@@ -68,7 +68,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
         expect(await eventsOf(without)).toEqual([]);
         continue;
       }
-      const deposit = (await dbOf(ledger).selectFrom("deposits").select("txn_id").where("project_id", "=", projectId).executeTakeFirstOrThrow()).txn_id;
+      const deposit = (await depositRows(ledger, { projectId }))[0]!.txn_id;
       expect(await eventsOf(projectId)).toEqual([
         ["deposit.pending", deposit, "seen"],
         ["deposit.credited", deposit, "credited"],
@@ -83,7 +83,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
         ["payment.approval_required", c.payment.id, "pending"],
       ]);
       // One delivery per event for the one endpoint, due when the change happened.
-      const deliveries = await dbOf(ledger).selectFrom("webhook_deliveries").select(["state", "attempts"]).where("event_id", "in", dbOf(ledger).selectFrom("webhook_outbox").select("id").where("project_id", "=", projectId)).execute();
+      const deliveries = await webhookDeliveries(ledger, { projectId });
       expect(deliveries).toHaveLength(11);
       expect(deliveries.every((d) => d.state === "pending" && d.attempts === 0)).toBe(true);
       // One transaction's deliveries (the console's transaction page), newest first, of this project only.
@@ -94,7 +94,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
 
   test("behavior: signed deliveries retried on the schedule under the injected clock; after days of failures the endpoint is disabled and the log says so", async () => {
     const ledger = t.ctx.ledger;
-    await dbOf(ledger).deleteFrom("webhook_deliveries").execute();
+    await clearWebhookDeliveries(ledger);
     const receiver = await startReceiver(() => 500);
     try {
       const projectId = (await ledger.projects.create({ name: "down", plan: "free" })).id;
@@ -123,13 +123,14 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
       // Disabled: a new change of the project writes nothing; redelivering an event schedules nothing.
       await ledger.deposits.credit({ chain: "base", txHash: `0x${projectId}`, logIndex: 0 });
       expect((await eventsOf(projectId)).map((e) => e[0])).toEqual(["deposit.pending"]);
-      const [event] = await dbOf(ledger).selectFrom("webhook_outbox").select("id").where("project_id", "=", projectId).execute();
+      const [event] = await webhookEvents(ledger, { projectId });
       expect(await redeliverWebhookEvent(deps(), event!.id)).toBe(0);
       // Given up on and old: forgotten with its deliveries (bounded per call); a pending one is kept.
-      const pendingBefore = await dbOf(ledger).selectFrom("webhook_deliveries").select("event_id").where("state", "=", "pending").execute();
+      const pending = async () => (await webhookDeliveries(ledger)).filter((d) => d.state === "pending").map((d) => d.event_id);
+      const pendingBefore = await pending();
       expect(await ledger.webhooks.prune(new Date(now + DAY).toISOString(), 1_000)).toBeGreaterThanOrEqual(1);
       expect(await ledger.webhooks.getEvent(event!.id)).toBeUndefined();
-      expect(await dbOf(ledger).selectFrom("webhook_deliveries").select("event_id").where("state", "=", "pending").execute()).toEqual(pendingBefore);
+      expect(await pending()).toEqual(pendingBefore);
     } finally {
       await receiver.close();
     }
@@ -137,7 +138,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
 
   test.runIf(dialect === "postgres")("behavior: two deliverers on one PostgreSQL send each attempt of each event once", async () => {
     const ledger = t.ctx.ledger;
-    await dbOf(ledger).deleteFrom("webhook_deliveries").execute();
+    await clearWebhookDeliveries(ledger);
     // The first attempt of each event fails, the second succeeds.
     const receiver = await startReceiver((_id, seen) => (seen === 0 ? 500 : 200));
     const second = openDb({ kind: "postgres", url: t.db.url! });
@@ -146,7 +147,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
       await createWebhookEndpoint(deps(), { projectId, url: receiver.url });
       for (let i = 0; i < 40; i++) await ledger.deposits.recordSeen({ chain: "base", txHash: `0x${projectId}${i}`, logIndex: 0, projectId, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1 + i, blockNumber: 1, blockHash: "0xh" });
       const a = deliverer(ledger, "a");
-      const b = deliverer(new Ledger(second.db, "postgres", clock, newId), "b");
+      const b = deliverer(ledgerOn(second, clock), "b");
       for (let round = 0; round < 40; round++) {
         const claimed = await Promise.all([a.tick(), b.tick(), a.tick(), b.tick()]);
         await Promise.all([a.drain(), b.drain()]);
@@ -160,7 +161,7 @@ describe.each(dialects)("webhook outbox and delivery (%s)", (dialect) => {
       for (const r of receiver.received) perId.set(r.id, (perId.get(r.id) ?? 0) + 1);
       expect(perId.size).toBe(40);
       expect([...perId.values()].every((n) => n === 2)).toBe(true);
-      const states = await dbOf(ledger).selectFrom("webhook_deliveries").select(["state", "attempts"]).execute();
+      const states = await webhookDeliveries(ledger);
       expect(states.every((s) => s.state === "delivered" && s.attempts === 2)).toBe(true);
     } finally {
       await second.close();

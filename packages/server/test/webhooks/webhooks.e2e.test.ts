@@ -16,7 +16,7 @@ import { RETRY_SCHEDULE_MS } from "../../src/workers/webhookDelivery.ts";
 import { freePort } from "../support/net.ts";
 import { poll } from "../support/poll.ts";
 import { startReceiver } from "../support/webhookReceiver.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { depositRows, webhookDeliveries } from "../../src/ledger/testing.ts";
 
 const root = resolve(import.meta.dirname, "../../../..");
 const recipient: Address = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
@@ -53,14 +53,14 @@ describe("webhooks to a client's receiver (sandbox server, real chain)", () => {
 
     // Step the deliveries' clock to each next attempt until every event is delivered.
     await poll("every event delivered", async () => {
-      const open = await dbOf(ctx.ledger).selectFrom("webhook_deliveries").select("state").where("state", "!=", "delivered").execute();
+      const open = (await webhookDeliveries(ctx.ledger)).filter((d) => d.state !== "delivered");
       if (open.length === 0) return true;
       const next = await ctx.ledger.webhooks.nextDueAt();
       if (next) offsetMs = Math.max(offsetMs, Date.parse(next) - Date.now());
       return undefined;
     });
 
-    const deposit = (await dbOf(ctx.ledger).selectFrom("deposits").select("txn_id").where("project_id", "=", s.projectId).executeTakeFirstOrThrow()).txn_id!;
+    const deposit = (await depositRows(ctx.ledger, { projectId: s.projectId }))[0]!.txn_id!;
     const typesOf = (objectId: string) => [...new Set(receiver.received.filter((r) => r.data.id === objectId).map((r) => `${r.id} ${r.type}`))].map((k) => k.split(" ")[1]);
     expect(typesOf(deposit)).toEqual(["deposit.pending", "deposit.credited"]);
     expect(typesOf(usdc.json.id)).toEqual(["payment.created", "payment.processing", "payment.completed"]);

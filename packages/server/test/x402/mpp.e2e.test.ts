@@ -5,10 +5,10 @@
 import { Challenge } from "mppx";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { feeFor } from "../../src/money.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
 import { recordsOf, verifyEvidence } from "../../src/services/evidence/verifyEvidence.ts";
 import { startHandBuiltTarget } from "./support/handBuiltTarget.ts";
 import { type X402World, randomAddress, startX402World } from "./support/x402World.ts";
+import { evidenceRows, setEvidence } from "../../src/ledger/testing.ts";
 
 const PRICE = 20_000n;
 
@@ -123,8 +123,7 @@ describe.each(["sqlite", "postgres"] as const)("MPP on %s", (database) => {
     expect(await w.settle(id)).toBe("completed");
     const receiptHeader = (answer.body.response as { headers: Record<string, string> }).headers["payment-receipt"];
 
-    const db = dbOf(w.ctx.ledger);
-    const rows = await db.selectFrom("evidence").select(["seq", "body"]).where("payment_id", "=", id).orderBy("seq").execute();
+    const rows = await evidenceRows(w.ctx.ledger, w.server.projectId, { paymentId: id });
     const settled = rows.find((r) => JSON.parse(r.body).rail_state?.settlement);
     if (!settled) throw new Error(`payment ${id} has no record of its settlement`);
     const state = JSON.parse(settled.body).rail_state;
@@ -141,12 +140,12 @@ describe.each(["sqlite", "postgres"] as const)("MPP on %s", (database) => {
       const i = value.length - 3;
       const edited = `${value.slice(0, i)}${value[i] === "A" ? "B" : "A"}${value.slice(i + 1)}`;
       expect(settled.body).toContain(JSON.stringify(value).slice(1, -1));
-      await db.updateTable("evidence").set({ body: settled.body.replace(JSON.stringify(value).slice(1, -1), JSON.stringify(edited).slice(1, -1)) }).where("payment_id", "=", id).where("seq", "=", settled.seq).execute();
+      await setEvidence(w.ctx.ledger, w.server.projectId, settled.seq, { body: settled.body.replace(JSON.stringify(value).slice(1, -1), JSON.stringify(edited).slice(1, -1)) });
       try {
         const named = (await verify()).filter((p) => p.paymentId === id);
         expect(named, field).toContainEqual(expect.objectContaining({ seq: Number(settled.seq), code: "hash_mismatch" }));
       } finally {
-        await db.updateTable("evidence").set({ body: settled.body }).where("payment_id", "=", id).where("seq", "=", settled.seq).execute();
+        await setEvidence(w.ctx.ledger, w.server.projectId, settled.seq, { body: settled.body });
       }
     }
     expect((await verify()).filter((p) => p.paymentId === id)).toEqual([]);

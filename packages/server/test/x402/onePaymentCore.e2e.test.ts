@@ -6,7 +6,7 @@ import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { NewPayment } from "../../src/ledger/payments.ts";
 import { type X402World, startX402World } from "./support/x402World.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { kvRows, paymentRows, tableRows } from "../../src/ledger/testing.ts";
 
 const PRICE = 10_000n;
 const recipient: Address = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
@@ -70,12 +70,12 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (database) => {
 
     // Each payment row owns its key; the free reply is the only key kept beside them; kv keeps none.
     for (const r of requests) {
-      const rows = await dbOf(w.ctx.ledger).selectFrom("payments").select(["rail", "idempotency_key"]).where("idempotency_key", "=", r.key).execute();
-      expect(rows, r.key).toEqual([{ rail: r.rail, idempotency_key: r.key }]);
+      const rows = await paymentRows(w.ctx.ledger, { idempotencyKey: r.key });
+      expect(rows.map((p) => ({ rail: p.rail, idempotency_key: p.idempotency_key })), r.key).toEqual([{ rail: r.rail, idempotency_key: r.key }]);
     }
-    const kept = await dbOf(w.ctx.ledger).selectFrom("idempotency_keys").select(["key", "state"]).execute();
-    expect(kept).toEqual([{ key: "x402-free", state: "reply" }]);
-    expect(await dbOf(w.ctx.ledger).selectFrom("kv").select("key").where("key", "like", "%idempotency%").execute()).toEqual([]);
+    const kept = await tableRows(w.ctx.ledger, "idempotency_keys");
+    expect(kept.map((k) => ({ key: k.key, state: k.state }))).toEqual([{ key: "x402-free", state: "reply" }]);
+    expect((await kvRows(w.ctx.ledger)).filter((r) => r.key.includes("idempotency"))).toEqual([]);
 
     // Every repeat is answered from that store: the same payment (or reply), nothing held again.
     for (const [i, r] of requests.entries()) {

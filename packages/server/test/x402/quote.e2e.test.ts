@@ -7,10 +7,10 @@ import { startMerchantV2 } from "@agentwallet/devchain";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { countingListener } from "../support/net.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
 import { feeFor } from "../../src/money.ts";
 import { issueToken } from "../../src/services/tokens.ts";
 import { type X402World, randomAddress, startX402World } from "./support/x402World.ts";
+import { setQuoteExpiry } from "../../src/ledger/testing.ts";
 
 const PRICE = 10_000;
 
@@ -92,7 +92,7 @@ describe.each(["sqlite", "postgres"] as const)("POST /v1/quote then POST /v1/pay
     expect(post.body.detail).toContain("method, body differ");
     const unknown = await w.post("/v1/pay", { recipient: `${m.url}/paid`, quote_id: "quo_unknown" });
     expect([unknown.status, unknown.body.code]).toEqual([404, "quote_not_found"]);
-    await dbOf(w.ctx.ledger).updateTable("quotes").set({ expires_at: "2020-01-01T00:05:00.000Z" }).where("id", "=", String(quote.body.quote_id)).execute();
+    await setQuoteExpiry(w.ctx.ledger, String(quote.body.quote_id), "2020-01-01T00:05:00.000Z");
     const before = await state();
     const expired = await w.post("/v1/pay", { recipient: `${m.url}/paid`, quote_id: quote.body.quote_id });
     expect([expired.status, expired.body.code]).toEqual([409, "quote_expired"]);

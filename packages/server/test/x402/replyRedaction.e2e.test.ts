@@ -1,9 +1,9 @@
 // A paid target's reply that echoes one of our tokens (one it learned elsewhere) is returned and stored with the
 // token cut out: the paid retry's answer, as the free one (badInput.e2e.test.ts), never keeps a token.
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { dbOf } from "../../src/ledger/connection.ts";
 import { type HandBuiltTarget, startHandBuiltTarget, v2PaymentRequired } from "./support/handBuiltTarget.ts";
 import { type X402World, randomAddress, startX402World } from "./support/x402World.ts";
+import { paymentRows } from "../../src/ledger/testing.ts";
 
 let w: X402World;
 let target: HandBuiltTarget;
@@ -31,7 +31,7 @@ test("behavior: the paid reply is returned and stored without the token it echoe
   expect(text).toContain("paid content");
   expect(text).toContain("[redacted token]");
   expect(text).not.toContain(leaked.slice(8));
-  const rows = JSON.stringify(await dbOf(w.ctx.ledger).selectFrom("payments").select(["response_json"]).execute());
+  const rows = JSON.stringify((await paymentRows(w.ctx.ledger)).map((p) => ({ response_json: p.response_json })));
   expect(rows).toContain("paid content");
   expect(rows).not.toContain(leaked.slice(8));
   expect(rows).not.toMatch(/aw_(test|live)_/);

@@ -11,7 +11,7 @@ import { isPublicAddress } from "../../src/net/ipPolicy.ts";
 import { type CountingListener, casesFor, startCountingListener, testLookup } from "../support/ssrfTargets.ts";
 import { startHandBuiltTarget } from "./support/handBuiltTarget.ts";
 import { type X402World, startX402World } from "./support/x402World.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { paymentRows } from "../../src/ledger/testing.ts";
 
 const http = await startCountingListener();
 const https = await startCountingListener();
@@ -62,7 +62,7 @@ describe("live-mode settings: every attacker URL is refused, nothing dialled", (
     await new Promise((r) => setTimeout(r, 100));
     expect(connections()).toBe(0);
     expect(w.signatures.count()).toBe(0);
-    expect(await dbOf(w.ctx.ledger).selectFrom("payments").select("id").execute()).toEqual([]);
+    expect(await paymentRows(w.ctx.ledger)).toEqual([]);
     expect((await w.get("/v1/balance")).body).toMatchObject({ available: 1_000_000, total_spent: 0 });
   });
 });

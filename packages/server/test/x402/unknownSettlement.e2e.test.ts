@@ -12,7 +12,6 @@ import express from "express";
 import { type Address, parseEventLogs } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { usdcAbi } from "../../src/chain/chainClient.ts";
-import { verifyLedger } from "../../src/ledger/verify.ts";
 import { authorizationUsedIn } from "../../src/rails/eip3009.ts";
 import { x402States } from "../../src/rails/x402/x402State.ts";
 import { feeFor } from "../../src/money.ts";
@@ -20,7 +19,7 @@ import { reconcile } from "../../src/services/reconcile.ts";
 import { startCountingListener } from "../support/ssrfTargets.ts";
 import { type HandBuiltTarget, type Reply, type TargetRequest, decodePaymentHeader, startHandBuiltTarget, v2PaymentRequired } from "./support/handBuiltTarget.ts";
 import { type X402World, randomAddress, startX402World } from "./support/x402World.ts";
-import { dbOf } from "../../src/ledger/connection.ts";
+import { openPayments, paymentRows, relayerTxs, transactionRows } from "../../src/ledger/testing.ts";
 
 const PRICE = 10_000n;
 const FEE = BigInt(feeFor(Number(PRICE), "free"));
@@ -101,14 +100,14 @@ async function expectFailedAndCredited(rogue: Rogue, paymentId: string) {
   expect(payment.failureReason).toMatch(/expired/);
   expect(await w.balanceOf(rogue.payTo)).toBe(0n);
   expect(x402States.read(payment).stage).toBe("signed");
-  expect(await dbOf(w.ctx.ledger).selectFrom("relayer_txs").select("tx_hash").where("payment_id", "=", paymentId).execute()).toEqual([]);
+  expect(await relayerTxs(w.ctx.ledger, { paymentId })).toEqual([]);
   expect(await txnStatuses(paymentId)).toEqual(["failed", "failed"]);
 }
 
 const availableNow = async () => (await w.get("/v1/balance")).body.available as number;
 
 async function txnStatuses(paymentId: string): Promise<string[]> {
-  const rows = await dbOf(w.ctx.ledger).selectFrom("transactions").select("status").where("payment_id", "=", paymentId).execute();
+  const rows = await transactionRows(w.ctx.ledger, { paymentId });
   return rows.map((r) => r.status);
 }
 
@@ -212,7 +211,7 @@ describe.concurrent("the merchant takes the signature, then", () => {
     const answer = await w.post("/v1/x402/pay", { url: rogue.url, max_amount_usdc: Number(PRICE) });
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({ status_code: 500, headers: expect.any(Object), body: "no", payment_amount: Number(PRICE), fee_amount: Number(FEE), tx_hash: null, settled: false });
-    const id = (await dbOf(w.ctx.ledger).selectFrom("payments").select("id").where("recipient", "=", rogue.url).executeTakeFirstOrThrow()).id;
+    const id = (await paymentRows(w.ctx.ledger, { recipient: rogue.url }))[0]!.id;
     expect(await w.settle(id)).toBe("failed");
   });
 });
@@ -271,14 +270,14 @@ test("behavior: a real @x402/express merchant whose handler fails never settles 
 });
 
 test("behavior: afterwards the ledger verifies, the balance is the fund minus the completed payments, and the wallet reconciles", async () => {
-  const open = await dbOf(w.ctx.ledger).selectFrom("payments").select("id").where("status", "in", ["pending", "processing"]).execute();
+  const open = await openPayments(w.ctx.ledger);
   for (const { id } of open) await w.settle(id);
-  const completed = await dbOf(w.ctx.ledger).selectFrom("payments").select(["amount_micros", "fee_micros"]).where("status", "=", "completed").execute();
+  const completed = await paymentRows(w.ctx.ledger, { status: "completed" });
   expect(completed.length).toBeGreaterThanOrEqual(4);
   const spent = completed.reduce((s, p) => s + p.amount_micros + p.fee_micros, 0);
   expect(await availableNow()).toBe(Number(FUND_MICROS) - spent);
   expect(await w.balanceOf(await w.wallet())).toBe(FUND_MICROS - BigInt(spent));
-  expect((await verifyLedger(dbOf(w.ctx.ledger))).problems).toEqual([]);
+  expect((await w.ctx.ledger.verify()).problems).toEqual([]);
   const report = await reconcile(w.ctx.ledger, (a) => w.balanceOf(a));
   expect(report.rows.filter((r) => r.drift_micros !== 0)).toEqual([]);
   expect(report.ok).toBe(true);

@@ -12,10 +12,10 @@ import { type Anvil, connectDevChain, type DevChain, type Facilitator, type Merc
 import { type Address, type Hex, createTestClient, getAddress, http, parseAbiItem } from "viem";
 import { createChainClient, type ChainClient } from "../../../src/chain/chainClient.ts";
 import { type OpenedDb, openDb } from "../../../src/ledger/db.ts";
-import { Ledger } from "../../../src/ledger/store.ts";
+import type { Ledger } from "../../../src/ledger/store.ts";
 import { newId, systemClock } from "../../../src/ids.ts";
 import { createToken } from "../../../src/services/tokens.ts";
-import { createPgSchema, type TestDialect } from "../../support/db.ts";
+import { createPgSchema, ledgerOn, type TestDialect } from "../../support/db.ts";
 import { freePort, spawnServer, type ServerProcess } from "../../support/spawnServer.ts";
 import { createRng, type Rng } from "./rng.ts";
 import { startRpcProxy, type RpcProxy } from "./rpcProxy.ts";
@@ -219,7 +219,7 @@ export async function startFaultWorld(dialect: TestDialect, seed: number, scenar
   log("server started");
   let serverUp = true;
   const opened: OpenedDb = pg ? openDb({ kind: "postgres", url: pg.url }) : openDb({ kind: "sqlite", path: join(dir, "agentwallet.db") });
-  const ledger = new Ledger(opened.db, dialect, systemClock, newId);
+  const ledger = ledgerOn(opened);
   const world: FaultWorld = {
     dialect,
     rng,

@@ -10,15 +10,14 @@
  * scenario's events, each problem, and the open payments with their rail state and relayer nonces.
  */
 import type { Address, Hex } from "viem";
-import type { PaymentsTable } from "../../../src/ledger/schema.ts";
 import type { FaultWorld } from "./faultWorld.ts";
 import { type Answer, pay, type Spec } from "./stream.ts";
-import { dbOf } from "../../../src/ledger/connection.ts";
 import { runCli as runCommandLine } from "../../../src/cli/run.ts";
+import { balanceRows, paymentRows, relayerTxs, type Row } from "../../../src/ledger/testing.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-type Payment = Pick<PaymentsTable, "id" | "project_id" | "rail" | "status" | "amount_micros" | "fee_micros" | "recipient" | "recipient_json" | "idempotency_key" | "tx_hash" | "provider_ref" | "rail_state" | "failure_reason" | "attempts" | "next_attempt_at" | "lease_owner" | "refund_tx_hash">;
+type Payment = Pick<Row<"payments">, "id" | "project_id" | "rail" | "status" | "amount_micros" | "fee_micros" | "recipient" | "recipient_json" | "idempotency_key" | "tx_hash" | "provider_ref" | "rail_state" | "failure_reason" | "attempts" | "next_attempt_at" | "lease_owner" | "refund_tx_hash">;
 
 export type CliResult = { code: number | null; stdout: string; stderr: string };
 
@@ -34,11 +33,7 @@ export async function runCli(world: FaultWorld, args: string[]): Promise<CliResu
 }
 
 async function payments(world: FaultWorld): Promise<Payment[]> {
-  return dbOf(world.ledger)
-    .selectFrom("payments")
-    .select(["id", "project_id", "rail", "status", "amount_micros", "fee_micros", "recipient", "recipient_json", "idempotency_key", "tx_hash", "provider_ref", "rail_state", "failure_reason", "attempts", "next_attempt_at", "lease_owner", "refund_tx_hash"])
-    .orderBy("created_at")
-    .execute();
+  return paymentRows(world.ledger);
 }
 
 /** The kind a payment was planned as, by its key (a bank account number is kept masked, so it cannot tell). */
@@ -52,7 +47,7 @@ async function settledProblems(world: FaultWorld, specs: Spec[]): Promise<{ prob
   const rows = await payments(world);
   const open = rows.filter((p) => p.status === "pending" || p.status === "processing" || (isReturnAccount(specs, p) && p.status === "completed"));
   for (const p of open) problems.push(`payment ${p.id} (${p.rail}) still ${p.status}${isReturnAccount(specs, p) ? " (return account: expected reversed)" : ""}`);
-  for (const b of await dbOf(world.ledger).selectFrom("balances").select(["project_id", "held_micros"]).where("held_micros", "<>", 0).execute()) {
+  for (const b of (await balanceRows(world.ledger)).filter((b) => b.held_micros !== 0)) {
     problems.push(`project ${b.project_id} still holds ${b.held_micros} micros`);
   }
   // Each usdc recipient is fresh: its balance is exactly what the ledger completed to it.
@@ -87,7 +82,7 @@ async function settledProblems(world: FaultWorld, specs: Spec[]): Promise<{ prob
 
 async function relayerNonces(world: FaultWorld) {
   const chain = await world.chain.nonces(world.relayer);
-  const stored = await dbOf(world.ledger).selectFrom("relayer_txs").select(["nonce", "payment_id", "tx_hash"]).where("relayer", "in", [world.relayer, world.relayer.toLowerCase()]).orderBy("nonce").execute();
+  const stored = await relayerTxs(world.ledger, { relayers: [world.relayer, world.relayer.toLowerCase()] });
   const storedMax = stored.length ? stored[stored.length - 1]!.nonce : -1;
   const unmined = stored.filter((r) => r.nonce >= chain.latest);
   return { chain, storedMax, unmined };
