@@ -102,11 +102,17 @@ async function play(ledger: Ledger, run: string, ops: Op[], tokenControls: Contr
       }
     }
   }
-  return { answers, state: await snapshot(ledger, projects, tokens) };
+  // A refusal names the project or token whose rule refused it: by its place, as the state does.
+  return { answers: JSON.parse(renamer(projects, tokens)(JSON.stringify(answers))) as unknown[], state: await snapshot(ledger, projects, tokens) };
+}
+
+/** Replaces the ids of one side's projects and tokens with their places (P0, T1, …), so the two sides compare. */
+function renamer(projects: string[], tokens: string[]): (text: string) => string {
+  return (text) => projects.reduce((t, p, i) => t.replaceAll(p, `P${i}`), tokens.reduce((t, k, i) => t.replaceAll(k, `T${i}`), text));
 }
 
 async function snapshot(ledger: Ledger, projects: string[], tokens: string[]): Promise<unknown> {
-  const rename = (text: string) => projects.reduce((t, p, i) => t.replaceAll(p, `P${i}`), tokens.reduce((t, k, i) => t.replaceAll(k, `T${i}`), text));
+  const rename = renamer(projects, tokens);
   const balances = await balanceRows(ledger, projects);
   const payments = await paymentRows(ledger, { projectId: projects });
   const transactions = await transactionRows(ledger, { projectId: projects });
