@@ -1,11 +1,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { sql } from "kysely";
 import { afterAll, describe, expect, test } from "vitest";
 import { openDb } from "../src/ledger/db.ts";
 import { migrateToLatest } from "../src/ledger/migrations.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
-import { createPgSchema, dialects, ledgerOn } from "./support/db.ts";
+import { createPgSchema, dialects, ledgerOn, postgresUrl } from "./support/db.ts";
 
 describe.each(dialects)("migration 0002 on a database with history (%s)", (dialect) => {
   const cleanups: (() => Promise<void>)[] = [];
@@ -49,5 +50,48 @@ describe.each(dialects)("migration 0002 on a database with history (%s)", (diale
     }
     const v = await verifyLedger(opened.db);
     expect(v.problems.filter((x) => x.check === "positions_contiguous")).toEqual([]);
+  });
+});
+
+// Migrating one schema never reads another's catalog: deployments (or test files) beside it may be creating,
+// changing and dropping their own schemas at that moment. Kysely's own check for its tables read the columns of
+// every schema and failed when one changed under it (3F000, 42703): bounded renames beside bounded migrations.
+describe("migrations beside other schemas' changes (postgres)", () => {
+  test("migrations succeed while another schema's columns are renamed", async () => {
+    const churn = openDb({ kind: "postgres", url: postgresUrl(), poolMax: 3 });
+    const other = `churn_${process.pid}_${Date.now()}`;
+    const columns = 200;
+    await sql.raw(`create schema ${other}; create table ${other}.t (${Array.from({ length: columns }, (_, j) => `c${j} integer`).join(", ")})`).execute(churn.db);
+    let stop = false;
+    // Renames every column of another schema's table back and forth, each rename committed on its own.
+    const churner = async (k: number) => {
+      for (let i = 0; i < 300 && !stop; i++) {
+        const j = (k * 100 + i) % columns;
+        await sql.raw(`alter table ${other}.t rename column c${j} to r${j}`).execute(churn.db);
+        await sql.raw(`alter table ${other}.t rename column r${j} to c${j}`).execute(churn.db);
+      }
+    };
+    const churning = Promise.all([churner(0), churner(1)]);
+    const failures: string[] = [];
+    try {
+      for (let i = 0; i < 6; i++) {
+        const mine = await createPgSchema();
+        const opened = openDb({ kind: "postgres", url: mine.url, poolMax: 2 });
+        try {
+          await migrateToLatest(opened.db, "postgres");
+        } catch (err) {
+          failures.push((err as Error).message);
+        } finally {
+          await opened.close();
+          await mine.drop();
+        }
+      }
+    } finally {
+      stop = true;
+      await churning;
+      await sql.raw(`drop schema ${other} cascade`).execute(churn.db);
+      await churn.close();
+    }
+    expect(failures).toEqual([]);
   });
 });

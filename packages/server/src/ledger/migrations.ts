@@ -866,12 +866,44 @@ async function migratorOf(db: Kysely<any>, dialect: Dialect): Promise<Migrator> 
   const schema =
     dialect === "postgres" ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s : undefined;
   return new Migrator({
-    db,
+    db: dialect === "postgres" ? withOwnSchemaIntrospection(db) : db,
     provider: { getMigrations: async () => migrations(dialect) },
     // Migrations are numbered by the change that wrote them and may land out of order (0013 after 0014);
     // each one only adds, so a database that ran a later one still takes an earlier newcomer.
     allowUnorderedMigrations: true,
     ...(schema ? { migrationTableSchema: schema } : {}),
+  });
+}
+
+/**
+ * PostgreSQL: `db` whose introspection (what the migrator asks to learn whether its tables exist) reads the
+ * connection's own schema only. Kysely's own reads the columns of every schema, looking each up by name, and
+ * failed whenever another schema's table changed or was dropped meanwhile ("column … does not exist",
+ * invalid_schema_name): another deployment on the same server, or another test file, made our migration fail.
+ */
+function withOwnSchemaIntrospection(db: Kysely<any>): Kysely<any> {
+  const introspection = {
+    async getSchemas() {
+      return (await sql<{ name: string }>`select nspname as name from pg_catalog.pg_namespace where nspname = current_schema()`.execute(db)).rows;
+    },
+    async getTables() {
+      const rows = await sql<{ name: string; schema: string; kind: string }>`
+        select c.relname as name, n.nspname as schema, c.relkind as kind from pg_catalog.pg_class c
+        join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = current_schema() and c.relkind in ('r', 'v', 'p')`.execute(db);
+      return rows.rows.map((r) => ({ name: r.name, schema: r.schema, isView: r.kind === "v", columns: [] }));
+    },
+    async getMetadata() {
+      return { tables: await this.getTables() };
+    },
+  };
+  return new Proxy(db, {
+    get(target, prop) {
+      if (prop === "introspection") return introspection;
+      // Kysely's methods read private fields: call them on the instance itself.
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === "function" ? value.bind(target) : value;
+    },
   });
 }
 
@@ -884,16 +916,7 @@ export async function pendingMigrations(db: Kysely<any>, dialect: Dialect): Prom
 /** Migrates to `target` (a migration name) or, without one, to the latest. */
 export async function migrateToLatest(db: Kysely<any>, dialect: Dialect, target?: string): Promise<string[]> {
   const migrator = await migratorOf(db, dialect);
-  for (let attempt = 1; ; attempt++) {
-    const { error, results } = target ? await migrator.migrateTo(target) : await migrator.migrateToLatest();
-    // Kysely's check for its tables lists the tables of every schema; a schema dropped by someone else
-    // meanwhile fails that listing (3F000, invalid_schema_name) though nothing of ours moved. On
-    // PostgreSQL a run is one transaction with its bookkeeping, so asking again is safe. Bounded.
-    if (error && (error as { code?: string }).code === "3F000" && attempt < SCHEMA_RACE_ATTEMPTS) continue;
-    if (error) throw error instanceof Error ? error : new Error(String(error));
-    return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
-  }
+  const { error, results } = target ? await migrator.migrateTo(target) : await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }
-
-/** Tries of a migration run that lost the race with another schema's drop (see migrateToLatest). */
-const SCHEMA_RACE_ATTEMPTS = 5;
