@@ -1,5 +1,5 @@
 /**
- * Test files in the order that keeps both workers busy to the end. Without a results cache (a fresh
+ * Test files in the order that keeps every worker busy to the end. Without a results cache (a fresh
  * clone, as in CI) Vitest orders files by size, so a long file could start last and run alone after
  * everything else. The files that take longest (measured: docs/performance.md, "The test suite") go
  * first, longest first; the rest follow in Vitest's order.
