@@ -36,7 +36,7 @@ export async function run(args: string[]): Promise<void> {
     log(`seeding ${rows.toLocaleString("en-US")} transactions…`);
     const seed = await seedTransactions(bench, project.id, rows);
     log(`seeded in ${(seed.ms / 1000).toFixed(1)} s`);
-    const { base, cookie, close } = await startConsoleServer(bench, project.id);
+    const { base, cookie, token, close } = await startConsoleServer(bench, project.id);
     try {
       (globalThis as { gc?: () => void }).gc?.();
       const before = process.memoryUsage().rss;
@@ -83,11 +83,88 @@ export async function run(args: string[]): Promise<void> {
         ],
       );
       console.log(`RSS along the export (rows received: MiB): ${tenths.map((t) => `${t.rows.toLocaleString("en-US")}: ${(t.rss / MiB).toFixed(0)}`).join(", ")}`);
-      console.log(`result: ${writeResult("export", { machine: host, dialect, rows, exported, bytes, ms, rssBefore: before, rssPeak: peak, maxRssBefore, maxRssAfter, along: tenths })}`);
+      // After the measurement, so the check's own memory is not counted: the file again, against the API.
+      log("checking the file against GET /v1/transactions, row for row…");
+      const checked = await checkAgainstApi(base, cookie, token, project.id);
+      if (checked !== exported) throw new Error(`the second export had ${checked} rows, the first ${exported}`);
+      console.log(`the file equals GET /v1/transactions row for row: ${checked.toLocaleString("en-US")} rows (id, time, type, status, amount, and each payment's fee on its row)`);
+      console.log(`result: ${writeResult("export", { machine: host, dialect, rows, exported, bytes, ms, rssBefore: before, rssPeak: peak, maxRssBefore, maxRssAfter, along: tenths, matchesApi: checked })}`);
     } finally {
       await close();
     }
   } finally {
     await bench.close();
   }
+}
+
+const LISTED = "usdc_fund,payment,x402_payment,usdc_transfer";
+type ApiTxn = { id: string; type: string; status: string; amount: number; currency: string; created_at: string; payment_id?: string | null };
+
+/**
+ * Streams the export again and walks it beside the API's pages of the listed types (newest first, as the file
+ * is): each line must be the next transaction, with its payment's fee (a `platform_fee` of the same payment)
+ * beside it. The fees are read first into a map; nothing else is kept. Answers the rows checked.
+ */
+async function checkAgainstApi(base: string, cookie: string, token: string, projectId: string): Promise<number> {
+  const pages = async function* (query: string): AsyncGenerator<ApiTxn> {
+    for (let after = ""; ; ) {
+      const res = await fetch(`${base}/v1/transactions?limit=100&${query}${after ? `&starting_after=${after}` : ""}`, { headers: { authorization: `Bearer ${token}` } });
+      if (res.status !== 200) throw new Error(`GET /v1/transactions answered ${res.status}`);
+      const page = (await res.json()) as { transactions: ApiTxn[]; has_more: boolean };
+      yield* page.transactions;
+      if (!page.has_more) return;
+      after = page.transactions[page.transactions.length - 1]!.id;
+    }
+  };
+  const usd = (amount: number, currency: string) => {
+    const m = currency === "usd" ? amount * 10_000 : amount;
+    return `${Math.floor(m / 1e6)}.${String(m % 1e6).padStart(6, "0").replace(/0+$/, "").padEnd(2, "0")}`;
+  };
+  const feeOf = new Map<string, string>();
+  // A fee is its payment's: by the payment's id where the row names it, else by its instant (the seeded
+  // history's events are apart, and a payment's fee row has its payment's instant).
+  for await (const f of pages("type=platform_fee")) feeOf.set(f.payment_id ?? f.created_at, usd(f.amount, f.currency));
+  const listed = pages(`type=${LISTED}`);
+  const res = await fetch(`${base}/console/p/${projectId}/transactions.csv`, { headers: { cookie: `aw_console=${cookie}` } });
+  if (res.status !== 200 || !res.body) throw new Error(`the export answered ${res.status}`);
+  const decoder = new TextDecoder();
+  let rest = "";
+  let n = -1; // the header first
+  const check = async (line: string) => {
+    if (n++ < 0) return;
+    const next = await listed.next();
+    if (next.done) throw new Error(`the file has more rows than the API: ${line}`);
+    const a = next.value;
+    const cells = csvFields(line);
+    const want = [a.id, a.created_at, a.type, a.status, usd(a.amount, a.currency), (a.type === "usdc_fund" ? undefined : (feeOf.get(a.payment_id ?? a.id) ?? feeOf.get(a.created_at))) ?? ""];
+    const got = [cells[0], cells[1], cells[6], cells[7], cells[9], cells[10]];
+    if (want.join() !== got.join()) throw new Error(`row ${n}: the file has ${got.join()} where the API has ${want.join()}`);
+  };
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    const lines = (rest + decoder.decode(chunk, { stream: true })).split("\r\n");
+    rest = lines.pop()!;
+    for (const line of lines) await check(line);
+  }
+  if (rest) await check(rest);
+  if (!(await listed.next()).done) throw new Error(`the API lists more rows than the file's ${n}`);
+  return n;
+}
+
+/** One CSV line's fields (RFC 4180 quoting). */
+function csvFields(line: string): string[] {
+  const out: string[] = [];
+  let cur = "";
+  let quoted = false;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i]!;
+    if (quoted) {
+      if (ch === '"' && line[i + 1] === '"') (cur += '"'), i++;
+      else if (ch === '"') quoted = false;
+      else cur += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ",") out.push(cur), (cur = "");
+    else cur += ch;
+  }
+  out.push(cur);
+  return out;
 }
