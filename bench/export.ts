@@ -12,6 +12,7 @@ import { UsageError, log, machine, printTable, writeResult } from "./lib.ts";
 import { type BenchDialect, createBenchContext } from "./support/benchContext.ts";
 import { seedTransactions } from "./support/seedTransactions.ts";
 import { startConsoleServer } from "./support/consoleServer.ts";
+import { csvFields } from "../packages/console/src/csv.ts";
 
 const HELP = `npm run bench -- export [flags]
   --db sqlite|postgres   database (default sqlite)
@@ -150,21 +151,3 @@ async function checkAgainstApi(base: string, cookie: string, token: string, proj
   return n;
 }
 
-/** One CSV line's fields (RFC 4180 quoting). */
-function csvFields(line: string): string[] {
-  const out: string[] = [];
-  let cur = "";
-  let quoted = false;
-  for (let i = 0; i < line.length; i++) {
-    const ch = line[i]!;
-    if (quoted) {
-      if (ch === '"' && line[i + 1] === '"') (cur += '"'), i++;
-      else if (ch === '"') quoted = false;
-      else cur += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ",") out.push(cur), (cur = "");
-    else cur += ch;
-  }
-  out.push(cur);
-  return out;
-}

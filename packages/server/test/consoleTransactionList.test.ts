@@ -9,6 +9,7 @@ import { issueToken } from "../src/services/tokens.ts";
 import { listPage } from "../src/services/console/transactionList.ts";
 import { buildApp, createTestContext, type TestContext } from "./support/context.ts";
 import { dialects } from "./support/db.ts";
+import { csvFields } from "../../console/src/csv.ts";
 
 const ROWS = 3_000;
 const LISTED = "usdc_fund,payment,x402_payment,usdc_transfer";
@@ -102,14 +103,14 @@ describe.each(dialects)("console transactions list and CSV export (%s)", (dialec
     const usd = (amount: number, currency: string) => { const m = currency === "usd" ? amount * 10_000 : amount; return `${Math.floor(m / 1e6)}.${String(m % 1e6).padStart(6, "0").replace(/0+$/, "").padEnd(2, "0")}`; };
     rows.forEach((line, i) => {
       const a = listed[i]!;
-      const cells = parseCsvLine(line);
+      const cells = csvFields(line);
       const fee = a.type === "usdc_fund" ? undefined : feeAt.get(a.created_at);
       expect([cells[0], cells[1], cells[6], cells[7], cells[9], cells[10]], line).toEqual([a.id, a.created_at, a.type, a.status, usd(a.amount, a.currency), fee ? usd(fee.amount, fee.currency) : ""]);
     });
     // The agents and counterparties as the payments recorded them.
-    const research = rows.map(parseCsvLine).filter((c) => c[3] === "research");
+    const research = rows.map(csvFields).filter((c) => c[3] === "research");
     expect(research.length).toBeGreaterThan(0);
-    const bank = rows.map(parseCsvLine).find((c) => c[5] === "fiat")!;
+    const bank = rows.map(csvFields).find((c) => c[5] === "fiat")!;
     expect(bank[8]).toMatch(/^.+ \(account ••••\d{4}\)$/);
   });
 
@@ -176,23 +177,3 @@ describe.each(dialects)("console transactions list and CSV export (%s)", (dialec
     }
   });
 });
-
-/** One CSV line's fields (RFC 4180 quoting). */
-function parseCsvLine(line: string): string[] {
-  const out: string[] = [];
-  let cur = "";
-  let quoted = false;
-  for (let i = 0; i < line.length; i++) {
-    const ch = line[i]!;
-    if (quoted) {
-      if (ch === '"' && line[i + 1] === '"') (cur += '"'), i++;
-      else if (ch === '"') quoted = false;
-      else cur += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ",") out.push(cur), (cur = "");
-    else cur += ch;
-  }
-  out.push(cur);
-  return out;
-}
-
