@@ -146,6 +146,15 @@ export function createChainClient(s: ChainSettings) {
     usdcAddress: s.usdcAddress,
     blockNumber,
     recentBlockNumber,
+    /** The hash of block `n` as the chain has it now; undefined when it has no such block (yet, or any more). */
+    blockHash: async (n: number): Promise<Hex | undefined> => {
+      try {
+        return (await client.getBlock({ blockNumber: BigInt(n) })).hash ?? undefined;
+      } catch (err) {
+        if ((err as Error).name === "BlockNotFoundError") return undefined;
+        throw err;
+      }
+    },
     /** USDC Transfer logs to any of `to` in [fromBlock, toBlock]; the caller bounds the range. */
     transfersTo: (to: Address[], fromBlock: number, toBlock: number) =>
       client.getLogs({ address: s.usdcAddress, event: transferEvent, args: { to }, fromBlock: BigInt(fromBlock), toBlock: BigInt(toBlock), strict: true }),

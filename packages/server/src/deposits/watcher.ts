@@ -41,6 +41,15 @@ export type DepositWatcher = ReturnType<typeof createDepositWatcher>;
 
 /** The `kv` key of the last block scanned on this chain (read by the lag metric, server.ts). */
 export const depositCursorKey = (chainName: string) => `deposits:cursor:${chainName}`;
+/** The `kv` key of that block's hash, as the chain had it when the scan passed it. */
+const depositCursorHashKey = (chainName: string) => `deposits:cursor-hash:${chainName}`;
+
+/**
+ * How far back the scan starts again when the chain no longer has the block it had reached: a reorganization
+ * deeper than the confirmations (the cursor stays that far behind the head, so no shallower one reaches it).
+ * Rescanning credits nothing twice; on Base this is over half an hour of blocks.
+ */
+export const REORG_RESCAN_BLOCKS = 1_000;
 
 export function createDepositWatcher(
   ledger: { deposits: DepositStore; kv: KvStore; returnWatch: Pick<ReturnWatchStore, "recordRefund"> } & { projects: Pick<ProjectStore, "withWallets" | "setWalletFrozen"> },
@@ -49,6 +58,7 @@ export function createDepositWatcher(
   o: WatcherOptions,
 ) {
   const cursorKey = depositCursorKey(o.chainName);
+  const cursorHashKey = depositCursorHashKey(o.chainName);
   const perQuery = o.maxAddressesPerQuery ?? 500;
   const ignore = new Set((o.ignoreFrom ?? []).map((a) => a.toLowerCase()));
   const depth = (head: number, block: number) => head - block + 1;
@@ -126,10 +136,28 @@ export function createDepositWatcher(
     if (projectId && frozen !== undefined) await recordWalletFreeze({ ledger, clock: o.clock ?? systemClock, logger }, { id: projectId, wallet_address: getAddress(wallet) }, frozen, "USDC blacklist event");
   }
 
+  /**
+   * The cursor, or, when the chain no longer has the block it names (below the head with another hash, or
+   * above the head), REORG_RESCAN_BLOCKS below where the chain and the cursor still meet: the transfers of
+   * the new branch at heights the scan had passed are read again.
+   */
+  async function cursorOf(head: number): Promise<number> {
+    const saved = await ledger.kv.get(cursorKey);
+    if (saved === undefined) return o.startBlock(head) - 1;
+    const cursor = Number(saved);
+    if (cursor < 0) return cursor;
+    const known = await ledger.kv.get(cursorHashKey);
+    const now = cursor <= head ? await chain.blockHash(cursor) : undefined;
+    if (now !== undefined && (known === undefined || known === now)) return cursor;
+    const back = Math.max(-1, Math.min(cursor, head) - REORG_RESCAN_BLOCKS);
+    logger.warn({ cursor, head, rescan_from: back + 1 }, "the chain no longer has the block the deposit scan had reached (a reorganization deeper than the confirmations): scanning again from an earlier block");
+    await ledger.kv.set(cursorKey, String(back));
+    return back;
+  }
+
   async function tick(): Promise<TickResult> {
     const head = await chain.blockNumber();
-    const saved = await ledger.kv.get(cursorKey);
-    const cursor = saved === undefined ? o.startBlock(head) - 1 : Number(saved);
+    const cursor = await cursorOf(head);
     const from = Math.max(0, cursor + 1);
     const to = Math.min(head, from + o.maxBlocksPerScan - 1);
     let seen = 0;
@@ -144,7 +172,13 @@ export function createDepositWatcher(
       }
       // Keep the unconfirmed tail in the next scan; never move backwards.
       const next = Math.max(cursor, Math.min(to, head - o.confirmations));
-      if (next !== cursor) await ledger.kv.set(cursorKey, String(next));
+      if (next !== cursor) {
+        // The block's hash first: a cursor without its own hash beside it is checked against an older one,
+        // and a mismatch only scans again.
+        const hash = next >= 0 ? await chain.blockHash(next) : undefined;
+        if (hash) await ledger.kv.set(cursorHashKey, hash);
+        await ledger.kv.set(cursorKey, String(next));
+      }
     }
     const { credited, dropped } = await confirmPass(head);
     return { head, scannedFrom: from, scannedTo: to, seen, credited, dropped };

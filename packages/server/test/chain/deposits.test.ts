@@ -107,4 +107,33 @@ describe.each(dialects)("deposit watcher on anvil (%s)", (dialect) => {
     expect(b).toMatchObject({ available_micros: 0, pending_micros: 0, total_funded_micros: 0 });
     expect((await t.ctx.ledger.verify()).problems).toEqual([]);
   });
+
+  test("after a rollback deeper than the confirmations, a deposit in a block the cursor had passed is credited", async () => {
+    // A chain of its own: the test's minter must not have sent from a branch reverted before it (its client
+    // numbers its transactions on from the branch it last saw).
+    const own = await startTestChain();
+    try {
+      const p = await projectWithToken(t.ctx);
+      const { address } = await getDepositAddress(t.ctx, p.project.id);
+      const watcher = () => createDepositWatcher(t.ctx.ledger, own.client, silent, { chainName: "base-rollback", confirmations: CONFIRMATIONS, maxBlocksPerScan: 7, startBlock: () => 0 });
+      const snap = await own.snapshot();
+      // The chain grows well past the confirmations and the watcher follows it.
+      await own.mine(CONFIRMATIONS + 10);
+      for (let i = 0; i < 40; i++) if ((await watcher().tick()).scannedTo >= (await own.client.blockNumber())) break;
+      const passed = await own.client.blockNumber();
+      // The chain goes back to before those blocks; a deposit lands at a height the cursor had already passed.
+      await own.revert(snap);
+      const hash = await own.dev.mint(address as Address, 424_242n);
+      await own.mine(CONFIRMATIONS);
+      expect(Number((await own.client.receipt(hash))!.blockNumber)).toBeLessThan(passed - CONFIRMATIONS);
+      for (let i = 0; i < 10; i++) await watcher().tick();
+      expect((await t.ctx.ledger.balances.get(p.project.id))!).toMatchObject({ available_micros: 424_242, total_funded_micros: 424_242 });
+      // Ticks on the same cursor credit nothing twice.
+      for (let i = 0; i < 5; i++) await watcher().tick();
+      expect((await t.ctx.ledger.balances.get(p.project.id))!.total_funded_micros).toBe(424_242);
+      expect((await t.ctx.ledger.verify()).problems).toEqual([]);
+    } finally {
+      await own.stop();
+    }
+  });
 });
