@@ -17,7 +17,7 @@ import { type TracedPostgres, planNodes, tracedPostgres } from "./support/plans.
 const EVENTS = 26_000;
 const PROJECT = "prj_plans";
 
-type PlanNode = { "Node Type": string; "Relation Name"?: string; "Index Name"?: string; "Actual Rows": number; "Actual Loops": number; Plans?: PlanNode[] };
+type PlanNode = { "Node Type": string; "Relation Name"?: string; "Index Name"?: string; "Index Cond"?: string; "Actual Rows": number; "Actual Loops": number; Plans?: PlanNode[] };
 
 /** Every node of a plan, with the node types above it. */
 function nodes(plan: PlanNode, above: string[] = []): { node: PlanNode; above: string[] }[] {
@@ -111,13 +111,15 @@ describe("plans of the transaction list on postgres", () => {
         const bound = counting ? maxDay : perRange;
         // A page reads in order, so only an index scan stops after it. A count needs no order: the planner
         // may count an edge day through a bitmap of that day's index range instead (it does, depending on
-        // the statistics), which is as bounded, so long as every index read under it is that range.
+        // the statistics), which is as bounded, so long as every index read under it is that range: both
+        // ends of the time range in its index condition. (Its entry count is not the bound: it includes row
+        // versions a vacuum has not removed yet, which another transaction of the server can keep for a while.)
         if (counting && node["Node Type"] === "Bitmap Heap Scan") {
           const under = nodes(node).slice(1).map((n) => n.node);
           expect(under.length, statement.sql).toBeGreaterThan(0);
           for (const n of under) {
             expect(n["Node Type"], statement.sql).toMatch(/^(Bitmap Index Scan|BitmapAnd|BitmapOr)$/);
-            expect(n["Actual Rows"], `${n["Index Name"]} in ${statement.sql}`).toBeLessThanOrEqual(bound);
+            if (n["Node Type"] === "Bitmap Index Scan") expect(n["Index Cond"], `${n["Index Name"]} in ${statement.sql}`).toMatch(/created_at > .*created_at < |created_at >= .*created_at < /);
           }
         } else {
           expect(node["Node Type"], statement.sql).toMatch(/^Index (Only )?Scan$/);
