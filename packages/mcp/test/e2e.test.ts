@@ -11,6 +11,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { createWalletClient, WalletApiError, type WalletClient } from "@agentwallet/api";
 import { startFacilitator, startMerchantV2, startMppMerchant, type Facilitator, type Merchant, type MppMerchant } from "@agentwallet/devchain";
 import { startTestServer, type TestServer } from "../../server/src/testing/harness.ts";
+import { poll } from "../../server/test/support/poll.ts";
 import { connectStdio, ensureInspector, inspector, startHttpBin, textOf, type StdioSession } from "./helpers.ts";
 
 const fundedMicros = 50_000_000n;
@@ -137,6 +138,8 @@ describe("against the real Agent Wallet server", () => {
     const paid = await call("pay", { recipient: `${merchant.url}/paid`, quote_id: quoted.data.quote_id, idempotency_key: "mcp-e2e-quote-1" });
     expect(paid.result.isError, paid.text).toBeFalsy();
     expect(paid.data).toMatchObject({ rail: "x402", amount_charged: quoted.data.amount_usdc, fee: quoted.data.fee_usdc });
+    // Read once the payment is final (its settlement may still be confirming), so both reads see one state.
+    await poll(`payment ${String(paid.data.id)} final`, async () => (["completed", "failed"].includes((await api.getTransaction(paid.data.id as string)).data.status) ? true : undefined));
     const got = await call("get_transaction", { id: paid.data.id });
     expect(got.result.isError, got.text).toBeFalsy();
     expect(got.data).toEqual((await api.getTransaction(paid.data.id)).data);
