@@ -151,6 +151,10 @@ export function createDepositWatcher(
     if (now !== undefined && (known === undefined || known === now)) return cursor;
     const back = Math.max(-1, Math.min(cursor, head) - REORG_RESCAN_BLOCKS);
     logger.warn({ cursor, head, rescan_from: back + 1 }, "the chain no longer has the block the deposit scan had reached (a reorganization deeper than the confirmations): scanning again from an earlier block");
+    // The rewound cursor keeps its own block's hash, so the next tick does not find the old one and go back again.
+    const backHash = back >= 0 ? await chain.blockHash(back) : undefined;
+    if (backHash) await ledger.kv.set(cursorHashKey, backHash);
+    else await ledger.kv.delete(cursorHashKey);
     await ledger.kv.set(cursorKey, String(back));
     return back;
   }
