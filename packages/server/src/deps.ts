@@ -193,7 +193,7 @@ export async function connectRails(base: RailDeps, chain: ChainRuntime, o: Conne
  * Step three, in the request process: its whole context, given everything at once and frozen, so no
  * part of it is filled in or replaced later (an assignment throws).
  */
-export function assembleContext(deps: OpenedDeps, parts: { rails: Rails | undefined; dispatch?: ServiceDeps["dispatch"]; hooks: HttpHooks }): Readonly<AppContext> {
+export function assembleContext(deps: OpenedDeps, parts: { rails: Rails | undefined; dispatch?: ServiceDeps["dispatch"]; afterAnswer?: ServiceDeps["afterAnswer"]; hooks: HttpHooks }): Readonly<AppContext> {
   if (!deps.rateLimiter) throw new Error("a context that serves requests needs deps opened with serveRequests");
-  return Object.freeze({ ...deps.base, rateLimiter: deps.rateLimiter, rails: parts.rails, dispatch: parts.dispatch, hooks: Object.freeze({ ...parts.hooks }) });
+  return Object.freeze({ ...deps.base, rateLimiter: deps.rateLimiter, rails: parts.rails, dispatch: parts.dispatch, afterAnswer: parts.afterAnswer, hooks: Object.freeze({ ...parts.hooks }) });
 }

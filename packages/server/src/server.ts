@@ -102,11 +102,14 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
   const thread = config.workers.settlement === "thread" ? startSettlementThread({ entry: SETTLEMENT_THREAD_ENTRY, config, instanceId: base.instanceId, logger, onFinal }) : undefined;
   let settlement: Settlement | undefined = thread;
   let sandboxFiat: SandboxFiatProvider | undefined;
+  const afterAnswers = trackedWork(logger);
   /** Stops what has been started, in the order `stop()` needs; also the way out of a start-up that failed. */
   async function release(app?: { close(): Promise<unknown> }): Promise<void> {
     await Promise.all(loops.map((l) => l.stop()));
     await webhooks.drain();
     await app?.close();
+    // What requests left to do after their answers (each catches its own failure).
+    await afterAnswers.drain();
     // Let accepted payments reach their first persisted step before the chain and database go.
     await settlement?.stop();
     await deps.close();
@@ -140,6 +143,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     ctx = assembleContext(deps, {
       rails,
       dispatch: (p) => settling.dispatch(p),
+      afterAnswer: afterAnswers.run,
       hooks: {
         depositHint: async (txHash) => {
           await watcher.checkTransaction(txHash as Hex);
@@ -201,6 +205,25 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       if (stopped) return;
       stopped = true;
       await release(app);
+    },
+  };
+}
+
+/**
+ * Work a request does after its answer has left, kept until it ends so that a stop can wait for it. A failure
+ * the work does not handle itself is logged: nobody awaits it any more.
+ */
+function trackedWork(logger: Logger): { run(work: () => Promise<unknown>): void; drain(): Promise<void> } {
+  const running = new Set<Promise<unknown>>();
+  return {
+    run(work) {
+      const p = work()
+        .catch((err: unknown) => logger.error({ err }, "work after an answer failed"))
+        .finally(() => running.delete(p));
+      running.add(p);
+    },
+    async drain() {
+      while (running.size > 0) await Promise.all(running);
     },
   };
 }

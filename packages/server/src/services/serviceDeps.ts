@@ -18,6 +18,8 @@ export type ServiceDeps = RailDeps & {
   rails: Rails | undefined;
   /** Hands a just-accepted payment (leased to this process) to settlement. */
   dispatch?: (payment: Payment) => void;
+  /** Work after an answer, which a graceful stop waits for (services/payments/paymentContext.ts). */
+  afterAnswer?: (work: () => Promise<unknown>) => void;
   /** The key bank accounts in spending controls are hashed with (deps.ts derives it from the master key source). */
   recipientHashKey?: Uint8Array;
   /** The key webhook endpoints' signing secrets are encrypted with (deps.ts `loadWebhookSecretKey`). */

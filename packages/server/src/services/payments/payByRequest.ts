@@ -8,8 +8,8 @@
  *   402: the rail judges it (nothing is signed for a refused requirement) → the one hold, with the
  *   authorization already signed when the balance read at authentication covers it (never for a
  *   token with spending controls: the hold judges the price before anything is signed) → the rail
- *   sends the paid retry → one write: the reply and a proven settlement; the dispatcher then sweeps
- *   the fee and completes. Any other outcome leaves the payment `processing`: the worker lets the chain
+ *   sends the paid retry → the answer, with the reply and a proven settlement, and after it one write of
+ *   both; the dispatcher then sweeps the fee and completes. Any other outcome leaves the payment `processing`: the worker lets the chain
  *   decide (the rail's `advance`).
  */
 import type { PaymentContext } from "./paymentContext.ts";
@@ -17,7 +17,7 @@ import type { Principal } from "../../domain/principal.ts";
 import { judgeStatic, refusalError } from "../../domain/spending.ts";
 import { unavailable } from "../../domain/errors.ts";
 import type { FailureCode } from "../../ledger/failureCodes.ts";
-import type { Payment } from "../../domain/payment.ts";
+import type { Payment, PaymentPatch } from "../../domain/payment.ts";
 import type { PaidRetry, X402Call, X402Quote, X402Rail, X402Signature } from "../../rails/rails.ts";
 import { x402States } from "../../rails/x402/x402State.ts";
 import { feeFor } from "../../money.ts";
@@ -180,22 +180,33 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
   }
   // One write: the reply, the settlement, and the end of the request's hold on the key. A proven
   // settlement stays leased to this process for the dispatcher, which sweeps the fee right after
-  // the answer; anything else goes to the worker.
+  // the write; anything else goes to the worker. The answer does not wait for it (decisions.md, "The paid
+  // reply answers before its record"): the money was held and the authorization recorded before the
+  // signature left, and until this write the payment stays leased to this request, so a repeat of its key
+  // is told to retry and a crash leaves it to the worker, which lets the chain decide.
   const dispatch = sent.settlement !== undefined ? ctx.dispatch : undefined;
-  try {
-    payment = await ctx.ledger.payments.updatePayment(payment.id, {
-      ...(sent.reply ? { responseJson: JSON.stringify(sent.reply) } : {}),
-      ...(sent.settlement ? { txHash: sent.settlement.txHash, railState: x402States.write("signed", sent.settlement.state) } : {}),
-      inFlightUntil: null,
-      ...(dispatch ? {} : { leaseOwner: null, leaseUntil: null, nextAttemptAt: ctx.clock().toISOString() }),
-    });
-  } catch (err) {
-    // The lease expires and a worker resumes from the signed stage: the chain still decides.
-    ctx.logger.error({ err, payment_id: payment.id }, "x402 payment could not be stored after the paid retry; a worker will resume it");
-    return (await ctx.ledger.payments.getPayment(payment.id)) ?? payment;
-  }
-  dispatch?.(payment);
-  return payment;
+  const patch: PaymentPatch = {
+    ...(sent.reply ? { responseJson: JSON.stringify(sent.reply) } : {}),
+    ...(sent.settlement ? { txHash: sent.settlement.txHash, railState: x402States.write("signed", sent.settlement.state) } : {}),
+    inFlightUntil: null,
+    ...(dispatch ? {} : { leaseOwner: null, leaseUntil: null, nextAttemptAt: ctx.clock().toISOString() }),
+  };
+  const paid = payment;
+  const record = async (): Promise<Payment> => {
+    let recorded: Payment;
+    try {
+      recorded = await ctx.ledger.payments.updatePayment(paid.id, patch);
+    } catch (err) {
+      // The lease expires and a worker resumes from the signed stage: the chain still decides.
+      ctx.logger.error({ err, payment_id: paid.id }, "x402 payment could not be stored after the paid retry; a worker will resume it");
+      return (await ctx.ledger.payments.getPayment(paid.id)) ?? paid;
+    }
+    dispatch?.(recorded);
+    return recorded;
+  };
+  if (!ctx.afterAnswer) return await record();
+  ctx.afterAnswer(record);
+  return { ...paid, ...patch };
 }
 
 /** Resolves a payment that nothing can pay any more: failed, amount and fee credited back. */

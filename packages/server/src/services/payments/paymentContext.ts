@@ -18,6 +18,11 @@ export type PaymentContext = SpendingContext & {
   rails: Rails | undefined;
   /** Hands a just-accepted payment (leased to this process) to the dispatcher. */
   dispatch?: (payment: Payment) => void;
+  /**
+   * Runs work that follows an answer already on its way (the record of an x402 payment's paid reply), tracked
+   * so that a graceful stop waits for it. Absent, the work is done before answering.
+   */
+  afterAnswer?: (work: () => Promise<unknown>) => void;
   /** Identifies this process in payment leases. */
   instanceId: string;
   /** Seals a bank payment's account number until its payout is created (domain/bankAccount.ts). */
