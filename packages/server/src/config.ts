@@ -247,6 +247,7 @@ export class ConfigError extends Error {
  * approval commands): live mode then does not ask for the master key source, relayer key and treasury.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { dataDir?: string; port?: number; host?: string } = {}, opts: { signs?: boolean } = {}): Config {
+  refuseInlineComments(env);
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
     const first = parsed.error.issues[0]!;
@@ -341,6 +342,23 @@ function deepFreeze<T>(value: T): T {
     Object.freeze(value);
   }
   return value;
+}
+
+/** Whitespace, then `#`: an inline comment. A `#` right after other characters (a URL's fragment, a secret's) is not one. */
+const INLINE_COMMENT = /\s#/;
+
+/**
+ * systemd's EnvironmentFile keeps everything after `=` as the value, an inline `# comment` included, while a
+ * shell that sources the same file drops it: the service and the CLI would read different settings, and a
+ * URL, path or secret would be taken with the comment as part of it. Each setting of the service is checked
+ * (nothing else in the environment); only its name is shown, as the value may be a secret.
+ */
+function refuseInlineComments(env: NodeJS.ProcessEnv): void {
+  for (const name of Object.keys(EnvSchema.shape)) {
+    if (INLINE_COMMENT.test(env[name] ?? "")) {
+      throw new ConfigError(`${name} ends in an inline comment (whitespace, then #): systemd's EnvironmentFile keeps it as part of the value. Move the comment to a line of its own (a # with no whitespace before it stays part of the value).`);
+    }
+  }
 }
 
 export type TrustProxy = false | number | readonly string[];
