@@ -27,9 +27,11 @@ const errorResponses = {
   "401": { description: "Missing, malformed, unknown, expired or revoked token.", schema: s.ErrorBody },
   "403": { description: "Token lacks the permission, or the project is paused.", schema: s.ErrorBody },
   "429": { description: "More than 100 requests per minute for this token.", schema: s.ErrorBody },
+  "503": { description: "The service is at capacity for a moment (service_busy; Retry-After says when): send the same request again, with the same idempotency key.", schema: s.ErrorBody },
 };
 const payErrors = {
   ...errorResponses,
+  "503": { description: "The service is at capacity for a moment (service_busy; Retry-After says when): send the same request again with the same idempotency key, which answers a payment it made and never makes it twice. Or the rail is not available on this deployment (rail_unavailable).", schema: s.ErrorBody },
   "409": { description: "A request with the same idempotency key is still in flight (idempotency_in_flight), or, on a deprecated endpoint, the key belongs to a payment of another rail (idempotency_key_reused); with a quote_id, the target's terms changed since the quote (quote_changed) or the quote expired (quote_expired).", schema: s.ErrorBody },
   "502": { description: "The payment provider, the target API or the facilitator failed.", schema: s.ErrorBody },
 };

@@ -19,6 +19,15 @@ const EnvSchema = z.object({
   AGENTWALLET_DATA_DIR: z.string().default(".agentwallet"),
   DATABASE_URL: z.string().optional(),
   SQLITE_SYNCHRONOUS: z.enum(["FULL", "NORMAL"]).default("FULL"),
+  /**
+   * PostgreSQL connections per pool (the request thread and the settlement thread have one each): the most
+   * statements a process runs at once. Past them a request waits up to DATABASE_POOL_WAIT_MS for one to come
+   * free (or for a new one to connect), then is answered 503 `service_busy`.
+   */
+  DATABASE_POOL_MAX: int(16, 1, 1_000),
+  DATABASE_POOL_WAIT_MS: int(10_000, 10, 120_000),
+  /** SQLite: how long a write waits for another connection's (another process's, the other thread's), then 503 `service_busy`. */
+  SQLITE_BUSY_TIMEOUT_MS: int(5_000, 0, 120_000),
   HOST: z.string().default("127.0.0.1"),
   PORT: int(8787, 0, 65535),
   PUBLIC_BASE_URL: z.string().optional(),
@@ -166,6 +175,8 @@ export type Config = DeepReadonly<{
   databaseUrl: string | undefined;
   sqlitePath: string;
   sqliteSynchronous: "FULL" | "NORMAL";
+  /** The database's limits on waiting (DATABASE_POOL_MAX, DATABASE_POOL_WAIT_MS, SQLITE_BUSY_TIMEOUT_MS). */
+  databaseLimits: { poolMax: number; poolWaitMs: number; sqliteBusyTimeoutMs: number };
   host: string;
   port: number;
   publicBaseUrl: string | undefined;
@@ -247,6 +258,7 @@ export class ConfigError extends Error {
  * approval commands): live mode then does not ask for the master key source, relayer key and treasury.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { dataDir?: string; port?: number; host?: string } = {}, opts: { signs?: boolean } = {}): Config {
+  refuseInlineComments(env);
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
     const first = parsed.error.issues[0]!;
@@ -262,6 +274,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: { da
     databaseUrl: checkDatabaseUrl(e.DATABASE_URL),
     sqlitePath: resolve(dataDir, "agentwallet.db"),
     sqliteSynchronous: e.SQLITE_SYNCHRONOUS,
+    databaseLimits: { poolMax: e.DATABASE_POOL_MAX, poolWaitMs: e.DATABASE_POOL_WAIT_MS, sqliteBusyTimeoutMs: e.SQLITE_BUSY_TIMEOUT_MS },
     host: overrides.host ?? e.HOST,
     port: overrides.port ?? e.PORT,
     publicBaseUrl: e.PUBLIC_BASE_URL,
@@ -341,6 +354,23 @@ function deepFreeze<T>(value: T): T {
     Object.freeze(value);
   }
   return value;
+}
+
+/** Whitespace, then `#`: an inline comment. A `#` right after other characters (a URL's fragment, a secret's) is not one. */
+const INLINE_COMMENT = /\s#/;
+
+/**
+ * systemd's EnvironmentFile keeps everything after `=` as the value, an inline `# comment` included, while a
+ * shell that sources the same file drops it: the service and the CLI would read different settings, and a
+ * URL, path or secret would be taken with the comment as part of it. Each setting of the service is checked
+ * (nothing else in the environment); only its name is shown, as the value may be a secret.
+ */
+function refuseInlineComments(env: NodeJS.ProcessEnv): void {
+  for (const name of Object.keys(EnvSchema.shape)) {
+    if (INLINE_COMMENT.test(env[name] ?? "")) {
+      throw new ConfigError(`${name} ends in an inline comment (whitespace, then #): systemd's EnvironmentFile keeps it as part of the value. Move the comment to a line of its own (a # with no whitespace before it stays part of the value).`);
+    }
+  }
 }
 
 export type TrustProxy = false | number | readonly string[];

@@ -25,6 +25,7 @@ import type { RailDeps } from "./rails/railDeps.ts";
 import type { Rails } from "./rails/rails.ts";
 import type { ServiceDeps } from "./services/serviceDeps.ts";
 import { claimDeployment } from "./services/deployment.ts";
+import { refuseForeignMasterKey } from "./services/masterKeyCheck.ts";
 import { newId, systemClock } from "./ids.ts";
 
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
@@ -85,6 +86,11 @@ function masterMnemonic(config: Config): string {
   });
 }
 
+/** Where `masterMnemonic` reads the words from, named for people: the setting, or the file's path. */
+function masterKeySource(config: Config): string {
+  return config.custody.mnemonic ? "AGENTWALLET_MASTER_MNEMONIC" : `AGENTWALLET_MASTER_MNEMONIC_FILE ${config.custody.mnemonicFile}`;
+}
+
 export function loadCustody(config: Config) {
   const mnemonic = masterMnemonic(config);
   return createHdCustody(mnemonic, { pool: createSigningPool(mnemonic, 1) });
@@ -138,10 +144,13 @@ export async function openDeps(config: Config, logger: Logger, opts: DepsOptions
   const webhookSecretKey = loadWebhookSecretKey(config);
   const bankAccountKey = loadBankAccountKey(config);
   const { ledger, opened } = await openLedger(config, { checkpointPages: opts.checkpointPages });
-  // A live process on a test deployment's database (or the reverse) stops here, before it opens anything else;
-  // then bank account numbers written before they were sealed are sealed under the key.
+  // A live process on a test deployment's database (or the reverse) stops here, before it opens anything else,
+  // and so does a live process whose master key does not derive the wallets the database records (it would sign
+  // for none of them, and seal bank accounts under a key the deployment cannot open); then bank account numbers
+  // written before they were sealed are sealed under the key. The sandbox's key is its own data directory's.
   try {
     await claimDeployment({ ledger, clock: systemClock }, config, describeDatabase(config));
+    if (config.mode === "live") await refuseForeignMasterKey(ledger.projects, createHdCustody(masterMnemonic(config)), masterKeySource(config));
     await sealBankAccountsInClear(ledger, bankAccountKey);
   } catch (err) {
     await opened.close();

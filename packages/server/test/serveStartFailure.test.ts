@@ -3,8 +3,12 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startDevChain, type DevChain } from "@agentwallet/devchain";
+import { english, generateMnemonic } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { freePort, liveEnv, spawnServer } from "./support/spawnServer.ts";
+import { createHdCustody } from "../src/chain/custody.ts";
+import { dialects } from "./support/db.ts";
+import { TEST_MNEMONIC } from "./support/mnemonic.ts";
+import { freePort, liveEnv, openLiveDeployment, spawnServer } from "./support/spawnServer.ts";
 
 describe("agentwallet serve: a start-up that fails ends the process", () => {
   let dev: DevChain;
@@ -31,4 +35,39 @@ describe("agentwallet serve: a start-up that fails ends the process", () => {
     const start = spawnServer(liveEnv(dev, { dataDir: dir }), port, 60_000);
     await expect(start).rejects.toThrow(/exited during start-up[\s\S]*EADDRINUSE/);
   }, 90_000);
+});
+
+describe.each(dialects)("agentwallet serve on %s: a master mnemonic that is not the deployment's", (dialect) => {
+  let dev: DevChain;
+  beforeAll(async () => {
+    dev = await startDevChain();
+  });
+  afterAll(async () => {
+    await dev?.stop();
+  });
+
+  test("error: the words do not derive the recorded wallets → the process names what does not match and exits, never showing the words", async () => {
+    const deployment = await openLiveDeployment(dev, dialect, "aw-serve-key-");
+    try {
+      // A project whose deposit address was derived from the deployment's own words, as GET /v1/stablecoin/address records it.
+      const project = await deployment.ledger.projects.create({ name: "p", plan: "free" });
+      const wallet = await deployment.ledger.projects.setWalletAddress(project.id, createHdCustody(TEST_MNEMONIC).addressOf(project.wallet_index));
+      // Valid words of the wrong backup: before the check the server started and could sign for no existing wallet.
+      const wrong = generateMnemonic(english, 128);
+      const derived = createHdCustody(wrong).addressOf(project.wallet_index);
+      const start = spawnServer({ ...deployment.env, AGENTWALLET_MASTER_MNEMONIC: wrong }, undefined, 60_000);
+      // A server that starts anyway is stopped at once (then the assertions below say what went wrong).
+      const err = (await start.then(async (started) => void (await started.stop()), (e: unknown) => e)) as Error | undefined;
+      expect(err?.message).toMatch(/exited during start-up \(exit code [1-9]\d*\)/);
+      expect(err!.message).toContain(`the master mnemonic read from AGENTWALLET_MASTER_MNEMONIC derives ${derived} for project ${project.id} (wallet index ${project.wallet_index}), whose wallet is ${wallet}: not this deployment's key`);
+      expect(err!.message).toMatch(/restore the words this deployment was set up with/i);
+      for (const word of new Set(wrong.split(" "))) expect(err!.message).not.toMatch(new RegExp(`\\b${word}\\b`));
+      expect(err!.message).not.toContain(TEST_MNEMONIC);
+      // The deployment's own words still start it.
+      const right = await spawnServer(deployment.env, undefined, 90_000);
+      await right.stop();
+    } finally {
+      await deployment.close();
+    }
+  }, 180_000);
 });

@@ -47,6 +47,22 @@ async function addToken(ledger: Ledger, db: TestDb["db"], projectId: string, nam
   return id;
 }
 
+/** The counters equal the payments they count, and hold exactly these `amount/fee/n` figures. */
+async function expectCounters(db: TestDb["db"], figures: string[]): Promise<void> {
+  const { counters, direct } = await countersAndPayments(db);
+  expect(counters).toEqual(direct);
+  expect(Object.values(counters)).toEqual(figures);
+}
+
+/** A project with the balance for them and `count` USDC payments held on `db`, of 1, 2, … USDC (fee 100 each): their ids, in order. */
+async function projectWithHolds(db: TestDb, count: number): Promise<{ ledger: Ledger; ids: string[] }> {
+  const ledger = ledgerOn(db, () => new Date());
+  const projectId = (await ledger.projects.create({ name: "m", plan: "free" })).id;
+  await db.db.updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", projectId).execute();
+  const held = await Promise.all(Array.from({ length: count }, (_, i) => ledger.payments.hold(usdcPayment(projectId, (i + 1) * 1_000_000, 100))));
+  return { ledger, ids: held.map((r) => (r.kind === "held" ? r.payment.id : "")) };
+}
+
 describe.each(dialects)("spend day counters on %s", (dialect) => {
   let db: TestDb;
   let ledger: Ledger;
@@ -108,6 +124,65 @@ describe.each(dialects)("spend day counters on %s", (dialect) => {
   });
 });
 
+describe.each(dialects)("spend day counters under concurrent changes on %s", (dialect) => {
+  test("property: resolutions, reversals and other changes made at once leave the counters equal to the payments", async () => {
+    const db = await createTestDb(dialect);
+    try {
+      const ledger = ledgerOn(db, () => new Date());
+      const projects = await Promise.all([1, 2].map(async (n) => {
+        const id = (await ledger.projects.create({ name: `p${n}`, plan: "free" })).id;
+        await db.db.updateTable("balances").set({ available_micros: 10_000_000_000 }).where("project_id", "=", id).execute();
+        return id;
+      }));
+      const held = await Promise.all(Array.from({ length: 24 }, (_, i) => ledger.payments.hold(usdcPayment(projects[i % 2]!, 1_000_000 + i, 100 + i, { status: i % 3 ? "pending" : "processing" }))));
+      const ids = held.map((r) => (r.kind === "held" ? r.payment.id : ""));
+      // At once, on every connection the pool has: fail, complete then reverse, complete, and changes of columns nothing counts.
+      await Promise.all(ids.map(async (id, i) => {
+        if (i % 4 === 0) await ledger.payments.resolve(id, "failed");
+        else if (i % 4 === 1) {
+          await ledger.payments.resolve(id, "completed");
+          await ledger.payments.reverse(id, "returned");
+        } else if (i % 4 === 2) await ledger.payments.resolve(id, "completed");
+        else await db.db.updateTable("payments").set({ updated_at: new Date().toISOString(), next_attempt_at: new Date().toISOString() }).where("id", "=", id).execute();
+      }));
+      const { counters, direct } = await countersAndPayments(db.db);
+      expect(Object.keys(direct)).toHaveLength(2);
+      expect(counters).toEqual(direct);
+      if (dialect === "postgres") expect(Number((await sql<{ n: string }>`select count(*) as n from spend_day_changes`.execute(db.db)).rows[0]!.n)).toBe(0);
+    } finally {
+      await db.drop();
+    }
+  });
+});
+
+describe("spend day counters on postgres: what runs on an UPDATE of payments", () => {
+  test("behavior: only a change of what is counted runs the counters' trigger function; the others cost it nothing", async () => {
+    const db = await createTestDb("postgres");
+    try {
+      const [id] = (await projectWithHolds(db, 1)).ids;
+      /** Runs `statement` in a transaction of its own, with calls of PL/pgSQL functions counted: the counters' calls it made. */
+      const callsOf = (statement: ReturnType<typeof sql>) =>
+        db.db.transaction().execute(async (trx) => {
+          await sql`set local track_functions = 'pl'`.execute(trx);
+          await statement.execute(trx);
+          const rows = (await sql<{ n: string | null }>`select sum(calls) as n from pg_stat_xact_user_functions where funcname like 'spend_days_note%'`.execute(trx)).rows;
+          return Number(rows[0]?.n ?? 0);
+        });
+      // A lease, a retry time, a stage: the columns settlement changes most often; and a move between two counted statuses.
+      expect(await callsOf(sql`update payments set lease_owner = 'w1', lease_until = '2030-01-01T00:00:00.000Z', next_attempt_at = '2030-01-01T00:00:00.000Z' where id = ${id}`)).toBe(0);
+      expect(await callsOf(sql`update payments set rail_state = '{"stage":"x"}' where id = ${id}`)).toBe(0);
+      expect(await callsOf(sql`update payments set status = 'processing' where id = ${id}`)).toBe(0);
+      expect(await callsOf(sql`update payments set status = 'completed' where id = ${id}`)).toBe(0);
+      expect(await callsOf(sql`update payments set id = id where false`)).toBe(0);
+      // What is counted changes: the payment stops counting (reversed).
+      expect(await callsOf(sql`update payments set status = 'reversed' where id = ${id}`)).toBe(1);
+      await expectCounters(db.db, []);
+    } finally {
+      await db.drop();
+    }
+  });
+});
+
 describe.each(dialects)("migration 0032 on a %s database with payments", (dialect) => {
   test("counts the payments already there, then keeps counting", async () => {
     const opened = await createTestDb(dialect);
@@ -119,22 +194,35 @@ describe.each(dialects)("migration 0032 on a %s database with payments", (dialec
       if (dialect === "postgres") for (const t of ["insert", "update", "delete"]) await sql.raw(`drop function spend_days_note_${t}() cascade`).execute(opened.db);
       if (dialect === "postgres") await sql.raw("drop function spend_days_apply() cascade").execute(opened.db);
       await opened.db.deleteFrom("kysely_migration" as never).where("name" as never, "=", "0032_spend_days" as never).execute();
-      const ledger = ledgerOn(opened, () => new Date());
-      const projectId = (await ledger.projects.create({ name: "m", plan: "free" })).id;
-      await opened.db.updateTable("balances").set({ available_micros: 1_000_000_000 }).where("project_id", "=", projectId).execute();
-      const held = await Promise.all([1, 2, 3].map((i) => ledger.payments.hold(usdcPayment(projectId, i * 1_000_000, 100))));
-      const ids = held.map((r) => (r.kind === "held" ? r.payment.id : ""));
+      const { ledger, ids } = await projectWithHolds(opened, 3);
       await ledger.payments.resolve(ids[0]!, "failed");
       expect(await migrateToLatest(opened.db, dialect)).toEqual(["0032_spend_days"]);
-      const before = await countersAndPayments(opened.db);
-      expect(before.counters).toEqual(before.direct);
-      expect(Object.values(before.counters)).toEqual(["5000000/200/2"]);
+      await expectCounters(opened.db, ["5000000/200/2"]);
       await ledger.payments.resolve(ids[1]!, "failed");
-      const after = await countersAndPayments(opened.db);
-      expect(after.counters).toEqual(after.direct);
-      expect(Object.values(after.counters)).toEqual(["3000000/100/1"]);
+      await expectCounters(opened.db, ["3000000/100/1"]);
     } finally {
       await opened.drop();
+    }
+  });
+});
+
+describe("migration 0034 on a postgres database with payments", () => {
+  test("the counters stay equal to the payments across the upgrade, then keep counting by row", async () => {
+    const db = await createTestDb("postgres", { migrateTo: "0033_refusal_limits" });
+    try {
+      const { ledger, ids } = await projectWithHolds(db, 4);
+      await ledger.payments.resolve(ids[0]!, "failed");
+      expect(await migrateToLatest(db.db, "postgres")).toContain("0034_spend_days_update_by_row");
+      const triggers = (await sql<{ row: boolean; when: boolean }>`
+        select (tgtype & 1) = 1 as row, tgqual is not null as when from pg_trigger where tgname = 'spend_days_update' and tgrelid = 'payments'::regclass`.execute(db.db)).rows;
+      expect(triggers).toEqual([{ row: true, when: true }]);
+      await ledger.payments.resolve(ids[1]!, "failed");
+      await ledger.payments.resolve(ids[2]!, "completed");
+      await ledger.payments.reverse(ids[2]!, "returned");
+      await ledger.payments.resolve(ids[3]!, "completed");
+      await expectCounters(db.db, ["4000000/100/1"]);
+    } finally {
+      await db.drop();
     }
   });
 });

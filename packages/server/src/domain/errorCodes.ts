@@ -96,6 +96,7 @@ export const ERROR_CODES = [
   "internal_error",
   "shutting_down",
   "not_ready",
+  "service_busy",
   // The console's answer to a JSON caller for any other refusal or fault (packages/console).
   "console_error",
   // unavailable (503).

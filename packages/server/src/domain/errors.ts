@@ -3,7 +3,7 @@
  * text that says what happened and what to do. Only http/errorStatus.ts knows which HTTP status each
  * kind becomes, so services, rails and the CLI raise and catch the same error without naming one.
  * Anything else reaching the error handler is a server fault: 500 with a generic detail, the cause
- * logged and never echoed. Codes are one union (domain/errorCodes.ts), so a misspelt one fails the typecheck.
+ * logged and never echoed; but for the database at capacity, which the ledger names (ledger/overload.ts): 503. Codes are one union (domain/errorCodes.ts), so a misspelt one fails the typecheck.
  */
 import type { ErrorCode } from "./errorCodes.ts";
 

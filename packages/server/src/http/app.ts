@@ -18,6 +18,7 @@ import { listTransactions } from "../services/listTransactions.ts";
 import { principalOf, tokenAuth } from "./auth.ts";
 import { DomainError, badRequest } from "../domain/errors.ts";
 import type { ErrorCode } from "../domain/errorCodes.ts";
+import type { StoreOverload } from "../ledger/overload.ts";
 import { ApiError, errorBody } from "./apiError.ts";
 import { statusOf } from "./errorStatus.ts";
 import { parseListQuery } from "./listQuery.ts";
@@ -112,6 +113,12 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
         : `Malformed request: ${fe.message ?? "invalid"}`;
       return reply.code(fe.statusCode).send(errorBody(fe.statusCode === 415 ? "unsupported_media_type" : "invalid_request", detail));
     }
+    // The database at capacity is no fault: the request did nothing there, and may be sent again.
+    const overload = ctx.ledger.overloadOf(err);
+    if (overload) {
+      req.log.warn({ err, overload }, "database at capacity");
+      return reply.code(503).header("retry-after", String(SERVICE_BUSY_RETRY_AFTER_S)).send(errorBody("service_busy", serviceBusyDetail(overload, req.id)));
+    }
     req.log.error({ err }, "unhandled error");
     return reply.code(500).send(errorBody("internal_error", `Internal error. Nothing was charged by this failure unless GET /v1/transactions shows it. Request id: ${req.id}.`));
   });
@@ -182,6 +189,26 @@ export function createApp(ctx: HttpDeps, options: CreateAppOptions): FastifyInst
   registerAdminWebhookRoutes(app as unknown as FastifyInstance, ctx);
   registerConsoleRoutes(app as unknown as FastifyInstance, ctx, options.console ?? {});
   return app as unknown as FastifyInstance;
+}
+
+/**
+ * Retry-After of a `service_busy` answer. The request already waited its database's whole wait (the pool's, or
+ * SQLite's busy timeout); a burst's queue drains within moments, and a pause spreads the retries over them.
+ */
+const SERVICE_BUSY_RETRY_AFTER_S = 2;
+
+const OVERLOAD_CAUSE: Readonly<Record<StoreOverload, string>> = {
+  pool_exhausted: "no database connection came free in time",
+  connections_refused: "the database refused another connection",
+  write_locked: "another writer held the database past its busy timeout",
+};
+
+/** The detail of a `service_busy` answer: temporary, and the same key is safe to send again (ledger/overload.ts says why). */
+function serviceBusyDetail(overload: StoreOverload, requestId: string): string {
+  return (
+    `The service is at capacity (${OVERLOAD_CAUSE[overload]}); this is temporary. Retry in ${SERVICE_BUSY_RETRY_AFTER_S} s with the same idempotency_key: ` +
+    `a payment this request made is answered, never made twice. Without an idempotency key, check GET /v1/transactions before sending it again. Request id: ${requestId}.`
+  );
 }
 
 /**

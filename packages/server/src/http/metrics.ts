@@ -89,4 +89,8 @@ function healthGauges(registry: Registry, signals: () => HealthSignals | undefin
     const r = await h.reconcile();
     if (r) g.set(Date.parse(r.at) / 1_000);
   });
+  gauge("agentwallet_deployment_created_timestamp_seconds", "When the deployment's first server started on its database (Unix seconds): a reconcile that never ran is stale counted from it", async (g, h) => {
+    const at = await h.deploymentCreatedAt();
+    if (at) g.set(Date.parse(at) / 1_000);
+  });
 }

@@ -48,7 +48,15 @@ export type OpenDbOptions =
       /** Checkpoint the WAL into the database file after a commit leaves it this long (SQLite's default: 1000 pages). */
       checkpointPages?: number;
     }
-  | { kind: "postgres"; url: string; poolMax?: number; schema?: string; statementTimeoutMs?: number };
+  | {
+      kind: "postgres";
+      url: string;
+      poolMax?: number;
+      /** How long a query waits for a connection: a free one of the pool, or a new one to connect. */
+      poolWaitMs?: number;
+      schema?: string;
+      statementTimeoutMs?: number;
+    };
 
 // int8 and numeric arrive as strings from pg; every amount we keep fits a safe integer, and we
 // refuse silently losing precision if one ever did not.
@@ -126,7 +134,7 @@ export function openDb(options: OpenDbOptions): OpenedDb {
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolMax ?? 16,
-    connectionTimeoutMillis: 10_000,
+    connectionTimeoutMillis: options.poolWaitMs ?? 10_000,
     idleTimeoutMillis: 30_000,
     statement_timeout: options.statementTimeoutMs ?? 30_000,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),

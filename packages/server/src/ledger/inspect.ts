@@ -8,6 +8,7 @@ import { newId, systemClock } from "../ids.ts";
 import { openDb } from "./db.ts";
 import type { DeploymentRecord } from "./deployment.ts";
 import { pendingMigrations } from "./migrations.ts";
+import type { RecordedWallet } from "./projects.ts";
 import { Ledger } from "./store.ts";
 import type { LedgerProblem } from "./verify.ts";
 
@@ -28,7 +29,6 @@ export type DatabaseInspection =
       recordedWallet: RecordedWallet | undefined;
     };
 
-export type RecordedWallet = { projectId: string; walletIndex: number; address: string };
 
 /**
  * The configured database as it is: missing (no SQLite file, no ledger tables in PostgreSQL), unreachable,
@@ -56,14 +56,13 @@ export async function inspectDatabase(config: Config, ask: { treasury: string | 
     if (pending.includes("0001_ledger")) return { state: "missing" };
     if (pending.length > 0) return { state: "behind", pending };
     const ledger = new Ledger(opened.db, opened.dialect, systemClock, newId);
-    const wallet = await ledger.projects.firstRecordedWallet();
     return {
       state: "current",
       deployment: await ledger.deployment.get(),
       verify: await ledger.verify(),
       treasuryIsProjectWallet: ask.treasury ? await ledger.projects.isWallet(ask.treasury) : false,
       relayerPaymentsLastDay: await ledger.health.relayerPaymentsSince(new Date(ask.now.getTime() - 86_400_000)),
-      recordedWallet: wallet?.wallet_address ? { projectId: wallet.id, walletIndex: wallet.wallet_index, address: wallet.wallet_address } : undefined,
+      recordedWallet: await ledger.projects.firstRecordedWallet(),
     };
   } finally {
     await opened.close();

@@ -8,7 +8,7 @@ import { approvalWebhookTriggers, statusHistoryTriggers, webhookTriggers } from 
 import { PG_BATCH_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 import { countedWindows } from "../domain/spending.ts";
 import { evidenceTriggers } from "./evidence.ts";
-import { spendDaysMigration } from "./spendDays.ts";
+import { spendDaysMigration, spendDaysUpdateByRowMigration } from "./spendDays.ts";
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   // `seq` gives every row a strictly increasing number: the stable tie-break for ordering.
@@ -646,6 +646,12 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       async up(db: Kysely<any>) {
         for (const column of ["rule", "rule_level", "rule_owner_id"]) await db.schema.alterTable("spending_refusals").addColumn(column, "text").execute();
         for (const column of ["limit_micros", "spent_micros", "remaining_micros"]) await db.schema.alterTable("spending_refusals").addColumn(column, "bigint").execute();
+      },
+    },
+    "0034_spend_days_update_by_row": {
+      // PostgreSQL: the spend-day counters' UPDATE trigger runs only for a row whose counted figures change (spendDays.ts).
+      async up(db: Kysely<any>) {
+        for (const statement of spendDaysUpdateByRowMigration(dialect)) await sql.raw(statement).execute(db);
       },
     },
   };

@@ -14,9 +14,10 @@ import { Ledger } from "./store.ts";
 export type OpenedLedger = { dialect: Dialect; applied: string[]; close(): Promise<void> };
 
 export async function openLedger(config: Config, opts: { checkpointPages?: number } = {}): Promise<{ ledger: Ledger; opened: OpenedLedger }> {
+  const limits = config.databaseLimits;
   const opened = config.databaseUrl
-    ? openDb({ kind: "postgres", url: config.databaseUrl })
-    : openDb({ kind: "sqlite", path: config.sqlitePath, synchronous: config.sqliteSynchronous, checkpointPages: opts.checkpointPages });
+    ? openDb({ kind: "postgres", url: config.databaseUrl, poolMax: limits.poolMax, poolWaitMs: limits.poolWaitMs })
+    : openDb({ kind: "sqlite", path: config.sqlitePath, synchronous: config.sqliteSynchronous, busyTimeoutMs: limits.sqliteBusyTimeoutMs, checkpointPages: opts.checkpointPages });
   const applied = await migrateToLatest(opened.db, opened.dialect);
   return { ledger: new Ledger(opened.db, opened.dialect, systemClock, newId), opened: { dialect: opened.dialect, applied, close: () => opened.close() } };
 }

@@ -12,6 +12,9 @@ import { withAudit } from "./auditLog.ts";
 
 export type ProjectRow = ProjectsTable;
 
+/** A project's deposit address as recorded, with the wallet index it was derived at. */
+export type RecordedWallet = { projectId: string; walletIndex: number; address: string };
+
 export class Projects {
   constructor(
     private readonly db: Db,
@@ -90,9 +93,10 @@ export class Projects {
     return Number(r.n);
   }
 
-  /** The first project whose deposit address is recorded: the master key must still derive it (doctor). */
-  firstRecordedWallet(): Promise<{ id: string; wallet_index: number; wallet_address: string | null } | undefined> {
-    return this.db.selectFrom("projects").select(["id", "wallet_index", "wallet_address"]).where("wallet_address", "is not", null).orderBy("wallet_index").limit(1).executeTakeFirst();
+  /** The first project whose deposit address is recorded: the master key must still derive it (services/masterKeyCheck.ts). */
+  async firstRecordedWallet(): Promise<RecordedWallet | undefined> {
+    const row = await this.db.selectFrom("projects").select(["id", "wallet_index", "wallet_address"]).where("wallet_address", "is not", null).orderBy("wallet_index").limit(1).executeTakeFirst();
+    return row?.wallet_address ? { projectId: row.id, walletIndex: row.wallet_index, address: row.wallet_address } : undefined;
   }
 
   /** Stores the derived deposit address once; later calls keep the first one. */

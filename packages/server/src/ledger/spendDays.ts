@@ -72,6 +72,7 @@ const tg = (rows: string, sign: 1 | -1) =>
  * changes per counter under its transaction's id, and at commit a deferred trigger moves them into
  * `spend_days` in one statement in key order, so two writers of one project never lock counter rows in
  * opposite orders. The notes table is unlogged: its rows never outlive the transaction that wrote them.
+ * Migration 0034 replaced the UPDATE trigger made here (PG_SPEND_DAYS_UPDATE_BY_ROW).
  */
 const PG_SPEND_DAYS = [
   `create table spend_days (
@@ -109,6 +110,56 @@ $fn$`,
   `create constraint trigger spend_days_apply after insert on spend_day_changes
      deferrable initially deferred for each row execute function spend_days_apply()`,
 ];
+
+/**
+ * What a payment's counter depends on: whether its status counts, its amounts, and the columns of its key. A
+ * move between two counted statuses (pending → processing → completed) changes nothing counted.
+ */
+const COUNTED_COLUMNS = ["status", "amount_micros", "fee_micros", "token_id", "created_at", "project_id", "rail", "recipient", "recipient_json"];
+const CHANGES_WHAT_IS_COUNTED = [
+  `(old.${COUNTED}) is distinct from (new.${COUNTED})`,
+  ...COUNTED_COLUMNS.filter((c) => c !== "status").map((c) => `old.${c} is distinct from new.${c}`),
+].join(" or ");
+
+/** A payment row's figures (`old` taken out, `new` put in) where its status counts. */
+const rowFigures = (r: "old" | "new", sign: 1 | -1) =>
+  `select ${r}.project_id, substr(${r}.created_at, 1, 10) as day, coalesce(${r}.token_id, '') as token_id, ${r}.rail, ${counterpartySql("postgres", r)} as counterparty,
+             ${sign} * ${r}.amount_micros as amount_micros, ${sign} * ${r}.fee_micros as fee_micros, ${sign} as n where ${r}.${COUNTED}`;
+
+/**
+ * PostgreSQL, migration 0034: the UPDATE trigger of 0032 ran for every UPDATE statement of payments, even one that
+ * changed a lease, a stage or nothing (its transition tables, the function, its query). It is now a row trigger
+ * that runs only for the rows whose counted figures change: its column list skips it, before anything is read,
+ * for an UPDATE that sets none of them (a lease, a stage, a retry time), and its WHEN, judged without calling
+ * anything, for one that sets them to what counts the same (pending → processing → completed). A WHEN is read
+ * and prepared again for every statement, so the column list is what makes the common UPDATE cost nothing.
+ * It notes its changes as the statement trigger did, so the deferred move into `spend_days` at commit, and its
+ * lock order, are unchanged. (PostgreSQL refuses a column list on a trigger with transition tables, so the
+ * statement trigger could not be narrowed instead.) A column a BEFORE trigger changes without the UPDATE
+ * setting it is not seen: the only one, the masking of a bank account number at a final status
+ * (migrations.ts), comes with a set status, and keeps the counterparty's last four digits.
+ */
+const PG_SPEND_DAYS_UPDATE_BY_ROW = [
+  `drop trigger spend_days_update on payments`,
+  `drop function spend_days_note_update()`,
+  `create function spend_days_note_update() returns trigger language plpgsql as $fn$
+begin
+  insert into spend_day_changes (xid, project_id, day, token_id, rail, counterparty, amount_micros, fee_micros, n)
+    select txid_current(), project_id, day, token_id, rail, counterparty, sum(amount_micros), sum(fee_micros), sum(n) from (
+      ${rowFigures("old", -1)}
+      union all
+      ${rowFigures("new", 1)}) as c
+    group by 2, 3, 4, 5, 6 having sum(n) <> 0 or sum(amount_micros) <> 0 or sum(fee_micros) <> 0;
+  return null;
+end
+$fn$`,
+  `create trigger spend_days_update after update of ${COUNTED_COLUMNS.join(", ")} on payments for each row when (${CHANGES_WHAT_IS_COUNTED}) execute function spend_days_note_update()`,
+];
+
+/** Migration 0034's statements for this database: none on SQLite, whose UPDATE trigger is a row trigger with a WHEN already. */
+export function spendDaysUpdateByRowMigration(dialect: Dialect): string[] {
+  return dialect === "postgres" ? PG_SPEND_DAYS_UPDATE_BY_ROW : [];
+}
 
 /** The backfill of payments made before the counters: run after the triggers exist (they lock out writers on PostgreSQL until the migration commits). */
 const backfill = (dialect: Dialect) =>

@@ -1,7 +1,7 @@
 /**
  * The `Ledger`: the composition of the ledger's stores, one per concern, each a member in a module of its
  * own (ports.ts names them): payments, projects, tokens, balances, deposits, relayerNonces, kv, webhooks, …
- * Besides them it answers only the operations on the database as a whole (ping, checkpoint, verify).
+ * Besides them it answers only the operations on the database as a whole (ping, checkpoint, verify, overload).
  */
 import { sql } from "kysely";
 import { type Db, type Dialect, sqliteDirectOf } from "./db.ts";
@@ -29,6 +29,7 @@ import { TransactionReads } from "./transactionReads.ts";
 import { HealthReads } from "./health.ts";
 import { EvidenceStore } from "./evidence.ts";
 import { SpendDays } from "./spendDays.ts";
+import { type StoreOverload, storeOverloadOf } from "./overload.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 
 export class Ledger {
@@ -112,6 +113,11 @@ export class Ledger {
 
   // ---------------------------------------------------------------------------------------------
   // Operations
+
+  /** Whether `err` is this database at capacity (overload.ts): the request that met it did nothing there, and may be sent again. */
+  overloadOf(err: unknown): StoreOverload | undefined {
+    return storeOverloadOf(err);
+  }
 
   /** One round trip to the database: the readiness probe. */
   async ping(): Promise<void> {

@@ -46,6 +46,30 @@ export function interceptQueries(ledger: Ledger, intercept: (query: CompiledQuer
   return () => void (db.executeQuery = send as typeof db.executeQuery);
 }
 
+/**
+ * Takes `n` connections of the ledger's pool (PostgreSQL) and keeps them, idle, until the returned function gives
+ * them back: a pool with none free, as under a burst of requests.
+ */
+export async function holdConnections(ledger: Ledger, n: number): Promise<() => Promise<void>> {
+  const db = dbOf(ledger);
+  let giveBack!: () => void;
+  const givenBack = new Promise<void>((r) => (giveBack = r));
+  const taken = Array.from({ length: n }, () => {
+    let tookIt!: () => void;
+    const took = new Promise<void>((r) => (tookIt = r));
+    const done = db.connection().execute(async () => {
+      tookIt();
+      await givenBack;
+    });
+    return { took, done };
+  });
+  await Promise.all(taken.map((t) => t.took));
+  return async () => {
+    giveBack();
+    await Promise.all(taken.map((t) => t.done));
+  };
+}
+
 /** Forgets that migration `name` ran and drops `tables`, then migrates to the latest: an upgrade replayed. Answers the migrations run. */
 export async function rerunMigration(ledger: Ledger, name: string, tables: (keyof Database)[]): Promise<string[]> {
   const db = dbOf(ledger);

@@ -1,14 +1,14 @@
 /**
  * What an operator alerts on, read when Prometheus scrapes (http/metrics.ts): the relayer's ETH and its
- * runway and whether the node refuses its transactions for gas, the oldest open payment per rail, the webhook backlog, the deposit watcher's lag in blocks and the
- * last reconcile. Chain reads, and the count of the last day's relayed payments (a range over every payment),
+ * runway and whether the node refuses its transactions for gas, the oldest open payment per rail, the webhook backlog, the deposit watcher's lag in blocks, the
+ * last reconcile and when the deployment first started (what a reconcile that never ran is counted from). Chain reads, and the count of the last day's relayed payments (a range over every payment),
  * are kept for `CHAIN_READ_MS`, so a scrape every few seconds costs the node and the database little; a read that
  * fails leaves its figures out of that scrape (an alert on their absence fires).
  */
 import type { Address } from "viem";
 import type { ChainClient } from "../chain/chainClient.ts";
 import { type RelayerCondition, relayerCondition } from "../chain/relayer.ts";
-import type { HealthStore, KvStore } from "../ledger/ports.ts";
+import type { DeploymentStore, HealthStore, KvStore } from "../ledger/ports.ts";
 import { relayerRunway } from "./relayerRunway.ts";
 import { type ReconcileSummary, lastReconcile } from "./reconcile.ts";
 
@@ -22,6 +22,8 @@ export type HealthSignals = {
   webhookBacklog(): Promise<{ undelivered: number; oldestAgeSeconds: number }>;
   depositLagBlocks(): Promise<number | undefined>;
   reconcile(): Promise<ReconcileSummary | undefined>;
+  /** When the deployment's first server started on its database (its record), or undefined before one did. */
+  deploymentCreatedAt(): Promise<string | undefined>;
   /** What keeps the relayer from sending now (chain/relayer.ts), or undefined while it sends. */
   relayerCondition(): Promise<RelayerCondition | undefined>;
 };
@@ -29,7 +31,7 @@ export type HealthSignals = {
 export const PAYMENT_RAILS = ["usdc_transfer", "fiat", "x402"] as const;
 
 export function createHealthSignals(d: {
-  ledger: { health: HealthStore; kv: KvStore };
+  ledger: { health: HealthStore; kv: KvStore; deployment: DeploymentStore };
   chain: ChainClient;
   relayerAddress: Address;
   depositCursorKey: string;
@@ -82,6 +84,7 @@ export function createHealthSignals(d: {
       }
     },
     reconcile: () => lastReconcile(d.ledger.kv),
+    deploymentCreatedAt: async () => (await d.ledger.deployment.get())?.created_at,
     relayerCondition: () => relayerCondition(d.ledger.kv),
   };
 }

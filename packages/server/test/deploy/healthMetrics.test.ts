@@ -59,11 +59,15 @@ describe.each(dialects)("health gauges on %s", (dialect) => {
     // No cursor yet, no reconcile yet: unknown, not 0.
     expect(s.get("agentwallet_deposit_watcher_lag_blocks")).toBeNaN();
     expect(s.get("agentwallet_reconcile_drift_micros")).toBeNaN();
+    expect(s.get("agentwallet_reconcile_last_run_timestamp_seconds")).toBeNaN();
+    // No server has recorded the deployment yet (the alert on a reconcile that never ran counts from it).
+    expect(s.get("agentwallet_deployment_created_timestamp_seconds")).toBeNaN();
 
     // The watcher's cursor 10 blocks behind its confirmation depth.
     await chain.mine(20);
     const head = await chain.client.blockNumber();
     await ledger.kv.set("deposits:cursor:base", String(head - 2 - 10));
+    await ledger.deployment.record({ mode: "test", chain_id: 8453, created_at: "2026-01-01T00:00:00.000Z" });
     await recordReconcile(ledger.kv, { ok: false, checked: 2, drifted: 1, rows: [{ drift_micros: -1_500_000 } as never, { drift_micros: 0 } as never], lost_legs: [], unmatched_refunds: [] }, new Date("2026-01-02T03:04:05Z"));
     // Past the chain reads' lifetime, so this scrape reads the new head.
     nowMs += CHAIN_READ_MS + 1;
@@ -72,6 +76,7 @@ describe.each(dialects)("health gauges on %s", (dialect) => {
     expect(s.get("agentwallet_reconcile_drift_micros")).toBe(1_500_000);
     expect(s.get("agentwallet_reconcile_ok")).toBe(0);
     expect(s.get("agentwallet_reconcile_last_run_timestamp_seconds")).toBe(Date.parse("2026-01-02T03:04:05Z") / 1_000);
+    expect(s.get("agentwallet_deployment_created_timestamp_seconds")).toBe(Date.parse("2026-01-01T00:00:00.000Z") / 1_000);
   });
 
   test("behavior: the relayer's condition is kept by the first process to see it, and read by every scrape", async () => {

@@ -43,4 +43,6 @@ test("default: the health gauges answer from the server's chain and ledger", { t
   expect(m.get("agentwallet_frozen_wallets")).toBe(0);
   // No reconcile has run on this deployment: unknown, not 0.
   expect(m.get("agentwallet_reconcile_drift_micros")).toBeNaN();
+  // The server recorded the deployment at its start: the stale-reconcile alert counts from it.
+  expect(m.get("agentwallet_deployment_created_timestamp_seconds")).toBeGreaterThan(0);
 });

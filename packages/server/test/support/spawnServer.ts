@@ -46,9 +46,14 @@ export async function spawnServer(env: NodeJS.ProcessEnv, port?: number, readyMs
   child.stderr!.on("data", (d) => (out = (out + d).slice(-20_000)));
   const baseUrl = `http://127.0.0.1:${p}`;
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  // After "exit", the output may still be arriving: "close" comes once it is all read.
+  const closed = new Promise<void>((r) => child.once("close", () => r()));
   const deadline = Date.now() + readyMs;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited during start-up:\n${out}`);
+    if (child.exitCode !== null) {
+      await closed;
+      throw new Error(`server exited during start-up (exit code ${child.exitCode}):\n${out}`);
+    }
     try {
       // Serving, and settling: a test that kills the process then catches payments part-way.
       const ready = await fetch(`${baseUrl}/readyz`);

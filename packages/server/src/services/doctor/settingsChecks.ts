@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import type { Config } from "../../config.ts";
 import { createHdCustody, loadMasterMnemonic } from "../../chain/custody.ts";
-import type { RecordedWallet } from "../../ledger/inspect.ts";
+import { MASTER_KEY_MISMATCH_FIX, type RecordedWallet, describeMasterKeyMismatch, masterKeyMismatch } from "../masterKeyCheck.ts";
 import { readBridgeCustomer } from "../../rails/fiat/readBridgeCustomer.ts";
 import { type Check, fail, ok, warn } from "./check.ts";
 
@@ -54,20 +54,12 @@ export function keyFileCheck(config: Config): Check {
   return ok("key file", `${file} (mode ${octal(mode)})`);
 }
 
-/**
- * The key file's check, and the key against the ledger: it must derive the deposit address a project already has.
- * Any valid 24 words read, so a restore of the wrong backup passes every other check and signs for nobody's wallet.
- */
+/** The key file's check, and the key against the ledger (masterKeyCheck.ts, the check a live start makes too). */
 export function keyDerivesWallets(config: Config, keyFile: Check, recorded: RecordedWallet | undefined): Check {
   if (keyFile.status === "fail" || !recorded) return keyFile;
-  const custody = createHdCustody(loadMasterMnemonic(keySource(config)));
-  const derived = custody.addressOf(recorded.walletIndex);
-  if (derived.toLowerCase() === recorded.address.toLowerCase()) return { ...keyFile, detail: `${keyFile.detail}; derives project ${recorded.projectId}'s wallet as recorded` };
-  return fail(
-    "key file",
-    `the master mnemonic derives ${derived} for project ${recorded.projectId} (wallet index ${recorded.walletIndex}), whose wallet is ${recorded.address}: not this deployment's key`,
-    "restore the words this deployment was set up with from their backup (docs/deploy.md, \"Keys\"); with these no payment from an existing wallet can be signed",
-  );
+  const mismatch = masterKeyMismatch(createHdCustody(loadMasterMnemonic(keySource(config))), recorded);
+  if (!mismatch) return { ...keyFile, detail: `${keyFile.detail}; derives project ${recorded.projectId}'s wallet as recorded` };
+  return fail("key file", describeMasterKeyMismatch(mismatch), MASTER_KEY_MISMATCH_FIX);
 }
 
 /** The SQLite files and the data directory, which hold balances and sealed secrets: their owner's only. */

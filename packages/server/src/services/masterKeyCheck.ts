@@ -1,0 +1,42 @@
+/**
+ * The master key against the ledger: it must derive the deposit address recorded for the first project that has
+ * one. Any valid words read as a mnemonic, so the wrong backup restored passes every other check and signs for no
+ * existing wallet; one derivation suffices (other words derive the same address with odds of 2⁻¹⁶⁰).
+ * `agentwallet doctor` reports a mismatch (doctor/settingsChecks.ts); a live process refuses to start with one
+ * (deps.ts `openDeps`). Only addresses are ever named, never the words.
+ */
+import type { Custody } from "../chain/custody.ts";
+import type { ProjectStore } from "../ledger/ports.ts";
+import type { RecordedWallet } from "../ledger/projects.ts";
+
+export type { RecordedWallet };
+
+/** What the key derives where a project's wallet is recorded, when the two differ. */
+export type MasterKeyMismatch = { derived: string; recorded: RecordedWallet };
+
+/** What to do about a mismatch, for doctor's fix column and the start-up's refusal alike. */
+export const MASTER_KEY_MISMATCH_FIX =
+  "restore the words this deployment was set up with from their backup (docs/deploy.md, \"Keys\"); with these no payment from an existing wallet can be signed";
+
+/** The mismatch, or undefined when the key derives the recorded wallet (or no wallet is recorded yet). */
+export function masterKeyMismatch(custody: Pick<Custody, "addressOf">, recorded: RecordedWallet | undefined): MasterKeyMismatch | undefined {
+  if (!recorded) return undefined;
+  const derived = custody.addressOf(recorded.walletIndex);
+  return derived.toLowerCase() === recorded.address.toLowerCase() ? undefined : { derived, recorded };
+}
+
+/** `source`: where the words were read from (a setting's name, a file), never the words. */
+export function describeMasterKeyMismatch(m: MasterKeyMismatch, source?: string): string {
+  return `the master mnemonic${source ? ` read from ${source}` : ""} derives ${m.derived} for project ${m.recorded.projectId} (wallet index ${m.recorded.walletIndex}), whose wallet is ${m.recorded.address}: not this deployment's key`;
+}
+
+/** A start refused because the master key is not the one the deployment's wallets were derived from. */
+export class MasterKeyMismatchError extends Error {
+  override name = "MasterKeyMismatchError";
+}
+
+/** At a live process's start: throws MasterKeyMismatchError when the key (read from `source`) does not derive the recorded wallet. */
+export async function refuseForeignMasterKey(projects: Pick<ProjectStore, "firstRecordedWallet">, custody: Pick<Custody, "addressOf">, source: string): Promise<void> {
+  const mismatch = masterKeyMismatch(custody, await projects.firstRecordedWallet());
+  if (mismatch) throw new MasterKeyMismatchError(`${describeMasterKeyMismatch(mismatch, source)}. Nothing was started: ${MASTER_KEY_MISMATCH_FIX}; \`agentwallet doctor\` runs the same check.`);
+}
