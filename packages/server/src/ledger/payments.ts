@@ -267,7 +267,6 @@ export class Payments {
     const counted = countedWindows(tokenId === null ? [] : [tokenId, ...(input.ancestorTokenIds ?? input.controls?.ancestors?.map((a) => a.tokenId) ?? [])], input.projectId, now);
     const plan = this.holdPlan(input, total, counted, tokenId, approval, now, admittedJson(input, windows, approval));
     const balances = this.balances;
-    const db = this.db;
     const amount = input.amountMicros;
     try {
       if (this.pgHolds) {
@@ -291,21 +290,19 @@ export class Payments {
           const balance = (yield balances.statement(input.projectId))[0] as { available_micros: number } | undefined;
           return { kind: "insufficient", availableMicros: balance?.available_micros ?? 0 };
         }
-        // Each limited window: its counter (written from the ledger's sum if it has no row yet) must
-        // take the amount; then every existing counter of the payment's windows takes it.
-        for (const [i, w] of windows.entries()) {
-          const counter = db.selectFrom("spend_windows").select("spent_micros").where("scope_id", "=", w.scopeId).where("kind", "=", w.kind).where("window_start", "=", w.start).compile();
-          // Read first: a window has its row from its first hold on, so the seed runs once per window.
-          let row = (yield counter)[0] as { spent_micros: number } | undefined;
-          if (!row) {
-            yield windowSeed(w, input.projectId);
-            row = (yield counter)[0] as { spent_micros: number };
+        // Every existing counter of the payment's windows takes the amount, in one statement that answers the
+        // limited windows' counters as they now are. Each limited window must have taken it within its limit: one
+        // without a row yet (its first hold) is written from the ledger's sum, then takes the amount. A refusal
+        // throws, and the write's savepoint undoes the debit and every counter moved.
+        if (windows.length === 0) yield countInWindows(counted, amount);
+        else {
+          const moved = new Map(((yield countInWindows(counted, amount, true)) as CounterRow[]).map((r) => [counterKey(r.scope_id, r.kind, r.window_start), Number(r.spent_micros)]));
+          for (const [i, w] of windows.entries()) {
+            const spent = moved.get(counterKey(w.scopeId, w.kind, w.start)) ?? (yield* seedAndCount(w, counted, input.projectId, amount));
+            const refusal = windowVerdict(w, spent - amount, amount);
+            if (refusal) throw new WindowRefused(refusal, i);
           }
-          const spent = Number(row.spent_micros);
-          const refusal = windowVerdict(w, spent, amount);
-          if (refusal) throw new WindowRefused(refusal, i);
         }
-        yield countInWindows(counted, amount);
         for (const q of plan.records(Number(debited.tx_count))) yield q;
         return { kind: "held", payment: toPayment(plan.payment) };
       });
@@ -791,10 +788,30 @@ function windowSeed(w: SpendWindow, projectId: string): CompiledQuery {
   );
 }
 
-/** SQLite: adds `amount` to each of these counters that exists (a window without a row is summed when first judged). */
-function countInWindows(keys: WindowKey[], amount: number): CompiledQuery {
+/**
+ * SQLite: adds `amount` to each of these counters that exists (a window without a row is summed when first judged);
+ * with `returning`, answers each moved counter's key and its new value.
+ */
+function countInWindows(keys: WindowKey[], amount: number, returning = false): CompiledQuery {
   return CompiledQuery.raw(
-    `update "spend_windows" set "spent_micros" = "spent_micros" + ? where ("scope_id", "kind", "window_start") in (select json_extract(e.value, '$[0]'), json_extract(e.value, '$[1]'), json_extract(e.value, '$[2]') from json_each(?) e)`,
+    `update "spend_windows" set "spent_micros" = "spent_micros" + ? where ("scope_id", "kind", "window_start") in (select json_extract(e.value, '$[0]'), json_extract(e.value, '$[1]'), json_extract(e.value, '$[2]') from json_each(?) e)${returning ? ` returning "scope_id", "kind", "window_start", "spent_micros"` : ""}`,
     [amount, JSON.stringify(keys)],
   );
+}
+
+type CounterRow = { scope_id: string; kind: string; window_start: string; spent_micros: number };
+const counterKey = (scopeId: string, kind: string, start: string) => `${scopeId}\u0000${kind}\u0000${start}`;
+
+/**
+ * SQLite: a limited window whose counter the hold's count found no row for (its first hold this window): writes it
+ * from the ledger's sum, which does not hold this payment yet, then adds the amount as the count did to the others.
+ * Answers the counter's new value.
+ */
+function* seedAndCount(w: SpendWindow, counted: WindowKey[], projectId: string, amount: number): Steps<number> {
+  // Invariant: a limited window is one of the payment's windows, so the count would have moved an existing row.
+  if (!counted.some(([id, kind, start]) => id === w.scopeId && kind === w.kind && start === w.start)) throw new Error(`limited window ${w.scopeId} ${w.kind} ${w.start} is not among the payment's windows`);
+  yield windowSeed(w, projectId);
+  const [row] = (yield CompiledQuery.raw(`update "spend_windows" set "spent_micros" = "spent_micros" + ? where "scope_id" = ? and "kind" = ? and "window_start" = ? returning "spent_micros"`, [amount, w.scopeId, w.kind, w.start])) as { spent_micros: number }[];
+  if (!row) throw new Error(`spending window ${w.scopeId} ${w.kind} ${w.start} has no row after its seed`);
+  return Number(row.spent_micros);
 }
