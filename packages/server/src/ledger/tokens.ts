@@ -13,15 +13,19 @@ import type { Actor, AuditChange } from "../domain/audit.ts";
 import { recordAudit, withAudit } from "./auditLog.ts";
 
 /**
- * The token, its project and the project's balance in one statement — authentication needs the first
- * two, and GET /v1/balance answers from the third without a second round trip — for `n` token hashes
- * at once (`token_hash in (?, …)`), each row with its hash.
+ * The token, its project, the project's balance and the token's ancestors in one statement — authentication
+ * needs the first two and the ancestors (a child token stands only while they do, and their controls bind its
+ * payments), and GET /v1/balance answers from the balance without a second round trip — for `n` token hashes
+ * at once (`token_hash in (?, …)`), each row with its hash: one row per ancestor of a child token, one row with
+ * no ancestor for an operator's token.
  */
 const compileTokenQuery = (db: Db, n: number) =>
   db
     .selectFrom("api_tokens")
     .innerJoin("projects", "projects.id", "api_tokens.project_id")
     .innerJoin("balances", "balances.project_id", "api_tokens.project_id")
+    .leftJoin("token_lineage as lineage", "lineage.descendant_id", "api_tokens.id")
+    .leftJoin("api_tokens as ancestor", "ancestor.id", "lineage.ancestor_id")
     .select([
       "api_tokens.token_hash",
       "api_tokens.id",
@@ -43,10 +47,23 @@ const compileTokenQuery = (db: Db, n: number) =>
       "balances.pending_micros",
       "balances.total_funded_micros",
       "balances.total_spent_micros",
+      "lineage.depth as ancestor_depth",
+      "ancestor.id as ancestor_id",
+      "ancestor.name as ancestor_name",
+      "ancestor.spending_controls as ancestor_controls",
+      "ancestor.allowance_micros as ancestor_allowance_micros",
+      "ancestor.revoked_at as ancestor_revoked_at",
+      "ancestor.expires_at as ancestor_expires_at",
     ])
     .where("api_tokens.token_hash", "in", Array.from({ length: n }, () => ""))
+    // A token's ancestors nearest first (depth 1 is the parent).
+    .orderBy("lineage.depth")
     .compile();
-export type TokenRow = ReturnType<typeof compileTokenQuery> extends CompiledQuery<infer R> ? R : never;
+type LookupRow = ReturnType<typeof compileTokenQuery> extends CompiledQuery<infer R> ? R : never;
+/** A token above the one looked up, as authentication reads it. */
+export type AncestorRow = { id: string; name: string | null; spending_controls: string | null; allowance_micros: LookupRow["ancestor_allowance_micros"]; revoked_at: string | null; expires_at: string | null };
+/** A token as the lookup answers it: its row, its project's and its balance's columns, and its ancestors, nearest first (none for an operator's token). */
+export type TokenRow = Omit<LookupRow, `ancestor_${string}`> & { ancestors: AncestorRow[] };
 type TokenWaiter = { resolve(row: TokenRow | undefined): void; reject(err: unknown): void };
 /** The columns of a token as lists and services read it (never its hash). */
 const TOKEN_COLUMNS = ["id", "project_id", "display_prefix", "name", "permissions", "created_at", "expires_at", "revoked_at", "spending_controls", "parent_id", "depth", "allowance_micros"] as const;
@@ -60,7 +77,7 @@ const TOKEN_LOOKUP_BATCH_MAX = 32;
 export class Tokens {
   // The lookup every request makes, compiled once: building SQL costs more than running it.
   /** The token lookup by number of hashes, 1..TOKEN_LOOKUP_BATCH_MAX, compiled on first use. */
-  private readonly queries: CompiledQuery<TokenRow>[] = [];
+  private readonly queries: CompiledQuery<LookupRow>[] = [];
   /** Token lookups asked for and not yet read, by hash (batching.ts says when they are read). */
   private lookups: Map<string, TokenWaiter[]> | undefined;
   /** When the last batch of token lookups was read (`performance.now()`). */
@@ -172,8 +189,7 @@ export class Tokens {
       const chunk = hashes.slice(i, i + TOKEN_LOOKUP_BATCH_MAX);
       try {
         const query = withParameters((this.queries[chunk.length] ??= compileTokenQuery(this.db, chunk.length)), chunk);
-        const rows = this.read?.(query) ?? (await this.db.executeQuery(query)).rows;
-        const byHash = new Map(rows.map((r) => [r.token_hash, r]));
+        const byHash = tokensOf(this.read?.(query) ?? (await this.db.executeQuery(query)).rows);
         for (const h of chunk) for (const w of batch.get(h)!) w.resolve(byHash.get(h));
       } catch (err) {
         for (const h of chunk) for (const w of batch.get(h)!) w.reject(err);
@@ -233,6 +249,20 @@ export class Tokens {
       return { result: true, change };
     });
   }
+}
+
+/** The lookup's rows (one per ancestor of a token, nearest first) as one TokenRow per hash. */
+function tokensOf(rows: LookupRow[]): Map<string, TokenRow> {
+  const byHash = new Map<string, TokenRow>();
+  for (const r of rows) {
+    let token = byHash.get(r.token_hash);
+    if (!token) {
+      const { ancestor_depth, ancestor_id, ancestor_name, ancestor_controls, ancestor_allowance_micros, ancestor_revoked_at, ancestor_expires_at, ...own } = r;
+      byHash.set(r.token_hash, (token = { ...own, ancestors: [] }));
+    }
+    if (r.ancestor_id !== null) token.ancestors.push({ id: r.ancestor_id, name: r.ancestor_name, spending_controls: r.ancestor_controls, allowance_micros: r.ancestor_allowance_micros, revoked_at: r.ancestor_revoked_at, expires_at: r.ancestor_expires_at });
+  }
+  return byHash;
 }
 
 /** A new token's audit entry: what it may do and under whom (never its hash). */
