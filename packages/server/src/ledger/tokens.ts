@@ -4,7 +4,7 @@
  * (services/delegation.ts) is written with a row in `token_lineage` for each of its ancestors, so its
  * ancestors, its descendants and a revocation of a whole branch are each one statement.
  */
-import type { CompiledQuery } from "kysely";
+import { type CompiledQuery, sql } from "kysely";
 import type { Clock } from "../ids.ts";
 import { scheduleFlush } from "./batching.ts";
 import { type Db, type Dialect, type SqliteDirect, withParameters } from "./db.ts";
@@ -16,16 +16,13 @@ import { recordAudit, withAudit } from "./auditLog.ts";
  * The token, its project, the project's balance and the token's ancestors in one statement — authentication
  * needs the first two and the ancestors (a child token stands only while they do, and their controls bind its
  * payments), and GET /v1/balance answers from the balance without a second round trip — for `n` token hashes
- * at once (`token_hash in (?, …)`), each row with its hash: one row per ancestor of a child token, one row with
- * no ancestor for an operator's token.
+ * at once (`token_hash in (?, …)`), each row with its hash.
  */
-const compileTokenQuery = (db: Db, n: number) =>
+const compileTokenQuery = (db: Db, dialect: Dialect, n: number) =>
   db
     .selectFrom("api_tokens")
     .innerJoin("projects", "projects.id", "api_tokens.project_id")
     .innerJoin("balances", "balances.project_id", "api_tokens.project_id")
-    .leftJoin("token_lineage as lineage", "lineage.descendant_id", "api_tokens.id")
-    .leftJoin("api_tokens as ancestor", "ancestor.id", "lineage.ancestor_id")
     .select([
       "api_tokens.token_hash",
       "api_tokens.id",
@@ -47,23 +44,26 @@ const compileTokenQuery = (db: Db, n: number) =>
       "balances.pending_micros",
       "balances.total_funded_micros",
       "balances.total_spent_micros",
-      "lineage.depth as ancestor_depth",
-      "ancestor.id as ancestor_id",
-      "ancestor.name as ancestor_name",
-      "ancestor.spending_controls as ancestor_controls",
-      "ancestor.allowance_micros as ancestor_allowance_micros",
-      "ancestor.revoked_at as ancestor_revoked_at",
-      "ancestor.expires_at as ancestor_expires_at",
+      ancestorsJson(dialect).as("ancestors_json"),
     ])
     .where("api_tokens.token_hash", "in", Array.from({ length: n }, () => ""))
-    // A token's ancestors nearest first (depth 1 is the parent).
-    .orderBy("lineage.depth")
     .compile();
+
+/**
+ * A child token's ancestors as one JSON array, nearest first, each `[id, name, spending_controls, allowance_micros,
+ * revoked_at, expires_at]`; null for an operator's token. One value per token: a join would repeat the token's
+ * columns for each ancestor, and cost SQLite twice the lookup.
+ */
+function ancestorsJson(dialect: Dialect) {
+  const entry = sql`"a"."id", "a"."name", "a"."spending_controls", "a"."allowance_micros", "a"."revoked_at", "a"."expires_at"`;
+  const array = dialect === "postgres" ? sql`json_agg(json_build_array(${entry}) order by "l"."depth")::text` : sql`json_group_array(json_array(${entry}) order by "l"."depth")`;
+  return sql<string | null>`case when "api_tokens"."parent_id" is null then null else (select ${array} from "token_lineage" as "l" inner join "api_tokens" as "a" on "a"."id" = "l"."ancestor_id" where "l"."descendant_id" = "api_tokens"."id") end`;
+}
 type LookupRow = ReturnType<typeof compileTokenQuery> extends CompiledQuery<infer R> ? R : never;
 /** A token above the one looked up, as authentication reads it. */
-export type AncestorRow = { id: string; name: string | null; spending_controls: string | null; allowance_micros: LookupRow["ancestor_allowance_micros"]; revoked_at: string | null; expires_at: string | null };
+type AncestorRow = { id: string; name: string | null; spending_controls: string | null; allowance_micros: number | null; revoked_at: string | null; expires_at: string | null };
 /** A token as the lookup answers it: its row, its project's and its balance's columns, and its ancestors, nearest first (none for an operator's token). */
-export type TokenRow = Omit<LookupRow, `ancestor_${string}`> & { ancestors: AncestorRow[] };
+export type TokenRow = LookupRow & { ancestors: AncestorRow[] };
 type TokenWaiter = { resolve(row: TokenRow | undefined): void; reject(err: unknown): void };
 /** The columns of a token as lists and services read it (never its hash). */
 const TOKEN_COLUMNS = ["id", "project_id", "display_prefix", "name", "permissions", "created_at", "expires_at", "revoked_at", "spending_controls", "parent_id", "depth", "allowance_micros"] as const;
@@ -188,9 +188,14 @@ export class Tokens {
     for (let i = 0; i < hashes.length; i += TOKEN_LOOKUP_BATCH_MAX) {
       const chunk = hashes.slice(i, i + TOKEN_LOOKUP_BATCH_MAX);
       try {
-        const query = withParameters((this.queries[chunk.length] ??= compileTokenQuery(this.db, chunk.length)), chunk);
-        const byHash = tokensOf(this.read?.(query) ?? (await this.db.executeQuery(query)).rows);
-        for (const h of chunk) for (const w of batch.get(h)!) w.resolve(byHash.get(h));
+        const query = withParameters((this.queries[chunk.length] ??= compileTokenQuery(this.db, this.dialect, chunk.length)), chunk);
+        const rows = this.read?.(query) ?? (await this.db.executeQuery(query)).rows;
+        const byHash = new Map(rows.map((r) => [r.token_hash, r]));
+        for (const h of chunk) {
+          const row = byHash.get(h);
+          const token = row && tokenOf(row);
+          for (const w of batch.get(h)!) w.resolve(token);
+        }
       } catch (err) {
         for (const h of chunk) for (const w of batch.get(h)!) w.reject(err);
       }
@@ -251,18 +256,10 @@ export class Tokens {
   }
 }
 
-/** The lookup's rows (one per ancestor of a token, nearest first) as one TokenRow per hash. */
-function tokensOf(rows: LookupRow[]): Map<string, TokenRow> {
-  const byHash = new Map<string, TokenRow>();
-  for (const r of rows) {
-    let token = byHash.get(r.token_hash);
-    if (!token) {
-      const { ancestor_depth, ancestor_id, ancestor_name, ancestor_controls, ancestor_allowance_micros, ancestor_revoked_at, ancestor_expires_at, ...own } = r;
-      byHash.set(r.token_hash, (token = { ...own, ancestors: [] }));
-    }
-    if (r.ancestor_id !== null) token.ancestors.push({ id: r.ancestor_id, name: r.ancestor_name, spending_controls: r.ancestor_controls, allowance_micros: r.ancestor_allowance_micros, revoked_at: r.ancestor_revoked_at, expires_at: r.ancestor_expires_at });
-  }
-  return byHash;
+/** A looked-up row as a TokenRow: its ancestors' JSON read into rows (set on the row itself: copying its columns cost more). */
+function tokenOf(row: LookupRow): TokenRow {
+  const entries = row.ancestors_json === null ? [] : (JSON.parse(row.ancestors_json) as [string, string | null, string | null, number | null, string | null, string | null][]);
+  return Object.assign(row, { ancestors: entries.map(([id, name, spending_controls, allowance_micros, revoked_at, expires_at]) => ({ id, name, spending_controls, allowance_micros, revoked_at, expires_at })) });
 }
 
 /** A new token's audit entry: what it may do and under whom (never its hash). */
