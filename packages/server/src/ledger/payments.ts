@@ -296,9 +296,10 @@ export class Payments {
         // throws, and the write's savepoint undoes the debit and every counter moved.
         if (windows.length === 0) yield countInWindows(counted, amount);
         else {
-          const moved = new Map(((yield countInWindows(counted, amount, true)) as CounterRow[]).map((r) => [counterKey(r.scope_id, r.kind, r.window_start), Number(r.spent_micros)]));
+          const moved = (yield countInWindows(counted, amount, true)) as CounterRow[];
           for (const [i, w] of windows.entries()) {
-            const spent = moved.get(counterKey(w.scopeId, w.kind, w.start)) ?? (yield* seedAndCount(w, counted, input.projectId, amount));
+            const row = moved.find((r) => r.scope_id === w.scopeId && r.kind === w.kind && r.window_start === w.start);
+            const spent = row ? Number(row.spent_micros) : yield* seedAndCount(w, counted, input.projectId, amount);
             const refusal = windowVerdict(w, spent - amount, amount);
             if (refusal) throw new WindowRefused(refusal, i);
           }
@@ -815,7 +816,6 @@ function countInWindows(keys: WindowKey[], amount: number, returning = false): C
 const countTexts = new Map<string, string>();
 
 type CounterRow = { scope_id: string; kind: string; window_start: string; spent_micros: number };
-const counterKey = (scopeId: string, kind: string, start: string) => `${scopeId}\u0000${kind}\u0000${start}`;
 
 /**
  * SQLite: a limited window whose counter the hold's count found no row for (its first hold this window): writes it
