@@ -1,6 +1,6 @@
 // The token lookup every request makes: lookups asked for together are read by one statement (at most
-// 32 tokens each), every caller gets its own token's row, and a revocation committed before a request
-// arrives is seen by that request. On a real SQLite file and PostgreSQL.
+// 32 tokens each), every caller gets its own token's row with its ancestors', and a revocation committed
+// before a request arrives is seen by that request. On a real SQLite file and PostgreSQL.
 import type { KyselyPlugin } from "kysely";
 import { afterEach, describe, expect, test } from "vitest";
 import { newId, systemClock } from "../src/ids.ts";
@@ -53,6 +53,31 @@ describe.each(dialects)("token lookups on %s", (dialect) => {
     expect(s.statements() - before).toBe(3); // 32 + 32 + 6
     expect(rows.slice(0, 69).every((r) => r === undefined)).toBe(true);
     expect(rows[69]?.id).toBe(s.a.id);
+  });
+
+  test("behavior: a child token comes with its ancestors, nearest first, in the same one statement; an operator's token with none", async () => {
+    const s = await setup();
+    const actor = { id: s.a.id, name: "parent", role: null, ip: null };
+    const childOf = async (parentId: string, allowance: number, controls: string | null) => {
+      const id = newId("tok");
+      await s.ledger.tokens.insertChild(parentId, { id, project_id: s.project.id, token_hash: `hash-${id}`, display_prefix: "aw_test_x", permissions: "read,pay,delegate", created_at: new Date().toISOString(), expires_at: null, revoked_at: null }, actor, () => ({ spending_controls: controls, expires_at: null, allowance_micros: allowance }));
+      return id;
+    };
+    const daily = JSON.stringify({ limits: [{ interval: "daily", amountMicros: 7 }], allowedRecipients: null, blockedRecipients: [], allowedRails: null, approvalAboveMicros: null });
+    const child = await childOf(s.a.id, 30, daily);
+    const grandchild = await childOf(child, 20, null);
+    const leaf = await childOf(grandchild, 10, null);
+    const before = s.statements();
+    const [l, g, a] = await Promise.all([s.ledger.tokens.findByHash(`hash-${leaf}`), s.ledger.tokens.findByHash(`hash-${grandchild}`), s.ledger.tokens.findByHash(hashToken(s.a.token))]);
+    expect(s.statements() - before).toBe(1);
+    expect(l).toMatchObject({ id: leaf, allowance_micros: 10, depth: 3 });
+    expect(l!.ancestors.map((x) => [x.id, Number(x.allowance_micros ?? -1), x.spending_controls, x.revoked_at])).toEqual([
+      [grandchild, 20, null, null],
+      [child, 30, daily, null],
+      [s.a.id, -1, null, null],
+    ]);
+    expect(g!.ancestors.map((x) => x.id)).toEqual([child, s.a.id]);
+    expect(a).toMatchObject({ id: s.a.id, ancestors: [] });
   });
 
   test("behavior: a revocation committed before the lookup is asked for is seen by it", async () => {

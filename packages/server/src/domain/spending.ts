@@ -115,8 +115,9 @@ export type WindowKey = [scopeId: string, kind: WindowKind, start: string];
  * to those that exist; a failure or reversal takes it back (a trigger).
  */
 export function countedWindows(tokenIds: readonly string[], projectId: string, at: Date): WindowKey[] {
-  const scopes = [...tokenIds, projectId];
-  return scopes.flatMap((id) => WINDOW_KINDS.map((kind): WindowKey => [id, kind, windowStart(kind, at)]));
+  // The same starts for every scope: computed once, not once per scope.
+  const starts = WINDOW_KINDS.map((kind) => [kind, windowStart(kind, at)] as const);
+  return [...tokenIds, projectId].flatMap((id) => starts.map(([kind, start]): WindowKey => [id, kind, start]));
 }
 
 /** The payments a window holds: `created_at` in [from, to) (ISO 8601 strings compare in time order). */

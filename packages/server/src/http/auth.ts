@@ -2,7 +2,8 @@
  * Bearer-token authentication, declared per route as its preHandler (`tokenAuth(ctx, "read")`,
  * `adminAuth(ctx)`, each built once): it runs after the body is parsed and before the handler, so a
  * malformed body is still refused before authentication and authentication before validation. Every
- * request looks the token up by its SHA-256 (so revocation and expiry take effect on the next request);
+ * request looks the token up by its SHA-256, with its ancestors in the same statement (so revocation and expiry,
+ * its own or an ancestor's, take effect on the next request);
  * a malformed token is refused without a lookup. The token text is never logged: only its id reaches
  * the request log.
  */
@@ -46,8 +47,9 @@ async function authenticate(ctx: HttpDeps, req: FastifyRequest): Promise<Princip
   if (row.revoked_at) throw unauthorized("The API token has been revoked. Create a new one.");
   const now = ctx.clock().toISOString();
   if (row.expires_at && row.expires_at <= now) throw unauthorized(`The API token expired at ${row.expires_at}. Create a new one.`);
-  // A child token stands only while every ancestor does; their controls bind its payments (nested budgets).
-  const ancestors = row.parent_id === null ? [] : await ctx.ledger.tokens.ancestorsOf(row.id);
+  // A child token stands only while every ancestor does; their controls bind its payments (nested budgets). The
+  // lookup read them with the token.
+  const ancestors = row.ancestors;
   for (const a of ancestors) {
     if (a.revoked_at) throw unauthorized(`The API token has been revoked: its ancestor token ${a.id} was revoked at ${a.revoked_at}, which revokes every token below it. Ask for a new one.`);
     if (a.expires_at && a.expires_at <= now) throw unauthorized(`The API token's ancestor token ${a.id} expired at ${a.expires_at}. Ask for a new one.`);

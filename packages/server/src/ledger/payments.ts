@@ -24,7 +24,7 @@ import { account } from "./accounts.ts";
 import type { Database } from "./schema.ts";
 import { type PaymentRow, toPayment, toRowPatch } from "./paymentRows.ts";
 import { countedAmount } from "./spendDays.ts";
-import { type HoldControls, type Refusal, type SpendWindow, type WindowKey, type WindowKind, countedWindows, judgeStatic, windowBounds, windowRefusal, windowVerdict } from "../domain/spending.ts";
+import { type HoldControls, type Refusal, type SpendWindow, type WindowKey, type WindowKind, WINDOW_KINDS, countedWindows, judgeStatic, windowBounds, windowRefusal, windowVerdict } from "../domain/spending.ts";
 import type { Payment, PaymentPatch } from "../domain/payment.ts";
 import type { Clock, IdGenerator } from "../ids.ts";
 import type { Actor } from "../domain/audit.ts";
@@ -267,7 +267,6 @@ export class Payments {
     const counted = countedWindows(tokenId === null ? [] : [tokenId, ...(input.ancestorTokenIds ?? input.controls?.ancestors?.map((a) => a.tokenId) ?? [])], input.projectId, now);
     const plan = this.holdPlan(input, total, counted, tokenId, approval, now, admittedJson(input, windows, approval));
     const balances = this.balances;
-    const db = this.db;
     const amount = input.amountMicros;
     try {
       if (this.pgHolds) {
@@ -291,21 +290,20 @@ export class Payments {
           const balance = (yield balances.statement(input.projectId))[0] as { available_micros: number } | undefined;
           return { kind: "insufficient", availableMicros: balance?.available_micros ?? 0 };
         }
-        // Each limited window: its counter (written from the ledger's sum if it has no row yet) must
-        // take the amount; then every existing counter of the payment's windows takes it.
-        for (const [i, w] of windows.entries()) {
-          const counter = db.selectFrom("spend_windows").select("spent_micros").where("scope_id", "=", w.scopeId).where("kind", "=", w.kind).where("window_start", "=", w.start).compile();
-          // Read first: a window has its row from its first hold on, so the seed runs once per window.
-          let row = (yield counter)[0] as { spent_micros: number } | undefined;
-          if (!row) {
-            yield windowSeed(w, input.projectId);
-            row = (yield counter)[0] as { spent_micros: number };
+        // Every existing counter of the payment's windows takes the amount, in one statement that answers the
+        // limited windows' counters as they now are. Each limited window must have taken it within its limit: one
+        // without a row yet (its first hold) is written from the ledger's sum, then takes the amount. A refusal
+        // throws, and the write's savepoint undoes the debit and every counter moved.
+        if (windows.length === 0) yield countInWindows(counted, amount);
+        else {
+          const moved = (yield countInWindows(counted, amount, true)) as CounterRow[];
+          for (const [i, w] of windows.entries()) {
+            const row = moved.find((r) => r.scope_id === w.scopeId && r.kind === w.kind && r.window_start === w.start);
+            const spent = row ? Number(row.spent_micros) : yield* seedAndCount(w, counted, input.projectId, amount);
+            const refusal = windowVerdict(w, spent - amount, amount);
+            if (refusal) throw new WindowRefused(refusal, i);
           }
-          const spent = Number(row.spent_micros);
-          const refusal = windowVerdict(w, spent, amount);
-          if (refusal) throw new WindowRefused(refusal, i);
         }
-        yield countInWindows(counted, amount);
         for (const q of plan.records(Number(debited.tx_count))) yield q;
         return { kind: "held", payment: toPayment(plan.payment) };
       });
@@ -791,10 +789,44 @@ function windowSeed(w: SpendWindow, projectId: string): CompiledQuery {
   );
 }
 
-/** SQLite: adds `amount` to each of these counters that exists (a window without a row is summed when first judged). */
-function countInWindows(keys: WindowKey[], amount: number): CompiledQuery {
-  return CompiledQuery.raw(
-    `update "spend_windows" set "spent_micros" = "spent_micros" + ? where ("scope_id", "kind", "window_start") in (select json_extract(e.value, '$[0]'), json_extract(e.value, '$[1]'), json_extract(e.value, '$[2]') from json_each(?) e)`,
-    [amount, JSON.stringify(keys)],
-  );
+/**
+ * SQLite: adds `amount` to each of these counters that exists (a window without a row is summed when first judged);
+ * with `returning`, answers each moved counter's key and its new value. The keys are every kind of each scope at
+ * the same starts (`countedWindows`), so the statement names the scopes and the starts: SQLite then finds the rows by
+ * the counters' key, in a third of the time it took to read the same keys as a JSON list.
+ */
+function countInWindows(keys: WindowKey[], amount: number, returning = false): CompiledQuery {
+  const scopeIds = keys.filter(([, kind]) => kind === WINDOW_KINDS[0]).map(([id]) => id);
+  const starts = WINDOW_KINDS.map((kind) => keys.find(([, k]) => k === kind)?.[2]);
+  // Invariant: what countedWindows builds, every kind of every scope at one start per kind.
+  const scopes = new Set(scopeIds);
+  if (keys.length !== scopeIds.length * WINDOW_KINDS.length || !keys.every(([id, kind, start]) => scopes.has(id) && starts[WINDOW_KINDS.indexOf(kind)] === start)) {
+    throw new Error(`a payment's windows are not every kind of its scopes at one start each: ${JSON.stringify(keys)}`);
+  }
+  const shape = `${scopeIds.length}|${returning}`;
+  let text = countTexts.get(shape);
+  if (!text) {
+    const kinds = WINDOW_KINDS.map((kind) => `("kind" = '${kind}' and "window_start" = ?)`).join(" or ");
+    text = `update "spend_windows" set "spent_micros" = "spent_micros" + ? where "scope_id" in (${scopeIds.map(() => "?").join(", ")}) and (${kinds})${returning ? ` returning "scope_id", "kind", "window_start", "spent_micros"` : ""}`;
+    countTexts.set(shape, text);
+  }
+  return CompiledQuery.raw(text, [amount, ...scopeIds, ...starts]);
+}
+/** countInWindows' statements by number of scopes and whether they answer the counters. */
+const countTexts = new Map<string, string>();
+
+type CounterRow = { scope_id: string; kind: string; window_start: string; spent_micros: number };
+
+/**
+ * SQLite: a limited window whose counter the hold's count found no row for (its first hold this window): writes it
+ * from the ledger's sum, which does not hold this payment yet, then adds the amount as the count did to the others.
+ * Answers the counter's new value.
+ */
+function* seedAndCount(w: SpendWindow, counted: WindowKey[], projectId: string, amount: number): Steps<number> {
+  // Invariant: a limited window is one of the payment's windows, so the count would have moved an existing row.
+  if (!counted.some(([id, kind, start]) => id === w.scopeId && kind === w.kind && start === w.start)) throw new Error(`limited window ${w.scopeId} ${w.kind} ${w.start} is not among the payment's windows`);
+  yield windowSeed(w, projectId);
+  const [row] = (yield CompiledQuery.raw(`update "spend_windows" set "spent_micros" = "spent_micros" + ? where "scope_id" = ? and "kind" = ? and "window_start" = ? returning "spent_micros"`, [amount, w.scopeId, w.kind, w.start])) as { spent_micros: number }[];
+  if (!row) throw new Error(`spending window ${w.scopeId} ${w.kind} ${w.start} has no row after its seed`);
+  return Number(row.spent_micros);
 }

@@ -214,6 +214,11 @@ export function spendWindows(ledger: Ledger, scopeIds: string[]): Promise<Row<"s
   return dbOf(ledger).selectFrom("spend_windows").selectAll().where("scope_id", "in", scopeIds).orderBy("scope_id").orderBy("kind").orderBy("window_start").execute();
 }
 
+/** Sets a token's revocation or expiry in place, leaving its descendants as they are, as no interface can. */
+export async function setTokenEnd(ledger: Ledger, tokenId: string, end: { revoked_at?: string | null; expires_at?: string | null }): Promise<void> {
+  await dbOf(ledger).updateTable("api_tokens").set(end).where("id", "=", tokenId).execute();
+}
+
 /** Gives a token to another project in place, as no interface can. */
 export async function moveToken(ledger: Ledger, tokenId: string, projectId: string): Promise<void> {
   await dbOf(ledger).updateTable("api_tokens").set({ project_id: projectId }).where("id", "=", tokenId).execute();

@@ -4,7 +4,7 @@
  * (services/delegation.ts) is written with a row in `token_lineage` for each of its ancestors, so its
  * ancestors, its descendants and a revocation of a whole branch are each one statement.
  */
-import type { CompiledQuery } from "kysely";
+import { type CompiledQuery, sql } from "kysely";
 import type { Clock } from "../ids.ts";
 import { scheduleFlush } from "./batching.ts";
 import { type Db, type Dialect, type SqliteDirect, withParameters } from "./db.ts";
@@ -13,11 +13,12 @@ import type { Actor, AuditChange } from "../domain/audit.ts";
 import { recordAudit, withAudit } from "./auditLog.ts";
 
 /**
- * The token, its project and the project's balance in one statement — authentication needs the first
- * two, and GET /v1/balance answers from the third without a second round trip — for `n` token hashes
+ * The token, its project, the project's balance and the token's ancestors in one statement — authentication
+ * needs the first two and the ancestors (a child token stands only while they do, and their controls bind its
+ * payments), and GET /v1/balance answers from the balance without a second round trip — for `n` token hashes
  * at once (`token_hash in (?, …)`), each row with its hash.
  */
-const compileTokenQuery = (db: Db, n: number) =>
+const compileTokenQuery = (db: Db, dialect: Dialect, n: number) =>
   db
     .selectFrom("api_tokens")
     .innerJoin("projects", "projects.id", "api_tokens.project_id")
@@ -43,10 +44,26 @@ const compileTokenQuery = (db: Db, n: number) =>
       "balances.pending_micros",
       "balances.total_funded_micros",
       "balances.total_spent_micros",
+      ancestorsJson(dialect).as("ancestors_json"),
     ])
     .where("api_tokens.token_hash", "in", Array.from({ length: n }, () => ""))
     .compile();
-export type TokenRow = ReturnType<typeof compileTokenQuery> extends CompiledQuery<infer R> ? R : never;
+
+/**
+ * A child token's ancestors as one JSON array, nearest first, each `[id, name, spending_controls, allowance_micros,
+ * revoked_at, expires_at]`; null for an operator's token. One value per token: a join would repeat the token's
+ * columns for each ancestor, and cost SQLite twice the lookup.
+ */
+function ancestorsJson(dialect: Dialect) {
+  const entry = sql`"a"."id", "a"."name", "a"."spending_controls", "a"."allowance_micros", "a"."revoked_at", "a"."expires_at"`;
+  const array = dialect === "postgres" ? sql`json_agg(json_build_array(${entry}) order by "l"."depth")::text` : sql`json_group_array(json_array(${entry}) order by "l"."depth")`;
+  return sql<string | null>`case when "api_tokens"."parent_id" is null then null else (select ${array} from "token_lineage" as "l" inner join "api_tokens" as "a" on "a"."id" = "l"."ancestor_id" where "l"."descendant_id" = "api_tokens"."id") end`;
+}
+type LookupRow = ReturnType<typeof compileTokenQuery> extends CompiledQuery<infer R> ? R : never;
+/** A token above the one looked up, as authentication reads it. */
+type AncestorRow = { id: string; name: string | null; spending_controls: string | null; allowance_micros: number | null; revoked_at: string | null; expires_at: string | null };
+/** A token as the lookup answers it: its row, its project's and its balance's columns, and its ancestors, nearest first (none for an operator's token). */
+export type TokenRow = LookupRow & { ancestors: AncestorRow[] };
 type TokenWaiter = { resolve(row: TokenRow | undefined): void; reject(err: unknown): void };
 /** The columns of a token as lists and services read it (never its hash). */
 const TOKEN_COLUMNS = ["id", "project_id", "display_prefix", "name", "permissions", "created_at", "expires_at", "revoked_at", "spending_controls", "parent_id", "depth", "allowance_micros"] as const;
@@ -60,7 +77,7 @@ const TOKEN_LOOKUP_BATCH_MAX = 32;
 export class Tokens {
   // The lookup every request makes, compiled once: building SQL costs more than running it.
   /** The token lookup by number of hashes, 1..TOKEN_LOOKUP_BATCH_MAX, compiled on first use. */
-  private readonly queries: CompiledQuery<TokenRow>[] = [];
+  private readonly queries: CompiledQuery<LookupRow>[] = [];
   /** Token lookups asked for and not yet read, by hash (batching.ts says when they are read). */
   private lookups: Map<string, TokenWaiter[]> | undefined;
   /** When the last batch of token lookups was read (`performance.now()`). */
@@ -171,10 +188,14 @@ export class Tokens {
     for (let i = 0; i < hashes.length; i += TOKEN_LOOKUP_BATCH_MAX) {
       const chunk = hashes.slice(i, i + TOKEN_LOOKUP_BATCH_MAX);
       try {
-        const query = withParameters((this.queries[chunk.length] ??= compileTokenQuery(this.db, chunk.length)), chunk);
+        const query = withParameters((this.queries[chunk.length] ??= compileTokenQuery(this.db, this.dialect, chunk.length)), chunk);
         const rows = this.read?.(query) ?? (await this.db.executeQuery(query)).rows;
         const byHash = new Map(rows.map((r) => [r.token_hash, r]));
-        for (const h of chunk) for (const w of batch.get(h)!) w.resolve(byHash.get(h));
+        for (const h of chunk) {
+          const row = byHash.get(h);
+          const token = row && tokenOf(row);
+          for (const w of batch.get(h)!) w.resolve(token);
+        }
       } catch (err) {
         for (const h of chunk) for (const w of batch.get(h)!) w.reject(err);
       }
@@ -233,6 +254,12 @@ export class Tokens {
       return { result: true, change };
     });
   }
+}
+
+/** A looked-up row as a TokenRow: its ancestors' JSON read into rows (set on the row itself: copying its columns cost more). */
+function tokenOf(row: LookupRow): TokenRow {
+  const entries = row.ancestors_json === null ? [] : (JSON.parse(row.ancestors_json) as [string, string | null, string | null, number | null, string | null, string | null][]);
+  return Object.assign(row, { ancestors: entries.map(([id, name, spending_controls, allowance_micros, revoked_at, expires_at]) => ({ id, name, spending_controls, allowance_micros, revoked_at, expires_at })) });
 }
 
 /** A new token's audit entry: what it may do and under whom (never its hash). */

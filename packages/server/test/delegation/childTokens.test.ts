@@ -8,6 +8,7 @@ import { createToken } from "../../src/services/tokens.ts";
 import { controlsColumn, parseControlsInput } from "../../src/services/spendingControls.ts";
 import { buildApp, createTestContext, useTestApp } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
+import { setTokenEnd } from "../../src/ledger/testing.ts";
 
 const KEY = new Uint8Array(32);
 const ADDR = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
@@ -197,6 +198,24 @@ describe.each(dialects)("child tokens (%s)", (dialect) => {
     const a = (await child(root.token, { permissions: ["read"] })).json();
     await t.ctx.ledger.tokens.revoke(root.id);
     expect((await call("GET", "/v1/balance", a.token)).statusCode).toBe(401);
+  });
+
+  test("error: a token whose ancestor alone was revoked or has expired is refused at its next request, naming that ancestor", async () => {
+    const root = await rootToken(t.ctx);
+    const a = (await child(root.token, { permissions: ["read", "delegate"] })).json();
+    const a1 = (await child(a.token, { permissions: ["read"] })).json();
+    const refusal = async () => {
+      const res = await call("GET", "/v1/balance", a1.token);
+      expect(res.statusCode, res.body).toBe(401);
+      return res.json().detail as string;
+    };
+    // The grandchild's own row stays active: only the lookup of its ancestors can refuse it.
+    await setTokenEnd(t.ctx.ledger, a.id, { revoked_at: new Date().toISOString() });
+    expect(await refusal()).toContain(`its ancestor token ${a.id} was revoked`);
+    await setTokenEnd(t.ctx.ledger, a.id, { revoked_at: null });
+    expect((await call("GET", "/v1/balance", a1.token)).statusCode).toBe(200);
+    await setTokenEnd(t.ctx.ledger, root.id, { expires_at: new Date(Date.now() - 1000).toISOString() });
+    expect(await refusal()).toContain(`ancestor token ${root.id} expired`);
   });
 
   test("error: at most TOKEN_CHILDREN_MAX active children (403 child_tokens_limit)", async () => {

@@ -71,7 +71,12 @@ export async function untilFinal(ctx: AppContext, id: string): Promise<Payment> 
 
 /** A hold of `usd` (no fee) to an address by `tokenId`, judged by the controls authentication reads for it (its own, its ancestors', its project's), as its payment's would be. */
 export async function holdByToken(ctx: AppContext, tokenId: string, usd: number, recipient = "0x90F79bf6EB2c4f870365E785982E1f101E93b906") {
+  return ctx.ledger.payments.hold(await paymentByToken(ctx, tokenId, usd, recipient));
+}
+
+/** holdByToken's payment, to hold later. */
+export async function paymentByToken(ctx: AppContext, tokenId: string, usd: number, recipient = "0x90F79bf6EB2c4f870365E785982E1f101E93b906"): Promise<NewPayment> {
   const { projectId, controls } = await tokenControls(ctx, tokenId);
   const hold = holdControlsOf({ tokenId, controls }, { rail: "usdc_transfer", address: recipient }, { bankKey: new Uint8Array(32), approvalTimeoutMs: 60_000 });
-  return ctx.ledger.payments.hold(usdcPayment(projectId, usd * 1_000_000, 0, { feeMicros: 0, feeUnits: 0, tokenId, ...(hold ? { controls: hold } : {}) }));
+  return usdcPayment(projectId, usd * 1_000_000, 0, { feeMicros: 0, feeUnits: 0, tokenId, ...(hold ? { controls: hold } : {}) });
 }
