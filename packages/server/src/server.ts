@@ -210,14 +210,17 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
 }
 
 /**
- * Work a request does after its answer has left, kept until it ends so that a stop can wait for it. A failure
+ * Work a request does after its answer has left, kept until it ends so that a stop can wait for it. It starts
+ * in the event loop's next check phase, once the answer has been written to its socket: a SQLite write runs its
+ * statements on this thread as soon as it is asked for, which would otherwise come before the answer. A failure
  * the work does not handle itself is logged: nobody awaits it any more.
  */
 function trackedWork(logger: Logger): { run(work: () => Promise<unknown>): void; drain(): Promise<void> } {
   const running = new Set<Promise<unknown>>();
   return {
     run(work) {
-      const p = work()
+      const p = new Promise<void>((resolve) => setImmediate(resolve))
+        .then(work)
         .catch((err: unknown) => logger.error({ err }, "work after an answer failed"))
         .finally(() => running.delete(p));
       running.add(p);
