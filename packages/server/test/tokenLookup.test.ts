@@ -1,7 +1,7 @@
 // The token lookup every request makes: lookups asked for together are read by one statement (at most
 // 32 tokens each), every caller gets its own token's row with its ancestors', and a revocation committed
 // before a request arrives is seen by that request. On a real SQLite file and PostgreSQL.
-import type { KyselyPlugin } from "kysely";
+import { type KyselyPlugin, sql } from "kysely";
 import { afterEach, describe, expect, test } from "vitest";
 import { newId, systemClock } from "../src/ids.ts";
 import { createToken } from "../src/services/tokens.ts";
@@ -85,5 +85,22 @@ describe.each(dialects)("token lookups on %s", (dialect) => {
     expect((await s.ledger.tokens.findByHash(hashToken(s.a.token)))?.revoked_at).toBeNull();
     await s.ledger.tokens.revoke(s.a.id);
     expect((await s.ledger.tokens.findByHash(hashToken(s.a.token)))?.revoked_at).toEqual(expect.any(String));
+  });
+});
+
+describe("token lookups on postgres, as the service opens it", () => {
+  test("structure: the lookup is a prepared statement of the connection, parsed once however often it runs; a revocation is still seen at once", async () => {
+    const db = await createTestDb("postgres");
+    cleanups.push(() => db.drop());
+    const ledger = ledgerOn(db);
+    const deps = { ledger, clock: systemClock, newId };
+    const project = await ledger.projects.create({ name: "p", plan: "free" });
+    const a = await createToken(deps, { projectId: project.id, permissions: ["read"], mode: "test" });
+    // One at a time: the pool keeps reusing its one idle connection, where the statement was prepared.
+    for (let i = 0; i < 5; i++) expect((await ledger.tokens.findByHash(hashToken(a.token)))?.id).toBe(a.id);
+    const prepared = await sql<{ name: string }>`select name from pg_prepared_statements where name like 'aw_token_lookup_%'`.execute(db.db);
+    expect(prepared.rows.map((r) => r.name)).toEqual(["aw_token_lookup_1"]);
+    await ledger.tokens.revoke(a.id);
+    expect((await ledger.tokens.findByHash(hashToken(a.token)))?.revoked_at).toEqual(expect.any(String));
   });
 });

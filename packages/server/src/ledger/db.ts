@@ -32,6 +32,18 @@ const sqliteDirect = new WeakMap<Db, SqliteDirect>();
 export function sqliteDirectOf(db: Db): SqliteDirect | undefined {
   return sqliteDirect.get(db);
 }
+
+/**
+ * PostgreSQL: a compiled query run on the pool as a named prepared statement, parsed and planned once per
+ * connection instead of on every call. For the statements every request runs (the token lookup); `name` must
+ * stand for one text only.
+ */
+export type PgDirect = { prepared<R>(name: string, query: CompiledQuery<R>): Promise<R[]> };
+const pgDirect = new WeakMap<Db, PgDirect>();
+
+export function pgDirectOf(db: Db): PgDirect | undefined {
+  return pgDirect.get(db);
+}
 /** A compiled query with other values for its parameters (same SQL, same result type). */
 export function withParameters<R>(q: CompiledQuery<R>, parameters: readonly unknown[]): CompiledQuery<R> {
   return { ...q, parameters };
@@ -140,5 +152,6 @@ export function openDb(options: OpenDbOptions): OpenedDb {
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  pgDirect.set(db, { prepared: async (name, query) => (await pool.query({ name, text: query.sql, values: [...query.parameters] })).rows });
   return { db, dialect: "postgres", close: () => db.destroy() };
 }

@@ -4,7 +4,7 @@
  * Besides them it answers only the operations on the database as a whole (ping, checkpoint, verify, overload).
  */
 import { sql } from "kysely";
-import { type Db, type Dialect, sqliteDirectOf } from "./db.ts";
+import { type Db, type Dialect, pgDirectOf, sqliteDirectOf } from "./db.ts";
 import { ReturnWatch } from "./returnWatch.ts";
 import { ConsoleSessions } from "./consoleSessions.ts";
 import { ConsoleTransactions } from "./consoleTransactions.ts";
@@ -104,7 +104,7 @@ export class Ledger {
     this.deposits = new Deposits(db, clock, newId);
     this.returnWatch = new ReturnWatch(db, clock);
     this.projects = new Projects(db, clock, newId);
-    this.tokens = new Tokens(db, dialect, clock, direct?.read);
+    this.tokens = new Tokens(db, dialect, clock, direct?.read, pgDirectOf(db)?.prepared);
     this.balances = new Balances(db, dialect);
     this.spendDays = new SpendDays(db);
     this.receivedWebhooks = new ReceivedWebhooks(db, clock);
