@@ -26,8 +26,12 @@ const EnvSchema = z.object({
    */
   DATABASE_POOL_MAX: int(16, 1, 1_000),
   DATABASE_POOL_WAIT_MS: int(10_000, 10, 120_000),
-  /** SQLite: how long a write waits for another connection's (another process's, the other thread's), then 503 `service_busy`. */
-  SQLITE_BUSY_TIMEOUT_MS: int(5_000, 0, 120_000),
+  /**
+   * SQLite: how long a write waits for another connection's (another process's, the other thread's), then 503
+   * `service_busy`. At least 100 ms: the settlement thread writes on a connection of its own, so a wait of nothing
+   * would refuse ordinary payments whenever its commit overlapped theirs.
+   */
+  SQLITE_BUSY_TIMEOUT_MS: int(5_000, 100, 120_000),
   HOST: z.string().default("127.0.0.1"),
   PORT: int(8787, 0, 65535),
   PUBLIC_BASE_URL: z.string().optional(),
