@@ -6,10 +6,12 @@ import { promisify } from "node:util";
 import { afterAll, describe, expect, test } from "vitest";
 import { runCli } from "../src/cli/run.ts";
 import { createPgSchema, dialects } from "./support/db.ts";
+import { agentwalletBin } from "./support/testBuild.ts";
 
 const run = promisify(execFile);
 const root = resolve(import.meta.dirname, "../../..");
-const bin = join(root, "packages/server/bin/agentwallet.js");
+// The run's bundle of the service (support/testBuild.ts).
+const bin = agentwalletBin();
 
 /** A command in this process: about 100 ms. */
 const slow = 60_000;

@@ -5,7 +5,6 @@
  * `agentwallet reconcile` judges every project and exits non-zero on drift.
  */
 import { execFile } from "node:child_process";
-import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { Balance, PayResponse, TransactionList } from "@agentwallet/api";
 import type { Address } from "viem";
@@ -17,9 +16,11 @@ import { type TestServer, startTestServer } from "../../src/testing/harness.ts";
 import { createPgSchema, dialects } from "../support/db.ts";
 import { poll } from "../support/poll.ts";
 import { openPayments, shiftAvailable } from "../../src/ledger/testing.ts";
+import { agentwalletBin } from "../support/testBuild.ts";
 
 const run = promisify(execFile);
-const bin = join(resolve(import.meta.dirname, "../../../.."), "packages/server/bin/agentwallet.js");
+// The run's bundle of the service (support/testBuild.ts).
+const bin = agentwalletBin();
 const recipient: Address = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
 describe.each(dialects)("fee on an ACH return (%s)", (dialect) => {

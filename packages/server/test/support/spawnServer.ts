@@ -3,17 +3,17 @@
  * run several processes on one database, and kill -9 them.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import type { DevChain } from "@agentwallet/devchain";
 import type { Ledger } from "../../src/ledger/store.ts";
 import { TEST_MNEMONIC } from "./mnemonic.ts";
 import { type TestDialect, createTestLedger } from "./db.ts";
 import { freePort } from "./net.ts";
+import { agentwalletBin } from "./testBuild.ts";
 
 export { freePort };
 
 const root = resolve(import.meta.dirname, "../../../..");
-const bin = join(root, "packages/server/bin/agentwallet.js");
 
 
 export function liveEnv(dev: DevChain, db: { dataDir?: string; databaseUrl?: string }): NodeJS.ProcessEnv {
@@ -40,7 +40,7 @@ export type ServerProcess = { child: ChildProcess; baseUrl: string; output: () =
 /** `readyMs` bounds the start-up (default 90 s: a busy two-core machine starts a server in 30 s or more). */
 export async function spawnServer(env: NodeJS.ProcessEnv, port?: number, readyMs = 90_000): Promise<ServerProcess> {
   const p = port ?? (await freePort());
-  const child = spawn(process.execPath, [bin, "serve", "--port", String(p), "--host", "127.0.0.1"], { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [agentwalletBin(), "serve", "--port", String(p), "--host", "127.0.0.1"], { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout!.on("data", (d) => (out = (out + d).slice(-20_000)));
   child.stderr!.on("data", (d) => (out = (out + d).slice(-20_000)));

@@ -10,10 +10,12 @@ import { commands } from "../../src/cli/commands.ts";
 import { CliError } from "../../src/cli/command.ts";
 import { loadConfig } from "../../src/config.ts";
 import { checkWebhookUrl } from "../../src/services/webhooks/endpoints.ts";
+import { agentwalletBin } from "../support/testBuild.ts";
 
 const run = promisify(execFile);
 const root = resolve(import.meta.dirname, "../../../..");
-const bin = join(root, "packages/server/bin/agentwallet.js");
+// The run's bundle of the service (support/testBuild.ts).
+const bin = agentwalletBin();
 
 describe("agentwallet webhooks", () => {
   const dir = mkdtempSync(join(tmpdir(), "aw-whcli-"));

@@ -7,9 +7,11 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, expect, test } from "vitest";
+import { agentwalletBin } from "../support/testBuild.ts";
 
 const root = resolve(import.meta.dirname, "../../../..");
-const bin = join(root, "packages/server/bin/agentwallet.js");
+// The run's bundle of the service (support/testBuild.ts).
+const bin = agentwalletBin();
 const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), "aw-x402-demo-"));
 // The sandbox decides the x402 settings for itself: nothing of the test's environment leaks in.
