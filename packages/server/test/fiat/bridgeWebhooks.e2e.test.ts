@@ -10,22 +10,32 @@ import { poll } from "../support/poll.ts";
 
 describe("Bridge webhooks (sqlite)", () => {
   const b = useBridgeLive("sqlite", { env: { BRIDGE_POLL_INTERVAL_MS: "3600000" }, webhooks: false });
-  const post = (body: string, headers: Record<string, string>) => fetch(`${b.server.baseUrl}/v1/webhooks/bridge`, { method: "POST", headers, body });
+  const post = (body: string, headers: Record<string, string>) => fetch(`${b.server.baseUrl}/v1/webhooks/bridge`, { method: "POST", headers, body, signal: AbortSignal.timeout(20_000) });
   const transfer = (id: string) => b.standIn.transfers().find((t) => t.id === id)!;
+  /** Each wait bounded on its own, so a stall names its step and shows where the payment and the transfer were. */
+  async function step<T>(what: string, id: string, fn: () => Promise<T | undefined>): Promise<T> {
+    try {
+      return await poll(what, fn, 30_000);
+    } catch (e) {
+      const row = await b.payment(id);
+      const t = row.providerRef ? transfer(row.providerRef) : undefined;
+      throw new Error(`${(e as Error).message}: payment ${row.status} ${row.railState ?? "-"}; transfer ${t ? t.state : "none"}`);
+    }
+  }
 
   test("forged, stale and replayed deliveries change nothing; a valid one completes the payment", async () => {
     b.standIn.pause(true);
     const id = await b.payBank({ name: "Ann Lee", account_number: "12345678", routing_number: "021000021" }, 7);
     // The USDC arrived and Bridge says so; our payment waits on the provider's word.
-    const p = await poll("the transfer to be funded", async () => {
+    const p = await step("the transfer to be funded", id, async () => {
       const row = await b.payment(id);
       return row.providerRef && transfer(row.providerRef).state === "funds_received" ? row : undefined;
     });
     const early = b.standIn.signedEvent(p.providerRef!);
     expect((await post(early.body, early.headers)).status).toBe(202); // read: still funds_received
     b.standIn.pause(false);
-    await poll("Bridge to process the payout", async () => (transfer(p.providerRef!).state === "payment_processed" ? true : undefined));
-    await poll("the on-chain leg to be confirmed", async () => ((await b.payment(id)).railState?.includes('"stage":"payout"') ? true : undefined));
+    await step("Bridge to process the payout", id, async () => (transfer(p.providerRef!).state === "payment_processed" ? true : undefined));
+    await step("the on-chain leg to be confirmed", id, async () => ((await b.payment(id)).railState?.includes('"stage":"payout"') ? true : undefined));
 
     // Replayed: the event id was processed before.
     const replay = await post(early.body, early.headers);
@@ -52,7 +62,10 @@ describe("Bridge webhooks (sqlite)", () => {
 
     // Valid: the payment moves now (polling would take an hour).
     expect((await post(fresh.body, fresh.headers)).status).toBe(202);
-    const done = await b.until(id, ["completed", "failed"], 30_000);
+    const done = await step("the webhook to complete the payment", id, async () => {
+      const row = await b.payment(id);
+      return row.status === "completed" || row.status === "failed" ? row : undefined;
+    });
     expect(done.status).toBe("completed");
-  });
+  }, 150_000);
 });

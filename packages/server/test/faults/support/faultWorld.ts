@@ -8,6 +8,7 @@
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { type Anvil, connectDevChain, type DevChain, type Facilitator, type Merchant, startAnvil, startFacilitator, startMerchantV1, startMerchantV2 } from "@agentwallet/devchain";
 import { type Address, type Hex, createTestClient, getAddress, http, parseAbiItem } from "viem";
 import { createChainClient, type ChainClient } from "../../../src/chain/chainClient.ts";
@@ -166,7 +167,16 @@ export async function startFaultWorld(dialect: TestDialect, seed: number, scenar
     if (process.env.FAULT_VERBOSE) console.log(`[${scenario}/${dialect}] ${events[events.length - 1]}`);
   };
   const chain = await startChain(dir);
-  const proxy = await startRpcProxy(rng.fork("proxy"), chain.directUrl());
+  // Slow or failed chain calls, and the test process's own stalls, go into the events a failure prints.
+  let slowLines = 0;
+  const proxy = await startRpcProxy(rng.fork("proxy"), chain.directUrl(), { onSlow: (line) => void (++slowLines <= 40 && log(line)) });
+  const stalls = monitorEventLoopDelay({ resolution: 20 });
+  stalls.enable();
+  const stallWatch = setInterval(() => {
+    if (stalls.max > 1e9) log(`test process event loop stalled up to ${(stalls.max / 1e6).toFixed(0)} ms`);
+    stalls.reset();
+  }, 5_000);
+  stallWatch.unref();
   const accounts = chain.dev().accounts;
   const facilitator = await startFacilitator({ rpcUrl: proxy.url, privateKey: accounts.facilitator.privateKey });
   const payTo = (n: number) => getAddress(`0x${"fa".repeat(19)}${n.toString(16).padStart(2, "0")}`);
@@ -296,6 +306,8 @@ export async function startFaultWorld(dialect: TestDialect, seed: number, scenar
     log,
     events: () => [...events],
     async stop() {
+      clearInterval(stallWatch);
+      stalls.disable();
       await server.stop().catch(() => {});
       await Promise.all([v1.stop(), v2.stop()]).catch(() => {});
       await facilitator.stop().catch(() => {});

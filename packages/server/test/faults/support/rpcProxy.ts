@@ -42,7 +42,10 @@ export type RpcProxy = {
 
 class HangUp extends Error {}
 
-export async function startRpcProxy(rng: Rng, upstream?: string): Promise<RpcProxy> {
+/** An upstream call that took this long (or failed) is reported to `onSlow`: what the server's RPC timeouts met. */
+const SLOW_UPSTREAM_MS = 2_000;
+
+export async function startRpcProxy(rng: Rng, upstream?: string, o: { onSlow?: (line: string) => void } = {}): Promise<RpcProxy> {
   let target = upstream;
   let plan: FaultPlan | undefined;
   const counts: Record<string, number> = {};
@@ -52,13 +55,20 @@ export async function startRpcProxy(rng: Rng, upstream?: string): Promise<RpcPro
 
   async function forward(body: RpcRequest): Promise<RpcAnswer> {
     if (!target) throw new HangUp("chain is down");
+    const started = performance.now();
+    const slow = (what: string) => {
+      const ms = performance.now() - started;
+      if (ms >= SLOW_UPSTREAM_MS || what !== "answered") o.onSlow?.(`proxy: ${body.method} ${what} after ${ms.toFixed(0)} ms`);
+    };
     let res: Response;
     try {
       res = await fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
-    } catch {
+    } catch (e) {
+      slow(`failed (${(e as Error).name})`);
       throw new HangUp("upstream unreachable");
     }
     const text = await res.text().catch(() => "");
+    slow("answered");
     try {
       return JSON.parse(text) as RpcAnswer;
     } catch {
