@@ -22,6 +22,7 @@ import { type WebhookDeliverer, createWebhookDeliverer } from "./workers/webhook
 import { type Settlement, startInlineSettlement, startSettlementThread } from "./settlement/settlement.ts";
 import type { SandboxFiatProvider } from "./rails/fiat/sandboxProvider.ts";
 import { pruneAudit } from "./services/audit.ts";
+import type { AfterAnswer } from "./services/payments/paymentContext.ts";
 
 export type RunningServer = {
   app: FastifyInstance;
@@ -143,7 +144,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
     ctx = assembleContext(deps, {
       rails,
       dispatch: (p) => settling.dispatch(p),
-      afterAnswer: afterAnswers.run,
+      afterAnswer: { run: afterAnswers.run, pending: afterAnswers.pending },
       hooks: {
         depositHint: async (txHash) => {
           await watcher.checkTransaction(txHash as Hex);
@@ -215,18 +216,24 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
  * statements on this thread as soon as it is asked for, which would otherwise come before the answer. A failure
  * the work does not handle itself is logged: nobody awaits it any more.
  */
-function trackedWork(logger: Logger): { run(work: () => Promise<unknown>): void; drain(): Promise<void> } {
-  const running = new Set<Promise<unknown>>();
+function trackedWork(logger: Logger): AfterAnswer & { drain(): Promise<void> } {
+  const running = new Map<string, Promise<void>>();
   return {
-    run(work) {
-      const p = new Promise<void>((resolve) => setImmediate(resolve))
+    run(paymentId, work) {
+      const p: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
         .then(work)
-        .catch((err: unknown) => logger.error({ err }, "work after an answer failed"))
-        .finally(() => running.delete(p));
-      running.add(p);
+        .then(
+          () => undefined,
+          (err: unknown) => logger.error({ err, payment_id: paymentId }, "work after an answer failed"),
+        )
+        .finally(() => {
+          if (running.get(paymentId) === p) running.delete(paymentId);
+        });
+      running.set(paymentId, p);
     },
+    pending: (paymentId) => running.get(paymentId),
     async drain() {
-      while (running.size > 0) await Promise.all(running);
+      while (running.size > 0) await Promise.all(running.values());
     },
   };
 }

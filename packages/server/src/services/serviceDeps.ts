@@ -7,6 +7,7 @@ import type { Ledger } from "../ledger/store.ts";
 import type { Payment } from "../domain/payment.ts";
 import type { RailDeps } from "../rails/railDeps.ts";
 import type { Rails } from "../rails/rails.ts";
+import type { AfterAnswer } from "./payments/paymentContext.ts";
 
 export type ServiceDeps = RailDeps & {
   /**
@@ -19,7 +20,7 @@ export type ServiceDeps = RailDeps & {
   /** Hands a just-accepted payment (leased to this process) to settlement. */
   dispatch?: (payment: Payment) => void;
   /** Work after an answer, which a graceful stop waits for (services/payments/paymentContext.ts). */
-  afterAnswer?: (work: () => Promise<unknown>) => void;
+  afterAnswer?: AfterAnswer;
   /** The key bank accounts in spending controls are hashed with (deps.ts derives it from the master key source). */
   recipientHashKey?: Uint8Array;
   /** The key webhook endpoints' signing secrets are encrypted with (deps.ts `loadWebhookSecretKey`). */

@@ -1,7 +1,8 @@
 // The paid reply answers before its record (decisions.md, "The paid reply answers before its record"). The
 // record of the reply and of the proven settlement is written right after the answer, by the request's own
-// process. While it is not written, the payment stays leased to its request: a repeat of its key is told to
-// retry, never answered with a second payment. A graceful stop waits for it. Each case holds the database's
+// process. While it is not written, the payment stays leased to its request: a repeat of its key in the same
+// process waits for the record and gets the payment (elsewhere it is told to retry), never a second payment. A
+// graceful stop waits for it. Each case holds the database's
 // write lock from the moment the merchant answers, so that the record is provably still to be written when the
 // case acts. The loops that write on their own (the worker, the deposit watcher, webhooks) are slowed down: on SQLite
 // their writes would wait for the test's lock on this same thread.
@@ -64,7 +65,7 @@ for (const database of ["sqlite", "postgres"] as const) {
       await w?.stop();
     });
 
-    test("behavior: the answer carries the reply and the proven settlement while the record waits; a repeat of the key is told to retry; then the record equals the answer", async () => {
+    test("behavior: the answer carries the reply and the proven settlement while the record waits; a repeat of the key waits for the record and gets the payment; the record equals the answer", async () => {
       const merchant = await startLockingMerchant(w);
       try {
         const key = `k-${randomBytes(6).toString("hex")}`;
@@ -78,10 +79,17 @@ for (const database of ["sqlite", "postgres"] as const) {
         const [before] = await paymentRows(w.ctx.ledger, { ids: [id] });
         expect(before!.response_json).toBeNull();
         expect(before!.tx_hash).toBeNull();
-        const repeat = await w.post("/v1/pay", { recipient: merchant.url, max_amount_usdc: Number(PRICE), idempotency_key: key });
-        expect(repeat.status).toBe(409);
-        expect(repeat.body.code).toBe("idempotency_in_flight");
+        // A repeat sent now waits for the record (the merchant is not asked again) rather than being told to retry.
+        let repeatAnswered = false;
+        const repeating = w.post("/v1/pay", { recipient: merchant.url, max_amount_usdc: Number(PRICE), idempotency_key: key }).then((r) => ((repeatAnswered = true), r));
+        await new Promise((r) => setTimeout(r, 300));
+        expect(repeatAnswered).toBe(false);
         await merchant.lock()!.release();
+        const repeat = await repeating;
+        expect(repeat.status).toBe(200);
+        expect(repeat.body.id).toBe(id);
+        expect(repeat.body.tx_hash).toBe(answer.body.tx_hash);
+        expect(repeat.body.response).toEqual(answer.body.response);
         expect(await w.settle(id)).toBe("completed");
         const shown = await w.get(`/v1/transactions/${id}`);
         expect(shown.body.tx_hash).toBe(answer.body.tx_hash);

@@ -23,12 +23,22 @@ function inFlight(key: string) {
   return conflict("idempotency_in_flight", `A request with idempotency_key "${key}" is still being processed. Retry in a few seconds to get its result.`);
 }
 
-/** A repeat of an idempotency key: the original payment, or 409 while its request still runs. */
+/**
+ * A repeat of an idempotency key: the original payment, or 409 while its request still runs. A request that
+ * answered before its record (payByRequest.ts) has ended for its caller: a repeat in the same process waits
+ * for that record, a few milliseconds, and gets the payment; elsewhere it is told to retry.
+ */
 export async function findReplay(ctx: PaymentContext, projectId: string, key: string | null): Promise<Payment | undefined> {
   if (key === null) return undefined;
-  const existing = await ctx.ledger.payments.findPaymentByKey(projectId, key);
+  let existing = await ctx.ledger.payments.findPaymentByKey(projectId, key);
   if (!existing) return undefined;
-  if (existing.inFlightUntil && existing.inFlightUntil > ctx.clock().toISOString()) throw inFlight(key);
+  const running = (p: Payment) => p.inFlightUntil !== null && p.inFlightUntil > ctx.clock().toISOString();
+  const recording = running(existing) ? ctx.afterAnswer?.pending(existing.id) : undefined;
+  if (recording) {
+    await recording;
+    existing = (await ctx.ledger.payments.getPayment(existing.id)) ?? existing;
+  }
+  if (running(existing)) throw inFlight(key);
   return existing;
 }
 

@@ -205,7 +205,7 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
     return recorded;
   };
   if (!ctx.afterAnswer) return await record();
-  ctx.afterAnswer(record);
+  ctx.afterAnswer.run(paid.id, record);
   return { ...paid, ...patch };
 }
 

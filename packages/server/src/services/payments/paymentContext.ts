@@ -9,6 +9,17 @@ import type { IdempotencyKeyStore } from "../../ledger/ports.ts";
 import type { Rails } from "../../rails/rails.ts";
 import type { SpendingContext } from "../spendingControls.ts";
 
+/**
+ * Runs the work that follows a payment's answer (the record of an x402 payment's paid reply), tracked so that
+ * a graceful stop waits for it, and so that a repeat of the payment's key in this process waits for the record
+ * instead of being told to retry.
+ */
+export type AfterAnswer = {
+  run(paymentId: string, work: () => Promise<unknown>): void;
+  /** Settles once the payment's work is done (never rejects); undefined when none runs here. */
+  pending(paymentId: string): Promise<void> | undefined;
+};
+
 export type PaymentContext = SpendingContext & {
   ledger: { idempotencyKeys: IdempotencyKeyStore };
   config: { workers: { paymentRequestLeaseMs: number } };
@@ -18,11 +29,8 @@ export type PaymentContext = SpendingContext & {
   rails: Rails | undefined;
   /** Hands a just-accepted payment (leased to this process) to the dispatcher. */
   dispatch?: (payment: Payment) => void;
-  /**
-   * Runs work that follows an answer already on its way (the record of an x402 payment's paid reply), tracked
-   * so that a graceful stop waits for it. Absent, the work is done before answering.
-   */
-  afterAnswer?: (work: () => Promise<unknown>) => void;
+  /** Work that follows an answer already on its way; absent, the work is done before answering. */
+  afterAnswer?: AfterAnswer;
   /** Identifies this process in payment leases. */
   instanceId: string;
   /** Seals a bank payment's account number until its payout is created (domain/bankAccount.ts). */
