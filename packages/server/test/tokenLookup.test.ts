@@ -7,6 +7,7 @@ import { newId, systemClock } from "../src/ids.ts";
 import { createToken } from "../src/services/tokens.ts";
 import { hashToken } from "../src/tokens.ts";
 import { createTestDb, dialects, ledgerOn } from "./support/db.ts";
+import { depositFundedProject } from "./support/holds.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -102,5 +103,30 @@ describe("token lookups on postgres, as the service opens it", () => {
     expect(prepared.rows.map((r) => r.name)).toEqual(["aw_token_lookup_1"]);
     await ledger.tokens.revoke(a.id);
     expect((await ledger.tokens.findByHash(hashToken(a.token)))?.revoked_at).toEqual(expect.any(String));
+  });
+});
+
+describe("balances and plain pages on postgres, as the service opens it", () => {
+  test("structure: the balance and the plain page are prepared statements of the connection; a deposit made between two reads shows in both", async () => {
+    const db = await createTestDb("postgres");
+    cleanups.push(() => db.drop());
+    const ledger = ledgerOn(db);
+    const projectId = await depositFundedProject(ledger, 2_000_000);
+    // One at a time: the pool keeps reusing its one idle connection, where the statements were prepared.
+    for (let i = 0; i < 6; i++) {
+      expect((await ledger.balances.get(projectId))?.available_micros).toBe(2_000_000);
+      expect((await ledger.balances.listTransactions(projectId, 20, 0)).total).toBe(1);
+    }
+    const prepared = await sql<{ name: string }>`select name from pg_prepared_statements where name in ('aw_balance', 'aw_transaction_page') order by name`.execute(db.db);
+    expect(prepared.rows.map((r) => r.name)).toEqual(["aw_balance", "aw_transaction_page"]);
+    // A plan kept for the connection still reads each call's rows (a generic plan after five runs).
+    const key = { chain: "base", txHash: "0xsecond", logIndex: 0 };
+    await ledger.deposits.recordSeen({ ...key, projectId, toAddress: "0x0", fromAddress: "0x1", amountMicros: 1, blockNumber: 2, blockHash: "0xh2" });
+    await ledger.deposits.credit(key);
+    expect((await ledger.balances.get(projectId))?.available_micros).toBe(2_000_001);
+    const page = await ledger.balances.listTransactions(projectId, 1, 0);
+    expect(page.total).toBe(2);
+    expect(page.rows).toHaveLength(1);
+    expect((await ledger.balances.listTransactions(projectId, 20, 1)).rows).toHaveLength(1);
   });
 });

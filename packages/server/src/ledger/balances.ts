@@ -4,7 +4,7 @@
  * (the filtered and cursor pages are its `transactions`: transactionReads.ts).
  */
 import { sql } from "kysely";
-import { type Db, type Dialect, withParameters } from "./db.ts";
+import { type Db, type Dialect, type PgDirect, withParameters } from "./db.ts";
 import type { ListedRow } from "./transactionReads.ts";
 
 /** A row of a plain page as PostgreSQL reads it with the count: no transaction's columns when the page is empty. */
@@ -21,19 +21,37 @@ const compileBalanceQuery = (db: Db) =>
     .where("balances.project_id", "=", "")
     .compile();
 
+/** PostgreSQL's plain page: the count and the page in one statement (listTransactionsAtOnce); parameters offset, offset + limit, limit, project. */
+const compilePageQuery = (db: Db) =>
+  sql<ListedPageRow>`
+      select b.tx_count as total, t.id, t.type, t.status, t.amount, t.currency, t.description, t.merchant_name, t.created_at, t.completed_at,
+        p.failure_code, p.failure_reason, case when p.id = t.id then p.metadata end as metadata
+      from balances b
+      left join lateral (
+        select * from transactions
+        where project_id = b.project_id and pos <= b.tx_count - ${0} and pos > b.tx_count - ${0}
+        order by pos desc limit ${0}) as t on true
+      left join payments p on p.id = t.payment_id
+      where b.project_id = ${""}
+      order by t.pos desc`.compile(db);
+
 export class Balances {
   /** Read on every GET /v1/balance, compiled once: building SQL costs more than running it. */
   private readonly balanceQuery: ReturnType<typeof compileBalanceQuery>;
+  private pageQuery?: ReturnType<typeof compilePageQuery>;
 
   constructor(
     private readonly db: Db,
     private readonly dialect: Dialect,
+    /** PostgreSQL: the balance and the plain page run as prepared statements, planned once per connection. */
+    private readonly pg?: PgDirect,
   ) {
     this.balanceQuery = compileBalanceQuery(db);
   }
 
   async get(projectId: string) {
-    return (await this.db.executeQuery(this.statement(projectId))).rows[0];
+    const query = this.statement(projectId);
+    return this.pg ? (await this.pg.prepared("aw_balance", query))[0] : (await this.db.executeQuery(query)).rows[0];
   }
 
   /** The balance read as a statement, for a write that reads it in its own transaction (a hold refused for funds). */
@@ -78,17 +96,8 @@ export class Balances {
    * same index range, its bounds taken from the balance row the statement reads (so from one snapshot).
    */
   private async listTransactionsAtOnce(projectId: string, limit: number, offset: number) {
-    const { rows } = await sql<ListedPageRow>`
-      select b.tx_count as total, t.id, t.type, t.status, t.amount, t.currency, t.description, t.merchant_name, t.created_at, t.completed_at,
-        p.failure_code, p.failure_reason, case when p.id = t.id then p.metadata end as metadata
-      from balances b
-      left join lateral (
-        select * from transactions
-        where project_id = b.project_id and pos <= b.tx_count - ${offset} and pos > b.tx_count - ${offset + limit}
-        order by pos desc limit ${limit}) as t on true
-      left join payments p on p.id = t.payment_id
-      where b.project_id = ${projectId}
-      order by t.pos desc`.execute(this.db);
+    const query = withParameters((this.pageQuery ??= compilePageQuery(this.db)), [offset, offset + limit, limit, projectId]);
+    const rows = this.pg ? await this.pg.prepared("aw_transaction_page", query) : (await this.db.executeQuery(query)).rows;
     const total = rows[0]?.total ?? 0;
     return { rows: rows.filter((r): r is ListedPageRow & { id: string } => r.id !== null).map(({ total: _, ...row }) => row), total };
   }

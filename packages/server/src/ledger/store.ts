@@ -104,8 +104,8 @@ export class Ledger {
     this.deposits = new Deposits(db, clock, newId);
     this.returnWatch = new ReturnWatch(db, clock);
     this.projects = new Projects(db, clock, newId);
-    this.tokens = new Tokens(db, dialect, clock, direct?.read, pgDirectOf(db)?.prepared);
-    this.balances = new Balances(db, dialect);
+    this.tokens = new Tokens(db, dialect, clock, direct?.read, pgDirectOf(db));
+    this.balances = new Balances(db, dialect, pgDirectOf(db));
     this.spendDays = new SpendDays(db);
     this.receivedWebhooks = new ReceivedWebhooks(db, clock);
     this.payments = new Payments(db, dialect, clock, newId, writes, this.balances);

@@ -7,6 +7,7 @@
  */
 import { type CompiledQuery, type QueryResult, type Selectable, type Updateable, sql } from "kysely";
 import { dbOf } from "./connection.ts";
+import { pgDirectOf } from "./db.ts";
 import { migrateToLatest } from "./migrations.ts";
 import type { Database } from "./schema.ts";
 import type { Ledger } from "./store.ts";
@@ -43,7 +44,14 @@ export function interceptQueries(ledger: Ledger, intercept: (query: CompiledQuer
   const db = dbOf(ledger);
   const send = db.executeQuery.bind(db) as QuerySender;
   db.executeQuery = ((query: CompiledQuery) => intercept(query, send)) as typeof db.executeQuery;
-  return () => void (db.executeQuery = send as typeof db.executeQuery);
+  // PostgreSQL's prepared statements (the token lookup, the balance, the plain page) go by the same way.
+  const pg = pgDirectOf(db);
+  const prepared = pg?.prepared;
+  if (pg && prepared) pg.prepared = async (name, query) => (await intercept(query, async (q) => ({ rows: await prepared(name, q) }))).rows as never;
+  return () => {
+    db.executeQuery = send as typeof db.executeQuery;
+    if (pg && prepared) pg.prepared = prepared;
+  };
 }
 
 /**

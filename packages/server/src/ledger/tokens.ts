@@ -90,7 +90,7 @@ export class Tokens {
     /** SQLite: the token lookup, on every request, runs on the calling stack when it safely can. */
     private readonly read: SqliteDirect["read"] | undefined,
     /** PostgreSQL: the token lookup runs as a prepared statement (a third of its cost per request). */
-    private readonly prepared?: PgDirect["prepared"],
+    private readonly pg?: PgDirect,
   ) {}
 
   /** A new token; with an actor, its audit entry in the same transaction. */
@@ -191,7 +191,7 @@ export class Tokens {
       const chunk = hashes.slice(i, i + TOKEN_LOOKUP_BATCH_MAX);
       try {
         const query = withParameters((this.queries[chunk.length] ??= compileTokenQuery(this.db, this.dialect, chunk.length)), chunk);
-        const rows = this.read?.(query) ?? (this.prepared ? await this.prepared(`aw_token_lookup_${chunk.length}`, query) : (await this.db.executeQuery(query)).rows);
+        const rows = this.read?.(query) ?? (this.pg ? await this.pg.prepared(`aw_token_lookup_${chunk.length}`, query) : (await this.db.executeQuery(query)).rows);
         const byHash = new Map(rows.map((r) => [r.token_hash, r]));
         for (const h of chunk) {
           const row = byHash.get(h);
