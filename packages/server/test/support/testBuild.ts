@@ -10,7 +10,7 @@
  * from its own location (the MCP server's bin) land where they do in the checkout; packages stay
  * external only where they carry native code or are optional.
  */
-import { mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 const root = resolve(import.meta.dirname, "../../../..");
@@ -27,6 +27,7 @@ export function agentwalletBin(): string {
 /** Bundles the CLI into a directory of its own (two runs at once never share one); answers its entry and a remover. */
 export async function buildForTests(): Promise<{ bin: string; remove: () => void }> {
   const { build } = await import("esbuild");
+  removeAbandoned();
   const dir = join(server, ".test-build", `${process.pid}-${Date.now().toString(36)}`);
   mkdirSync(dir, { recursive: true });
   const remove = () => rmSync(dir, { recursive: true, force: true });
@@ -65,4 +66,24 @@ export async function buildForTests(): Promise<{ bin: string; remove: () => void
     throw e;
   }
   return { bin: join(dir, "main.mjs"), remove };
+}
+
+/** Bundles of runs whose process is gone (stopped before their teardown); a run still going keeps its own. */
+function removeAbandoned(): void {
+  const parent = join(server, ".test-build");
+  if (!existsSync(parent)) return;
+  for (const name of readdirSync(parent)) {
+    const pid = Number(name.split("-")[0]);
+    if (Number.isInteger(pid) && pid > 0 && isRunning(pid)) continue;
+    rmSync(join(parent, name), { recursive: true, force: true });
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
