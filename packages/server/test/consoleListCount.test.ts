@@ -46,6 +46,7 @@ describe.each(dialects)("the console list's capped counts (%s)", (dialect) => {
       mcpCommand: { command: "node", args: [] },
       x402Example: null,
       refusalStatus: () => undefined,
+      busy: () => false,
     });
     await app.ready();
     cookie = `aw_console=${(await createSession(t.ctx, { kind: "token", tokenId: root.id })).id}`;

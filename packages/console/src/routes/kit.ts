@@ -22,7 +22,12 @@ export type ConsoleOptions = {
   x402Example: { paidUrl: string; priceMicros: number } | null;
   /** The HTTP status of a refusal the backend threw (a bad filter, an unknown id); undefined for a fault. */
   refusalStatus: (err: unknown) => number | undefined;
+  /** Whether the error is the database at capacity (a pool's wait, a connection limit, a busy write lock): temporary. */
+  busy: (err: unknown) => boolean;
 };
+
+/** Seconds a page answered 503 for a busy database asks the browser (and any client) to wait, as the API's `service_busy`. */
+const BUSY_RETRY_AFTER_S = 2;
 
 /** The session cookie's name (path /console). */
 export const COOKIE = "aw_console";
@@ -200,11 +205,21 @@ export function guardRequests(c: FastifyInstance, kit: Kit): void {
 
   c.setErrorHandler(async (err, req, reply) => {
     // Refusals of the service (a bad filter, an unknown id) and Fastify's client errors carry their status; anything else is a fault.
+    // A busy database is temporary, as the API's 503 `service_busy` says: not a fault to show as one.
+    const busy = opts.busy(err);
     const given = opts.refusalStatus(err) ?? (err as { statusCode?: unknown }).statusCode;
-    const status = err instanceof ConsoleError ? err.status : typeof given === "number" && given >= 400 && given < 500 ? given : 500;
-    if (status >= 500) req.log.error({ err }, "console request failed");
-    const message = status >= 500 ? `Internal error. Request id: ${req.id}.` : (err as Error).message;
-    if (req.headers.accept === "application/json") return reply.code(status).send({ detail: message, code: status === 401 ? "unauthorized" : status === 403 ? "permission_denied" : status === 404 ? "not_found" : "console_error" });
+    const status = busy ? 503 : err instanceof ConsoleError ? err.status : typeof given === "number" && given >= 400 && given < 500 ? given : 500;
+    if (busy) {
+      req.log.warn({ err }, "console request met a busy database");
+      reply.header("retry-after", String(BUSY_RETRY_AFTER_S));
+    } else if (status >= 500) req.log.error({ err }, "console request failed");
+    const message = busy
+      ? `The service is busy right now. Try again in a few seconds. Request id: ${req.id}.`
+      : status >= 500
+        ? `Internal error. Request id: ${req.id}.`
+        : (err as Error).message;
+    if (req.headers.accept === "application/json")
+      return reply.code(status).send({ detail: message, code: busy ? "service_busy" : status === 401 ? "unauthorized" : status === 403 ? "permission_denied" : status === 404 ? "not_found" : "console_error" });
     const session = await sessionOf(req).catch(() => null);
     return send(reply, errorPage(pageContext(session), status, message), status);
   });

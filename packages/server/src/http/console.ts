@@ -111,5 +111,6 @@ export function registerConsoleRoutes(app: FastifyInstance, ctx: HttpDeps, optio
     mcpCommand: { command: "node", args: [MCP_BIN] },
     x402Example: options.x402Demo ?? null,
     refusalStatus: (err) => (err instanceof DomainError ? statusOf(err) : undefined),
+    busy: (err) => ctx.ledger.overloadOf(err) !== undefined,
   });
 }

@@ -3,7 +3,8 @@
 // processes on PostgreSQL, the pool's wait for a connection ran out and three answers were 500 internal_error.
 // Here a real server (the sandbox, in-process) runs on a pool of one connection with a short wait, the test holds
 // that connection, and a payment arrives; on SQLite another connection holds the write lock past the busy
-// timeout. Either way nothing is half-written: no payment, no debit, and the key, sent again, pays once.
+// timeout. Either way nothing is half-written: no payment, no debit, and the key, sent again, pays once. The
+// console's pages answer the same overload 503 with Retry-After, saying to try again, not as an internal error.
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import SQLite from "better-sqlite3";
@@ -77,6 +78,31 @@ describe("overload on PostgreSQL: no connection free within the pool's wait", ()
     }
     await expectBusy(res);
     await expectNothingDoneThenPaysOnce(s, "busy-at-first-read", before);
+  });
+
+  test("error: the console's sign-in meets the held pool → a 503 page with Retry-After that says to try again, not an internal error; then it signs in", async () => {
+    const signIn = () =>
+      fetch(`${s.baseUrl}/console/signin`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ kind: "token", secret: s.token }).toString(),
+        redirect: "manual",
+      });
+    const giveBack = await holdConnections(s.server.ctx.ledger, 1);
+    let res: Response;
+    try {
+      res = await signIn();
+    } finally {
+      await giveBack();
+    }
+    const page = await res.text();
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
+    expect(page).toMatch(/busy right now\. Try again in a few seconds/);
+    expect(page).not.toMatch(/Internal error/);
+    const after = await signIn();
+    expect(after.status).toBe(303);
+    expect(after.headers.get("set-cookie")).toMatch(/^aw_console=/);
   });
 
   test("error: the hold itself waits past it (after the request's reads) → 503; no payment, no debit, the key free", async () => {
