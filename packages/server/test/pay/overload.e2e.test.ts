@@ -127,6 +127,52 @@ describe("overload on PostgreSQL: no connection free within the pool's wait", ()
   });
 });
 
+describe("overload on PostgreSQL during an x402 payment: the key's claim is given up once the pool is free", () => {
+  let s: TestServer;
+  let schema: Awaited<ReturnType<typeof createPgSchema>>;
+  beforeAll(async () => {
+    schema = await createPgSchema();
+    s = await startTestServer({ database: "postgres", databaseUrl: schema.url, x402Demo: true, env: { DATABASE_POOL_MAX: "1", DATABASE_POOL_WAIT_MS: "300" } });
+    await s.fund(FUNDED_MICROS);
+  }, 120_000);
+  afterAll(async () => {
+    await s?.stop();
+    await schema?.drop();
+  });
+
+  test("error: the hold and the claim's release both meet the held pool → 503; a moment later the same key pays once (no 409 until the claim's lease ends)", async () => {
+    const ledger = s.server.ctx.ledger;
+    const paidUrl = s.server.x402Demo!.paidUrl;
+    const payX402 = (key: string) =>
+      fetch(`${s.baseUrl}/v1/pay`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${s.token}`, "content-type": "application/json" },
+        body: JSON.stringify({ recipient: paidUrl, max_amount_usdc: 1_000_000, idempotency_key: key }),
+      });
+    let giveBack: (() => Promise<void>) | undefined;
+    // The pool's one connection is taken as the hold asks for it, and kept until the answer: the release fails too.
+    const restore = interceptQueries(ledger, async (query, send) => {
+      if (!giveBack && query.sql.includes("aw_hold_batch")) giveBack = await holdConnections(ledger, 1);
+      return send(query);
+    });
+    let res: Response;
+    try {
+      res = await payX402("x402-busy");
+    } finally {
+      restore();
+      await giveBack?.();
+    }
+    expect(giveBack).toBeDefined();
+    await expectBusy(res);
+    expect(await paymentRows(ledger, { projectId: s.projectId, idempotencyKey: "x402-busy" })).toEqual([]);
+    // The claim's release is tried again after the answer (first after 250 ms); before, the key answered 409 for a minute.
+    await new Promise((r) => setTimeout(r, 1_000));
+    const paid = await payX402("x402-busy");
+    expect(paid.status, await paid.clone().text()).toBe(200);
+    expect(await paymentRows(ledger, { projectId: s.projectId, idempotencyKey: "x402-busy" })).toHaveLength(1);
+  });
+});
+
 describe("overload on SQLite: another connection holds the write lock past the busy timeout", () => {
   let s: TestServer;
   beforeAll(async () => {

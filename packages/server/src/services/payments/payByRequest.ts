@@ -12,6 +12,7 @@
  *   both; the dispatcher then sweeps the fee and completes. Any other outcome leaves the payment `processing`: the worker lets the chain
  *   decide (the rail's `advance`).
  */
+import { randomUUID } from "node:crypto";
 import type { PaymentContext } from "./paymentContext.ts";
 import type { Principal } from "../../domain/principal.ts";
 import { judgeStatic, refusalError } from "../../domain/spending.ts";
@@ -91,12 +92,37 @@ export async function payByRequest(ctx: QuoteContext, principal: Principal, req:
     held = { payment: payment.payment, walletIndex: project.wallet_index, quote, signature, retry };
   } catch (err) {
     retry?.close();
-    await claim?.release();
+    await letGo(ctx, claim);
     throw err;
   }
-  // From here the payment row owns the idempotency key.
-  await claim?.release();
+  // From here the payment row owns the idempotency key (a repeat finds the row before any claim).
+  await letGo(ctx, claim);
   return { kind: "payment", payment: await payHeld(ctx, rail, req, held), replayed: false };
+}
+
+/** Waits before each further attempt to give a claim up, after the first failed: about 5 s in all. */
+const CLAIM_RELEASE_RETRIES_MS = [250, 1_000, 4_000];
+
+/**
+ * Gives the key's claim up. A database at capacity may refuse that too (the request failed for the same cause):
+ * the release is then tried again after the answer, so a repeat of the key a moment later is a new attempt
+ * instead of 409 until the claim's lease ends; failing every time, the claim ends with its lease. The request's
+ * own outcome is never replaced by the release's error.
+ */
+async function letGo(ctx: PaymentContext, claim: KeyClaim | undefined): Promise<void> {
+  if (!claim) return;
+  try {
+    await claim.release();
+  } catch (err) {
+    ctx.logger.warn({ err }, "an idempotency key's claim could not be given up; trying again after the answer");
+    ctx.afterAnswer?.run(`claim:${randomUUID()}`, async () => {
+      for (const ms of CLAIM_RELEASE_RETRIES_MS) {
+        await new Promise((r) => setTimeout(r, ms));
+        if (await claim.release().then(() => true, () => false)) return;
+      }
+      ctx.logger.warn("an idempotency key's claim could not be given up; it ends with its lease");
+    });
+  }
 }
 
 /**
