@@ -59,7 +59,7 @@ describe("overload on PostgreSQL: no connection free within the pool's wait", ()
   let schema: Awaited<ReturnType<typeof createPgSchema>>;
   beforeAll(async () => {
     schema = await createPgSchema();
-    s = await startTestServer({ database: "postgres", databaseUrl: schema.url, env: { DATABASE_POOL_MAX: "1", DATABASE_POOL_WAIT_MS: "300" } });
+    s = await startTestServer({ database: "postgres", databaseUrl: schema.url, x402Demo: true, env: { DATABASE_POOL_MAX: "1", DATABASE_POOL_WAIT_MS: "300" } });
     await s.fund(FUNDED_MICROS);
   }, 120_000);
   afterAll(async () => {
@@ -124,20 +124,6 @@ describe("overload on PostgreSQL: no connection free within the pool's wait", ()
     expect(giveBack).toBeDefined();
     await expectBusy(res);
     await expectNothingDoneThenPaysOnce(s, "busy-at-hold", before);
-  });
-});
-
-describe("overload on PostgreSQL during an x402 payment: the key's claim is given up once the pool is free", () => {
-  let s: TestServer;
-  let schema: Awaited<ReturnType<typeof createPgSchema>>;
-  beforeAll(async () => {
-    schema = await createPgSchema();
-    s = await startTestServer({ database: "postgres", databaseUrl: schema.url, x402Demo: true, env: { DATABASE_POOL_MAX: "1", DATABASE_POOL_WAIT_MS: "300" } });
-    await s.fund(FUNDED_MICROS);
-  }, 120_000);
-  afterAll(async () => {
-    await s?.stop();
-    await schema?.drop();
   });
 
   test("error: the hold and the claim's release both meet the held pool → 503; a moment later the same key pays once (no 409 until the claim's lease ends)", async () => {
