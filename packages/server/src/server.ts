@@ -219,17 +219,17 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
 function trackedWork(logger: Logger): AfterAnswer & { drain(): Promise<void> } {
   const running = new Map<string, Promise<void>>();
   return {
-    run(paymentId, work) {
+    run(key, work) {
       const p: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
         .then(work)
         .then(
           () => undefined,
-          (err: unknown) => logger.error({ err, payment_id: paymentId }, "work after an answer failed"),
+          (err: unknown) => logger.error({ err, work: key }, "work after an answer failed"),
         )
         .finally(() => {
-          if (running.get(paymentId) === p) running.delete(paymentId);
+          if (running.get(key) === p) running.delete(key);
         });
-      running.set(paymentId, p);
+      running.set(key, p);
     },
     pending: (paymentId) => running.get(paymentId),
     async drain() {

@@ -15,7 +15,8 @@ import type { SpendingContext } from "../spendingControls.ts";
  * instead of being told to retry.
  */
 export type AfterAnswer = {
-  run(paymentId: string, work: () => Promise<unknown>): void;
+  /** `key`: the payment's id, whose repeats may wait for the work (`pending`); other work takes a key of its own. */
+  run(key: string, work: () => Promise<unknown>): void;
   /** Settles once the payment's work is done (never rejects); undefined when none runs here. */
   pending(paymentId: string): Promise<void> | undefined;
 };
