@@ -42,6 +42,28 @@ async function expectBusy(res: Response): Promise<void> {
   expect(body.detail).toMatch(/same idempotency_key/);
 }
 
+/**
+ * Sends a request whose hold finds the pool's one connection taken (taken just as the hold asks for it, given
+ * back once the answer is in): what it answered.
+ */
+async function withHoldStarved(s: TestServer, send: () => Promise<Response>): Promise<Response> {
+  const ledger = s.server.ctx.ledger;
+  let giveBack: (() => Promise<void>) | undefined;
+  const restore = interceptQueries(ledger, async (query, next) => {
+    if (!giveBack && query.sql.includes("aw_hold_batch")) giveBack = await holdConnections(ledger, 1);
+    return next(query);
+  });
+  let res: Response;
+  try {
+    res = await send();
+  } finally {
+    restore();
+    await giveBack?.();
+  }
+  expect(giveBack, "the hold never asked for a connection").toBeDefined();
+  return res;
+}
+
 /** Nothing of the refused request was kept (`availableBefore`: the balance before it); then the same key pays once, and a repeat answers that payment. */
 async function expectNothingDoneThenPaysOnce(s: TestServer, key: string, availableBefore: number): Promise<void> {
   expect(await paymentRows(s.server.ctx.ledger, { projectId: s.projectId, idempotencyKey: key })).toEqual([]);
@@ -106,22 +128,8 @@ describe("overload on PostgreSQL: no connection free within the pool's wait", ()
   });
 
   test("error: the hold itself waits past it (after the request's reads) → 503; no payment, no debit, the key free", async () => {
-    const ledger = s.server.ctx.ledger;
     const before = await availableMicros(s);
-    let giveBack: (() => Promise<void>) | undefined;
-    // The pool's one connection is taken just as the hold asks for it.
-    const restore = interceptQueries(ledger, async (query, send) => {
-      if (!giveBack && query.sql.includes("aw_hold_batch")) giveBack = await holdConnections(ledger, 1);
-      return send(query);
-    });
-    let res: Response;
-    try {
-      res = await pay(s, "busy-at-hold");
-    } finally {
-      restore();
-      await giveBack?.();
-    }
-    expect(giveBack).toBeDefined();
+    const res = await withHoldStarved(s, () => pay(s, "busy-at-hold"));
     await expectBusy(res);
     await expectNothingDoneThenPaysOnce(s, "busy-at-hold", before);
   });
@@ -135,20 +143,8 @@ describe("overload on PostgreSQL: no connection free within the pool's wait", ()
         headers: { authorization: `Bearer ${s.token}`, "content-type": "application/json" },
         body: JSON.stringify({ recipient: paidUrl, max_amount_usdc: 1_000_000, idempotency_key: key }),
       });
-    let giveBack: (() => Promise<void>) | undefined;
-    // The pool's one connection is taken as the hold asks for it, and kept until the answer: the release fails too.
-    const restore = interceptQueries(ledger, async (query, send) => {
-      if (!giveBack && query.sql.includes("aw_hold_batch")) giveBack = await holdConnections(ledger, 1);
-      return send(query);
-    });
-    let res: Response;
-    try {
-      res = await payX402("x402-busy");
-    } finally {
-      restore();
-      await giveBack?.();
-    }
-    expect(giveBack).toBeDefined();
+    // Kept until the answer: the claim's release meets the held pool too.
+    const res = await withHoldStarved(s, () => payX402("x402-busy"));
     await expectBusy(res);
     expect(await paymentRows(ledger, { projectId: s.projectId, idempotencyKey: "x402-busy" })).toEqual([]);
     // The claim's release is tried again after the answer (first after 250 ms); before, the key answered 409 for a minute.
