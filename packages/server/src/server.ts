@@ -231,7 +231,7 @@ function trackedWork(logger: Logger): AfterAnswer & { drain(): Promise<void> } {
         });
       running.set(key, p);
     },
-    pending: (paymentId) => running.get(paymentId),
+    pending: (key) => running.get(key),
     async drain() {
       while (running.size > 0) await Promise.all(running.values());
     },

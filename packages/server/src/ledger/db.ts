@@ -35,8 +35,8 @@ export function sqliteDirectOf(db: Db): SqliteDirect | undefined {
 
 /**
  * PostgreSQL: a compiled query run on the pool as a named prepared statement, parsed and planned once per
- * connection instead of on every call. For the statements every request runs (the token lookup); `name` must
- * stand for one text only.
+ * connection instead of on every call. For statements of one fixed text that requests run again and again (the
+ * token lookup, the balance, the plain page); `name` must stand for one text only.
  */
 export type PgDirect = { prepared<R>(name: string, query: CompiledQuery<R>): Promise<R[]> };
 const pgDirect = new WeakMap<Db, PgDirect>();
