@@ -3,7 +3,7 @@
  * from the current sources by esbuild (the transformer tsx itself runs on each file). A checkout runs
  * `bin/agentwallet.js`, which loads the same sources through tsx file by file: 2 s and 3.5 CPU-seconds
  * for each of a process's two threads, against 0.35 s and 0.45 bundled, and the suite starts some sixty
- * servers. The README's commands, the sandbox and the CLI tests still run the checkout's own entry
+ * servers. The README walkthrough (`sandbox.e2e`) still runs the checkout's own entry, tsx and all
  * (docs/decisions.md, "Spawned test servers run a bundle of the sources").
  *
  * The bundle lives three levels under `packages/` (as `src/http/` does), so paths the service resolves
