@@ -183,6 +183,33 @@ describe("spend day counters on postgres: what runs on an UPDATE of payments", (
   });
 });
 
+describe("spend day counters on sqlite: what runs on an UPDATE of payments", () => {
+  test("behavior: a move between two counted statuses writes no counter; a move out of the counted ones writes one", async () => {
+    const db = await createTestDb("sqlite");
+    try {
+      const [id] = (await projectWithHolds(db, 1)).ids;
+      // The counters' row writes, counted by temporary triggers on spend_days (SQLite's test database is one connection).
+      await sql`create temp table counter_writes (n integer)`.execute(db.db);
+      for (const op of ["insert", "update"]) await sql.raw(`create temp trigger counter_writes_${op} after ${op} on main.spend_days begin insert into counter_writes values (1); end`).execute(db.db);
+      /** The counter writes `statement` made. */
+      const writesOf = async (statement: ReturnType<typeof sql>) => {
+        await sql`delete from counter_writes`.execute(db.db);
+        await statement.execute(db.db);
+        return Number((await sql<{ n: number }>`select count(*) as n from counter_writes`.execute(db.db)).rows[0]!.n);
+      };
+      expect(await writesOf(sql`update payments set lease_owner = 'w1', lease_until = '2030-01-01T00:00:00.000Z' where id = ${id}`)).toBe(0);
+      expect(await writesOf(sql`update payments set status = 'processing' where id = ${id}`)).toBe(0);
+      expect(await writesOf(sql`update payments set status = 'completed' where id = ${id}`)).toBe(0);
+      // What is counted changes: the payment stops counting (reversed), then its amount changes while it does not count.
+      expect(await writesOf(sql`update payments set status = 'reversed' where id = ${id}`)).toBe(1);
+      expect(await writesOf(sql`update payments set amount_micros = amount_micros + 1 where id = ${id}`)).toBe(0);
+      await expectCounters(db.db, []);
+    } finally {
+      await db.drop();
+    }
+  });
+});
+
 describe.each(dialects)("migration 0032 on a %s database with payments", (dialect) => {
   test("counts the payments already there, then keeps counting", async () => {
     const opened = await createTestDb(dialect);
@@ -206,16 +233,28 @@ describe.each(dialects)("migration 0032 on a %s database with payments", (dialec
   });
 });
 
-describe("migration 0034 on a postgres database with payments", () => {
-  test("the counters stay equal to the payments across the upgrade, then keep counting by row", async () => {
-    const db = await createTestDb("postgres", { migrateTo: "0033_refusal_limits" });
+/** What shows that a database's UPDATE trigger is the narrowed one. */
+const narrowed = {
+  // A row trigger with a WHEN (0034).
+  postgres: async (db: TestDb["db"]) =>
+    expect((await sql<{ row: boolean; when: boolean }>`
+      select (tgtype & 1) = 1 as row, tgqual is not null as when from pg_trigger where tgname = 'spend_days_update' and tgrelid = 'payments'::regclass`.execute(db)).rows).toEqual([{ row: true, when: true }]),
+  // The key's recipient columns in its list (0035).
+  sqlite: async (db: TestDb["db"]) =>
+    expect((await sql<{ sql: string }>`select sql from sqlite_master where type = 'trigger' and name = 'spend_days_update'`.execute(db)).rows[0]!.sql).toContain("recipient_json"),
+};
+
+describe.each([
+  ["postgres", "0033_refusal_limits", "0034_spend_days_update_by_row"],
+  ["sqlite", "0034_spend_days_update_by_row", "0035_spend_days_update_counted"],
+] as const)("the UPDATE trigger narrowed on a %s database with payments (after %s)", (dialect, before, migration) => {
+  test(`${migration}: the counters stay equal to the payments across the upgrade, then keep counting`, async () => {
+    const db = await createTestDb(dialect, { migrateTo: before });
     try {
       const { ledger, ids } = await projectWithHolds(db, 4);
       await ledger.payments.resolve(ids[0]!, "failed");
-      expect(await migrateToLatest(db.db, "postgres")).toContain("0034_spend_days_update_by_row");
-      const triggers = (await sql<{ row: boolean; when: boolean }>`
-        select (tgtype & 1) = 1 as row, tgqual is not null as when from pg_trigger where tgname = 'spend_days_update' and tgrelid = 'payments'::regclass`.execute(db.db)).rows;
-      expect(triggers).toEqual([{ row: true, when: true }]);
+      expect(await migrateToLatest(db.db, dialect)).toContain(migration);
+      await narrowed[dialect](db.db);
       await ledger.payments.resolve(ids[1]!, "failed");
       await ledger.payments.resolve(ids[2]!, "completed");
       await ledger.payments.reverse(ids[2]!, "returned");

@@ -8,7 +8,7 @@ import { approvalWebhookTriggers, statusHistoryTriggers, webhookTriggers } from 
 import { PG_BATCH_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 import { countedWindows } from "../domain/spending.ts";
 import { evidenceTriggers } from "./evidence.ts";
-import { spendDaysMigration, spendDaysUpdateByRowMigration } from "./spendDays.ts";
+import { spendDaysMigration, spendDaysUpdateByRowMigration, spendDaysUpdateCountedMigration } from "./spendDays.ts";
 
 function migrations(dialect: Dialect): Record<string, Migration> {
   // `seq` gives every row a strictly increasing number: the stable tie-break for ordering.
@@ -652,6 +652,12 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       // PostgreSQL: the spend-day counters' UPDATE trigger runs only for a row whose counted figures change (spendDays.ts).
       async up(db: Kysely<any>) {
         for (const statement of spendDaysUpdateByRowMigration(dialect)) await sql.raw(statement).execute(db);
+      },
+    },
+    "0035_spend_days_update_counted": {
+      // SQLite: the spend-day counters' UPDATE trigger runs only when what is counted changes, as PostgreSQL's (spendDays.ts).
+      async up(db: Kysely<any>) {
+        for (const statement of spendDaysUpdateCountedMigration(dialect)) await sql.raw(statement).execute(db);
       },
     },
   };

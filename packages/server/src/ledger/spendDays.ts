@@ -161,6 +161,26 @@ export function spendDaysUpdateByRowMigration(dialect: Dialect): string[] {
   return dialect === "postgres" ? PG_SPEND_DAYS_UPDATE_BY_ROW : [];
 }
 
+/**
+ * SQLite, migration 0035: the UPDATE trigger of 0032 ran on any change of status, so each move between two counted
+ * statuses (pending → processing → completed) wrote two counter rows that cancel out, on the settlement's writes.
+ * It now runs, as PostgreSQL's does since 0034, only when what is counted changes: whether the status counts, an
+ * amount, or a column of the counter's key (the recipient columns too, which 0032's list left out).
+ */
+const SQLITE_SPEND_DAYS_UPDATE_COUNTED = [
+  `drop trigger spend_days_update`,
+  `create trigger spend_days_update after update of ${COUNTED_COLUMNS.join(", ")} on payments
+     when ${CHANGES_WHAT_IS_COUNTED.replaceAll(" is distinct from ", " is not ")} begin
+     ${SQLITE_ADD("old", -1)}
+     ${SQLITE_ADD("new", 1)}
+   end`,
+];
+
+/** Migration 0035's statements for this database: none on PostgreSQL, whose trigger 0034 narrowed. */
+export function spendDaysUpdateCountedMigration(dialect: Dialect): string[] {
+  return dialect === "sqlite" ? SQLITE_SPEND_DAYS_UPDATE_COUNTED : [];
+}
+
 /** The backfill of payments made before the counters: run after the triggers exist (they lock out writers on PostgreSQL until the migration commits). */
 const backfill = (dialect: Dialect) =>
   `insert into spend_days (project_id, day, token_id, rail, counterparty, amount_micros, fee_micros, n)
