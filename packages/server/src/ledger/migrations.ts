@@ -5,7 +5,7 @@
 import { type Kysely, type Migration, Migrator, sql } from "kysely";
 import type { Dialect } from "./db.ts";
 import { approvalWebhookTriggers, statusHistoryTriggers, webhookTriggers } from "./webhookOutbox.ts";
-import { PG_BATCH_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
+import { PG_BATCH_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_DAYS_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 import { countedWindows } from "../domain/spending.ts";
 import { evidenceTriggers } from "./evidence.ts";
 import { spendDaysMigration, spendDaysUpdateByRowMigration, spendDaysUpdateCountedMigration } from "./spendDays.ts";
@@ -658,6 +658,13 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       // SQLite: the spend-day counters' UPDATE trigger runs only when what is counted changes, as PostgreSQL's (spendDays.ts).
       async up(db: Kysely<any>) {
         for (const statement of spendDaysUpdateCountedMigration(dialect)) await sql.raw(statement).execute(db);
+      },
+    },
+    "0036_window_seed_from_days": {
+      // PostgreSQL: the hold function seeds a limited window without a row from the day counters, not the payments
+      // (PG_DAYS_HOLD_FUNCTIONS). SQLite's hold is the service's code and seeds the same way (payments.ts windowSeed).
+      async up(db: Kysely<any>) {
+        if (dialect === "postgres") for (const fn of PG_DAYS_HOLD_FUNCTIONS) await sql.raw(fn).execute(db);
       },
     },
   };

@@ -774,18 +774,18 @@ function maybe(row: PaymentRow | undefined): Payment | undefined {
 }
 
 /**
- * SQLite: writes a window's counter that has no row yet as the sum of the window's payments that are
- * neither failed nor reversed (of the token and its descendants, or of the whole project); an existing
- * row is left as it is.
+ * SQLite: writes a window's counter that has no row yet as what the window's day counters hold (`spend_days`, kept
+ * by triggers in the same transaction: the amounts of the payments neither failed nor reversed, of the token and
+ * its descendants, or of the whole project, per UTC day; every window starts and ends at a UTC midnight); an
+ * existing row is left as it is. The day counters are read, not the payments: their sum would grow with them.
  */
 function windowSeed(w: SpendWindow, projectId: string): CompiledQuery {
   const { from, to } = windowBounds(w.kind, w.start);
   const token = w.scope === "token";
   return CompiledQuery.raw(
-    // The ledger's sum is read only when the counter has no row yet: once it has one, this selects nothing, so a
-    // hold never scans its window's payments again.
-    `insert into "spend_windows" ("scope_id", "kind", "window_start", "spent_micros") select ?, ?, ?, (select coalesce(sum("amount_micros"), 0) from "payments" where "project_id" = ?${token ? ` and ("token_id" = ? or "token_id" in (select "descendant_id" from "token_lineage" where "ancestor_id" = ?))` : ""} and "created_at" >= ? and "created_at" < ? and "status" not in ('failed', 'reversed')) where not exists (select 1 from "spend_windows" where "scope_id" = ? and "kind" = ? and "window_start" = ?) on conflict ("scope_id", "kind", "window_start") do nothing`,
-    [w.scopeId, w.kind, w.start, projectId, ...(token ? [w.scopeId, w.scopeId] : []), from, to, w.scopeId, w.kind, w.start],
+    // The day counters are read only when the counter has no row yet: once it has one, this selects nothing.
+    `insert into "spend_windows" ("scope_id", "kind", "window_start", "spent_micros") select ?, ?, ?, (select coalesce(sum("amount_micros"), 0) from "spend_days" where "project_id" = ?${token ? ` and ("token_id" = ? or "token_id" in (select "descendant_id" from "token_lineage" where "ancestor_id" = ?))` : ""} and "day" >= ? and "day" < ?) where not exists (select 1 from "spend_windows" where "scope_id" = ? and "kind" = ? and "window_start" = ?) on conflict ("scope_id", "kind", "window_start") do nothing`,
+    [w.scopeId, w.kind, w.start, projectId, ...(token ? [w.scopeId, w.scopeId] : []), from.slice(0, 10), to.slice(0, 10), w.scopeId, w.kind, w.start],
   );
 }
 

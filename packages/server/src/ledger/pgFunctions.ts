@@ -289,6 +289,32 @@ const HOLD_BATCH_NESTED = holdBatchWithWindows(
 );
 
 /**
+ * aw_hold_batch seeding from the day counters (migration 0036 replaces 0027's with this one): a limited window
+ * without a row is written as the sum of `spend_days` over the window's days (every window starts and ends at a
+ * UTC midnight, and those counters hold the same payments: spendDays.ts), plus what this transaction has noted
+ * and not yet moved there (`spend_day_changes`, moved at commit). 0027's summed the window's payments, a read
+ * that grows with them: a token's first hold in a new window, or in its all-time allowance, read every payment
+ * of its branch while holding the project's balance lock.
+ */
+const HOLD_BATCH_FROM_DAYS = holdBatchWithWindows(
+  `        select w.spent_micros into v_spent from spend_windows w
+          where w.scope_id = v_w->>'scope_id' and w.kind = v_w->>'kind' and w.window_start = v_w->>'start';
+        if not found then
+          select coalesce(sum(d.amount_micros), 0) into v_spent from (
+              select c.token_id, c.day, c.amount_micros from spend_day_changes c where c.xid = txid_current() and c.project_id = p_project
+              union all
+              select s.token_id, s.day, s.amount_micros from spend_days s where s.project_id = p_project) d
+            where (v_w->>'token_id' is null or d.token_id = v_w->>'token_id'
+                or d.token_id in (select l.descendant_id from token_lineage l where l.ancestor_id = v_w->>'token_id'))
+              and d.day >= left(v_w->>'from', 10) and d.day < left(v_w->>'to', 10);
+          insert into spend_windows (scope_id, kind, window_start, spent_micros)
+            values (v_w->>'scope_id', v_w->>'kind', v_w->>'start', v_spent);
+        end if;
+`,
+  MOVE_COUNTED,
+);
+
+/**
  * A payment that fails or is reversed gives its amount back to each window counter it was counted in
  * (`payments.spend_windows`), in the same transaction as the status change, whichever path changes it
  * (a resolution alone or in a batch, a reversal, a denied or expired approval).
@@ -317,6 +343,9 @@ export const PG_COUNTING_HOLD_FUNCTIONS = ["drop function aw_hold_batch(text, js
 
 /** Migration 0027 on PostgreSQL: the hold function that seeds a token's windows with its descendants' payments. */
 export const PG_NESTED_HOLD_FUNCTIONS = ["drop function aw_hold_batch(text, jsonb)", HOLD_BATCH_NESTED];
+
+/** Migration 0036 on PostgreSQL: the hold function that seeds a window from the day counters. */
+export const PG_DAYS_HOLD_FUNCTIONS = ["drop function aw_hold_batch(text, jsonb)", HOLD_BATCH_FROM_DAYS];
 
 /** Migration 0007 on SQLite: the same release as a trigger. */
 export const SQLITE_RELEASE_SPENDING_TRIGGER = `

@@ -6,8 +6,11 @@ import { describe, expect, test } from "vitest";
 import { createToken } from "../../src/services/tokens.ts";
 import { useTestApp } from "../support/context.ts";
 import { dialects } from "../support/db.ts";
-import { holdByToken } from "../support/holds.ts";
-import { setAvailable } from "../../src/ledger/testing.ts";
+import { ledgerOn } from "../support/db.ts";
+import { holdByToken, paymentByToken } from "../support/holds.ts";
+import { setAvailable, spendWindows } from "../../src/ledger/testing.ts";
+import { updateTokenControls } from "../../src/services/spendingControls.ts";
+import { windowStart } from "../../src/domain/spending.ts";
 
 describe.each(dialects)("a branch's payments rolled up (%s)", (dialect) => {
   const { t, app } = useTestApp(dialect);
@@ -42,5 +45,30 @@ describe.each(dialects)("a branch's payments rolled up (%s)", (dialect) => {
     // And the limits: the researcher's allowance as the fetcher inherits it counts both.
     const windows = (await call("GET", "/v1/limits", leaf.token)).windows as { scope: string; token_id?: string; spent_usd: number }[];
     expect(windows.find((w) => w.scope === "ancestor_allowance" && w.token_id === mid.id)?.spent_usd).toBe(2.5);
+  });
+
+  test("behavior: a daily limit set on a branch after it paid counts the branch's payments of the day: not yesterday's, not a failed one, not a sibling's", async () => {
+    const project = await t.ctx.ledger.projects.create({ name: "seeded", plan: "free" });
+    await setAvailable(t.ctx.ledger, project.id, 1_000_000_000);
+    const root = await createToken(t.ctx, { projectId: project.id, permissions: ["read", "pay", "delegate"], mode: "test", name: "planner" });
+    const mid = await call("POST", "/v1/tokens", root.token, { name: "researcher", permissions: ["read", "pay", "delegate"] });
+    const leaf = await call("POST", "/v1/tokens", mid.token, { name: "fetcher", permissions: ["read", "pay"] });
+    const sibling = await call("POST", "/v1/tokens", root.token, { name: "writer", permissions: ["read", "pay"] });
+    await pay(leaf.id, 1.5);
+    await pay(mid.id, 1);
+    await pay(sibling.id, 4);
+    // Yesterday's payment by the leaf, held by a ledger whose clock is a day behind; and one of today's that fails.
+    const yesterday = ledgerOn(t.db, () => new Date(Date.now() - 86_400_000));
+    expect((await yesterday.payments.hold(await paymentByToken(t.ctx, leaf.id, 2))).kind).toBe("held");
+    const failed = await holdByToken(t.ctx, leaf.id, 0.5);
+    if (failed.kind !== "held") throw new Error("not held");
+    await t.ctx.ledger.payments.resolve(failed.payment.id, "failed");
+
+    // The researcher's daily limit, set now: its first hold writes the window's counter as 1.5 + 1 spent already.
+    await updateTokenControls(t.ctx, mid.id, { spending_limits: [{ amount_usd: 3, interval: "daily" }] });
+    await pay(leaf.id, 0.5);
+    const [counter] = await spendWindows(t.ctx.ledger, [mid.id]).then((rows) => rows.filter((r) => r.kind === "daily" && r.window_start === windowStart("daily", new Date())));
+    expect(Number(counter!.spent_micros)).toBe(3_000_000);
+    expect((await holdByToken(t.ctx, leaf.id, 0.01)).kind).toBe("refused");
   });
 });
