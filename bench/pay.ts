@@ -39,6 +39,7 @@ const DEBIT_MICROS = 10_200;
 const HELP = `npm run bench -- pay [flags]
   --db sqlite|postgres   database (default sqlite, synchronous=FULL; postgres uses $TEST_DATABASE_URL or the local server)
   --duration S           seconds of load per target (default 10)
+  --warmup S             unmeasured seconds of load on the flat token first, settled before the first measurement (default 3)
   --connections N        concurrent connections (default 16)
   --settle-timeout S     how long to wait for every accepted payment to complete (default 180)
   --settlement thread|inline  where accepted payments settle (default thread, as the server; inline: on the request thread)
@@ -53,7 +54,7 @@ const serverEnv = (settlement: string): NodeJS.ProcessEnv => ({ RATE_LIMIT_PER_M
 export async function run(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { db: { type: "string", default: "sqlite" }, duration: { type: "string", default: "10" }, connections: { type: "string", default: "16" }, "settle-timeout": { type: "string", default: "180" }, settlement: { type: "string", default: "thread" }, tree: { type: "boolean", default: false }, behind: { type: "string" }, help: { type: "boolean", default: false } },
+    options: { db: { type: "string", default: "sqlite" }, duration: { type: "string", default: "10" }, warmup: { type: "string", default: "3" }, connections: { type: "string", default: "16" }, "settle-timeout": { type: "string", default: "180" }, settlement: { type: "string", default: "thread" }, tree: { type: "boolean", default: false }, behind: { type: "string" }, help: { type: "boolean", default: false } },
   });
   if (values.help) return void console.log(HELP);
   if (values.db !== "sqlite" && values.db !== "postgres") throw new UsageError("--db must be sqlite or postgres");
@@ -61,6 +62,8 @@ export async function run(args: string[]): Promise<void> {
   const duration = Number(values.duration);
   const connections = Number(values.connections);
   const settleTimeoutS = Number(values["settle-timeout"]);
+  const warmup = Number(values.warmup);
+  if (!(warmup >= 0)) throw new UsageError("--warmup must be a number of seconds, 0 or more");
   if (!(duration > 0 && connections > 0 && settleTimeoutS > 0)) throw new UsageError("--duration, --connections and --settle-timeout must be positive numbers");
   if (values.behind !== undefined) {
     if (values.behind !== "nginx") throw new UsageError(`--behind takes nginx (got "${values.behind}")`);
@@ -98,9 +101,15 @@ export async function run(args: string[]): Promise<void> {
     const payAndSettle = (token: string | string[]) =>
       payAndSettleOn({ baseUrl: server.baseUrl, tokens: typeof token === "string" ? [token] : token, connections, duration, settleTimeoutS, ledger: ctx.ledger });
 
+    // The service's first load compiles its paths and fills its caches: unmeasured, and settled before the first.
+    if (warmup > 0) {
+      log(`warm-up: POST /v1/pay, ${connections} connections, ${warmup} s, unmeasured…`);
+      await payAndSettleOn({ baseUrl: server.baseUrl, tokens: [server.token], connections, duration: warmup, settleTimeoutS, ledger: ctx.ledger });
+    }
+    const warmedUp = await completedPayments(ctx.ledger);
     log(`POST /v1/pay (usdc_transfer), ${connections} connections, ${duration} s…`);
     const { pay, startedAt, acceptedAt, settledAt, open } = await payAndSettle(server.token);
-    const completedBefore = await completedPayments(ctx.ledger);
+    const completedBefore = (await completedPayments(ctx.ledger)) - warmedUp;
 
     // The same with an agent's token under controls: a daily limit far above the run and an allow-list.
     const controlled = await issueToken(ctx, {
