@@ -39,7 +39,7 @@ const DEBIT_MICROS = 10_200;
 const HELP = `npm run bench -- pay [flags]
   --db sqlite|postgres   database (default sqlite, synchronous=FULL; postgres uses $TEST_DATABASE_URL or the local server)
   --duration S           seconds of load per target (default 10)
-  --warmup S             unmeasured seconds of load on the flat token first, settled before the first measurement (default 3)
+  --warmup S             unmeasured seconds of load on the flat token first, settled before the first measurement (default 3; not with --behind)
   --connections N        concurrent connections (default 16)
   --settle-timeout S     how long to wait for every accepted payment to complete (default 180)
   --settlement thread|inline  where accepted payments settle (default thread, as the server; inline: on the request thread)
