@@ -71,4 +71,20 @@ describe.each(dialects)("a branch's payments rolled up (%s)", (dialect) => {
     expect(Number(counter!.spent_micros)).toBe(3_000_000);
     expect((await holdByToken(t.ctx, leaf.id, 0.01)).kind).toBe("refused");
   });
+
+  test("behavior: a payment authenticated before a limit and one after it, held in one batch: the window's first counter counts both", async () => {
+    const project = await t.ctx.ledger.projects.create({ name: "one batch", plan: "free" });
+    await setAvailable(t.ctx.ledger, project.id, 1_000_000_000);
+    const agent = await createToken(t.ctx, { projectId: project.id, permissions: ["read", "pay"], mode: "test", name: "agent" });
+    await pay(agent.id, 1);
+    // Authenticated before the limit: its hold judges no window, and only moves counters that exist.
+    const stale = await paymentByToken(t.ctx, agent.id, 2);
+    await updateTokenControls(t.ctx, agent.id, { spending_limits: [{ amount_usd: 10, interval: "daily" }] });
+    const fresh = await paymentByToken(t.ctx, agent.id, 3);
+    // Asked for in one turn, so they share one write (PostgreSQL: one aw_hold_batch call; SQLite: one group commit).
+    const held = await Promise.all([t.ctx.ledger.payments.hold(stale), t.ctx.ledger.payments.hold(fresh)]);
+    expect(held.map((h) => h.kind)).toEqual(["held", "held"]);
+    const [counter] = (await spendWindows(t.ctx.ledger, [agent.id])).filter((r) => r.kind === "daily" && r.window_start === windowStart("daily", new Date()));
+    expect(Number(counter!.spent_micros)).toBe(6_000_000);
+  });
 });
