@@ -293,9 +293,9 @@ const HOLD_BATCH_NESTED = holdBatchWithWindows(
  * without a row is written as the sum of `spend_days` over the window's days (every window starts and ends at a
  * UTC midnight, and those counters hold the same payments: spendDays.ts), plus what this transaction has noted
  * and not yet moved there (`spend_day_changes`, moved at commit): a hold of this batch authenticated before the
- * limit was set judged no window, so it seeded none, and counts only through these notes. 0027's summed the window's payments, a read
- * that grows with them: a token's first hold in a new window, or in its all-time allowance, read every payment
- * of its branch while holding the project's balance lock.
+ * limit was set judged no window, so it seeded none, and counts only through these notes. 0027's summed the
+ * window's payments, a read that grows with them: a token's first hold in a new window, or in its all-time
+ * allowance, read every payment of its branch while holding the project's balance lock.
  */
 const HOLD_BATCH_FROM_DAYS = holdBatchWithWindows(
   `        select w.spent_micros into v_spent from spend_windows w
