@@ -23,7 +23,7 @@ import { startTestServer } from "../packages/server/src/testing/harness.ts";
 import { type Cell, UsageError, log, machine, printTable, verdict, writeResult, benchDatabase } from "./lib.ts";
 import { dbOf } from "../packages/server/src/ledger/connection.ts";
 import { payBehindNginx } from "./support/payBehindNginx.ts";
-import { PAY_BODY, RECIPIENT, completedPayments, payAndSettle as payAndSettleOn, post } from "./support/payLoad.ts";
+import { PAY_BODY, type PayRun, RECIPIENT, completedPayments, payAndSettle as payAndSettleOn, post } from "./support/payLoad.ts";
 
 const TARGET_ACCEPT_RATIO_MIN = 0.5;
 /** Accepted with controls over accepted without, at least. */
@@ -121,7 +121,7 @@ export async function run(args: string[]): Promise<void> {
     log(`POST /v1/pay with a token under spending controls, ${connections} connections, ${duration} s…`);
     const withControls = await payAndSettle(controlled.token);
 
-    let tree: { nodes: number; run: Awaited<ReturnType<typeof payAndSettle>>; flatAgain: Awaited<ReturnType<typeof payAndSettle>> } | undefined;
+    let tree: { nodes: number; run: PayRun; flatAgain: PayRun } | undefined;
     if (values.tree) {
       const nodes = await tokenTree(server.baseUrl, await server.createToken(["read", "pay", "delegate"]));
       log(`POST /v1/pay spread over ${nodes.length} tokens of a depth-${TREE_DEPTH} tree, ${connections} connections, ${duration} s…`);
@@ -152,13 +152,14 @@ export async function run(args: string[]): Promise<void> {
     settlement.dispatch = dispatch;
     const counts = await dbOf(ctx.ledger).selectFrom("payments").select(["status", (eb) => eb.fn.countAll<number>().as("n")]).groupBy("status").execute();
     const completed = completedBefore;
-    const acceptedPerSec = pay.ok / ((acceptedAt - startedAt) / 1000);
+    /** Accepted per second over a load's own span. */
+    const perSec = (r: Pick<PayRun, "pay" | "startedAt" | "acceptedAt">) => r.pay.ok / ((r.acceptedAt - r.startedAt) / 1000);
+    const acceptedPerSec = perSec({ pay, startedAt, acceptedAt });
     const settledPerSec = completed / ((settledAt - startedAt) / 1000);
     const ratio = acceptedPerSec / ceilingMean;
-    const controlledPerSec = withControls.pay.ok / ((withControls.acceptedAt - withControls.startedAt) / 1000);
+    const controlledPerSec = perSec(withControls);
     const controlledRatio = controlledPerSec / ceilingMean;
     const controlsVsNone = controlledPerSec / acceptedPerSec;
-    const perSec = (r: Awaited<ReturnType<typeof payAndSettle>>) => r.pay.ok / ((r.acceptedAt - r.startedAt) / 1000);
     const treePerSec = tree ? perSec(tree.run) : undefined;
     const flatAgainPerSec = tree ? perSec(tree.flatAgain) : undefined;
     const flatMean = flatAgainPerSec === undefined ? acceptedPerSec : (acceptedPerSec + flatAgainPerSec) / 2;
