@@ -5,7 +5,7 @@
 import { type Kysely, type Migration, Migrator, sql } from "kysely";
 import type { Dialect } from "./db.ts";
 import { approvalWebhookTriggers, statusHistoryTriggers, webhookTriggers } from "./webhookOutbox.ts";
-import { PG_BATCH_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_DAYS_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
+import { PG_BATCH_FUNCTIONS, PG_BATCH_ROWS_HOLD_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_DAYS_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 import { countedWindows } from "../domain/spending.ts";
 import { evidenceTriggers } from "./evidence.ts";
 import { spendDaysMigration, spendDaysUpdateByRowMigration, spendDaysUpdateCountedMigration } from "./spendDays.ts";
@@ -665,6 +665,13 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       // (PG_DAYS_HOLD_FUNCTIONS). SQLite's hold is the service's code and seeds the same way (payments.ts windowSeed).
       async up(db: Kysely<any>) {
         if (dialect === "postgres") for (const fn of PG_DAYS_HOLD_FUNCTIONS) await sql.raw(fn).execute(db);
+      },
+    },
+    "0037_hold_rows_per_batch": {
+      // PostgreSQL: the hold function inserts a batch's held payments, transactions and journal entries with one
+      // statement per table, so the counters' statement triggers run once per batch (PG_BATCH_ROWS_HOLD_FUNCTIONS).
+      async up(db: Kysely<any>) {
+        if (dialect === "postgres") for (const fn of PG_BATCH_ROWS_HOLD_FUNCTIONS) await sql.raw(fn).execute(db);
       },
     },
   };

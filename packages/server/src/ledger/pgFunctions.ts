@@ -11,6 +11,28 @@
  */
 
 /**
+ * How aw_hold_batch writes a held payment's rows: the variables it declares for them, what it does for each held
+ * payment in its loop, and what it does after the loop.
+ */
+type HeldRows = { declare: string; held: string; after: string };
+
+/** Migrations 0007 to 0036: each held payment's rows inserted in its turn of the loop, one statement per row. */
+const ROWS_PER_HOLD: HeldRows = {
+  declare: "",
+  held: `      insert into payments select * from jsonb_populate_record(null::payments, v_hold->'payment');
+      for v_row, v_k in select e.value, e.ordinality from jsonb_array_elements(v_hold->'transactions') with ordinality e loop
+        insert into transactions select * from jsonb_populate_record(null::transactions,
+          v_row || jsonb_build_object('seq', nextval(pg_get_serial_sequence('transactions', 'seq')), 'pos', v_count + 2 * v_held - 2 + v_k));
+      end loop;
+      for v_row in select e.value from jsonb_array_elements(v_hold->'journal') e loop
+        insert into journal_entries select * from jsonb_populate_record(null::journal_entries,
+          v_row || jsonb_build_object('seq', nextval(pg_get_serial_sequence('journal_entries', 'seq'))));
+      end loop;
+`,
+  after: "",
+};
+
+/**
  * Holds of one project, judged in order: each is held if what the ones before it left covers its
  * total, else refused (and the next ones are still judged). The held ones' payment, transactions
  * (positions after the project's count, fee then rail) and journal rows are inserted, and the balance
@@ -44,16 +66,7 @@ begin
       v_available := v_available - v_total;
       v_taken := v_taken + v_total;
       v_held := v_held + 1;
-      insert into payments select * from jsonb_populate_record(null::payments, v_hold->'payment');
-      for v_row, v_k in select e.value, e.ordinality from jsonb_array_elements(v_hold->'transactions') with ordinality e loop
-        insert into transactions select * from jsonb_populate_record(null::transactions,
-          v_row || jsonb_build_object('seq', nextval(pg_get_serial_sequence('transactions', 'seq')), 'pos', v_count + 2 * v_held - 2 + v_k));
-      end loop;
-      for v_row in select e.value from jsonb_array_elements(v_hold->'journal') e loop
-        insert into journal_entries select * from jsonb_populate_record(null::journal_entries,
-          v_row || jsonb_build_object('seq', nextval(pg_get_serial_sequence('journal_entries', 'seq'))));
-      end loop;
-    end if;
+${ROWS_PER_HOLD.held}    end if;
     available_after := v_available;
     return next;
   end loop;
@@ -152,8 +165,33 @@ export const PG_RESOLVE_BATCH_0004 = RESOLVE_BATCH;
  * still does not fit is a broken invariant and fails the call. A refused window is answered by its
  * index (1-based) and what was spent in it.
  */
+/**
+ * Migration 0037: the held payments' rows collected in the loop (numbered in the same order) and inserted after it,
+ * one statement per table. The statement triggers on payments and transactions (the day and transaction counters,
+ * spendDays.ts and migrations.ts) then run once per batch, not once per row, and note one change per counter.
+ */
+const ROWS_PER_BATCH: HeldRows = {
+  declare: `  v_payments jsonb := '[]';
+  v_transactions jsonb := '[]';
+  v_journal jsonb := '[]';
+`,
+  held: `      v_payments := v_payments || jsonb_build_array(v_hold->'payment');
+      for v_row, v_k in select e.value, e.ordinality from jsonb_array_elements(v_hold->'transactions') with ordinality e loop
+        v_transactions := v_transactions || jsonb_build_array(
+          v_row || jsonb_build_object('seq', nextval(pg_get_serial_sequence('transactions', 'seq')), 'pos', v_count + 2 * v_held - 2 + v_k));
+      end loop;
+      for v_row in select e.value from jsonb_array_elements(v_hold->'journal') e loop
+        v_journal := v_journal || jsonb_build_array(v_row || jsonb_build_object('seq', nextval(pg_get_serial_sequence('journal_entries', 'seq'))));
+      end loop;
+`,
+  after: `    insert into payments select * from jsonb_populate_recordset(null::payments, v_payments);
+    insert into transactions select * from jsonb_populate_recordset(null::transactions, v_transactions);
+    insert into journal_entries select * from jsonb_populate_recordset(null::journal_entries, v_journal);
+`,
+};
+
 /** aw_hold_batch with windows: how a window's spent is read (into v_spent) and how a held payment moves the counters vary by migration. */
-function holdBatchWithWindows(readSpent: string, moveCounters: string): string {
+function holdBatchWithWindows(readSpent: string, moveCounters: string, rows: HeldRows = ROWS_PER_HOLD): string {
   return `
 create function aw_hold_batch(p_project text, p_holds jsonb)
 returns table (hold_index integer, held boolean, available_after bigint, refused_window integer, window_spent bigint)
@@ -172,7 +210,7 @@ declare
   v_w jsonb;
   v_wi bigint;
   v_spent bigint;
-begin
+${rows.declare}begin
   select b.available_micros, b.tx_count into v_available, v_count from balances b where b.project_id = p_project for update;
   if not found then
     raise exception 'project % has no balance row', p_project;
@@ -198,21 +236,12 @@ ${readSpent}        if v_spent + v_amount > (v_w->>'limit')::bigint then
 ${moveCounters}      v_available := v_available - v_total;
       v_taken := v_taken + v_total;
       v_held := v_held + 1;
-      insert into payments select * from jsonb_populate_record(null::payments, v_hold->'payment');
-      for v_row, v_k in select e.value, e.ordinality from jsonb_array_elements(v_hold->'transactions') with ordinality e loop
-        insert into transactions select * from jsonb_populate_record(null::transactions,
-          v_row || jsonb_build_object('seq', nextval(pg_get_serial_sequence('transactions', 'seq')), 'pos', v_count + 2 * v_held - 2 + v_k));
-      end loop;
-      for v_row in select e.value from jsonb_array_elements(v_hold->'journal') e loop
-        insert into journal_entries select * from jsonb_populate_record(null::journal_entries,
-          v_row || jsonb_build_object('seq', nextval(pg_get_serial_sequence('journal_entries', 'seq'))));
-      end loop;
-    end if;
+${rows.held}    end if;
     available_after := v_available;
     return next;
   end loop;
   if v_held > 0 then
-    update balances set available_micros = available_micros - v_taken, held_micros = held_micros + v_taken,
+${rows.after}    update balances set available_micros = available_micros - v_taken, held_micros = held_micros + v_taken,
       total_spent_micros = total_spent_micros + v_taken, tx_count = tx_count + 2 * v_held
     where project_id = p_project;
   end if;
@@ -289,6 +318,27 @@ const HOLD_BATCH_NESTED = holdBatchWithWindows(
 );
 
 /**
+ * How a hold function reads a limited window without a row (migrations 0036 and 0037): the sum of the day counters
+ * over its days, of this transaction's notes not yet moved into them, and of `also` (more rows of token_id, day and
+ * amount_micros, each line after a union all).
+ */
+const seedFromDays = (also = "") =>
+  `        select w.spent_micros into v_spent from spend_windows w
+          where w.scope_id = v_w->>'scope_id' and w.kind = v_w->>'kind' and w.window_start = v_w->>'start';
+        if not found then
+          select coalesce(sum(d.amount_micros), 0) into v_spent from (
+              select c.token_id, c.day, c.amount_micros from spend_day_changes c where c.xid = txid_current() and c.project_id = p_project
+              union all
+              select s.token_id, s.day, s.amount_micros from spend_days s where s.project_id = p_project${also}) d
+            where (v_w->>'token_id' is null or d.token_id = v_w->>'token_id'
+                or d.token_id in (select l.descendant_id from token_lineage l where l.ancestor_id = v_w->>'token_id'))
+              and d.day >= left(v_w->>'from', 10) and d.day < left(v_w->>'to', 10);
+          insert into spend_windows (scope_id, kind, window_start, spent_micros)
+            values (v_w->>'scope_id', v_w->>'kind', v_w->>'start', v_spent);
+        end if;
+`;
+
+/**
  * aw_hold_batch seeding from the day counters (migration 0036 replaces 0027's with this one): a limited window
  * without a row is written as the sum of `spend_days` over the window's days (every window starts and ends at a
  * UTC midnight, and those counters hold the same payments: spendDays.ts), plus what this transaction has noted
@@ -298,21 +348,20 @@ const HOLD_BATCH_NESTED = holdBatchWithWindows(
  * allowance, read every payment of its branch while holding the project's balance lock.
  */
 const HOLD_BATCH_FROM_DAYS = holdBatchWithWindows(
-  `        select w.spent_micros into v_spent from spend_windows w
-          where w.scope_id = v_w->>'scope_id' and w.kind = v_w->>'kind' and w.window_start = v_w->>'start';
-        if not found then
-          select coalesce(sum(d.amount_micros), 0) into v_spent from (
-              select c.token_id, c.day, c.amount_micros from spend_day_changes c where c.xid = txid_current() and c.project_id = p_project
-              union all
-              select s.token_id, s.day, s.amount_micros from spend_days s where s.project_id = p_project) d
-            where (v_w->>'token_id' is null or d.token_id = v_w->>'token_id'
-                or d.token_id in (select l.descendant_id from token_lineage l where l.ancestor_id = v_w->>'token_id'))
-              and d.day >= left(v_w->>'from', 10) and d.day < left(v_w->>'to', 10);
-          insert into spend_windows (scope_id, kind, window_start, spent_micros)
-            values (v_w->>'scope_id', v_w->>'kind', v_w->>'start', v_spent);
-        end if;
-`,
+  seedFromDays(),
   MOVE_COUNTED,
+);
+
+/**
+ * aw_hold_batch inserting its held rows once per batch (migration 0037 replaces 0036's with this one: ROWS_PER_BATCH).
+ * The seed is 0036's, plus the payments this call has held and not yet inserted, which no day counter or note holds yet.
+ */
+const HOLD_BATCH_ROWS_AT_ONCE = holdBatchWithWindows(
+  seedFromDays(`\n              union all
+              select coalesce(p.token_id, ''), left(p.created_at, 10), p.amount_micros from jsonb_populate_recordset(null::payments, v_payments) p
+                where p.status not in ('failed', 'reversed')`),
+  MOVE_COUNTED,
+  ROWS_PER_BATCH,
 );
 
 /**
@@ -347,6 +396,9 @@ export const PG_NESTED_HOLD_FUNCTIONS = ["drop function aw_hold_batch(text, json
 
 /** Migration 0036 on PostgreSQL: the hold function that seeds a window from the day counters. */
 export const PG_DAYS_HOLD_FUNCTIONS = ["drop function aw_hold_batch(text, jsonb)", HOLD_BATCH_FROM_DAYS];
+
+/** Migration 0037 on PostgreSQL: the hold function that inserts a batch's held rows with one statement per table. */
+export const PG_BATCH_ROWS_HOLD_FUNCTIONS = ["drop function aw_hold_batch(text, jsonb)", HOLD_BATCH_ROWS_AT_ONCE];
 
 /** Migration 0007 on SQLite: the same release as a trigger. */
 export const SQLITE_RELEASE_SPENDING_TRIGGER = `
