@@ -71,15 +71,45 @@ function sqliteTriggers(): string[] {
   ];
 }
 
-function pgTriggers(): string[] {
+/**
+ * How PostgreSQL's evidence_record takes the project's head into v_seq (the record's number) and v_prev (the
+ * previous hash), and how it writes the record's hash into it.
+ */
+type PgHeadWrites = { take: string; write: string };
+
+/**
+ * Migration 0030: the head's number moved by one update and its hash by a second, so each record left two versions
+ * of the head row, in a transaction that may write dozens (a batch of holds, of resolutions).
+ */
+const HEAD_TWO_WRITES: PgHeadWrites = {
+  take: `update evidence_heads set seq = seq + 1 where project_id = new.project_id returning seq, hash into v_seq, v_prev;
+        if not found then
+          insert into evidence_heads (project_id, seq, hash) values (new.project_id, 1, '${EVIDENCE_GENESIS}')
+            on conflict (project_id) do update set seq = evidence_heads.seq + 1 returning seq, hash into v_seq, v_prev;
+        end if;`,
+  write: `update evidence_heads set hash = v_hash where project_id = new.project_id;`,
+};
+
+/**
+ * Migration 0038: the head is locked and read (a new project's inserted first), and written once with the number
+ * and the hash. The lock is the same row lock, taken at the same point of the commit, so the order is unchanged.
+ */
+const HEAD_ONE_WRITE: PgHeadWrites = {
+  take: `select seq + 1, hash into v_seq, v_prev from evidence_heads where project_id = new.project_id for update;
+        if not found then
+          insert into evidence_heads (project_id, seq, hash) values (new.project_id, 0, '${EVIDENCE_GENESIS}') on conflict (project_id) do nothing;
+          select seq + 1, hash into v_seq, v_prev from evidence_heads where project_id = new.project_id for update;
+        end if;`,
+  write: `update evidence_heads set seq = v_seq, hash = v_hash where project_id = new.project_id;`,
+};
+
+/** PostgreSQL's evidence_record function, with the head taken and written as `head` says. */
+function pgRecordFunction(head: PgHeadWrites): string {
   // The rail state, which a defect or a hand edit may have left unparseable, goes through aw_json_or_text (a JSON
   // string then, as on SQLite); the other JSON columns are the service's own JSON.stringify.
   const json = (c: string) => (c === "rail_state" ? `aw_json_or_text(new.${c})` : `new.${c}::json`);
   const body = `json_build_object(${BODY.map(([k, c, j]) => `'${k}', ${j ? json(c) : `new.${c}`}`).join(", ")})::text`;
-  return [
-    `create or replace function aw_json_or_text(t text) returns json language plpgsql immutable as $$
-      begin return t::json; exception when invalid_text_representation then return to_json(t); end $$`,
-    `create or replace function evidence_record() returns trigger language plpgsql as $$
+  return `create or replace function evidence_record() returns trigger language plpgsql as $$
       declare v_seq bigint; v_prev text; v_kind text; v_at text; v_body text; v_hash text;
       begin
         if tg_op = 'INSERT' then v_kind := 'created'; v_at := new.created_at;
@@ -88,16 +118,24 @@ function pgTriggers(): string[] {
         else v_kind := 'progress'; v_at := ${updatedAt};
         end if;
         v_body := ${body};
-        update evidence_heads set seq = seq + 1 where project_id = new.project_id returning seq, hash into v_seq, v_prev;
-        if not found then
-          insert into evidence_heads (project_id, seq, hash) values (new.project_id, 1, '${EVIDENCE_GENESIS}')
-            on conflict (project_id) do update set seq = evidence_heads.seq + 1 returning seq, hash into v_seq, v_prev;
-        end if;
+        ${head.take}
         v_hash := encode(sha256(convert_to(v_prev || E'\\n' || v_seq || E'\\n' || new.project_id || E'\\n' || new.id || E'\\n' || v_kind || E'\\n' || v_at || E'\\n' || v_body, 'UTF8')), 'hex');
         insert into evidence (project_id, seq, payment_id, kind, at, body, prev_hash, hash) values (new.project_id, v_seq, new.id, v_kind, v_at, v_body, v_prev, v_hash);
-        update evidence_heads set hash = v_hash where project_id = new.project_id;
+        ${head.write}
         return null;
-      end $$`,
+      end $$`;
+}
+
+/** Migration 0038's statement on PostgreSQL (none on SQLite, whose single writer needs no lock). */
+export function evidenceHeadOneWriteMigration(dialect: Dialect): string[] {
+  return dialect === "postgres" ? [pgRecordFunction(HEAD_ONE_WRITE)] : [];
+}
+
+function pgTriggers(): string[] {
+  return [
+    `create or replace function aw_json_or_text(t text) returns json language plpgsql immutable as $$
+      begin return t::json; exception when invalid_text_representation then return to_json(t); end $$`,
+    pgRecordFunction(HEAD_TWO_WRITES),
     // Deferred to the commit: the head's lock is the transaction's last, so it never waits inside a chain of locks.
     `create constraint trigger evidence_payment_created after insert on payments deferrable initially deferred for each row execute function evidence_record()`,
     `create constraint trigger evidence_payment_changed after update of ${WATCHED.join(", ")} on payments deferrable initially deferred for each row

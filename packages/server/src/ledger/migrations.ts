@@ -7,7 +7,7 @@ import type { Dialect } from "./db.ts";
 import { approvalWebhookTriggers, statusHistoryTriggers, webhookTriggers } from "./webhookOutbox.ts";
 import { PG_BATCH_FUNCTIONS, PG_BATCH_ROWS_HOLD_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_DAYS_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 import { countedWindows } from "../domain/spending.ts";
-import { evidenceTriggers } from "./evidence.ts";
+import { evidenceHeadOneWriteMigration, evidenceTriggers } from "./evidence.ts";
 import { spendDaysMigration, spendDaysUpdateByRowMigration, spendDaysUpdateCountedMigration } from "./spendDays.ts";
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -672,6 +672,12 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       // statement per table, so the counters' statement triggers run once per batch (PG_BATCH_ROWS_HOLD_FUNCTIONS).
       async up(db: Kysely<any>) {
         if (dialect === "postgres") for (const fn of PG_BATCH_ROWS_HOLD_FUNCTIONS) await sql.raw(fn).execute(db);
+      },
+    },
+    "0038_evidence_head_one_write": {
+      // PostgreSQL: an evidence record writes its project's head once, number and hash together (evidence.ts).
+      async up(db: Kysely<any>) {
+        for (const statement of evidenceHeadOneWriteMigration(dialect)) await sql.raw(statement).execute(db);
       },
     },
   };
