@@ -93,8 +93,10 @@ export class RelayerNonces {
             .compile();
           // Thrown so the whole write rolls back (the nonce too); answered as a value below.
           if (updated.length !== 1) throw new StaleMember(m.paymentId);
-          yield db.updateTable("transactions").set({ status: "processing" }).where("payment_id", "=", m.paymentId).where("status", "=", "pending").compile();
         }
+        // One statement for every member's transactions: PostgreSQL's counters are kept by a statement trigger.
+        const ids = input.members.map((m) => m.paymentId);
+        yield db.updateTable("transactions").set({ status: "processing" }).where("payment_id", "in", ids).where("status", "=", "pending").compile();
         return { kind: "stored" };
       });
     } catch (err) {
