@@ -5,7 +5,7 @@
 import { type Kysely, type Migration, Migrator, sql } from "kysely";
 import type { Dialect } from "./db.ts";
 import { approvalWebhookTriggers, statusHistoryTriggers, webhookTriggers } from "./webhookOutbox.ts";
-import { PG_BATCH_FUNCTIONS, PG_BATCH_ROWS_HOLD_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_DAYS_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
+import { PG_BATCH_FUNCTIONS, PG_BATCH_ROWS_HOLD_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_DAYS_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_RESOLVE_BATCH_0039, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 import { countedWindows } from "../domain/spending.ts";
 import { evidenceHeadOneWriteMigration, evidenceTriggers } from "./evidence.ts";
 import { spendDaysMigration, spendDaysUpdateByRowMigration, spendDaysUpdateCountedMigration } from "./spendDays.ts";
@@ -678,6 +678,12 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       // PostgreSQL: an evidence record writes its project's head once, number and hash together (evidence.ts).
       async up(db: Kysely<any>) {
         for (const statement of evidenceHeadOneWriteMigration(dialect)) await sql.raw(statement).execute(db);
+      },
+    },
+    "0039_resolve_transactions_per_batch": {
+      // PostgreSQL: the resolution batch updates its payments' transactions with one statement (PG_RESOLVE_BATCH_0039).
+      async up(db: Kysely<any>) {
+        if (dialect === "postgres") await sql.raw(PG_RESOLVE_BATCH_0039).execute(db);
       },
     },
   };

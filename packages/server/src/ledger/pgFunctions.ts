@@ -149,6 +149,22 @@ const FAILURE_CODE_LINE = "      failure_code = case when (v_item->>'set_failure
 if (!RESOLVE_BATCH.includes(FAILURE_CODE_LINE)) throw new Error("aw_resolve_batch lost its failure_code line: migration 0003's text can no longer be derived");
 const RESOLVE_BATCH_0003 = RESOLVE_BATCH.replace(FAILURE_CODE_LINE, "");
 
+/**
+ * Migration 0039's resolution batch: as 0004's, but the resolved payments' transactions are updated after the loop
+ * with one statement, so the transaction counters' statement trigger (migrations.ts) runs once per batch, not once
+ * per payment.
+ */
+const TXN_LINE = "      update transactions set status = v_row.status, completed_at = v_row.completed_at where payment_id = v_row.id;\n";
+const LOOP_END = "  end loop;\nend\n$fn$`".slice(0, -1);
+if (!RESOLVE_BATCH.includes(TXN_LINE) || !RESOLVE_BATCH.endsWith(LOOP_END)) throw new Error("aw_resolve_batch changed shape: migration 0039's text can no longer be derived");
+const RESOLVE_BATCH_TXNS_AT_ONCE = RESOLVE_BATCH.replace("  v_total bigint;\n", "  v_total bigint;\n  v_resolved jsonb := '[]';\n")
+  .replace(TXN_LINE, "      v_resolved := v_resolved || jsonb_build_array(jsonb_build_object('id', v_row.id, 'status', v_row.status, 'completed_at', v_row.completed_at));\n")
+  .replace(LOOP_END, `  end loop;
+  update transactions t set status = r.value->>'status', completed_at = r.value->>'completed_at'
+    from jsonb_array_elements(v_resolved) r where t.payment_id = r.value->>'id';
+end
+$fn$`);
+
 /** Migration 0003's functions, as it created them. */
 export const PG_BATCH_FUNCTIONS = [HOLD_BATCH, RESOLVE_BATCH_0003];
 /** Migration 0004: the resolution batch that also stores `failure_code` (the one in use). */
@@ -399,6 +415,9 @@ export const PG_DAYS_HOLD_FUNCTIONS = ["drop function aw_hold_batch(text, jsonb)
 
 /** Migration 0037 on PostgreSQL: the hold function that inserts a batch's held rows with one statement per table. */
 export const PG_BATCH_ROWS_HOLD_FUNCTIONS = ["drop function aw_hold_batch(text, jsonb)", HOLD_BATCH_ROWS_AT_ONCE];
+
+/** Migration 0039 on PostgreSQL: the resolution batch that updates the batch's transactions with one statement. */
+export const PG_RESOLVE_BATCH_0039 = RESOLVE_BATCH_TXNS_AT_ONCE;
 
 /** Migration 0007 on SQLite: the same release as a trigger. */
 export const SQLITE_RELEASE_SPENDING_TRIGGER = `
