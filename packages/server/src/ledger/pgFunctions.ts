@@ -1,7 +1,7 @@
 /**
  * PostgreSQL functions that run a batch of holds or of resolutions in one round trip (created by
- * migration 0003, `aw_resolve_batch` replaced by 0004; pgHolds.ts and pgResolves.ts call them). The
- * text a migration ran stays as it was: a change is a new constant and a new migration. A function's statements run one after the
+ * migration 0003 and replaced by later ones, each constant naming its migration; pgHolds.ts and pgResolves.ts call
+ * them). The text a migration ran stays as it was: a change is a new constant and a new migration. A function's statements run one after the
  * other, each seeing the ones before: the balance row is locked by one statement and changed by later
  * ones, which a single statement cannot do reliably (a row locked and updated by one statement may be
  * judged against a stale value, or its update skipped, when another transaction changed it meanwhile).
@@ -30,6 +30,31 @@ const ROWS_PER_HOLD: HeldRows = {
       end loop;
 `,
   after: "",
+};
+
+/**
+ * Migration 0037: the held payments' rows collected in the loop (numbered in the same order) and inserted after it,
+ * one statement per table. The statement triggers on payments and transactions (the day and transaction counters,
+ * spendDays.ts and migrations.ts) then run once per batch, not once per row, and note one change per counter.
+ */
+const ROWS_PER_BATCH: HeldRows = {
+  declare: `  v_payments jsonb := '[]';
+  v_transactions jsonb := '[]';
+  v_journal jsonb := '[]';
+`,
+  held: `      v_payments := v_payments || jsonb_build_array(v_hold->'payment');
+      for v_row, v_k in select e.value, e.ordinality from jsonb_array_elements(v_hold->'transactions') with ordinality e loop
+        v_transactions := v_transactions || jsonb_build_array(
+          v_row || jsonb_build_object('seq', nextval(pg_get_serial_sequence('transactions', 'seq')), 'pos', v_count + 2 * v_held - 2 + v_k));
+      end loop;
+      for v_row in select e.value from jsonb_array_elements(v_hold->'journal') e loop
+        v_journal := v_journal || jsonb_build_array(v_row || jsonb_build_object('seq', nextval(pg_get_serial_sequence('journal_entries', 'seq'))));
+      end loop;
+`,
+  after: `    insert into payments select * from jsonb_populate_recordset(null::payments, v_payments);
+    insert into transactions select * from jsonb_populate_recordset(null::transactions, v_transactions);
+    insert into journal_entries select * from jsonb_populate_recordset(null::journal_entries, v_journal);
+`,
 };
 
 /**
@@ -152,16 +177,18 @@ const RESOLVE_BATCH_0003 = RESOLVE_BATCH.replace(FAILURE_CODE_LINE, "");
 /**
  * Migration 0039's resolution batch: as 0004's, but the resolved payments' transactions are updated after the loop
  * with one statement, so the transaction counters' statement trigger (migrations.ts) runs once per batch, not once
- * per payment.
+ * per payment. Each transaction takes its payment's new status and completion time, found by the payments' ids:
+ * an id list read through both tables' indexes whatever their size (a JSON list joined on `payment_id` was planned
+ * as a scan of every transaction below about 30,000 of them).
  */
 const TXN_LINE = "      update transactions set status = v_row.status, completed_at = v_row.completed_at where payment_id = v_row.id;\n";
-const LOOP_END = "  end loop;\nend\n$fn$`".slice(0, -1);
+const LOOP_END = "  end loop;\nend\n$fn$";
 if (!RESOLVE_BATCH.includes(TXN_LINE) || !RESOLVE_BATCH.endsWith(LOOP_END)) throw new Error("aw_resolve_batch changed shape: migration 0039's text can no longer be derived");
-const RESOLVE_BATCH_TXNS_AT_ONCE = RESOLVE_BATCH.replace("  v_total bigint;\n", "  v_total bigint;\n  v_resolved jsonb := '[]';\n")
-  .replace(TXN_LINE, "      v_resolved := v_resolved || jsonb_build_array(jsonb_build_object('id', v_row.id, 'status', v_row.status, 'completed_at', v_row.completed_at));\n")
+const RESOLVE_BATCH_TXNS_AT_ONCE = RESOLVE_BATCH.replace("  v_total bigint;\n", "  v_total bigint;\n  v_resolved text[] := '{}';\n")
+  .replace(TXN_LINE, "      v_resolved := v_resolved || v_row.id;\n")
   .replace(LOOP_END, `  end loop;
-  update transactions t set status = r.value->>'status', completed_at = r.value->>'completed_at'
-    from jsonb_array_elements(v_resolved) r where t.payment_id = r.value->>'id';
+  update transactions t set status = p.status, completed_at = p.completed_at
+    from payments p where p.id = any(v_resolved) and t.payment_id = p.id;
 end
 $fn$`);
 
@@ -181,31 +208,6 @@ export const PG_RESOLVE_BATCH_0004 = RESOLVE_BATCH;
  * still does not fit is a broken invariant and fails the call. A refused window is answered by its
  * index (1-based) and what was spent in it.
  */
-/**
- * Migration 0037: the held payments' rows collected in the loop (numbered in the same order) and inserted after it,
- * one statement per table. The statement triggers on payments and transactions (the day and transaction counters,
- * spendDays.ts and migrations.ts) then run once per batch, not once per row, and note one change per counter.
- */
-const ROWS_PER_BATCH: HeldRows = {
-  declare: `  v_payments jsonb := '[]';
-  v_transactions jsonb := '[]';
-  v_journal jsonb := '[]';
-`,
-  held: `      v_payments := v_payments || jsonb_build_array(v_hold->'payment');
-      for v_row, v_k in select e.value, e.ordinality from jsonb_array_elements(v_hold->'transactions') with ordinality e loop
-        v_transactions := v_transactions || jsonb_build_array(
-          v_row || jsonb_build_object('seq', nextval(pg_get_serial_sequence('transactions', 'seq')), 'pos', v_count + 2 * v_held - 2 + v_k));
-      end loop;
-      for v_row in select e.value from jsonb_array_elements(v_hold->'journal') e loop
-        v_journal := v_journal || jsonb_build_array(v_row || jsonb_build_object('seq', nextval(pg_get_serial_sequence('journal_entries', 'seq'))));
-      end loop;
-`,
-  after: `    insert into payments select * from jsonb_populate_recordset(null::payments, v_payments);
-    insert into transactions select * from jsonb_populate_recordset(null::transactions, v_transactions);
-    insert into journal_entries select * from jsonb_populate_recordset(null::journal_entries, v_journal);
-`,
-};
-
 /** aw_hold_batch with windows: how a window's spent is read (into v_spent) and how a held payment moves the counters vary by migration. */
 function holdBatchWithWindows(readSpent: string, moveCounters: string, rows: HeldRows = ROWS_PER_HOLD): string {
   return `
