@@ -136,7 +136,8 @@ function pgTriggers(): string[] {
     `create or replace function aw_json_or_text(t text) returns json language plpgsql immutable as $$
       begin return t::json; exception when invalid_text_representation then return to_json(t); end $$`,
     pgRecordFunction(HEAD_TWO_WRITES),
-    // Deferred to the commit: the head's lock is the transaction's last, so it never waits inside a chain of locks.
+    // Deferred to the commit: the head's lock is taken there, before the counters' deferred moves (spendDays.ts), and
+    // held only for the commit's last statements.
     `create constraint trigger evidence_payment_created after insert on payments deferrable initially deferred for each row execute function evidence_record()`,
     `create constraint trigger evidence_payment_changed after update of ${WATCHED.join(", ")} on payments deferrable initially deferred for each row
       when (${WATCHED.map((c) => `old.${c} is distinct from new.${c}`).join(" or ")}) execute function evidence_record()`,
