@@ -3,7 +3,9 @@
  * x402 rail with its SSRF-safe fetcher, on-chain proof of settlement and the fee sweep) against the same
  * merchant paid directly by Coinbase's own client (`@x402/fetch`), in one run. Both pay a real
  * `@x402/express` merchant settling through x402's own facilitator on loopback; requests alternate one at
- * a time (direct, service, direct, …) so both see the same machine. Target: median and p99 of the
+ * a time (direct, service, direct, …) so both see the same machine. Both callers run on a thread of their
+ * own (support/x402Callers.ts), as an agent is a process of its own: on the servers' thread, the service's
+ * work after an answer would be timed as the caller's wait. Target: median and p99 of the
  * service ≤ 1.25 × direct. `--version mpp`: the same against a Machine Payments Protocol merchant on mppx's own
  * server (its EVM charge, settled by the merchant), paid directly by mppx's own client.
  * Also reported, without a target: `POST /v1/quote` for the same URL beside the bare unpaid request to the
@@ -11,11 +13,9 @@
  */
 import { parseArgs } from "node:util";
 import { startFacilitator, startMerchantV1, startMerchantV2, startMppMerchant } from "@agentwallet/devchain";
-import { Mppx, evm } from "mppx/client";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
-import { privateKeyToAccount } from "viem/accounts";
+import { Worker } from "node:worker_threads";
 import { startTestServer } from "../packages/server/src/testing/harness.ts";
+import type { CallAnswer, CallKind, CallerSetup } from "./support/x402Callers.ts";
 import { type Cell, UsageError, log, machine, percentile, printTable, verdict, writeResult, benchDatabase } from "./lib.ts";
 
 const TARGET_RATIO_MAX = 1.25;
@@ -36,20 +36,14 @@ function summarise(timesMs: number[]): Side {
   return { samples: sorted.length, p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99), meanMs: sorted.reduce((s, t) => s + t, 0) / Math.max(1, sorted.length), maxMs: sorted.at(-1) ?? 0 };
 }
 
-async function timed(fn: () => Promise<void>): Promise<number> {
-  const started = process.hrtime.bigint();
-  await fn();
-  return Number(process.hrtime.bigint() - started) / 1e6;
-}
-
 /**
  * Up to `samples` timings of each side within `maxSeconds`, one request at a time, alternating which side goes
  * first so neither always follows the other's chain activity.
  */
-async function alternate(samples: number, maxSeconds: number, a: [() => Promise<void>, number[]], b: [() => Promise<void>, number[]]): Promise<void> {
+async function alternate(samples: number, maxSeconds: number, a: [() => Promise<number>, number[]], b: [() => Promise<number>, number[]]): Promise<void> {
   const deadline = performance.now() + maxSeconds * 1000;
   for (let i = 0; i < samples && performance.now() < deadline; i++) {
-    for (const [fn, times] of i % 2 === 0 ? [a, b] : [b, a]) times.push(await timed(fn));
+    for (const [fn, times] of i % 2 === 0 ? [a, b] : [b, a]) times.push(await fn());
   }
 }
 
@@ -92,94 +86,73 @@ export async function run(args: string[]): Promise<void> {
     const payer = sandbox.accounts.payer!;
     await sandbox.mint(payer.address, total * PRICE_MICROS);
 
-    // Direct: Coinbase's client, configured as its README says for a custom asset (both protocol versions).
-    const client = new x402Client();
-    registerExactEvmScheme(client, { signer: privateKeyToAccount(payer.privateKey) });
-    client.setSpendControls({
-      allowedAssets: [
-        { network: "eip155:8453", asset: chain.client.usdcAddress, maxAmountPerPayment: PRICE_MICROS.toString() },
-        { network: "base" as `${string}:${string}`, asset: chain.client.usdcAddress, maxAmountPerPayment: PRICE_MICROS.toString() },
-      ],
-    });
-    // MPP: mppx's own client with its EVM charge method, limited to our USDC on our chain (its README's policy options).
-    const mppClient = mpp
-      ? Mppx.create({
-          methods: [evm.charge({ account: privateKeyToAccount(payer.privateKey), networks: [chain.client.settings.chainId], currencies: [chain.client.usdcAddress], maxAtomicAmount: PRICE_MICROS.toString(), authorization: { name: "USD Coin", version: "2" } })],
-          polyfill: false,
-        })
-      : undefined;
-    const payDirect = mppClient ? mppClient.fetch : wrapFetchWithPayment(fetch, client);
-    const direct = async () => {
-      const r = await payDirect(paidUrl);
-      if (r.status !== 200) throw new Error(`direct payment answered ${r.status}: ${await r.text()}`);
-      await r.arrayBuffer();
-    };
+    // The callers run on a thread of their own, as an agent is a process of its own (support/x402Callers.ts).
+    const setup: CallerSetup = { mpp, payerKey: payer.privateKey, chainId: chain.client.settings.chainId, usdcAddress: chain.client.usdcAddress, priceMicros: PRICE_MICROS.toString(), paidUrl, serviceUrl: server.baseUrl, token: server.token };
+    const callers = new Worker(new URL("./support/x402Callers.mjs", import.meta.url), { workerData: setup });
+    try {
+      const statuses: Record<string, number> = {};
+      const call = (kind: CallKind) => async (): Promise<number> => {
+        const answer = await new Promise<CallAnswer>((resolve, reject) => {
+          callers.once("message", resolve);
+          callers.once("error", reject);
+          callers.postMessage(kind);
+        });
+        callers.removeAllListeners("error");
+        if ("error" in answer) throw new Error(answer.error);
+        if (answer.status) statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
+        return answer.ms;
+      };
+      const direct = call("direct");
+      const viaService = call("service");
 
-    const statuses: Record<string, number> = {};
-    const body = JSON.stringify({ recipient: paidUrl, max_amount_usdc: Number(PRICE_MICROS) });
-    const headers = { authorization: `Bearer ${server.token}`, "content-type": "application/json" };
-    const viaService = async () => {
-      const r = await fetch(`${server.baseUrl}/v1/pay`, { method: "POST", headers, body });
-      const answer = (await r.json()) as { status?: string; response?: { status_code: number } };
-      if (r.status !== 200 || answer.response?.status_code !== 200) throw new Error(`POST /v1/pay answered ${r.status}: ${JSON.stringify(answer)}`);
-      statuses[answer.status!] = (statuses[answer.status!] ?? 0) + 1;
-    };
+      log(`warm-up: ${warmup} paid requests per side…`);
+      for (let i = 0; i < warmup; i++) {
+        await direct();
+        await viaService();
+      }
+      for (const k of Object.keys(statuses)) delete statuses[k];
 
-    log(`warm-up: ${warmup} paid requests per side…`);
-    for (let i = 0; i < warmup; i++) {
-      await direct();
-      await viaService();
+      log(`measuring: up to ${samples} paid requests per side, alternating, within ${maxSeconds} s…`);
+      const directMs: number[] = [];
+      const serviceMs: number[] = [];
+      const merchantBefore = await chain.client.usdcBalance(MERCHANT_PAY_TO);
+      await alternate(samples, maxSeconds, [direct, directMs], [viaService, serviceMs]);
+      const paidOnChain = (await chain.client.usdcBalance(MERCHANT_PAY_TO)) - merchantBefore;
+
+      log(`measuring: up to ${samples} quotes and as many bare unpaid requests, alternating…`);
+      const bareMs: number[] = [];
+      const quoteMs: number[] = [];
+      await alternate(samples, maxSeconds, [call("bare"), bareMs], [call("quote"), quoteMs]);
+      const b = summarise(bareMs);
+      const q = summarise(quoteMs);
+      const d = summarise(directMs);
+      const s = summarise(serviceMs);
+      const p50Ratio = s.p50Ms / d.p50Ms;
+      const p99Ratio = s.p99Ms / d.p99Ms;
+
+      const host = machine();
+      console.log(`\nmachine: ${host.cpus} × ${host.cpuModel}, ${host.memoryGiB} GiB, Node ${host.node}; load average ${host.loadAverage1m}`);
+      console.log(mpp ? `merchant: MPP (mppx's server, EVM charge) on loopback, price ${PRICE_MICROS} micro-USDC, settled by the merchant on anvil (automine)` : `merchant: x402 v${values.version} on loopback, price ${PRICE_MICROS} micro-USDC, settled by x402's facilitator on anvil (automine)`);
+      const rows: Cell[][] = [
+        [mpp ? "direct: mppx client → merchant" : "direct: @x402/fetch → merchant", d.samples, d.p50Ms, d.p99Ms, d.meanMs, "-"],
+        [`POST /v1/pay → merchant (${values.db})`, s.samples, s.p50Ms, s.p99Ms, s.meanMs, `${p50Ratio.toFixed(2)}× / ${p99Ratio.toFixed(2)}×`],
+      ];
+      printTable(["path", "samples", "p50 ms", "p99 ms", "mean ms", "vs direct (p50 / p99)"], rows);
+      console.log("\nknowing the price first (no target):");
+      printTable(
+        ["path", "samples", "p50 ms", "p99 ms", "mean ms", "vs bare (p50 / p99)"],
+        [
+          ["bare unpaid request → merchant (402)", b.samples, b.p50Ms, b.p99Ms, b.meanMs, "-"],
+          [`POST /v1/quote → merchant (${values.db})`, q.samples, q.p50Ms, q.p99Ms, q.meanMs, `${(q.p50Ms / b.p50Ms).toFixed(2)}× / ${(q.p99Ms / b.p99Ms).toFixed(2)}×`],
+        ],
+      );
+      console.log(`\nservice answers: ${Object.entries(statuses).map(([k, v]) => `${v} ${k}`).join(", ")}; merchant received ${paidOnChain} micro-USDC for ${d.samples + s.samples} measured payments`);
+      console.log(`median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99 ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)})`);
+      const file = writeResult(`x402-v${values.version}-${values.db}`, { machine: host, db: values.db, version: values.version, samples, warmup, direct: d, service: s, p50Ratio, p99Ratio, bareUnpaid: b, quote: q, statuses, paidOnChainMicros: paidOnChain.toString() });
+      console.log(`result: ${file}`);
+    } finally {
+      await callers.terminate();
     }
-    for (const k of Object.keys(statuses)) delete statuses[k];
-
-    log(`measuring: up to ${samples} paid requests per side, alternating, within ${maxSeconds} s…`);
-    const directMs: number[] = [];
-    const serviceMs: number[] = [];
-    const merchantBefore = await chain.client.usdcBalance(MERCHANT_PAY_TO);
-    await alternate(samples, maxSeconds, [direct, directMs], [viaService, serviceMs]);
-    const paidOnChain = (await chain.client.usdcBalance(MERCHANT_PAY_TO)) - merchantBefore;
-
-    log(`measuring: up to ${samples} quotes and as many bare unpaid requests, alternating…`);
-    const bare = async () => {
-      const r = await fetch(paidUrl);
-      if (r.status !== 402) throw new Error(`the unpaid request answered ${r.status}`);
-      await r.arrayBuffer();
-    };
-    const quote = async () => {
-      const r = await fetch(`${server.baseUrl}/v1/quote`, { method: "POST", headers, body });
-      const answer = (await r.json()) as { payment_required?: boolean };
-      if (r.status !== 200 || answer.payment_required !== true) throw new Error(`POST /v1/quote answered ${r.status}: ${JSON.stringify(answer)}`);
-    };
-    const bareMs: number[] = [];
-    const quoteMs: number[] = [];
-    await alternate(samples, maxSeconds, [bare, bareMs], [quote, quoteMs]);
-    const b = summarise(bareMs);
-    const q = summarise(quoteMs);
-    const d = summarise(directMs);
-    const s = summarise(serviceMs);
-    const p50Ratio = s.p50Ms / d.p50Ms;
-    const p99Ratio = s.p99Ms / d.p99Ms;
-
-    const host = machine();
-    console.log(`\nmachine: ${host.cpus} × ${host.cpuModel}, ${host.memoryGiB} GiB, Node ${host.node}; load average ${host.loadAverage1m}`);
-    console.log(mpp ? `merchant: MPP (mppx's server, EVM charge) on loopback, price ${PRICE_MICROS} micro-USDC, settled by the merchant on anvil (automine)` : `merchant: x402 v${values.version} on loopback, price ${PRICE_MICROS} micro-USDC, settled by x402's facilitator on anvil (automine)`);
-    const rows: Cell[][] = [
-      [mpp ? "direct: mppx client → merchant" : "direct: @x402/fetch → merchant", d.samples, d.p50Ms, d.p99Ms, d.meanMs, "-"],
-      [`POST /v1/pay → merchant (${values.db})`, s.samples, s.p50Ms, s.p99Ms, s.meanMs, `${p50Ratio.toFixed(2)}× / ${p99Ratio.toFixed(2)}×`],
-    ];
-    printTable(["path", "samples", "p50 ms", "p99 ms", "mean ms", "vs direct (p50 / p99)"], rows);
-    console.log("\nknowing the price first (no target):");
-    printTable(
-      ["path", "samples", "p50 ms", "p99 ms", "mean ms", "vs bare (p50 / p99)"],
-      [
-        ["bare unpaid request → merchant (402)", b.samples, b.p50Ms, b.p99Ms, b.meanMs, "-"],
-        [`POST /v1/quote → merchant (${values.db})`, q.samples, q.p50Ms, q.p99Ms, q.meanMs, `${(q.p50Ms / b.p50Ms).toFixed(2)}× / ${(q.p99Ms / b.p99Ms).toFixed(2)}×`],
-      ],
-    );
-    console.log(`\nservice answers: ${Object.entries(statuses).map(([k, v]) => `${v} ${k}`).join(", ")}; merchant received ${paidOnChain} micro-USDC for ${d.samples + s.samples} measured payments`);
-    console.log(`median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99 ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)})`);
-    const file = writeResult(`x402-v${values.version}-${values.db}`, { machine: host, db: values.db, version: values.version, samples, warmup, direct: d, service: s, p50Ratio, p99Ratio, bareUnpaid: b, quote: q, statuses, paidOnChainMicros: paidOnChain.toString() });
-    console.log(`result: ${file}`);
   } finally {
     await merchant.stop();
     await facilitator.stop();
