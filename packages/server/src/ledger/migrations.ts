@@ -5,7 +5,7 @@
 import { type Kysely, type Migration, Migrator, sql } from "kysely";
 import type { Dialect } from "./db.ts";
 import { approvalWebhookTriggers, statusHistoryTriggers, webhookTriggers } from "./webhookOutbox.ts";
-import { PG_BATCH_FUNCTIONS, PG_BATCH_ROWS_HOLD_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_DAYS_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_RESOLVE_BATCH_0039, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
+import { PG_ARRAY_ROWS_HOLD_FUNCTIONS, PG_BATCH_FUNCTIONS, PG_BATCH_ROWS_HOLD_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_DAYS_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_RESOLVE_BATCH_0039, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 import { countedWindows } from "../domain/spending.ts";
 import { evidenceHeadOneWriteMigration, evidenceTriggers } from "./evidence.ts";
 import { spendDaysMigration, spendDaysUpdateByRowMigration, spendDaysUpdateCountedMigration } from "./spendDays.ts";
@@ -684,6 +684,13 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       // PostgreSQL: the resolution batch updates its payments' transactions with one statement (PG_RESOLVE_BATCH_0039).
       async up(db: Kysely<any>) {
         if (dialect === "postgres") await sql.raw(PG_RESOLVE_BATCH_0039).execute(db);
+      },
+    },
+    "0040_hold_rows_in_arrays": {
+      // PostgreSQL: the hold function collects a batch's held rows in jsonb arrays appended in place, not in one jsonb
+      // value copied at each append (PG_ARRAY_ROWS_HOLD_FUNCTIONS).
+      async up(db: Kysely<any>) {
+        if (dialect === "postgres") for (const fn of PG_ARRAY_ROWS_HOLD_FUNCTIONS) await sql.raw(fn).execute(db);
       },
     },
   };

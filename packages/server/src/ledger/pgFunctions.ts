@@ -58,6 +58,24 @@ const ROWS_PER_BATCH: HeldRows = {
 };
 
 /**
+ * Migration 0040: as 0037's, but collected in arrays of jsonb, which PL/pgSQL appends to in place. 0037 appended to a
+ * jsonb array, which copies the whole array at each append: quadratic in the batch (a batch of 64 holds copied its
+ * transactions' JSON about 64 times), under the project's balance lock.
+ */
+const rowsOf = (table: string, v: string) => `select r.* from unnest(${v}) with ordinality x(j, n), jsonb_populate_record(null::${table}, x.j) r order by x.n`;
+const ROWS_IN_ARRAYS: HeldRows = {
+  declare: ROWS_PER_BATCH.declare.replaceAll(" jsonb := '[]';", " jsonb[] := '{}';"),
+  held: ROWS_PER_BATCH.held.replaceAll("|| jsonb_build_array(", "|| ("),
+  after: ROWS_PER_BATCH.after
+    .replace("select * from jsonb_populate_recordset(null::payments, v_payments)", rowsOf("payments", "v_payments"))
+    .replace("select * from jsonb_populate_recordset(null::transactions, v_transactions)", rowsOf("transactions", "v_transactions"))
+    .replace("select * from jsonb_populate_recordset(null::journal_entries, v_journal)", rowsOf("journal_entries", "v_journal")),
+};
+for (const [part, text] of Object.entries(ROWS_IN_ARRAYS)) {
+  if (/jsonb_build_array|jsonb_populate_recordset|'\[\]'/.test(text)) throw new Error(`ROWS_PER_BATCH changed shape: migration 0040's ${part} can no longer be derived`);
+}
+
+/**
  * Holds of one project, judged in order: each is held if what the ones before it left covers its
  * total, else refused (and the next ones are still judged). The held ones' payment, transactions
  * (positions after the project's count, fee then rail) and journal rows are inserted, and the balance
@@ -336,7 +354,7 @@ const HOLD_BATCH_NESTED = holdBatchWithWindows(
 );
 
 /**
- * How a hold function reads a limited window without a row (migrations 0036 and 0037): the sum of the day counters
+ * How a hold function reads a limited window without a row (migrations 0036, 0037 and 0040): the sum of the day counters
  * over its days, of this transaction's notes not yet moved into them, and of `also` (more rows of token_id, day and
  * amount_micros, each line after a union all).
  */
@@ -374,13 +392,13 @@ const HOLD_BATCH_FROM_DAYS = holdBatchWithWindows(
  * aw_hold_batch inserting its held rows once per batch (migration 0037 replaces 0036's with this one: ROWS_PER_BATCH).
  * The seed is 0036's, plus the payments this call has held and not yet inserted, which no day counter or note holds yet.
  */
-const HOLD_BATCH_ROWS_AT_ONCE = holdBatchWithWindows(
-  seedFromDays(`\n              union all
-              select coalesce(p.token_id, ''), left(p.created_at, 10), p.amount_micros from jsonb_populate_recordset(null::payments, v_payments) p
-                where p.status not in ('failed', 'reversed')`),
-  MOVE_COUNTED,
-  ROWS_PER_BATCH,
-);
+const heldSoFar = (from: string) => `\n              union all
+              select coalesce(p.token_id, ''), left(p.created_at, 10), p.amount_micros from ${from}
+                where p.status not in ('failed', 'reversed')`;
+const HOLD_BATCH_ROWS_AT_ONCE = holdBatchWithWindows(seedFromDays(heldSoFar("jsonb_populate_recordset(null::payments, v_payments) p")), MOVE_COUNTED, ROWS_PER_BATCH);
+
+/** aw_hold_batch collecting its held rows in arrays (migration 0040 replaces 0037's with this one: ROWS_IN_ARRAYS). */
+const HOLD_BATCH_ROWS_IN_ARRAYS = holdBatchWithWindows(seedFromDays(heldSoFar("unnest(v_payments) x(j), jsonb_populate_record(null::payments, x.j) p")), MOVE_COUNTED, ROWS_IN_ARRAYS);
 
 /**
  * A payment that fails or is reversed gives its amount back to each window counter it was counted in
@@ -417,6 +435,9 @@ export const PG_DAYS_HOLD_FUNCTIONS = ["drop function aw_hold_batch(text, jsonb)
 
 /** Migration 0037 on PostgreSQL: the hold function that inserts a batch's held rows with one statement per table. */
 export const PG_BATCH_ROWS_HOLD_FUNCTIONS = ["drop function aw_hold_batch(text, jsonb)", HOLD_BATCH_ROWS_AT_ONCE];
+
+/** Migration 0040 on PostgreSQL: the hold function that collects its held rows in arrays appended in place. */
+export const PG_ARRAY_ROWS_HOLD_FUNCTIONS = ["drop function aw_hold_batch(text, jsonb)", HOLD_BATCH_ROWS_IN_ARRAYS];
 
 /** Migration 0039 on PostgreSQL: the resolution batch that updates the batch's transactions with one statement. */
 export const PG_RESOLVE_BATCH_0039 = RESOLVE_BATCH_TXNS_AT_ONCE;
