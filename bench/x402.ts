@@ -91,13 +91,21 @@ export async function run(args: string[]): Promise<void> {
     const callers = new Worker(new URL("./support/x402Callers.mjs", import.meta.url), { workerData: setup });
     try {
       const statuses: Record<string, number> = {};
+      // One call at a time: the thread's answer (or its failure, or its end) settles the call waiting for it.
+      let waiting: { resolve(a: CallAnswer): void; reject(err: unknown): void } | undefined;
+      const settle = (f: (w: NonNullable<typeof waiting>) => void) => {
+        const w = waiting;
+        waiting = undefined;
+        if (w) f(w);
+      };
+      callers.on("message", (a: CallAnswer) => settle((w) => w.resolve(a)));
+      callers.on("error", (err) => settle((w) => w.reject(err)));
+      callers.on("exit", (code) => settle((w) => w.reject(new Error(`the callers' thread ended (exit code ${code})`))));
       const call = (kind: CallKind) => async (): Promise<number> => {
         const answer = await new Promise<CallAnswer>((resolve, reject) => {
-          callers.once("message", resolve);
-          callers.once("error", reject);
+          waiting = { resolve, reject };
           callers.postMessage(kind);
         });
-        callers.removeAllListeners("error");
         if ("error" in answer) throw new Error(answer.error);
         if (answer.status) statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
         return answer.ms;
