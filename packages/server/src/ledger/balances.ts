@@ -61,7 +61,8 @@ export class Balances {
 
   /** The project's number of transactions (kept on its balance row). */
   async transactionCount(projectId: string): Promise<number> {
-    const balance = await this.db.selectFrom("balances").select("tx_count").where("project_id", "=", projectId).executeTakeFirst();
+    const query = this.db.selectFrom("balances").select("tx_count").where("project_id", "=", projectId).compile();
+    const [balance] = this.pg ? await this.pg.prepared("aw_transaction_count", query) : (await this.db.executeQuery(query)).rows;
     return Number(balance?.tx_count ?? 0);
   }
 

@@ -93,7 +93,7 @@ export class Ledger {
     this.adminCredentials = new AdminCredentials(db);
     this.audit = new AuditLog(db);
     this.idempotencyKeys = new IdempotencyKeys(db);
-    this.transactions = new TransactionReads(db, dialect);
+    this.transactions = new TransactionReads(db, dialect, pgDirectOf(db));
     this.consoleTransactions = new ConsoleTransactions(db, this.transactions);
     this.relayerNonces = new RelayerNonces(db, writes);
     this.kv = new KvRows(db);

@@ -6,11 +6,12 @@
  * `(project_id, type, status, created_at, pos)`: each range gives at most offset + limit + 1 keys,
  * newest first, and the union of those keys is cut to the page. Every pair costs one seek and at most
  * a page of index entries, whatever the table's size or the filters' selectivity. Order: newest first by
- * `created_at`, then by position (recording order) among equal times. An unfiltered list keeps the plain
+ * `created_at`, then by position (recording order) among equal times. On PostgreSQL the ranges are one
+ * prepared text per number of pairs (`pgPageKeys`). An unfiltered list keeps the plain
  * list's order, by position, with a cursor too, so its pages follow on from the plain list's.
  */
-import { type RawBuilder, sql } from "kysely";
-import type { Db, Dialect } from "./db.ts";
+import { type CompiledQuery, type RawBuilder, sql } from "kysely";
+import type { Db, Dialect, PgDirect } from "./db.ts";
 import type { TransactionsTable } from "./schema.ts";
 
 export type TransactionFilter = {
@@ -59,21 +60,16 @@ export type DetailRow = ListedRow & {
 };
 
 /**
- * The page's keys: one index range per (type, status) pair, merged and cut to `offset`, `limit + 1`. On
- * PostgreSQL a time range alone is one range of `(project_id, created_at, pos)` (migration 0026): planning
- * the union of every pair cost it more than reading the page.
+ * SQLite: the page's keys, one index range per (type, status) pair, merged and cut to `offset`, `limit + 1`.
+ * (PostgreSQL reads the same ranges through one prepared text per number of pairs: `pgPageKeys`.)
  */
-function pageKeys(projectId: string, f: TransactionFilter, cursor: Cursor | undefined, limit: number, offset: number, dialect: Dialect): RawBuilder<unknown> {
+function pageKeys(projectId: string, f: TransactionFilter, cursor: Cursor | undefined, limit: number, offset: number): RawBuilder<unknown> {
   const perPair = offset + limit + 1;
   const bounds = [
     ...(f.createdAfter !== undefined ? [sql`created_at > ${f.createdAfter}`] : []),
     ...(f.createdBefore !== undefined ? [sql`created_at < ${f.createdBefore}`] : []),
     ...(cursor ? [sql`(created_at, pos) < (${cursor.createdAt}, ${cursor.pos})`] : []),
   ];
-  if (dialect === "postgres" && f.timeRangeOnly) {
-    const where = sql.join([sql`project_id = ${projectId}`, ...bounds], sql` and `);
-    return sql`select created_at, pos from transactions where ${where} order by created_at desc, pos desc limit ${limit + 1} offset ${offset}`;
-  }
   const ranges = f.types.flatMap((type) =>
     f.statuses.map((status, j) => {
       const where = sql.join([sql`project_id = ${projectId}`, sql`type = ${type}`, sql`status = ${status}`, ...bounds], sql` and `);
@@ -84,12 +80,68 @@ function pageKeys(projectId: string, f: TransactionFilter, cursor: Cursor | unde
   return sql`${sql.join(ranges, sql` union all `)} order by created_at desc, pos desc limit ${limit + 1} offset ${offset}`;
 }
 
+/** The columns of a listed row, from `transactions t` and `payments p`. */
+const LISTED_COLUMNS = sql`t.id, t.type, t.status, t.amount, t.currency, t.description, t.merchant_name, t.created_at, t.completed_at, t.payment_id,
+        case when p.id = t.id then p.metadata end as metadata, p.failure_code, p.failure_reason`;
+
+/** The rows of a page's keys (`k`: created_at, pos), in the page's order. */
+const rowsOfKeys = (keys: RawBuilder<unknown>, projectId: string) => sql<ListedRow>`
+      select ${LISTED_COLUMNS}
+      from (${keys}) as k
+      join transactions t on t.project_id = ${projectId} and t.pos = k.pos
+      left join payments p on p.id = t.payment_id
+      order by k.created_at desc, k.pos desc`;
+
+/**
+ * PostgreSQL: the page's keys in a text that depends only on the number of (type, status) pairs, so that it runs
+ * as a prepared statement planned once per connection (`ledger/db.ts` `pgDirectOf`), at most one per number of
+ * pairs: planning the union of the ranges cost more than reading the page. The bounds are values: after
+ * `created_at > $after` (the empty string when none), below the key `(created_at, pos) < ($before, $beforePos)`,
+ * the lower of the upper time bound and the cursor (`UPPER_END` when neither). A time range alone is one range
+ * of `(project_id, created_at, pos)` (migration 0026).
+ */
+function pgPageKeys(projectId: string, f: TransactionFilter, cursor: Cursor | undefined, limit: number, offset: number): RawBuilder<unknown> {
+  const [before, beforePos] = upperEnd(f, cursor);
+  const bounds = sql`created_at > ${f.createdAfter ?? ""}::text and (created_at, pos) < (${before}::text, ${beforePos}::bigint)`;
+  const cut = sql`order by created_at desc, pos desc limit ${limit + 1}::bigint offset ${offset}::bigint`;
+  if (f.timeRangeOnly) return sql`select created_at, pos from transactions where project_id = ${projectId} and ${bounds} ${cut}`;
+  const ranges = pairsOf(f).map(([type, status], i) => {
+    const where = sql`project_id = ${projectId} and type = ${type} and status = ${status} and ${bounds}`;
+    return sql`select created_at, pos from (select created_at, pos from transactions where ${where} order by created_at desc, pos desc limit ${offset + limit + 1}::bigint) as ${sql.raw(`r_${i}`)}`;
+  });
+  return sql`${sql.join(ranges, sql` union all `)} ${cut}`;
+}
+
+/** Every (type, status) pair the filter asks for. */
+function pairsOf(f: TransactionFilter): [string, string][] {
+  return f.types.flatMap((type) => f.statuses.map((status): [string, string] => [type, status]));
+}
+
+/** Above every `created_at` (ISO 8601 of a year ≤ 9999), with the least position: the key range's end when the page has no upper bound. */
+const UPPER_END: readonly [string, string] = ["9999-12-31T23:59:59.999Z", "-9223372036854775808"];
+
+/** The page's upper end: the lower of `created_before` (exclusive, so below every position of that instant) and the cursor. */
+function upperEnd(f: TransactionFilter, cursor: Cursor | undefined): readonly [string, string] {
+  const before: readonly [string, string] | undefined = f.createdBefore !== undefined ? [f.createdBefore, UPPER_END[1]] : undefined;
+  if (!cursor) return before ?? UPPER_END;
+  const atCursor: readonly [string, string] = [cursor.createdAt, String(cursor.pos)];
+  // ISO 8601 texts of one format order the same as their instants; at one instant, `before` lies below every position.
+  return before && before[0] <= atCursor[0] ? before : atCursor;
+}
+
 /** One project's transactions as the list, the detail and the console read them (a Ledger's `transactions`). */
 export class TransactionReads {
   constructor(
     private readonly db: Db,
     private readonly dialect: Dialect,
+    /** PostgreSQL: the filtered and cursor pages and their counts run as prepared statements, planned once per connection. */
+    private readonly pg?: PgDirect,
   ) {}
+
+  /** A query of one fixed text per `name`: prepared on PostgreSQL when the pool offers it. */
+  private async run<R>(name: string, query: CompiledQuery<R>): Promise<R[]> {
+    return this.pg ? await this.pg.prepared(name, query) : ((await this.db.executeQuery(query)).rows as R[]);
+  }
 
   /**
    * A filtered (or cursor) page, newest first: up to `limit` rows and whether more follow. The rows are
@@ -97,20 +149,21 @@ export class TransactionReads {
    */
   async listFiltered(projectId: string, f: TransactionFilter, page: { limit: number; offset: number; cursor?: Cursor }): Promise<{ rows: ListedRow[]; hasMore: boolean }> {
     if (isEmptyRange(f)) return { rows: [], hasMore: false };
-    const keys = pageKeys(projectId, f, page.cursor, page.limit, page.offset, this.dialect);
-    const { rows } = await sql<ListedRow>`
-      select t.id, t.type, t.status, t.amount, t.currency, t.description, t.merchant_name, t.created_at, t.completed_at, t.payment_id,
-        case when p.id = t.id then p.metadata end as metadata, p.failure_code, p.failure_reason
-      from (${keys}) as k
-      join transactions t on t.project_id = ${projectId} and t.pos = k.pos
-      left join payments p on p.id = t.payment_id
-      order by k.created_at desc, k.pos desc`.execute(this.db);
+    const rows = this.dialect === "postgres" ? await this.pgPage(projectId, f, page) : (await rowsOfKeys(pageKeys(projectId, f, page.cursor, page.limit, page.offset), projectId).execute(this.db)).rows;
     return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
+  }
+
+  private async pgPage(projectId: string, f: TransactionFilter, page: { limit: number; offset: number; cursor?: Cursor }): Promise<ListedRow[]> {
+    const query = rowsOfKeys(pgPageKeys(projectId, f, page.cursor, page.limit, page.offset), projectId).compile(this.db);
+    // A time range alone is planned for its values on every call: one range plans quickly, and without the
+    // limit's value its generic plan would sort the whole table.
+    if (f.timeRangeOnly) return (await this.db.executeQuery(query)).rows;
+    return await this.run(`aw_transaction_page_${pairsOf(f).length}_pairs`, query);
   }
 
   /** An unfiltered page after a cursor: the positions below the cursor's, newest first (the plain list's order). */
   async listBefore(projectId: string, pos: number, limit: number): Promise<{ rows: ListedRow[]; hasMore: boolean }> {
-    const rows = (await this.db
+    const query = this.db
       .selectFrom("transactions as t")
       .leftJoin("payments as p", "p.id", "t.payment_id")
       .select(["t.id", "t.type", "t.status", "t.amount", "t.currency", "t.description", "t.merchant_name", "t.created_at", "t.completed_at", "t.payment_id", "p.failure_code", "p.failure_reason"])
@@ -119,7 +172,8 @@ export class TransactionReads {
       .where("t.pos", "<", pos)
       .orderBy("t.pos", "desc")
       .limit(limit + 1)
-      .execute()) as ListedRow[];
+      .compile();
+    const rows = (await this.run("aw_transaction_page_before", query)) as ListedRow[];
     return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
   }
 
@@ -130,9 +184,13 @@ export class TransactionReads {
    */
   async countFiltered(projectId: string, f: TransactionFilter): Promise<number> {
     if (isEmptyRange(f)) return 0;
+    const pg = this.dialect === "postgres";
+    // On PostgreSQL the lists are array values, so that the text depends only on which bounds are given: one
+    // prepared statement per shape (at most ten), whatever the filter.
+    const oneOf = (column: "type" | "status", values: readonly string[]) => (pg ? sql`${sql.ref(column)} = any(${values}::text[])` : sql`${sql.ref(column)} in (${sql.join(values)})`);
     // PostgreSQL counts a time range alone on (project_id, created_at, pos), without the lists of every pair.
-    const inPairs =
-      this.dialect === "postgres" && f.timeRangeOnly ? sql`project_id = ${projectId}` : sql`project_id = ${projectId} and type in (${sql.join(f.types)}) and status in (${sql.join(f.statuses)})`;
+    const timeOnly = pg && f.timeRangeOnly === true;
+    const inPairs = timeOnly ? sql`project_id = ${projectId}` : sql`project_id = ${projectId} and ${oneOf("type", f.types)} and ${oneOf("status", f.statuses)}`;
     const countRows = (from: string | undefined, fromInclusive: boolean, to: string | undefined) => {
       const conds = [
         inPairs,
@@ -147,8 +205,8 @@ export class TransactionReads {
       sql`project_id = ${projectId}`,
       ...(dayA !== undefined ? [sql`day > ${dayA}`] : []),
       ...(dayB !== undefined ? [sql`day < ${dayB}`] : []),
-      sql`type in (${sql.join(f.types)})`,
-      sql`status in (${sql.join(f.statuses)})`,
+      oneOf("type", f.types),
+      oneOf("status", f.statuses),
     ];
     // One statement, one round trip: the whole days' counters, and the edge days (the part of the first day
     // after the lower bound, the part of the last before the upper) counted row by row.
@@ -160,7 +218,9 @@ export class TransactionReads {
             ...(dayA !== undefined ? [countRows(f.createdAfter, false, nextDay(dayA))] : []),
             ...(dayB !== undefined ? [countRows(dayB, true, f.createdBefore)] : []),
           ];
-    const { rows } = await sql<{ n: number | string }>`select ${sql.join(parts, sql` + `)} as n`.execute(this.db);
+    const query = sql<{ n: number | string }>`select ${sql.join(parts, sql` + `)} as n`.compile(this.db);
+    const edges = dayA !== undefined && dayA === dayB ? "one_day" : `${dayA !== undefined ? "after" : ""}${dayB !== undefined ? "before" : ""}` || "all";
+    const rows = await this.run(`aw_transaction_count_${timeOnly ? "time" : "pairs"}_${edges}`, query);
     return Number(rows[0]?.n ?? 0);
   }
 
@@ -182,7 +242,7 @@ export class TransactionReads {
 
   /** The position of a transaction of the project (for a cursor), or undefined. */
   async cursorOf(projectId: string, id: string): Promise<Cursor | undefined> {
-    const row = await this.db.selectFrom("transactions").select(["created_at", "pos"]).where("id", "=", id).where("project_id", "=", projectId).executeTakeFirst();
+    const [row] = await this.run("aw_transaction_cursor", this.db.selectFrom("transactions").select(["created_at", "pos"]).where("id", "=", id).where("project_id", "=", projectId).compile());
     return row && row.pos !== null ? { createdAt: row.created_at, pos: Number(row.pos) } : undefined;
   }
 
