@@ -236,7 +236,8 @@ export async function run(args: string[]): Promise<void> {
     let diagnostics;
     if (diagnose) {
       log("in-process breakdown (no HTTP, one call at a time)…");
-      diagnostics = await readDiagnostics(bench, { projectId: project.id, token: await newToken(), offsets, pageLimit: PAGE_LIMIT, samples: 500, deepSamples: 50, maxSeconds: 20 });
+      const filtered = filterScenarios.map((f) => ({ name: f.name, query: new URL(f.url).search.slice(1) }));
+      diagnostics = await readDiagnostics(bench, { projectId: project.id, token: await newToken(), offsets, pageLimit: PAGE_LIMIT, samples: 500, deepSamples: 50, maxSeconds: 20, filtered });
       console.log("");
       printTable(["operation", "samples", "p50 ms", "p99 ms", "mean ms"], diagnostics.rows.map((r) => [r.operation, r.samples, r.p50Ms, r.p99Ms, r.meanMs]));
       for (const [name, lines] of Object.entries(diagnostics.plans)) {

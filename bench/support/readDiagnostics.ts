@@ -6,7 +6,13 @@
  * and the database's plan for the deepest page (a range of positions, see migration 0002).
  */
 import SQLite from "better-sqlite3";
+import { type CompiledQuery, Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
+import { parseListQuery } from "../../packages/server/src/http/listQuery.ts";
+import { Balances } from "../../packages/server/src/ledger/balances.ts";
+import type { Database } from "../../packages/server/src/ledger/schema.ts";
+import { TransactionReads } from "../../packages/server/src/ledger/transactionReads.ts";
+import { listTransactions } from "../../packages/server/src/services/listTransactions.ts";
 import { hashToken } from "../../packages/server/src/tokens.ts";
 import { timeAsync } from "../lib.ts";
 import type { BenchContext } from "./benchContext.ts";
@@ -23,6 +29,8 @@ export type DiagnosticsInput = {
   deepSamples: number;
   /** Per operation: a slow one gets fewer samples, never an endless run. */
   maxSeconds: number;
+  /** PostgreSQL: the filtered and cursor pages (a name, and the query string after `?`) whose plans to show. */
+  filtered?: { name: string; query: string }[];
 };
 
 
@@ -78,10 +86,60 @@ export async function readDiagnostics(bench: BenchContext, input: DiagnosticsInp
       await threeWays(`page at offset ${offset}`, n, () => ledger.balances.listTransactions(input.projectId, input.pageLimit, offset), pageQuery);
       if (offset === deepest) plans[`page at offset ${offset} (position range)`] = await raw.plan(pageQuery.sql, [...pageQuery.parameters]);
     }
+    if (bench.dialect === "postgres" && input.filtered) Object.assign(plans, await filteredPlans(bench, input.projectId, input.filtered));
     return { rows, plans };
   } finally {
     await raw.close();
   }
+}
+
+type PlanNode = { "Node Type": string; "Relation Name"?: string; "Index Name"?: string; "Scan Direction"?: string; "Actual Rows": number; "Actual Loops": number; Plans?: PlanNode[] };
+
+/**
+ * PostgreSQL: the plans of every statement a filtered or cursor page issues (GET /v1/transactions's service over
+ * a Kysely that records them), run with `EXPLAIN ANALYZE`: per statement, each read of a table, by scan and index,
+ * with the most rows one read returned. Index ranges only, none past a page (transactionListPlans.test.ts holds
+ * the service to it); a count of matching rows would show as a scan of the whole range under an aggregate.
+ */
+async function filteredPlans(bench: BenchContext, projectId: string, cases: { name: string; query: string }[]): Promise<Record<string, string[]>> {
+  const pool = new pg.Pool({ connectionString: bench.postgresUrl!, max: 2 });
+  const issued: CompiledQuery[] = [];
+  const traced = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: (e) => void (e.level === "query" && issued.push(e.query)) });
+  try {
+    const reads = new TransactionReads(traced, "postgres");
+    const plans: Record<string, string[]> = {};
+    for (const c of cases) {
+      const { startingAfter, ...q } = parseListQuery(Object.fromEntries(new URLSearchParams(c.query)));
+      const cursor = startingAfter === undefined ? undefined : await reads.cursorOf(projectId, startingAfter);
+      issued.length = 0;
+      await listTransactions({ ledger: { balances: new Balances(traced, "postgres"), transactions: reads } }, projectId, { ...q, ...(cursor ? { cursor } : {}) });
+      const lines: string[] = [];
+      for (const [i, statement] of issued.splice(0).entries()) {
+        const { rows } = await pool.query(`explain (analyze, format json) ${statement.sql}`, [...statement.parameters]);
+        const plan = (rows[0]["QUERY PLAN"] as { Plan: PlanNode }[])[0]!.Plan;
+        lines.push(`statement ${i + 1}: ${summarize(plan)}`);
+      }
+      plans[`filtered: ${c.name}`] = lines;
+    }
+    return plans;
+  } finally {
+    await traced.destroy();
+  }
+}
+
+/** Each table read of a plan: scan, index, how many such reads and the most rows one returned (per loop). */
+function summarize(plan: PlanNode): string {
+  const reads = new Map<string, { count: number; maxRows: number; loops: number }>();
+  const visit = (node: PlanNode, underAggregate: boolean) => {
+    if (node["Relation Name"]) {
+      const key = `${node["Node Type"]}${node["Scan Direction"] === "Backward" ? " Backward" : ""} on ${node["Relation Name"]}${node["Index Name"] ? ` using ${node["Index Name"]}` : ""}${underAggregate ? " (counting)" : ""}`;
+      const r = reads.get(key) ?? { count: 0, maxRows: 0, loops: 0 };
+      reads.set(key, { count: r.count + 1, maxRows: Math.max(r.maxRows, node["Actual Rows"]), loops: Math.max(r.loops, node["Actual Loops"]) });
+    }
+    for (const child of node.Plans ?? []) visit(child, underAggregate || node["Node Type"] === "Aggregate");
+  };
+  visit(plan, false);
+  return [...reads].map(([key, r]) => `${key} ×${r.count}, at most ${r.maxRows} row${r.maxRows === 1 ? "" : "s"}${r.loops > 1 ? ` × ${r.loops} loops` : ""}`).join("; ");
 }
 
 type Raw = {
