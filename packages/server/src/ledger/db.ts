@@ -160,8 +160,8 @@ export function openDb(options: OpenDbOptions): OpenedDb {
  * The pool as Kysely sees it, each statement run through pg's callback API. pg's promise API (`Client#query`
  * without a callback, which Kysely calls) leaves every result reachable until the next full collection: in a loop
  * of 50-row reads, 30–40 % of the young generation survived each scavenge and a scavenge took 8–13 ms, against
- * 0.1 % and 0.3–0.7 ms through the callback API (and through `Pool#query`, which uses it). Those pauses were the
- * p99 of the list pages (docs/performance.md).
+ * 0.1 % and 0.3–0.7 ms through the callback API (and through `Pool#query`, which uses it). Those pauses made much
+ * of the list pages' p99 (docs/performance.md).
  */
 function answeredByCallback(pool: pg.Pool): PostgresPool {
   // One wrapper per connection, so Kysely keeps recognising a connection it has seen.
