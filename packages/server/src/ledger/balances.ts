@@ -4,7 +4,7 @@
  * (the filtered and cursor pages are its `transactions`: transactionReads.ts).
  */
 import { sql } from "kysely";
-import { type Db, type Dialect, type PgDirect, withParameters } from "./db.ts";
+import { type Db, type Dialect, type PgDirect, runNamed, withParameters } from "./db.ts";
 import type { ListedRow } from "./transactionReads.ts";
 
 /** A row of a plain page as PostgreSQL reads it with the count: no transaction's columns when the page is empty. */
@@ -51,7 +51,7 @@ export class Balances {
 
   async get(projectId: string) {
     const query = this.statement(projectId);
-    return this.pg ? (await this.pg.prepared("aw_balance", query))[0] : (await this.db.executeQuery(query)).rows[0];
+    return (await runNamed(this.db, this.pg, "aw_balance", query))[0];
   }
 
   /** The balance read as a statement, for a write that reads it in its own transaction (a hold refused for funds). */
@@ -62,7 +62,7 @@ export class Balances {
   /** The project's number of transactions (kept on its balance row). */
   async transactionCount(projectId: string): Promise<number> {
     const query = this.db.selectFrom("balances").select("tx_count").where("project_id", "=", projectId).compile();
-    const [balance] = this.pg ? await this.pg.prepared("aw_transaction_count", query) : (await this.db.executeQuery(query)).rows;
+    const [balance] = await runNamed(this.db, this.pg, "aw_transaction_count", query);
     return Number(balance?.tx_count ?? 0);
   }
 
@@ -98,7 +98,7 @@ export class Balances {
    */
   private async listTransactionsAtOnce(projectId: string, limit: number, offset: number) {
     const query = withParameters((this.pageQuery ??= compilePageQuery(this.db)), [offset, offset + limit, limit, projectId]);
-    const rows = this.pg ? await this.pg.prepared("aw_transaction_page", query) : (await this.db.executeQuery(query)).rows;
+    const rows = await runNamed(this.db, this.pg, "aw_transaction_page", query);
     const total = rows[0]?.total ?? 0;
     return { rows: rows.filter((r): r is ListedPageRow & { id: string } => r.id !== null).map(({ total: _, ...row }) => row), total };
   }

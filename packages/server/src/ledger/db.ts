@@ -44,6 +44,11 @@ const pgDirect = new WeakMap<Db, PgDirect>();
 export function pgDirectOf(db: Db): PgDirect | undefined {
   return pgDirect.get(db);
 }
+
+/** Runs `query` as the prepared statement `name` when `pg` is given (PostgreSQL's pool), else through Kysely. */
+export async function runNamed<R>(db: Db, pg: PgDirect | undefined, name: string, query: CompiledQuery<R>): Promise<R[]> {
+  return pg ? await pg.prepared(name, query) : ((await db.executeQuery(query)).rows as R[]);
+}
 /** A compiled query with other values for its parameters (same SQL, same result type). */
 export function withParameters<R>(q: CompiledQuery<R>, parameters: readonly unknown[]): CompiledQuery<R> {
   return { ...q, parameters };

@@ -7,7 +7,7 @@
 import { type CompiledQuery, sql } from "kysely";
 import type { Clock } from "../ids.ts";
 import { scheduleFlush } from "./batching.ts";
-import { type Db, type Dialect, type PgDirect, type SqliteDirect, withParameters } from "./db.ts";
+import { type Db, type Dialect, type PgDirect, type SqliteDirect, runNamed, withParameters } from "./db.ts";
 import type { Database } from "./schema.ts";
 import type { Actor, AuditChange } from "../domain/audit.ts";
 import { recordAudit, withAudit } from "./auditLog.ts";
@@ -191,7 +191,7 @@ export class Tokens {
       const chunk = hashes.slice(i, i + TOKEN_LOOKUP_BATCH_MAX);
       try {
         const query = withParameters((this.queries[chunk.length] ??= compileTokenQuery(this.db, this.dialect, chunk.length)), chunk);
-        const rows = this.read?.(query) ?? (this.pg ? await this.pg.prepared(`aw_token_lookup_${chunk.length}`, query) : (await this.db.executeQuery(query)).rows);
+        const rows = this.read?.(query) ?? (await runNamed(this.db, this.pg, `aw_token_lookup_${chunk.length}`, query));
         const byHash = new Map(rows.map((r) => [r.token_hash, r]));
         for (const h of chunk) {
           const row = byHash.get(h);

@@ -7,11 +7,11 @@
  * newest first, and the union of those keys is cut to the page. Every pair costs one seek and at most
  * a page of index entries, whatever the table's size or the filters' selectivity. Order: newest first by
  * `created_at`, then by position (recording order) among equal times. On PostgreSQL the ranges are one
- * prepared text per number of pairs (`pgPageKeys`). An unfiltered list keeps the plain
+ * prepared text per number of pairs (`pageKeys`). An unfiltered list keeps the plain
  * list's order, by position, with a cursor too, so its pages follow on from the plain list's.
  */
 import { type CompiledQuery, type RawBuilder, sql } from "kysely";
-import type { Db, Dialect, PgDirect } from "./db.ts";
+import { type Db, type Dialect, type PgDirect, runNamed } from "./db.ts";
 import type { TransactionsTable } from "./schema.ts";
 
 export type TransactionFilter = {
@@ -59,27 +59,6 @@ export type DetailRow = ListedRow & {
   approval_reason: string | null;
 };
 
-/**
- * SQLite: the page's keys, one index range per (type, status) pair, merged and cut to `offset`, `limit + 1`.
- * (PostgreSQL reads the same ranges through one prepared text per number of pairs: `pgPageKeys`.)
- */
-function pageKeys(projectId: string, f: TransactionFilter, cursor: Cursor | undefined, limit: number, offset: number): RawBuilder<unknown> {
-  const perPair = offset + limit + 1;
-  const bounds = [
-    ...(f.createdAfter !== undefined ? [sql`created_at > ${f.createdAfter}`] : []),
-    ...(f.createdBefore !== undefined ? [sql`created_at < ${f.createdBefore}`] : []),
-    ...(cursor ? [sql`(created_at, pos) < (${cursor.createdAt}, ${cursor.pos})`] : []),
-  ];
-  const ranges = f.types.flatMap((type) =>
-    f.statuses.map((status, j) => {
-      const where = sql.join([sql`project_id = ${projectId}`, sql`type = ${type}`, sql`status = ${status}`, ...bounds], sql` and `);
-      const alias = sql.raw(`r_${f.types.indexOf(type)}_${j}`);
-      return sql`select created_at, pos from (select created_at, pos from transactions where ${where} order by created_at desc, pos desc limit ${perPair}) as ${alias}`;
-    }),
-  );
-  return sql`${sql.join(ranges, sql` union all `)} order by created_at desc, pos desc limit ${limit + 1} offset ${offset}`;
-}
-
 /** The columns of a listed row, from `transactions t` and `payments p`. */
 const LISTED_COLUMNS = sql`t.id, t.type, t.status, t.amount, t.currency, t.description, t.merchant_name, t.created_at, t.completed_at, t.payment_id,
         case when p.id = t.id then p.metadata end as metadata, p.failure_code, p.failure_reason`;
@@ -93,23 +72,37 @@ const rowsOfKeys = (keys: RawBuilder<unknown>, projectId: string) => sql<ListedR
       order by k.created_at desc, k.pos desc`;
 
 /**
- * PostgreSQL: the page's keys in a text that depends only on the number of (type, status) pairs, so that it runs
- * as a prepared statement planned once per connection (`ledger/db.ts` `pgDirectOf`), at most one per number of
- * pairs: planning the union of the ranges cost more than reading the page. The bounds are values: after
- * `created_at > $after` (the empty string when none), below the key `(created_at, pos) < ($before, $beforePos)`,
- * the lower of the upper time bound and the cursor (`UPPER_END` when neither). A time range alone is one range
- * of `(project_id, created_at, pos)` (migration 0026).
+ * The page's keys: one index range per (type, status) pair, merged and cut to `offset`, `limit + 1`. On
+ * PostgreSQL the text depends only on the number of pairs, so that it runs as a prepared statement planned once
+ * per connection (`ledger/db.ts` `pgDirectOf`): planning the union cost more than reading the page. Its bounds are
+ * values: after `created_at > $after` (the empty string when none), below the key `(created_at, pos) < ($before,
+ * $beforePos)`, the lower of the upper time bound and the cursor (`UPPER_END` when neither). On PostgreSQL a time
+ * range alone is one range of `(project_id, created_at, pos)` (migration 0026).
  */
-function pgPageKeys(projectId: string, f: TransactionFilter, cursor: Cursor | undefined, limit: number, offset: number): RawBuilder<unknown> {
-  const [before, beforePos] = upperEnd(f, cursor);
-  const bounds = sql`created_at > ${f.createdAfter ?? ""}::text and (created_at, pos) < (${before}::text, ${beforePos}::bigint)`;
-  const cut = sql`order by created_at desc, pos desc limit ${limit + 1}::bigint offset ${offset}::bigint`;
-  if (f.timeRangeOnly) return sql`select created_at, pos from transactions where project_id = ${projectId} and ${bounds} ${cut}`;
+function pageKeys(projectId: string, f: TransactionFilter, cursor: Cursor | undefined, limit: number, offset: number, dialect: Dialect): RawBuilder<unknown> {
+  const bounds = dialect === "postgres" ? boundsAsValues(f, cursor) : givenBounds(f, cursor);
+  const cut = sql`order by created_at desc, pos desc limit ${limit + 1} offset ${offset}`;
+  if (dialect === "postgres" && f.timeRangeOnly) return sql`select created_at, pos from transactions where ${sql.join([sql`project_id = ${projectId}`, ...bounds], sql` and `)} ${cut}`;
   const ranges = pairsOf(f).map(([type, status], i) => {
-    const where = sql`project_id = ${projectId} and type = ${type} and status = ${status} and ${bounds}`;
-    return sql`select created_at, pos from (select created_at, pos from transactions where ${where} order by created_at desc, pos desc limit ${offset + limit + 1}::bigint) as ${sql.raw(`r_${i}`)}`;
+    const where = sql.join([sql`project_id = ${projectId}`, sql`type = ${type}`, sql`status = ${status}`, ...bounds], sql` and `);
+    return sql`select created_at, pos from (select created_at, pos from transactions where ${where} order by created_at desc, pos desc limit ${offset + limit + 1}) as ${sql.raw(`r_${i}`)}`;
   });
   return sql`${sql.join(ranges, sql` union all `)} ${cut}`;
+}
+
+/** The bounds the caller gave, each a condition (SQLite). */
+function givenBounds(f: TransactionFilter, cursor: Cursor | undefined): RawBuilder<unknown>[] {
+  return [
+    ...(f.createdAfter !== undefined ? [sql`created_at > ${f.createdAfter}`] : []),
+    ...(f.createdBefore !== undefined ? [sql`created_at < ${f.createdBefore}`] : []),
+    ...(cursor ? [sql`(created_at, pos) < (${cursor.createdAt}, ${cursor.pos})`] : []),
+  ];
+}
+
+/** The bounds as values, the same two conditions whichever were given (PostgreSQL: one text per number of pairs). */
+function boundsAsValues(f: TransactionFilter, cursor: Cursor | undefined): RawBuilder<unknown>[] {
+  const [before, beforePos] = upperEnd(f, cursor);
+  return [sql`created_at > ${f.createdAfter ?? ""}`, sql`(created_at, pos) < (${before}, ${beforePos})`];
 }
 
 /** Every (type, status) pair the filter asks for. */
@@ -139,8 +132,8 @@ export class TransactionReads {
   ) {}
 
   /** A query of one fixed text per `name`: prepared on PostgreSQL when the pool offers it. */
-  private async run<R>(name: string, query: CompiledQuery<R>): Promise<R[]> {
-    return this.pg ? await this.pg.prepared(name, query) : ((await this.db.executeQuery(query)).rows as R[]);
+  private run<R>(name: string, query: CompiledQuery<R>): Promise<R[]> {
+    return runNamed(this.db, this.pg, name, query);
   }
 
   /**
@@ -149,16 +142,12 @@ export class TransactionReads {
    */
   async listFiltered(projectId: string, f: TransactionFilter, page: { limit: number; offset: number; cursor?: Cursor }): Promise<{ rows: ListedRow[]; hasMore: boolean }> {
     if (isEmptyRange(f)) return { rows: [], hasMore: false };
-    const rows = this.dialect === "postgres" ? await this.pgPage(projectId, f, page) : (await rowsOfKeys(pageKeys(projectId, f, page.cursor, page.limit, page.offset), projectId).execute(this.db)).rows;
-    return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
-  }
-
-  private async pgPage(projectId: string, f: TransactionFilter, page: { limit: number; offset: number; cursor?: Cursor }): Promise<ListedRow[]> {
-    const query = rowsOfKeys(pgPageKeys(projectId, f, page.cursor, page.limit, page.offset), projectId).compile(this.db);
+    const query = rowsOfKeys(pageKeys(projectId, f, page.cursor, page.limit, page.offset, this.dialect), projectId).compile(this.db);
     // A time range alone is planned for its values on every call: one range plans quickly, and without the
     // limit's value its generic plan would sort the whole table.
-    if (f.timeRangeOnly) return (await this.db.executeQuery(query)).rows;
-    return await this.run(`aw_transaction_page_${pairsOf(f).length}_pairs`, query);
+    const prepared = this.dialect === "postgres" && !f.timeRangeOnly;
+    const rows = prepared ? await this.run(`aw_transaction_page_${pairsOf(f).length}_pairs`, query) : (await this.db.executeQuery(query)).rows;
+    return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
   }
 
   /** An unfiltered page after a cursor: the positions below the cursor's, newest first (the plain list's order). */
