@@ -1,6 +1,7 @@
 // Settlement in a thread of its own, on the real server and chain: accepted payments complete while the
 // request thread's event loop is frozen (nothing on it could move them), a settlement thread that dies is
 // started again and the payments it held complete exactly once, and settlement inline still works.
+import Database from "better-sqlite3";
 import type { Address } from "viem";
 import { afterEach, describe, expect, test } from "vitest";
 import { startTestServer, type TestServer } from "../../src/testing/harness.ts";
@@ -29,6 +30,26 @@ function freezeEventLoop(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
+/**
+ * Keeps this thread's event loop frozen until every payment is final or `limitMs` passed, reading their
+ * statuses through a connection of its own, synchronously: nothing on this thread runs meanwhile, however
+ * long a loaded machine takes to settle. Returns the statuses last read.
+ */
+function frozenUntilFinal(sqlitePath: string, ids: string[], limitMs: number): string[] {
+  const db = new Database(sqlitePath, { readonly: true });
+  try {
+    const read = db.prepare("select status from payments where id = ?").pluck();
+    const deadline = Date.now() + limitMs;
+    for (;;) {
+      const statuses = ids.map((id) => read.get(id) as string);
+      if (statuses.every((s) => s !== "pending" && s !== "processing") || Date.now() > deadline) return statuses;
+      freezeEventLoop(100);
+    }
+  } finally {
+    db.close();
+  }
+}
+
 describe("settlement thread", () => {
   test("behavior: accepted payments complete while the request thread's event loop is frozen", async () => {
     s = await startTestServer({ env: { SETTLEMENT: "thread" } });
@@ -39,7 +60,8 @@ describe("settlement thread", () => {
     expect(accepted.map((p) => p.status)).toEqual(["pending", "pending"]);
     // Let this loop hand the payments over (next turn), then stop it: only another thread can settle them.
     await new Promise((r) => setImmediate(r));
-    freezeEventLoop(4_000);
+    const frozen = frozenUntilFinal(s.server.ctx.config.sqlitePath, accepted.map((p) => p.id), 60_000);
+    expect(frozen).toEqual(["completed", "completed"]);
     const rows = await Promise.all(accepted.map((p) => s!.server.ctx.ledger.payments.getPayment(p.id)));
     expect(rows.map((r) => r!.status)).toEqual(["completed", "completed"]);
     expect((await s.server.chain!.client.usdcBalance(recipient)) - before).toBe(750_000n);
