@@ -5,15 +5,22 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { Balance, TransactionList } from "@agentwallet/api";
 import { afterAll, describe, expect, test } from "vitest";
+import { agentwalletBin } from "./support/testBuild.ts";
 
 const root = resolve(import.meta.dirname, "../../..");
 const bin = join(root, "packages/server/bin/agentwallet.js");
 const run = promisify(execFile);
 
-/** Starts `agentwallet serve` like `npm start` does and resolves once the banner is printed. */
-export async function spawnSandbox(dataDir: string, env: NodeJS.ProcessEnv = {}) {
+/**
+ * The run's bundle of the service (testBuild.ts): the sandbox's behaviour, checked by the first test, is the same
+ * code whichever way it is loaded; the README walkthrough runs the checkout's own entry, as `npm start` does.
+ */
+const bundled = agentwalletBin();
+
+/** Starts `agentwallet serve` like `npm start` does (through `entry`) and resolves once the banner is printed. */
+export async function spawnSandbox(dataDir: string, env: NodeJS.ProcessEnv = {}, entry = bin) {
   const started = Date.now();
-  const child = spawn(process.execPath, [bin, "serve", "--port", "0", "--data-dir", dataDir], {
+  const child = spawn(process.execPath, [entry, "serve", "--port", "0", "--data-dir", dataDir], {
     cwd: root,
     env: { ...process.env, DATABASE_URL: "", BASE_RPC_URL: "", LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -55,20 +62,20 @@ describe("sandbox: npm start on a fresh data dir", () => {
 
   test("serves, the printed token reads the balance, the CLI reaches it, and a restart keeps project, token, chain and merchant port", async () => {
     // Start-up time is measured by `npm run bench -- start`, not asserted here.
-    const s = await spawnSandbox(dir);
+    const s = await spawnSandbox(dir, {}, bundled);
     children.push(s.child);
     const auth = { authorization: `Bearer ${s.token}` };
     const bal = Balance.parse(await (await fetch(`${s.baseUrl}/v1/balance`, { headers: auth })).json());
     expect(bal).toMatchObject({ project_id: s.projectId, available: 0, wallet_address: s.address });
 
-    const { stdout } = await run(process.execPath, [bin, "fund", "--project", s.projectId, "--amount-usdc", "25", "--data-dir", dir, "--json"], { cwd: root, env: { ...process.env, DATABASE_URL: "", BASE_RPC_URL: "" }, timeout: 120_000 });
+    const { stdout } = await run(process.execPath, [bundled, "fund", "--project", s.projectId, "--amount-usdc", "25", "--data-dir", dir, "--json"], { cwd: root, env: { ...process.env, DATABASE_URL: "", BASE_RPC_URL: "" }, timeout: 120_000 });
     expect(JSON.parse(stdout)).toMatchObject({ amount_micros: 25_000_000, credited: true });
     const after = Balance.parse(await (await fetch(`${s.baseUrl}/v1/balance`, { headers: auth })).json());
     expect(after).toMatchObject({ available: 25_000_000, total_funded: 25_000_000 });
     const list = TransactionList.parse(await (await fetch(`${s.baseUrl}/v1/transactions`, { headers: auth })).json());
     expect(list.transactions[0]).toMatchObject({ type: "usdc_fund", amount: 25_000_000, status: "completed" });
 
-    const info = JSON.parse((await run(process.execPath, [bin, "sandbox", "info", "--json", "--data-dir", dir], { cwd: root, env: { ...process.env, BASE_RPC_URL: "" } })).stdout);
+    const info = JSON.parse((await run(process.execPath, [bundled, "sandbox", "info", "--json", "--data-dir", dir], { cwd: root, env: { ...process.env, BASE_RPC_URL: "" } })).stdout);
     expect(info).toMatchObject({ base_url: s.baseUrl, chain_id: 8453 });
     expect(info.rpc_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(info.usdc_address).toMatch(/^0x[0-9a-fA-F]{40}$/);
@@ -80,29 +87,28 @@ describe("sandbox: npm start on a fresh data dir", () => {
     expect(pay.status).toBe(201);
     const cliEnv = { cwd: root, env: { ...process.env, DATABASE_URL: "", BASE_RPC_URL: "" }, timeout: 120_000 };
     for (let i = 0; i < 50; i++) {
-      const once = JSON.parse((await run(process.execPath, [bin, "workers", "run-once", "--json", "--data-dir", dir], cliEnv)).stdout);
+      const once = JSON.parse((await run(process.execPath, [bundled, "workers", "run-once", "--json", "--data-dir", dir], cliEnv)).stdout);
       if (once.still_open === 0) break;
       await new Promise((r) => setTimeout(r, 200));
     }
-    const rec = JSON.parse((await run(process.execPath, [bin, "reconcile", "--json", "--data-dir", dir], cliEnv)).stdout);
+    const rec = JSON.parse((await run(process.execPath, [bundled, "reconcile", "--json", "--data-dir", dir], cliEnv)).stdout);
     expect(rec.ok).toBe(true);
     expect(rec.rows.find((r: { project_id: string }) => r.project_id === s.projectId)).toMatchObject({ onchain_micros: 22_960_000, available_micros: 22_960_000, drift_micros: 0 });
 
     // A restart reuses the same demo project and token, and the chain keeps its state.
     await stopProcess(s.child);
-    const again = await spawnSandbox(dir);
+    const again = await spawnSandbox(dir, {}, bundled);
     children.push(again.child);
     expect(again.projectId).toBe(s.projectId);
     expect(again.token).toBe(s.token);
     const kept = Balance.parse(await (await fetch(`${again.baseUrl}/v1/balance`, { headers: auth })).json());
     expect(kept.available).toBe(22_960_000);
     // The demo merchant listens where it did: a URL copied from the first banner still pays.
-    const infoAgain = JSON.parse((await run(process.execPath, [bin, "sandbox", "info", "--json", "--data-dir", dir], { cwd: root, env: { ...process.env, BASE_RPC_URL: "" }, timeout: 120_000 })).stdout);
+    const infoAgain = JSON.parse((await run(process.execPath, [bundled, "sandbox", "info", "--json", "--data-dir", dir], { cwd: root, env: { ...process.env, BASE_RPC_URL: "" }, timeout: 120_000 })).stdout);
     expect(infoAgain.demo_merchant_paid_url).toBe(info.demo_merchant_paid_url);
     const paidAgain = await fetch(`${again.baseUrl}/v1/pay`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ recipient: info.demo_merchant_paid_url, max_amount_usdc: 10_000 }) });
     expect(paidAgain.status).toBe(200);
-    // Two servers and five CLI processes, each loading the service (and a server its settlement thread):
-    // 27 s alone on two slow cores, minutes on a machine shared with other suites.
+    // Two servers and five CLI processes, each loading the run's bundle (and a server its settlement thread).
   }, 480_000);
 });
 
