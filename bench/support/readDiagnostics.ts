@@ -3,7 +3,8 @@
  * the token lookup every request makes, the balance read, and a transaction page, each through the
  * service's Kysely query, as the same SQL on the raw driver prepared per call (what Kysely's
  * drivers do), and prepared once (what a statement cache would give). For deep pages, the same page
- * and the database's plan for the deepest page (a range of positions, see migration 0002).
+ * and the database's plan for the deepest page (a range of positions, see migration 0002). On PostgreSQL, each
+ * filtered or cursor page through the service, and the plan and times of each of its statements.
  */
 import SQLite from "better-sqlite3";
 import { type CompiledQuery, Kysely, PostgresDialect } from "kysely";
@@ -86,7 +87,16 @@ export async function readDiagnostics(bench: BenchContext, input: DiagnosticsInp
       await threeWays(`page at offset ${offset}`, n, () => ledger.balances.listTransactions(input.projectId, input.pageLimit, offset), pageQuery);
       if (offset === deepest) plans[`page at offset ${offset} (position range)`] = await raw.plan(pageQuery.sql, [...pageQuery.parameters]);
     }
-    if (bench.dialect === "postgres" && input.filtered) Object.assign(plans, await filteredPlans(bench, input.projectId, input.filtered));
+    if (bench.dialect === "postgres" && input.filtered) {
+      // Each filtered or cursor page through the service and its prepared statements, without HTTP: what of the
+      // page's time over HTTP is the database's and the service's.
+      for (const c of input.filtered) {
+        const { startingAfter, ...q } = parseListQuery(Object.fromEntries(new URLSearchParams(c.query)));
+        const cursor = startingAfter === undefined ? undefined : await ledger.transactions.cursorOf(input.projectId, startingAfter);
+        await measure(`${c.name}: service (in-process)`, input.samples, () => listTransactions({ ledger }, input.projectId, { ...q, ...(cursor ? { cursor } : {}) }));
+      }
+      Object.assign(plans, await filteredPlans(bench, input.projectId, input.filtered));
+    }
     return { rows, plans };
   } finally {
     await raw.close();
@@ -116,8 +126,8 @@ async function filteredPlans(bench: BenchContext, projectId: string, cases: { na
       const lines: string[] = [];
       for (const [i, statement] of issued.splice(0).entries()) {
         const { rows } = await pool.query(`explain (analyze, format json) ${statement.sql}`, [...statement.parameters]);
-        const plan = (rows[0]["QUERY PLAN"] as { Plan: PlanNode }[])[0]!.Plan;
-        lines.push(`statement ${i + 1}: ${summarize(plan)}`);
+        const explained = (rows[0]["QUERY PLAN"] as { Plan: PlanNode; "Planning Time": number; "Execution Time": number }[])[0]!;
+        lines.push(`statement ${i + 1} (planned ${explained["Planning Time"].toFixed(3)} ms, ran ${explained["Execution Time"].toFixed(3)} ms): ${summarize(explained.Plan)}`);
       }
       plans[`filtered: ${c.name}`] = lines;
     }
