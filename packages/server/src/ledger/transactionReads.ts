@@ -181,12 +181,18 @@ export class TransactionReads {
     const timeOnly = pg && f.timeRangeOnly === true;
     const inPairs = timeOnly ? sql`project_id = ${projectId}` : sql`project_id = ${projectId} and ${oneOf("type", f.types)} and ${oneOf("status", f.statuses)}`;
     const countRows = (from: string | undefined, fromInclusive: boolean, to: string | undefined) => {
-      const conds = [
-        inPairs,
+      const range = [
         ...(from !== undefined ? [fromInclusive ? sql`created_at >= ${from}` : sql`created_at > ${from}`] : []),
         ...(to !== undefined ? [sql`created_at < ${to}`] : []),
       ];
-      return sql`(select count(*) from transactions where ${sql.join(conds, sql` and `)})`;
+      if (pg && !timeOnly) {
+        // One index-only range per (type, status) pair. With both lists as `= any`, the planner may read the edge day
+        // on (project_id, created_at, pos) and test each row's type and status in the table: 5 ms for 2,700 rows.
+        const pairs = sql`(select distinct unnest(${f.types}::text[]) as type) as ty cross join (select distinct unnest(${f.statuses}::text[]) as status) as st`;
+        const inPair = sql`transactions.project_id = ${projectId} and transactions.type = ty.type and transactions.status = st.status`;
+        return sql`(select coalesce(sum(edge.n), 0) from ${pairs} cross join lateral (select count(*) as n from transactions where ${sql.join([inPair, ...range], sql` and `)}) as edge)`;
+      }
+      return sql`(select count(*) from transactions where ${sql.join([inPairs, ...range], sql` and `)})`;
     };
     const dayA = f.createdAfter?.slice(0, 10);
     const dayB = f.createdBefore?.slice(0, 10);
