@@ -15,6 +15,7 @@ import type { Database } from "../../packages/server/src/ledger/schema.ts";
 import { TransactionReads } from "../../packages/server/src/ledger/transactionReads.ts";
 import { listTransactions } from "../../packages/server/src/services/listTransactions.ts";
 import { hashToken } from "../../packages/server/src/tokens.ts";
+import { type PlanNode, planNodes } from "../../packages/server/test/support/plans.ts";
 import { timeAsync } from "../lib.ts";
 import type { BenchContext } from "./benchContext.ts";
 import { dbOf } from "../../packages/server/src/ledger/connection.ts";
@@ -103,13 +104,13 @@ export async function readDiagnostics(bench: BenchContext, input: DiagnosticsInp
   }
 }
 
-type PlanNode = { "Node Type": string; "Relation Name"?: string; "Index Name"?: string; "Scan Direction"?: string; "Actual Rows": number; "Actual Loops": number; Plans?: PlanNode[] };
-
 /**
  * PostgreSQL: the plans of every statement a filtered or cursor page issues (GET /v1/transactions's service over
  * a Kysely that records them), run with `EXPLAIN ANALYZE`: per statement, each read of a table, by scan and index,
  * with the most rows one read returned. Index ranges only, none past a page (transactionListPlans.test.ts holds
- * the service to it); a count of matching rows would show as a scan of the whole range under an aggregate.
+ * the service to it); a count of matching rows would show as a scan of the whole range under an aggregate. Each
+ * statement's times are for its values, unprepared: "planned" is what a call would pay without the service's
+ * prepared statements, which are planned once per connection.
  */
 async function filteredPlans(bench: BenchContext, projectId: string, cases: { name: string; query: string }[]): Promise<Record<string, string[]>> {
   const pool = new pg.Pool({ connectionString: bench.postgresUrl!, max: 2 });
@@ -140,15 +141,12 @@ async function filteredPlans(bench: BenchContext, projectId: string, cases: { na
 /** Each table read of a plan: scan, index, how many such reads and the most rows one returned (per loop). */
 function summarize(plan: PlanNode): string {
   const reads = new Map<string, { count: number; maxRows: number; loops: number }>();
-  const visit = (node: PlanNode, underAggregate: boolean) => {
-    if (node["Relation Name"]) {
-      const key = `${node["Node Type"]}${node["Scan Direction"] === "Backward" ? " Backward" : ""} on ${node["Relation Name"]}${node["Index Name"] ? ` using ${node["Index Name"]}` : ""}${underAggregate ? " (counting)" : ""}`;
-      const r = reads.get(key) ?? { count: 0, maxRows: 0, loops: 0 };
-      reads.set(key, { count: r.count + 1, maxRows: Math.max(r.maxRows, node["Actual Rows"]), loops: Math.max(r.loops, node["Actual Loops"]) });
-    }
-    for (const child of node.Plans ?? []) visit(child, underAggregate || node["Node Type"] === "Aggregate");
-  };
-  visit(plan, false);
+  for (const { node, above } of planNodes(plan)) {
+    if (!node["Relation Name"]) continue;
+    const key = `${node["Node Type"]}${node["Scan Direction"] === "Backward" ? " Backward" : ""} on ${node["Relation Name"]}${node["Index Name"] ? ` using ${node["Index Name"]}` : ""}${above.includes("Aggregate") ? " (counting)" : ""}`;
+    const r = reads.get(key) ?? { count: 0, maxRows: 0, loops: 0 };
+    reads.set(key, { count: r.count + 1, maxRows: Math.max(r.maxRows, node["Actual Rows"]), loops: Math.max(r.loops, node["Actual Loops"]) });
+  }
   return [...reads].map(([key, r]) => `${key} ×${r.count}, at most ${r.maxRows} row${r.maxRows === 1 ? "" : "s"}${r.loops > 1 ? ` × ${r.loops} loops` : ""}`).join("; ");
 }
 

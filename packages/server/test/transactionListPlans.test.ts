@@ -13,17 +13,10 @@ import { TransactionReads } from "../src/ledger/transactionReads.ts";
 import { listTransactions } from "../src/services/listTransactions.ts";
 import { createTestDb, type TestDb } from "./support/db.ts";
 import { ConsoleTransactions, type ConsoleFilter, LISTED_TYPES } from "../src/ledger/consoleTransactions.ts";
-import { type TracedPostgres, explainGeneric, planNodes, tracedPostgres } from "./support/plans.ts";
+import { type PlanNode, type TracedPostgres, explainGeneric, planNodes, tracedPostgres } from "./support/plans.ts";
 
 const EVENTS = 26_000;
 const PROJECT = "prj_plans";
-
-type PlanNode = { "Node Type": string; "Relation Name"?: string; "Index Name"?: string; "Index Cond"?: string; "Actual Rows": number; "Actual Loops": number; Plans?: PlanNode[] };
-
-/** Every node of a plan, with the node types above it. */
-function nodes(plan: PlanNode, above: string[] = []): { node: PlanNode; above: string[] }[] {
-  return [{ node: plan, above }, ...(plan.Plans ?? []).flatMap((p) => nodes(p, [...above, plan["Node Type"]]))];
-}
 
 describe("plans of the transaction list on postgres", () => {
   let db: TestDb;
@@ -113,11 +106,11 @@ describe("plans of the transaction list on postgres", () => {
     for (const statement of issued.splice(0)) {
       const { rows } = await pool.query(`explain (analyze, format json) ${statement.sql}`, statement.parameters as unknown[]);
       plans.push({ sql: statement.sql, plan: (rows[0]["QUERY PLAN"] as { Plan: PlanNode }[])[0]!.Plan });
-      if (preparedTexts.has(statement.sql)) plans.push({ sql: `(generic) ${statement.sql}`, plan: (await explainGeneric(pool, statement)) as PlanNode });
+      if (preparedTexts.has(statement.sql)) plans.push({ sql: `(generic) ${statement.sql}`, plan: await explainGeneric(pool, statement) });
     }
     for (const { sql: text, plan } of plans) {
       const statement = { sql: text };
-      for (const { node, above } of nodes(plan)) {
+      for (const { node, above } of planNodes(plan)) {
         if (node["Relation Name"] !== "transactions") continue;
         scans++;
         // A count (an aggregate above the scan) reads an edge day of a time range, at most that day's rows;
@@ -131,7 +124,7 @@ describe("plans of the transaction list on postgres", () => {
         // ends of the time range in its index condition. (Its entry count is not the bound: it includes row
         // versions a vacuum has not removed yet, which another transaction of the server can keep for a while.)
         if (counting && node["Node Type"] === "Bitmap Heap Scan") {
-          const under = nodes(node).slice(1).map((n) => n.node);
+          const under = planNodes(node).slice(1).map((n) => n.node);
           expect(under.length, statement.sql).toBeGreaterThan(0);
           for (const n of under) {
             expect(n["Node Type"], statement.sql).toMatch(/^(Bitmap Index Scan|BitmapAnd|BitmapOr)$/);

@@ -4,7 +4,7 @@ import pg from "pg";
 import type { Database } from "../../src/ledger/schema.ts";
 import { createTestDb, type TestDb } from "./db.ts";
 
-export type PlanNode = { "Node Type": string; "Relation Name"?: string; "Index Name"?: string; "Actual Rows": number; "Actual Loops": number; Plans?: PlanNode[] };
+export type PlanNode = { "Node Type": string; "Relation Name"?: string; "Index Name"?: string; "Index Cond"?: string; "Scan Direction"?: string; "Actual Rows": number; "Actual Loops": number; Plans?: PlanNode[] };
 
 /** Every node of a plan, with the node types above it. */
 export function planNodes(plan: PlanNode, above: string[] = []): { node: PlanNode; above: string[] }[] {
