@@ -108,7 +108,7 @@ export async function run(args: string[]): Promise<void> {
     }
     const warmedUp = await completedPayments(ctx.ledger);
     log(`POST /v1/pay (usdc_transfer), ${connections} connections, ${duration} s…`);
-    const { pay, startedAt, acceptedAt, settledAt, open } = await payAndSettle(server.token);
+    const { pay, startedAt, acceptedAt, settledAt, open, thread } = await payAndSettle(server.token);
     const completedBefore = (await completedPayments(ctx.ledger)) - warmedUp;
 
     // The same with an agent's token under controls: a daily limit far above the run and an allow-list.
@@ -181,12 +181,24 @@ export async function run(args: string[]): Promise<void> {
     ];
     console.log(`\nmachine: ${JSON.stringify(machine())}`);
     printTable(["target", "per second", "p50 ms", "p99 ms", "note"], rows);
+    // Diagnostic: what each load cost the request thread and the chain per accepted payment (support/payLoad.ts), which a
+    // rate on two shared cores mixes with whatever else ran.
+    const threads: [string, PayRun][] = [
+      ["flat token", { pay, startedAt, acceptedAt, settledAt, open, thread }],
+      ["token under controls", withControls],
+      ...(tree ? ([[`depth-${TREE_DEPTH} tree`, tree.run], ["flat token again", tree.flatAgain]] as [string, PayRun][]) : []),
+    ];
+    const threadRows: Cell[][] = threads.flatMap(([name, r]) => (r.thread ? [[name, Math.round(r.thread.cpuUs), Math.round(r.thread.waitUs), r.thread.chainUs === undefined ? "-" : Math.round(r.thread.chainUs), Math.round(1e6 / perSec(r))]] : []));
+    if (threadRows.length > 0) {
+      console.log("\nper accepted payment, the request thread's time and the local chain's (diagnostic):");
+      printTable(["load", "µs on a core", "µs waiting for a core", "chain's µs on the cores", "µs between accepts"], threadRows);
+    }
     console.log(`\naccepted ≥ ${TARGET_ACCEPT_RATIO_MIN} × ceiling: ${verdict(ratio >= TARGET_ACCEPT_RATIO_MIN)} (${ratio.toFixed(2)})`);
     console.log(`accepted with controls ≥ ${TARGET_CONTROLS_RATIO_MIN} × without: ${verdict(controlsVsNone >= TARGET_CONTROLS_RATIO_MIN)} (${controlsVsNone.toFixed(2)})`);
     if (treeVsFlat !== undefined) console.log(`accepted over a token tree ≥ ${TARGET_TREE_RATIO_MIN} × flat token: ${verdict(treeVsFlat >= TARGET_TREE_RATIO_MIN)} (${treeVsFlat.toFixed(2)})`);
     const stillOpen = open + withControls.open + (tree ? tree.run.open + tree.flatAgain.open : 0);
     if (stillOpen > 0) console.log(`WARNING: ${stillOpen} payments still open after ${settleTimeoutS} s`);
-    const file = writeResult(`pay-${values.db}`, { machine: machine(), db: values.db, settlement: values.settlement, connections, duration, ceiling, ceilingAfter, ceilingMean, pay, acceptOnly, acceptedPerSec, settledPerSec, completed, statuses: counts, ratio, withControls: { pay: withControls.pay, acceptedPerSec: controlledPerSec, ratio: controlledRatio, vsWithout: controlsVsNone }, ...(tree ? { tree: { nodes: tree.nodes, pay: tree.run.pay, acceptedPerSec: treePerSec, flatAgain: { pay: tree.flatAgain.pay, acceptedPerSec: flatAgainPerSec }, flatMeanPerSec: flatMean, vsFlat: treeVsFlat } } : {}) });
+    const file = writeResult(`pay-${values.db}`, { machine: machine(), db: values.db, settlement: values.settlement, connections, duration, ceiling, ceilingAfter, ceilingMean, pay, acceptOnly, acceptedPerSec, settledPerSec, completed, statuses: counts, ratio, withControls: { pay: withControls.pay, acceptedPerSec: controlledPerSec, ratio: controlledRatio, vsWithout: controlsVsNone }, threads: Object.fromEntries(threads.map(([name, r]) => [name, r.thread ?? null])), ...(tree ? { tree: { nodes: tree.nodes, pay: tree.run.pay, acceptedPerSec: treePerSec, flatAgain: { pay: tree.flatAgain.pay, acceptedPerSec: flatAgainPerSec }, flatMeanPerSec: flatMean, vsFlat: treeVsFlat } } : {}) });
     console.log(`result: ${file}`);
   } finally {
     await bare.close();

@@ -2,6 +2,7 @@
  * The pay bench's load, for its in-process run and `--behind nginx`: POSTs under autocannon (in a worker thread
  * of its own), and the payments accepted under it followed in the ledger's database until every one completed.
  */
+import { readFileSync, readdirSync } from "node:fs";
 import autocannon from "autocannon";
 import { dbOf } from "../../packages/server/src/ledger/connection.ts";
 import { log } from "../lib.ts";
@@ -28,13 +29,61 @@ export async function post(url: string, headers: Record<string, string>, body: s
   return { reqPerSec: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, total: r.requests.total, ok, non2xx: r.non2xx, errors: r.errors };
 }
 
-export type PayRun = { pay: Load; startedAt: number; acceptedAt: number; settledAt: number; open: number };
+/**
+ * Per accepted payment of a load, in µs: the request thread's time on a core and waiting runnable for one, and the
+ * local chain's (anvil, which executes the settlement's transactions) time on the cores.
+ */
+export type ThreadTime = { cpuUs: number; waitUs: number; chainUs: number | undefined };
+
+export type PayRun = { pay: Load; startedAt: number; acceptedAt: number; settledAt: number; open: number; thread: ThreadTime | undefined };
+
+/**
+ * The process's main thread's time on a core and waiting for one, in µs so far (Linux's schedstat), with the chain's;
+ * undefined where the file is missing. In the in-process bench that thread is the server's request thread, so its
+ * time per payment is what a payment costs there, apart from what else ran on the cores meanwhile; a rate counts both
+ * (behind nginx the servers are other processes, and it is not shown).
+ */
+function mainThreadTimes(): ThreadTime | undefined {
+  try {
+    const [cpuNs, waitNs] = readFileSync(`/proc/${process.pid}/task/${process.pid}/schedstat`, "utf8").trim().split(/\s+/).map(Number);
+    return { cpuUs: cpuNs! / 1000, waitUs: waitNs! / 1000, chainUs: chainTime() };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The CPU time so far, in µs, of this process's anvil children (the sandbox's chain), from their `stat`; undefined without one. */
+function chainTime(): number | undefined {
+  let us: number | undefined;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue; // gone meanwhile
+    }
+    // pid (comm) state ppid … utime stime: fields 14 and 15, in clock ticks (USER_HZ, 100 on Linux).
+    const close = stat.lastIndexOf(")");
+    const comm = stat.slice(stat.indexOf("(") + 1, close);
+    const fields = stat.slice(close + 2).split(" ");
+    if (comm !== "anvil" || Number(fields[1]) !== process.pid) continue;
+    us = (us ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10_000;
+  }
+  return us;
+}
 
 /** The load on `baseUrl`'s POST /v1/pay with `tokens`, then the wait until every accepted payment completed. */
 export async function payAndSettle(o: { baseUrl: string; tokens: string[]; connections: number; duration: number; settleTimeoutS: number; ledger: object }): Promise<PayRun> {
   const startedAt = Date.now();
   const { tokens } = o;
+  const before = mainThreadTimes();
   const pay = await post(`${o.baseUrl}/v1/pay`, { authorization: `Bearer ${tokens[0]}` }, PAY_BODY, o.connections, o.duration, 201, tokens.length > 1 ? tokens : []);
+  const after = mainThreadTimes();
+  const thread =
+    before && after && pay.ok > 0
+      ? { cpuUs: (after.cpuUs - before.cpuUs) / pay.ok, waitUs: (after.waitUs - before.waitUs) / pay.ok, chainUs: before.chainUs === undefined || after.chainUs === undefined ? undefined : (after.chainUs - before.chainUs) / pay.ok }
+      : undefined;
   const acceptedAt = Date.now();
   log(`waiting for ${pay.ok} accepted payments to complete on-chain…`);
   let open = Number.POSITIVE_INFINITY;
@@ -43,7 +92,7 @@ export async function payAndSettle(o: { baseUrl: string; tokens: string[]; conne
     open = Number(r.n);
     if (open > 0) await new Promise((r) => setTimeout(r, 250));
   }
-  return { pay, startedAt, acceptedAt, settledAt: Date.now(), open };
+  return { pay, startedAt, acceptedAt, settledAt: Date.now(), open, thread };
 }
 
 /** Payments completed so far, on the whole database. */
