@@ -108,7 +108,8 @@ export async function run(args: string[]): Promise<void> {
     }
     const warmedUp = await completedPayments(ctx.ledger);
     log(`POST /v1/pay (usdc_transfer), ${connections} connections, ${duration} s…`);
-    const { pay, startedAt, acceptedAt, settledAt, open, thread } = await payAndSettle(server.token);
+    const flat = await payAndSettle(server.token);
+    const { pay, startedAt, settledAt, open } = flat;
     const completedBefore = (await completedPayments(ctx.ledger)) - warmedUp;
 
     // The same with an agent's token under controls: a daily limit far above the run and an allow-list.
@@ -154,7 +155,7 @@ export async function run(args: string[]): Promise<void> {
     const completed = completedBefore;
     /** Accepted per second over a load's own span. */
     const perSec = (r: Pick<PayRun, "pay" | "startedAt" | "acceptedAt">) => r.pay.ok / ((r.acceptedAt - r.startedAt) / 1000);
-    const acceptedPerSec = perSec({ pay, startedAt, acceptedAt });
+    const acceptedPerSec = perSec(flat);
     const settledPerSec = completed / ((settledAt - startedAt) / 1000);
     const ratio = acceptedPerSec / ceilingMean;
     const controlledPerSec = perSec(withControls);
@@ -184,7 +185,7 @@ export async function run(args: string[]): Promise<void> {
     // Diagnostic: what each load cost the request thread and the chain per accepted payment (support/payLoad.ts), which a
     // rate on two shared cores mixes with whatever else ran.
     const threads: [string, PayRun][] = [
-      ["flat token", { pay, startedAt, acceptedAt, settledAt, open, thread }],
+      ["flat token", flat],
       ["token under controls", withControls],
       ...(tree ? ([[`depth-${TREE_DEPTH} tree`, tree.run], ["flat token again", tree.flatAgain]] as [string, PayRun][]) : []),
     ];

@@ -30,8 +30,8 @@ export async function post(url: string, headers: Record<string, string>, body: s
 }
 
 /**
- * Per accepted payment of a load, in µs: the request thread's time on a core and waiting runnable for one, and the
- * local chain's (anvil, which executes the settlement's transactions) time on the cores.
+ * In µs, so far or (in a PayRun) per accepted payment of a load: the request thread's time on a core and waiting
+ * runnable for one, and the local chain's (anvil, which executes the settlement's transactions) time on the cores.
  */
 export type ThreadTime = { cpuUs: number; waitUs: number; chainUs: number | undefined };
 
