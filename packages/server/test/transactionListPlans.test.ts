@@ -113,11 +113,11 @@ describe("plans of the transaction list on postgres", () => {
       for (const { node, above } of planNodes(plan)) {
         if (node["Relation Name"] !== "transactions") continue;
         scans++;
-        // A count (an aggregate above the scan) reads an edge day of a time range, at most that day's rows;
-        // a page, one page per range.
+        // A count (an aggregate above the scan) reads an edge day of a time range from its smaller side, at most
+        // about half that day's rows (the rows are evenly spread: 5 % allows for the mix); a page, one page per range.
         const counting = above.includes("Aggregate");
         if (counting) expect(q.filter?.createdAfter ?? q.filter?.createdBefore, `a count without a time range: ${statement.sql}`).toBeDefined();
-        const bound = counting ? maxDay : perRange;
+        const bound = counting ? Math.ceil((maxDay / 2) * 1.05) : perRange;
         // A page reads in order, so only an index scan stops after it. A count needs no order: the planner
         // may count an edge day through a bitmap of that day's index range instead (it does, depending on
         // the statistics), which is as bounded, so long as every index read under it is that range: both
@@ -128,7 +128,7 @@ describe("plans of the transaction list on postgres", () => {
           expect(under.length, statement.sql).toBeGreaterThan(0);
           for (const n of under) {
             expect(n["Node Type"], statement.sql).toMatch(/^(Bitmap Index Scan|BitmapAnd|BitmapOr)$/);
-            if (n["Node Type"] === "Bitmap Index Scan") expect(n["Index Cond"], `${n["Index Name"]} in ${statement.sql}`).toMatch(/created_at > .*created_at < |created_at >= .*created_at < /);
+            if (n["Node Type"] === "Bitmap Index Scan") expect(n["Index Cond"], `${n["Index Name"]} in ${statement.sql}`).toMatch(/created_at >=? .*created_at <=? /);
           }
         } else {
           expect(node["Node Type"], statement.sql).toMatch(/^Index (Only )?Scan$/);

@@ -166,20 +166,23 @@ export class TransactionReads {
   /**
    * How many transactions match the filter (all pages): the sum of the per-day counters that triggers keep
    * (migration 0008 on SQLite, 0025 on PostgreSQL) for the whole days inside the range, and an index count
-   * of the rows of its edge days.
+   * of the rows of its edge days. An edge day is counted from its smaller side: the part inside the range when
+   * that is at most half the day, else the day's counter less the part outside it, so no edge reads more than
+   * half a day's rows.
    */
   async countFiltered(projectId: string, f: TransactionFilter): Promise<number> {
     if (isEmptyRange(f)) return 0;
     const pg = this.dialect === "postgres";
     // On PostgreSQL the lists are array values, so that the text depends only on which bounds are given: one
-    // prepared statement per shape (at most ten), whatever the filter.
+    // prepared statement per shape, whatever the filter.
     const oneOf = (column: "type" | "status", values: readonly string[]) => (pg ? sql`${sql.ref(column)} = any(${values}::text[])` : sql`${sql.ref(column)} in (${sql.join(values)})`);
     // PostgreSQL counts a time range alone on (project_id, created_at, pos), without the lists of every pair.
     const timeOnly = pg && f.timeRangeOnly === true;
-    const countRows = (from: string | undefined, fromInclusive: boolean, to: string | undefined) => {
+    /** The matching rows from `from` (inclusive or not) up to `to` (exclusive, or inclusive with `toInclusive`). */
+    const countRows = (from: string | undefined, fromInclusive: boolean, to: string | undefined, toInclusive = false) => {
       const range = [
         ...(from !== undefined ? [fromInclusive ? sql`created_at >= ${from}` : sql`created_at > ${from}`] : []),
-        ...(to !== undefined ? [sql`created_at < ${to}`] : []),
+        ...(to !== undefined ? [toInclusive ? sql`created_at <= ${to}` : sql`created_at < ${to}`] : []),
       ];
       if (timeOnly) return sql`(select count(*) from transactions where ${sql.join([sql`project_id = ${projectId}`, ...range], sql` and `)})`;
       if (pg) {
@@ -191,28 +194,37 @@ export class TransactionReads {
       }
       return sql`(select count(*) from transactions where ${sql.join([sql`project_id = ${projectId}`, oneOf("type", f.types), oneOf("status", f.statuses), ...range], sql` and `)})`;
     };
+    const counters = (days: RawBuilder<unknown>[]) =>
+      sql`(select coalesce(sum(n), 0) from transaction_counts where ${sql.join([sql`project_id = ${projectId}`, ...days, oneOf("type", f.types), oneOf("status", f.statuses)], sql` and `)})`;
     const dayA = f.createdAfter?.slice(0, 10);
     const dayB = f.createdBefore?.slice(0, 10);
-    const days = [
-      sql`project_id = ${projectId}`,
-      ...(dayA !== undefined ? [sql`day > ${dayA}`] : []),
-      ...(dayB !== undefined ? [sql`day < ${dayB}`] : []),
-      oneOf("type", f.types),
-      oneOf("status", f.statuses),
-    ];
-    // One statement, one round trip: the whole days' counters, and the edge days (the part of the first day
-    // after the lower bound, the part of the last before the upper) counted row by row.
-    const parts =
-      dayA !== undefined && dayA === dayB
-        ? [countRows(f.createdAfter, false, f.createdBefore)]
-        : [
-            sql`(select coalesce(sum(n), 0) from transaction_counts where ${sql.join(days, sql` and `)})`,
-            ...(dayA !== undefined ? [countRows(f.createdAfter, false, nextDay(dayA))] : []),
-            ...(dayB !== undefined ? [countRows(dayB, true, f.createdBefore)] : []),
-          ];
-    const query = sql<{ n: number | string }>`select ${sql.join(parts, sql` + `)} as n`.compile(this.db);
-    const edges = dayA !== undefined && dayA === dayB ? "one_day" : `${dayA !== undefined ? "after" : ""}${dayB !== undefined ? "before" : ""}` || "all";
-    const rows = await this.run(`aw_transaction_count_${timeOnly ? "time" : "pairs"}_${edges}`, query);
+    // Each part of the sum, and its shape in the prepared statement's name.
+    const parts: { shape: string; count: RawBuilder<unknown> }[] = [];
+    if (dayA !== undefined && dayA === dayB) {
+      // One day: the rows between the bounds, or the day less the rows outside them.
+      const a = f.createdAfter!;
+      const b = f.createdBefore!;
+      if (Date.parse(b) - Date.parse(a) <= HALF_DAY_MS) parts.push({ shape: "one_day", count: countRows(a, false, b) });
+      else parts.push({ shape: "one_day_outside", count: sql`${counters([sql`day = ${dayA}`])} - ${countRows(dayA, true, a, true)} - ${countRows(b, true, nextDay(dayA))}` });
+    } else {
+      parts.push({ shape: "", count: counters([...(dayA !== undefined ? [sql`day > ${dayA}`] : []), ...(dayB !== undefined ? [sql`day < ${dayB}`] : [])]) });
+      if (dayA !== undefined) {
+        // The first day's rows after the lower bound.
+        const a = f.createdAfter!;
+        if (msIntoDay(a) >= HALF_DAY_MS) parts.push({ shape: "after", count: countRows(a, false, nextDay(dayA)) });
+        else parts.push({ shape: "after_outside", count: sql`${counters([sql`day = ${dayA}`])} - ${countRows(dayA, true, a, true)}` });
+      }
+      if (dayB !== undefined) {
+        // The last day's rows before the upper bound.
+        const b = f.createdBefore!;
+        if (msIntoDay(b) <= HALF_DAY_MS) parts.push({ shape: "before", count: countRows(dayB, true, b) });
+        else parts.push({ shape: "before_outside", count: sql`${counters([sql`day = ${dayB}`])} - ${countRows(b, true, nextDay(dayB))}` });
+      }
+    }
+    // One statement, one round trip.
+    const query = sql<{ n: number | string }>`select ${sql.join(parts.map((p) => p.count), sql` + `)} as n`.compile(this.db);
+    const shape = parts.map((p) => p.shape).filter((s) => s !== "").join("_") || "all";
+    const rows = await this.run(`aw_transaction_count_${timeOnly ? "time" : "pairs"}_${shape}`, query);
     return Number(rows[0]?.n ?? 0);
   }
 
@@ -259,6 +271,13 @@ function isEmptyRange(f: TransactionFilter): boolean {
 }
 
 /** `YYYY-MM-DD` of the day after. */
+const HALF_DAY_MS = 43_200_000;
+
+/** Milliseconds from the start of its UTC day to `iso` (a stored time, `Date#toISOString`). */
+function msIntoDay(iso: string): number {
+  return Date.parse(iso) - Date.parse(`${iso.slice(0, 10)}T00:00:00.000Z`);
+}
+
 function nextDay(day: string): string {
   return new Date(Date.parse(`${day}T00:00:00.000Z`) + 86_400_000).toISOString().slice(0, 10);
 }
