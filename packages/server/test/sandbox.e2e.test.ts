@@ -163,7 +163,8 @@ describe("README walkthrough", () => {
     }
     expect(answers.get(1)!.body).toMatchObject({ available: 0, pending: 0, total_funded: 0, total_spent: 0 });
     expect((answers.get(3)!.body!.transactions as { type: string; status: string; amount: number }[])[0]).toMatchObject({ type: "usdc_fund", status: "completed", amount: 25_000_000 });
-    expect(answers.get(6)!.body).toMatchObject({ response: expect.anything(), tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    // "its settlement report among the reply's headers", and its tx_hash "null until then" (proven right after the answer).
+    expect(answers.get(6)!.body).toMatchObject({ response: { headers: { "payment-response": expect.any(String) } }, tx_hash: null });
     // "completed a moment later in /v1/transactions" (step 4), "completes after 3 s" (step 5): bounded wait.
     const ids = [answers.get(4)!.body!.id, answers.get(5)!.body!.id];
     let statuses: unknown[] = [];
@@ -180,6 +181,13 @@ describe("README walkthrough", () => {
       await new Promise((r) => setTimeout(r, 200));
     }
     expect(statuses).toEqual(["completed", "completed"]);
+    // "GET /v1/transactions/{id} then shows it in tx_hash".
+    let paid = await fetch(`${s.baseUrl}/v1/transactions/${answers.get(6)!.body!.id as string}`, { headers: { authorization: `Bearer ${s.token}` } });
+    for (let i = 0; i < 10 && paid.status === 429; i++) {
+      await new Promise((r) => setTimeout(r, 1000 * Number(paid.headers.get("retry-after") ?? 1)));
+      paid = await fetch(`${s.baseUrl}/v1/transactions/${answers.get(6)!.body!.id as string}`, { headers: { authorization: `Bearer ${s.token}` } });
+    }
+    expect(((await paid.json()) as { tx_hash: string | null }).tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
 
     // "Know the price first": the quote, then the payment that names it.
     const sh = (command: string) => run("bash", ["-c", command.replaceAll("http://127.0.0.1:8787", s.baseUrl).replaceAll("<merchant port>", merchantPort)], { cwd: root, env, timeout: 120_000 });

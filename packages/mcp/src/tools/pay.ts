@@ -22,8 +22,8 @@ export const pay = defineTool({
     "by ACH (2-3 business days). A platform fee of 1-2% is charged on top. `amount_charged` and `fee` are micro-USDC " +
     "(1 USDC = 1,000,000) for x402 and USDC, cents for bank payments. A transfer or bank payment is answered " +
     "`pending` (accepted, submitted right after) and completes later: list_transactions shows when. An x402 answer " +
-    "with a `tx_hash` means the target was paid on-chain; `processing` without one means its settlement is still " +
-    "being confirmed (it completes, or fails and is credited back, on its own). When you do not know a URL's price, " +
+    "is `processing` with the target's reply; the settlement the target reports is proven on-chain right after " +
+    "(get_transaction then shows its `tx_hash`), and the payment completes, or fails and is credited back, on its own. When you do not know a URL's price, " +
     "call check_price first and pass its quote_id here: the payment is then made only at the quoted price. A payment " +
     "above the token's approval threshold answers `approval.status: \"required\"`: it waits for a person until " +
     "`approval.expires_at`; follow it with get_transaction.",

@@ -132,8 +132,9 @@ export function registerPaymentRoutes(app: FastifyInstance, ctx: HttpDeps, metri
     const p = principalOf(req);
     requireActive(p);
     const body = parseOr400(X402PayRequest, req.body);
-    // This body has no idempotency_key and no description; the header alone can give a key.
-    const request = x402Request({ ...body, idempotency_key: headerIdempotencyKey(req, undefined), description: undefined }, checkUrl(body.url, "url"));
+    // This body has no idempotency_key and no description; the header alone can give a key. Its answer says whether
+    // the merchant's settlement is proven (`settled`), so it waits for the proof.
+    const request = { ...x402Request({ ...body, idempotency_key: headerIdempotencyKey(req, undefined), description: undefined }, checkUrl(body.url, "url")), proofInAnswer: true };
     return answer(reply, metrics, await createPayment(ctx, p, request), renderX402, renderX402FreeReply, "x402");
   });
 }

@@ -65,10 +65,17 @@ export type X402Quote = { amountMicros: number; state: X402HeldState; fromBlock:
 /** A signed payment: the header to send, and the rail state that records it (`signed`). */
 export type X402Signature = { header: { name: string; value: string }; state: X402SignedState };
 
-/** The paid retry's outcome: never sent (nothing can pay), or sent, with the reply and a proven settlement. */
+/** A settlement the paid reply proves on-chain, or undefined (no reply, no receipt, or one that does not prove). */
+export type ProvenSettlement = { txHash: `0x${string}`; state: X402SettledState } | undefined;
+
+/**
+ * The paid retry's outcome: never sent (nothing can pay), or sent, with the reply and the proof of the settlement it
+ * reports (`prove`: a read of the chain, made when asked). The proof never rejects: one that cannot be read is
+ * undefined, and the worker lets the chain decide.
+ */
 export type X402PaidOutcome =
   | { kind: "not_sent"; error: Error; reason: string }
-  | { kind: "sent"; reply: ProxiedResponse | undefined; settlement: { txHash: `0x${string}`; state: X402SettledState } | undefined };
+  | { kind: "sent"; reply: ProxiedResponse | undefined; prove(): Promise<ProvenSettlement> };
 
 /** A connection dialled for the paid retry, used once. */
 export type PaidRetry = { close(): void };
@@ -91,7 +98,7 @@ export interface X402Rail extends Rail {
    * payment-identifier (derived from the project and the idempotency key).
    */
   sign(walletIndex: number, quote: X402Quote, identity: { projectId: string; idempotencyKey: string | null }): Promise<X402Signature>;
-  /** Sends the paid retry over `retry` and proves a settlement the target reports. */
+  /** Sends the paid retry over `retry`; the outcome proves, when asked, a settlement the target reports. */
   sendPaid(retry: PaidRetry, call: X402Call, signature: X402Signature, paymentId: string): Promise<X402PaidOutcome>;
 }
 

@@ -1,6 +1,6 @@
 // The paid reply answers before its record (decisions.md, "The paid reply answers before its record"). The
-// record of the reply and of the proven settlement is written right after the answer, by the request's own
-// process. While it is not written, the payment stays leased to its request: a repeat of its key in the same
+// settlement the reply reports is proven on-chain and recorded with the reply right after the answer, by the
+// request's own process. While it is not written, the payment stays leased to its request: a repeat of its key in the same
 // process waits for the record and gets the payment (elsewhere it is told to retry), never a second payment. A
 // graceful stop waits for it. Each case holds the database's
 // write lock from the moment the merchant answers, so that the record is provably still to be written when the
@@ -55,6 +55,12 @@ async function startLockingMerchant(w: X402World): Promise<{ url: string; lock: 
   return { url: `${target.url}/paid`, lock: () => held, close: () => target.close() };
 }
 
+/** The transaction the merchant's reply reports (its PAYMENT-RESPONSE header), which the record must prove and hold. */
+function reportedTx(answer: { body: Record<string, unknown> }): string {
+  const headers = (answer.body.response as { headers: Record<string, string> }).headers;
+  return (JSON.parse(Buffer.from(headers["payment-response"]!, "base64").toString()) as { transaction: string }).transaction;
+}
+
 for (const database of ["sqlite", "postgres"] as const) {
   describe(`${database}: the paid reply answers before its record`, () => {
     let w: X402World;
@@ -65,14 +71,17 @@ for (const database of ["sqlite", "postgres"] as const) {
       await w?.stop();
     });
 
-    test("behavior: the answer carries the reply and the proven settlement while the record waits; a repeat of the key waits for the record and gets the payment; the record equals the answer", async () => {
+    test("behavior: the answer carries the reply while the proof and the record wait; a repeat of the key waits for the record and gets the payment with the proven settlement; the record equals the answer", async () => {
       const merchant = await startLockingMerchant(w);
       try {
         const key = `k-${randomBytes(6).toString("hex")}`;
         const answer = await w.post("/v1/pay", { recipient: merchant.url, max_amount_usdc: Number(PRICE), idempotency_key: key });
         expect(answer.status).toBe(200);
         expect(answer.body.status).toBe("processing");
-        expect(answer.body.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
+        // The settlement is the merchant's word until proven: the answer's tx_hash waits for the record.
+        expect(answer.body.tx_hash).toBeNull();
+        const settlementTx = reportedTx(answer);
+        expect(settlementTx).toMatch(/^0x[0-9a-f]{64}$/);
         expect((answer.body.response as { body: string }).body).toBe('{"data":"paid"}');
         const id = answer.body.id as string;
         // Not yet recorded: the write lock is still held.
@@ -88,11 +97,11 @@ for (const database of ["sqlite", "postgres"] as const) {
         const repeat = await repeating;
         expect(repeat.status).toBe(200);
         expect(repeat.body.id).toBe(id);
-        expect(repeat.body.tx_hash).toBe(answer.body.tx_hash);
+        expect(repeat.body.tx_hash).toBe(settlementTx);
         expect(repeat.body.response).toEqual(answer.body.response);
         expect(await w.settle(id)).toBe("completed");
         const shown = await w.get(`/v1/transactions/${id}`);
-        expect(shown.body.tx_hash).toBe(answer.body.tx_hash);
+        expect(shown.body.tx_hash).toBe(settlementTx);
         // The same key now answers the recorded payment.
         const replay = await w.post("/v1/pay", { recipient: merchant.url, max_amount_usdc: Number(PRICE), idempotency_key: key });
         expect(replay.status).toBe(200);
@@ -125,7 +134,7 @@ describe("sqlite: a graceful stop waits for the record of an answered payment", 
       const { ledger, opened } = await openLedger(loadConfig({ AGENTWALLET_DATA_DIR: dataDir }, { port: 0, host: "127.0.0.1" }));
       try {
         const [row] = await paymentRows(ledger, { ids: [id] });
-        expect(row!.tx_hash).toBe(answer.body.tx_hash);
+        expect(row!.tx_hash).toBe(reportedTx(answer));
         expect(JSON.parse(row!.response_json!)).toEqual(answer.body.response);
       } finally {
         await opened.close();

@@ -45,8 +45,9 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (database) => {
       const answer = await w.post("/v1/pay", { recipient: `${merchant().url}/paid`, max_amount_usdc: Number(price), description: "forecast" });
 
       expect(answer.status, JSON.stringify(answer.body)).toBe(200);
-      // Answered once the merchant's settlement is proven on-chain; completed once the fee reached the treasury.
-      expect(answer.body).toMatchObject({ status: "processing", rail: "x402", amount_charged: Number(price), fee: Number(fee), currency: "usdc", recipient: `${merchant().url}/paid`, tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+      // Answered with the merchant's reply; its settlement is proven on-chain and recorded right after (tx_hash), and
+      // the payment completes once the fee reached the treasury.
+      expect(answer.body).toMatchObject({ status: "processing", rail: "x402", amount_charged: Number(price), fee: Number(fee), currency: "usdc", recipient: `${merchant().url}/paid`, tx_hash: null });
       expect(await w.settle(answer.body.id as string)).toBe("completed");
       expect(JSON.parse((answer.body.response as { body: string }).body)).toEqual({ paid: true });
       const response = answer.body.response as { status_code: number; headers: Record<string, string> };
@@ -63,7 +64,9 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (database) => {
       expect(w.signatures.count() - signaturesBefore).toBe(2);
 
       // tx_hash is the merchant's settlement: the transfer of exactly the price to payTo.
-      const receipt = await w.server.server.chain!.client.receipt(answer.body.tx_hash as Hex);
+      const txHash = (await w.get(`/v1/transactions/${answer.body.id as string}`)).body.tx_hash as Hex;
+      expect(txHash).toMatch(/^0x[0-9a-f]{64}$/);
+      const receipt = await w.server.server.chain!.client.receipt(txHash);
       const transfers = parseEventLogs({ abi: usdcAbi, eventName: "Transfer", logs: receipt!.logs });
       expect(transfers).toContainEqual(expect.objectContaining({ args: { from: await w.wallet(), to: merchant().payTo, value: price } }));
 

@@ -16,7 +16,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { type ProxiedResponse, limits } from "@agentwallet/api";
 import { type Address, type Hex, getAddress } from "viem";
-import { type X402Rail, type X402Call, type X402Quote, type X402Signature, type X402PaidOutcome, advanceByStage } from "../rails.ts";
+import { type X402Rail, type X402Call, type X402Quote, type X402Signature, type X402PaidOutcome, type ProvenSettlement, advanceByStage } from "../rails.ts";
 import { HOP_BY_HOP, type LookupFunction, type PreparedRequest, type SafeFetch, type SafeFetchResponse, createSafeFetcher } from "../../net/safeFetch.ts";
 import { SafeFetchError } from "../../net/safeFetchErrors.ts";
 import { redactServiceTokens } from "../../tokenScan.ts";
@@ -226,7 +226,9 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
         // answers what it answered the first time ("recovering a lost response"): the identical bytes go again.
         if (state.paymentIdentifier) reply = await resendIdentical(call, headers, paymentId);
       }
-      return { kind: "sent", reply: reply ? proxied(reply) : undefined, settlement: reply ? await provenSettlement(reply, state, paymentId) : undefined };
+      // Fixed for the proof, which is made later (when the core asks: after its answer).
+      const answered = reply;
+      return { kind: "sent", reply: answered ? proxied(answered) : undefined, prove: async () => (answered ? await provenSettlement(answered, state, paymentId) : undefined) };
     },
   };
 
@@ -234,7 +236,7 @@ export function createX402Rail(d: X402RailDeps): X402Rail {
    * The settlement an answer proves: only a receipt whose transaction used our authorization settles the
    * payment here; a 402, an error, or a receipt we cannot prove leaves it to the chain.
    */
-  async function provenSettlement(reply: SafeFetchResponse, state: X402SignedState, paymentId: string): Promise<{ txHash: Hex; state: X402SettledState } | undefined> {
+  async function provenSettlement(reply: SafeFetchResponse, state: X402SignedState, paymentId: string): Promise<ProvenSettlement> {
     try {
       const reported = state.protocol === "mpp" ? mppReported(reply.headers) : readSettlementHeader(reply.headers);
       const proven = reported?.success && reported.transaction ? await settlementLog(chain, reported.transaction, state.authorization) : undefined;

@@ -8,8 +8,8 @@
  *   402: the rail judges it (nothing is signed for a refused requirement) → the one hold, with the
  *   authorization already signed when the balance read at authentication covers it (never for a
  *   token with spending controls: the hold judges the price before anything is signed) → the rail
- *   sends the paid retry → the answer, with the reply and a proven settlement, and after it one write of
- *   both; the dispatcher then sweeps the fee and completes. Any other outcome leaves the payment `processing`: the worker lets the chain
+ *   sends the paid retry → the answer, with the reply; after it the proof of the settlement the reply reports
+ *   (on-chain) and one write of both; the dispatcher then sweeps the fee and completes. Any other outcome leaves the payment `processing`: the worker lets the chain
  *   decide (the rail's `advance`).
  */
 import { randomUUID } from "node:crypto";
@@ -19,7 +19,7 @@ import { judgeStatic, refusalError } from "../../domain/spending.ts";
 import { unavailable } from "../../domain/errors.ts";
 import type { FailureCode } from "../../ledger/failureCodes.ts";
 import type { Payment, PaymentPatch } from "../../domain/payment.ts";
-import type { PaidRetry, X402Call, X402Quote, X402Rail, X402Signature } from "../../rails/rails.ts";
+import type { PaidRetry, ProvenSettlement, X402Call, X402Quote, X402Rail, X402Signature } from "../../rails/rails.ts";
 import { x402States } from "../../rails/x402/x402State.ts";
 import { feeFor } from "../../money.ts";
 import { holdControls } from "../spendingControls.ts";
@@ -29,8 +29,12 @@ import { renderFreeReply } from "./render.ts";
 import { judgeAgainstQuote, quoteOf } from "./quoteCheck.ts";
 import type { QuoteContext } from "./quotePrice.ts";
 
-/** An x402 payment request: the call to make, and what every payment may carry (and a quote it must match: quoteCheck.ts). */
-export type X402Request = X402Call & { rail: "x402"; description: string | null; idempotencyKey: string | null; metadata: Record<string, string> | null; quoteId: string | null };
+/**
+ * An x402 payment request: the call to make, and what every payment may carry (and a quote it must match: quoteCheck.ts).
+ * `proofInAnswer`: the answer waits for the settlement's proof, so it carries the proven `tx_hash` (the legacy endpoint,
+ * whose `settled` says so); otherwise the proof follows the answer with the payment's record.
+ */
+export type X402Request = X402Call & { rail: "x402"; description: string | null; idempotencyKey: string | null; metadata: Record<string, string> | null; quoteId: string | null; proofInAnswer?: boolean };
 
 /** A payment held for a judged requirement: signed and recorded already (`signature`), or to be signed. */
 type Held = { payment: Payment; walletIndex: number; quote: X402Quote; signature: X402Signature | undefined; retry: PaidRetry };
@@ -206,19 +210,21 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
   }
   // One write: the reply, the settlement, and the end of the request's hold on the key. A proven
   // settlement stays leased to this process for the dispatcher, which sweeps the fee right after
-  // the write; anything else goes to the worker. The answer does not wait for it (decisions.md, "The paid
+  // the write; anything else goes to the worker. The answer waits neither for that write nor for the proof (decisions.md, "The paid
   // reply answers before its record"): the money was held and the authorization recorded before the
   // signature left, and until this write the payment stays leased to this request, so a repeat of its key
-  // is told to retry and a crash leaves it to the worker, which lets the chain decide.
-  const dispatch = sent.settlement !== undefined ? ctx.dispatch : undefined;
-  const patch: PaymentPatch = {
-    ...(sent.reply ? { responseJson: JSON.stringify(sent.reply) } : {}),
-    ...(sent.settlement ? { txHash: sent.settlement.txHash, railState: x402States.write("signed", sent.settlement.state) } : {}),
+  // is told to retry and a crash leaves it to the worker, which lets the chain decide. The settlement's
+  // proof (a read of the chain) comes first in that work, once the answer is on its socket.
+  const reply: PaymentPatch = sent.reply ? { responseJson: JSON.stringify(sent.reply) } : {};
+  const patchFor = (settlement: ProvenSettlement): PaymentPatch => ({
+    ...reply,
+    ...(settlement ? { txHash: settlement.txHash, railState: x402States.write("signed", settlement.state) } : {}),
     inFlightUntil: null,
-    ...(dispatch ? {} : { leaseOwner: null, leaseUntil: null, nextAttemptAt: ctx.clock().toISOString() }),
-  };
+    ...(settlement && ctx.dispatch ? {} : { leaseOwner: null, leaseUntil: null, nextAttemptAt: ctx.clock().toISOString() }),
+  });
   const paid = payment;
-  const record = async (): Promise<Payment> => {
+  const record = async (settlement: ProvenSettlement): Promise<Payment> => {
+    const patch = patchFor(settlement);
     let recorded: Payment;
     try {
       recorded = await ctx.ledger.payments.updatePayment(paid.id, patch);
@@ -227,12 +233,17 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
       ctx.logger.error({ err, payment_id: paid.id }, "x402 payment could not be stored after the paid retry; a worker will resume it");
       return (await ctx.ledger.payments.getPayment(paid.id)) ?? paid;
     }
-    dispatch?.(recorded);
+    if (settlement) ctx.dispatch?.(recorded);
     return recorded;
   };
-  if (!ctx.afterAnswer) return await record();
-  ctx.afterAnswer.run(paid.id, record);
-  return { ...paid, ...patch };
+  if (!ctx.afterAnswer) return await record(await sent.prove());
+  if (req.proofInAnswer) {
+    const settlement = await sent.prove();
+    ctx.afterAnswer.run(paid.id, () => record(settlement));
+    return { ...paid, ...patchFor(settlement) };
+  }
+  ctx.afterAnswer.run(paid.id, async () => record(await sent.prove()));
+  return { ...paid, ...reply };
 }
 
 /** Resolves a payment that nothing can pay any more: failed, amount and fee credited back. */
