@@ -6,8 +6,8 @@
  * a time (direct, service, direct, …) so both see the same machine. Both callers run on a thread of their
  * own (support/x402Callers.ts), as an agent is a process of its own: on the servers' thread, the service's
  * work after an answer would be timed as the caller's wait. Target: median and p99 of the
- * service ≤ 1.25 × direct. `--version mpp`: the same against a Machine Payments Protocol merchant on mppx's own
- * server (its EVM charge, settled by the merchant), paid directly by mppx's own client.
+ * service ≤ 1.25 × direct. Then, in the same run, the same against a Machine Payments Protocol merchant on mppx's own
+ * server (its EVM charge, settled by the merchant), paid directly by mppx's own client. `--version` measures one.
  * Also reported, without a target: `POST /v1/quote` for the same URL beside the bare unpaid request to the
  * merchant (its 402), alternating the same way: what knowing the price first costs over asking the merchant.
  */
@@ -24,7 +24,8 @@ const MERCHANT_PAY_TO = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
 const HELP = `npm run bench -- x402 [flags]
   --db sqlite|postgres   database of the service (default sqlite, synchronous=FULL; postgres uses $TEST_DATABASE_URL or the local server)
-  --version 1|2|mpp      protocol of the merchant: x402 2 (@x402/express, default), x402 1 (x402-express), or MPP (mppx's server; direct side: mppx's client)
+  --version 1|2|mpp      only this protocol of the merchant: x402 2 (@x402/express), x402 1 (x402-express), or MPP (mppx's server;
+                         direct side: mppx's client); default: x402 2, then MPP, against the same server
   --samples N            paid requests per side (default 200)
   --warmup N             unmeasured paid requests per side first (default 20)
   --max-seconds S        time budget for the measured requests (default 300)`;
@@ -52,7 +53,7 @@ export async function run(args: string[]): Promise<void> {
     args,
     options: {
       db: { type: "string", default: "sqlite" },
-      version: { type: "string", default: "2" },
+      version: { type: "string" },
       samples: { type: "string", default: "200" },
       warmup: { type: "string", default: "20" },
       "max-seconds": { type: "string", default: "300" },
@@ -61,7 +62,8 @@ export async function run(args: string[]): Promise<void> {
   });
   if (values.help) return void console.log(HELP);
   if (values.db !== "sqlite" && values.db !== "postgres") throw new UsageError("--db must be sqlite or postgres");
-  if (values.version !== "1" && values.version !== "2" && values.version !== "mpp") throw new UsageError("--version must be 1, 2 or mpp");
+  if (values.version !== undefined && values.version !== "1" && values.version !== "2" && values.version !== "mpp") throw new UsageError("--version must be 1, 2 or mpp");
+  const versions: Version[] = values.version === undefined ? ["2", "mpp"] : [values.version];
   const samples = Number(values.samples);
   const warmup = Number(values.warmup);
   const maxSeconds = Number(values["max-seconds"]);
@@ -69,23 +71,42 @@ export async function run(args: string[]): Promise<void> {
 
   const { databaseUrl, drop: dropSchema } = await benchDatabase(values.db);
 
-  const mpp = values.version === "mpp";
-  log(`starting the sandbox server (${values.db}, real anvil chain), x402's facilitator and a ${mpp ? "MPP" : `v${values.version}`} merchant…`);
+  log(`starting the sandbox server (${values.db}, real anvil chain) and x402's facilitator…`);
   const server = await startTestServer({ database: values.db, databaseUrl, env: { RATE_LIMIT_PER_MINUTE: "1000000000", LOG_LEVEL: "warn", SETTLEMENT: "thread" } });
+  const facilitator = await startFacilitator({ rpcUrl: server.server.chain!.sandbox!.rpcUrl, privateKey: server.server.chain!.sandbox!.accounts.facilitator!.privateKey });
+  try {
+    const verdicts: string[] = [];
+    for (const version of versions) verdicts.push(await measure({ version, db: values.db, samples, warmup, maxSeconds, server, facilitatorUrl: facilitator.url }));
+    if (verdicts.length > 1) console.log(`\n${verdicts.join("\n")}`);
+  } finally {
+    await facilitator.stop();
+    await server.stop();
+    await dropSchema();
+  }
+}
+
+type Version = "1" | "2" | "mpp";
+
+/**
+ * One protocol's measurement against the running server: its merchant, the callers' thread paying it directly and
+ * through the service, the tables and the result file. Answers its verdict line.
+ */
+async function measure(o: { version: Version; db: string; samples: number; warmup: number; maxSeconds: number; server: Awaited<ReturnType<typeof startTestServer>>; facilitatorUrl: string }): Promise<string> {
+  const { server, samples, warmup, maxSeconds } = o;
+  const mpp = o.version === "mpp";
   const chain = server.server.chain!;
   const sandbox = chain.sandbox!;
-  const facilitator = await startFacilitator({ rpcUrl: sandbox.rpcUrl, privateKey: sandbox.accounts.facilitator!.privateKey });
-  const startMerchant = values.version === "2" ? startMerchantV2 : startMerchantV1;
+  const startMerchant = o.version === "2" ? startMerchantV2 : startMerchantV1;
+  log(`${mpp ? "MPP" : `x402 v${o.version}`}: starting the merchant…`);
   const merchant = mpp
     ? await startMppMerchant({ rpcUrl: sandbox.rpcUrl, chainId: chain.client.settings.chainId, usdcAddress: chain.client.usdcAddress, payTo: MERCHANT_PAY_TO, priceMicros: PRICE_MICROS, settlerKey: sandbox.accounts.merchant!.privateKey })
-    : await startMerchant({ facilitatorUrl: facilitator.url, payTo: MERCHANT_PAY_TO, usdcAddress: chain.client.usdcAddress, priceMicros: PRICE_MICROS });
+    : await startMerchant({ facilitatorUrl: o.facilitatorUrl, payTo: MERCHANT_PAY_TO, usdcAddress: chain.client.usdcAddress, priceMicros: PRICE_MICROS });
   const paidUrl = `${merchant.url}/paid`;
   try {
     const total = BigInt(samples + warmup + 10);
     await server.fund(total * 2n * PRICE_MICROS);
     const payer = sandbox.accounts.payer!;
     await sandbox.mint(payer.address, total * PRICE_MICROS);
-
     // The callers run on a thread of their own, as an agent is a process of its own (support/x402Callers.ts).
     const setup: CallerSetup = { mpp, payerKey: payer.privateKey, chainId: chain.client.settings.chainId, usdcAddress: chain.client.usdcAddress, priceMicros: PRICE_MICROS.toString(), paidUrl, serviceUrl: server.baseUrl, token: server.token };
     const callers = new Worker(new URL("./support/x402Callers.mjs", import.meta.url), { workerData: setup });
@@ -140,10 +161,10 @@ export async function run(args: string[]): Promise<void> {
 
       const host = machine();
       console.log(`\nmachine: ${host.cpus} × ${host.cpuModel}, ${host.memoryGiB} GiB, Node ${host.node}; load average ${host.loadAverage1m}`);
-      console.log(mpp ? `merchant: MPP (mppx's server, EVM charge) on loopback, price ${PRICE_MICROS} micro-USDC, settled by the merchant on anvil (automine)` : `merchant: x402 v${values.version} on loopback, price ${PRICE_MICROS} micro-USDC, settled by x402's facilitator on anvil (automine)`);
+      console.log(mpp ? `merchant: MPP (mppx's server, EVM charge) on loopback, price ${PRICE_MICROS} micro-USDC, settled by the merchant on anvil (automine)` : `merchant: x402 v${o.version} on loopback, price ${PRICE_MICROS} micro-USDC, settled by x402's facilitator on anvil (automine)`);
       const rows: Cell[][] = [
         [mpp ? "direct: mppx client → merchant" : "direct: @x402/fetch → merchant", d.samples, d.p50Ms, d.p99Ms, d.meanMs, "-"],
-        [`POST /v1/pay → merchant (${values.db})`, s.samples, s.p50Ms, s.p99Ms, s.meanMs, `${p50Ratio.toFixed(2)}× / ${p99Ratio.toFixed(2)}×`],
+        [`POST /v1/pay → merchant (${o.db})`, s.samples, s.p50Ms, s.p99Ms, s.meanMs, `${p50Ratio.toFixed(2)}× / ${p99Ratio.toFixed(2)}×`],
       ];
       printTable(["path", "samples", "p50 ms", "p99 ms", "mean ms", "vs direct (p50 / p99)"], rows);
       console.log("\nknowing the price first (no target):");
@@ -151,20 +172,18 @@ export async function run(args: string[]): Promise<void> {
         ["path", "samples", "p50 ms", "p99 ms", "mean ms", "vs bare (p50 / p99)"],
         [
           ["bare unpaid request → merchant (402)", b.samples, b.p50Ms, b.p99Ms, b.meanMs, "-"],
-          [`POST /v1/quote → merchant (${values.db})`, q.samples, q.p50Ms, q.p99Ms, q.meanMs, `${(q.p50Ms / b.p50Ms).toFixed(2)}× / ${(q.p99Ms / b.p99Ms).toFixed(2)}×`],
+          [`POST /v1/quote → merchant (${o.db})`, q.samples, q.p50Ms, q.p99Ms, q.meanMs, `${(q.p50Ms / b.p50Ms).toFixed(2)}× / ${(q.p99Ms / b.p99Ms).toFixed(2)}×`],
         ],
       );
       console.log(`\nservice answers: ${Object.entries(statuses).map(([k, v]) => `${v} ${k}`).join(", ")}; merchant received ${paidOnChain} micro-USDC for ${d.samples + s.samples} measured payments`);
       console.log(`median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99 ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)})`);
-      const file = writeResult(`x402-v${values.version}-${values.db}`, { machine: host, db: values.db, version: values.version, samples, warmup, direct: d, service: s, p50Ratio, p99Ratio, bareUnpaid: b, quote: q, statuses, paidOnChainMicros: paidOnChain.toString() });
+      const file = writeResult(`x402-v${o.version}-${o.db}`, { machine: host, db: o.db, version: o.version, samples, warmup, direct: d, service: s, p50Ratio, p99Ratio, bareUnpaid: b, quote: q, statuses, paidOnChainMicros: paidOnChain.toString() });
       console.log(`result: ${file}`);
+      return `${mpp ? "MPP" : `x402 v${o.version}`}: median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)})`;
     } finally {
       await callers.terminate();
     }
   } finally {
     await merchant.stop();
-    await facilitator.stop();
-    await server.stop();
-    await dropSchema();
   }
 }
