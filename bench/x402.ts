@@ -73,13 +73,14 @@ export async function run(args: string[]): Promise<void> {
 
   log(`starting the sandbox server (${values.db}, real anvil chain) and x402's facilitator…`);
   const server = await startTestServer({ database: values.db, databaseUrl, env: { RATE_LIMIT_PER_MINUTE: "1000000000", LOG_LEVEL: "warn", SETTLEMENT: "thread" } });
-  const facilitator = await startFacilitator({ rpcUrl: server.server.chain!.sandbox!.rpcUrl, privateKey: server.server.chain!.sandbox!.accounts.facilitator!.privateKey });
+  let facilitator: Awaited<ReturnType<typeof startFacilitator>> | undefined;
   try {
+    facilitator = await startFacilitator({ rpcUrl: server.server.chain!.sandbox!.rpcUrl, privateKey: server.server.chain!.sandbox!.accounts.facilitator!.privateKey });
     const verdicts: string[] = [];
     for (const version of versions) verdicts.push(await measure({ version, db: values.db, samples, warmup, maxSeconds, server, facilitatorUrl: facilitator.url }));
     if (verdicts.length > 1) console.log(`\n${verdicts.join("\n")}`);
   } finally {
-    await facilitator.stop();
+    await facilitator?.stop();
     await server.stop();
     await dropSchema();
   }
