@@ -71,7 +71,7 @@ for (const database of ["sqlite", "postgres"] as const) {
       await w?.stop();
     });
 
-    test("behavior: the answer carries the reply while the proof and the record wait; a repeat of the key waits for the record and gets the payment with the proven settlement; the record equals the answer", async () => {
+    test("behavior: the answer carries the reply while the proof and the record wait; a repeat of the key waits for the record and gets the payment with the proven settlement; the record holds the answer's reply", async () => {
       const merchant = await startLockingMerchant(w);
       try {
         const key = `k-${randomBytes(6).toString("hex")}`;

@@ -223,8 +223,7 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
     ...(settlement && ctx.dispatch ? {} : { leaseOwner: null, leaseUntil: null, nextAttemptAt: ctx.clock().toISOString() }),
   });
   const paid = payment;
-  const record = async (settlement: ProvenSettlement): Promise<Payment> => {
-    const patch = patchFor(settlement);
+  const record = async (settlement: ProvenSettlement, patch = patchFor(settlement)): Promise<Payment> => {
     let recorded: Payment;
     try {
       recorded = await ctx.ledger.payments.updatePayment(paid.id, patch);
@@ -239,8 +238,9 @@ async function payHeld(ctx: PaymentContext, rail: X402Rail, req: X402Request, h:
   if (!ctx.afterAnswer) return await record(await sent.prove());
   if (req.proofInAnswer) {
     const settlement = await sent.prove();
-    ctx.afterAnswer.run(paid.id, () => record(settlement));
-    return { ...paid, ...patchFor(settlement) };
+    const patch = patchFor(settlement);
+    ctx.afterAnswer.run(paid.id, () => record(settlement, patch));
+    return { ...paid, ...patch };
   }
   ctx.afterAnswer.run(paid.id, async () => record(await sent.prove()));
   return { ...paid, ...reply };
