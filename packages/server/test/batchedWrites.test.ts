@@ -91,7 +91,7 @@ describe.each(dialects)("holds and resolutions asked for together, on %s", (dial
     const outcomes = await Promise.all([
       ledger.payments.resolve(ids[0]!, "completed", { txHash: "0xaaa" }),
       ledger.payments.resolve(ids[1]!, "failed", { failureReason: "reverted" }),
-      ledger.payments.resolve(ids[2]!, "completed"),
+      ledger.payments.resolve(ids[2]!, "completed", { railState: '{"stage":"relayed","logs":[]}' }),
       ledger.payments.resolve(ids[3]!, "failed"),
       ledger.payments.resolve(ids[4]!, "completed", { responseJson: "{}" }),
       // The same payment again in the same turn: it changed once, this one reports the final row.
@@ -109,6 +109,9 @@ describe.each(dialects)("holds and resolutions asked for together, on %s", (dial
     expect(outcomes[0]!.payment).toMatchObject({ txHash: "0xaaa", leaseOwner: null });
     expect(outcomes[1]!.payment.failureReason).toBe("reverted");
     expect(outcomes[4]!.payment.responseJson).toBe("{}");
+    // A rail state given is stored with the resolution; one not given stays as it was.
+    expect(outcomes[2]!.payment.railState).toBe('{"stage":"relayed","logs":[]}');
+    expect(outcomes[3]!.payment.railState).toBe(held[3]!.kind === "held" ? held[3]!.payment.railState : "");
     if (dialect === "postgres") expect(count.seen.filter((s) => s.includes("aw_resolve_batch("))).toHaveLength(1);
     // Failed ones are credited back; completed ones stay spent.
     expect((await ledger.balances.get(a))!.available_micros).toBe(1_000 - 100 - 102);

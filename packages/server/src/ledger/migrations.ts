@@ -5,7 +5,7 @@
 import { type Kysely, type Migration, Migrator, sql } from "kysely";
 import type { Dialect } from "./db.ts";
 import { approvalWebhookTriggers, statusHistoryTriggers, webhookTriggers } from "./webhookOutbox.ts";
-import { PG_ARRAY_ROWS_HOLD_FUNCTIONS, PG_BATCH_FUNCTIONS, PG_BATCH_ROWS_HOLD_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_DAYS_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_RESOLVE_BATCH_0039, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
+import { PG_ARRAY_ROWS_HOLD_FUNCTIONS, PG_BATCH_FUNCTIONS, PG_BATCH_ROWS_HOLD_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_DAYS_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_RESOLVE_BATCH_0039, PG_RESOLVE_BATCH_0041, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 import { countedWindows } from "../domain/spending.ts";
 import { evidenceHeadOneWriteMigration, evidenceTriggers } from "./evidence.ts";
 import { spendDaysMigration, spendDaysUpdateByRowMigration, spendDaysUpdateCountedMigration } from "./spendDays.ts";
@@ -691,6 +691,12 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       // value copied at each append (PG_ARRAY_ROWS_HOLD_FUNCTIONS).
       async up(db: Kysely<any>) {
         if (dialect === "postgres") for (const fn of PG_ARRAY_ROWS_HOLD_FUNCTIONS) await sql.raw(fn).execute(db);
+      },
+    },
+    "0041_resolve_with_rail_state": {
+      // PostgreSQL: a resolution in the batch may store the payment's rail state with it (PG_RESOLVE_BATCH_0041).
+      async up(db: Kysely<any>) {
+        if (dialect === "postgres") await sql.raw(PG_RESOLVE_BATCH_0041).execute(db);
       },
     },
   };

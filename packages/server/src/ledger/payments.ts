@@ -75,7 +75,8 @@ export type LeaseRelease = { id: string; nextAttemptAt: string; stepErrors?: num
  * What a resolution stores besides the outcome. A failure gives its code (failureCodes.ts) and its
  * human message (`failureReason`, shown as `failure_message`); either is left as it was when omitted.
  */
-export type ResolveExtra = { txHash?: string | null; failureReason?: string | null; failureCode?: FailureCode | null; responseJson?: string | null };
+/** What a resolution stores besides the outcome; `railState` replaces the rail's state (a completed leg's transfer logs, in the same record). */
+export type ResolveExtra = { txHash?: string | null; failureReason?: string | null; failureCode?: FailureCode | null; responseJson?: string | null; railState?: string };
 
 export type HoldResult =
   | { kind: "held"; payment: Payment }
@@ -579,6 +580,7 @@ export class Payments {
         ...(extra.failureReason !== undefined ? { failure_reason: extra.failureReason } : {}),
         ...(extra.failureCode !== undefined ? { failure_code: extra.failureCode } : {}),
         ...(extra.responseJson !== undefined ? { response_json: extra.responseJson } : {}),
+        ...(extra.railState !== undefined ? { rail_state: extra.railState } : {}),
       })
       .where("id", "=", id)
       .where("status", "in", ["pending", "processing"])

@@ -442,6 +442,18 @@ export const PG_ARRAY_ROWS_HOLD_FUNCTIONS = ["drop function aw_hold_batch(text, 
 /** Migration 0039 on PostgreSQL: the resolution batch that updates the batch's transactions with one statement. */
 export const PG_RESOLVE_BATCH_0039 = RESOLVE_BATCH_TXNS_AT_ONCE;
 
+/**
+ * Migration 0041's resolution batch: as 0039's, and a resolution may also replace the payment's rail state (a
+ * completed USDC transfer's `Transfer` logs, stored with its completion instead of by a write of their own just
+ * before it). An item without `set_rail_state` keeps the stored state, as before.
+ */
+const RESPONSE_JSON_LINE = "      response_json = case when (v_item->>'set_response_json')::boolean then v_item->>'response_json' else p.response_json end\n";
+if (!RESOLVE_BATCH_TXNS_AT_ONCE.includes(RESPONSE_JSON_LINE)) throw new Error("aw_resolve_batch lost its response_json line: migration 0041's text can no longer be derived");
+export const PG_RESOLVE_BATCH_0041 = RESOLVE_BATCH_TXNS_AT_ONCE.replace(
+  RESPONSE_JSON_LINE,
+  RESPONSE_JSON_LINE.replace(/\n$/, ",\n") + "      rail_state = case when (v_item->>'set_rail_state')::boolean then v_item->>'rail_state' else p.rail_state end\n",
+);
+
 /** Migration 0007 on SQLite: the same release as a trigger. */
 export const SQLITE_RELEASE_SPENDING_TRIGGER = `
 create trigger payments_release_spending after update of status on payments for each row

@@ -26,6 +26,7 @@ export type PgResolve = {
   failureReason?: string | null;
   failureCode?: string | null;
   responseJson?: string | null;
+  railState?: string;
 };
 /** Changed: the payment as it is now. Not changed: it was not pending or processing (or does not exist). */
 export type PgResolveOutcome = { changed: true; payment: PaymentsTable } | { changed: false };
@@ -53,6 +54,8 @@ export function createPgResolves(db: Db): PgResolves {
         failure_code: r.failureCode ?? null,
         set_response_json: r.responseJson !== undefined,
         response_json: r.responseJson ?? null,
+        set_rail_state: r.railState !== undefined,
+        rail_state: r.railState ?? null,
       })),
     );
     const query = CompiledQuery.raw(`select "item_index", "payment" from aw_resolve_batch($1::jsonb)`, [json]);

@@ -58,6 +58,9 @@ describe.each(dialects)("evidence of each rail on the real chain (%s)", (databas
       return JSON.parse(rs.find((r) => r.kind === "completed")!.body).rail_state;
     };
     expect((await lastState(usdc.body.id)).logs).toEqual([at, at]);
+    // Stored by the completion itself: no record of their own before it.
+    const usdcKinds = ((await w.get(`/v1/transactions/${usdc.body.id}/evidence`)).body.records as { kind: string }[]).map((r) => r.kind);
+    expect(usdcKinds).toEqual(["created", "processing", "completed"]);
     const bankState = await lastState(bank.body.id);
     expect(bankState.logs).toEqual([at]);
     // The bank payment keeps each state its provider reported, with when, the last one what completed it.

@@ -21,12 +21,10 @@ export function createUsdcRail(d: LegDeps & { onFinal?: (p: Payment, outcome: "c
     }
     const status = await checkLeg(d, payment, state.transfers, (t) => usdcStates.write("relayed", { ...state, relayNonce: t.nonce }));
     if (status === "pending") return { done: false, retryInMs: 500 };
-    if (status === "confirmed" && !state.logs) {
-      // Where the transfers are on-chain, in the evidence before the completion (a record of its own).
-      await d.ctx.ledger.payments.updatePayment(payment.id, { railState: usdcStates.write("relayed", { ...state, logs: await legLogs(d, payment.txHash as Hex, state.transfers) }) });
-    }
     const outcome = status === "confirmed" ? "completed" : "failed";
-    const r = await d.ctx.ledger.payments.resolve(payment.id, outcome, status === "confirmed" ? { failureReason: null } : await legFailure(d, payment, state.transfers, status, "the recipient"));
+    // Where the transfers are on-chain (the evidence of the completion): stored with it, by the same write.
+    const completion = async () => ({ failureReason: null, railState: state.logs ? undefined : usdcStates.write("relayed", { ...state, logs: await legLogs(d, payment.txHash as Hex, state.transfers) }) });
+    const r = await d.ctx.ledger.payments.resolve(payment.id, outcome, status === "confirmed" ? await completion() : await legFailure(d, payment, state.transfers, status, "the recipient"));
     if (r.changed) d.onFinal?.(r.payment, outcome);
     return { done: true };
   }
