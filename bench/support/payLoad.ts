@@ -5,6 +5,7 @@
 import { readFileSync, readdirSync } from "node:fs";
 import autocannon from "autocannon";
 import { dbOf } from "../../packages/server/src/ledger/connection.ts";
+import { SETTLEMENT_NICE } from "../../packages/server/src/settlement/settlement.ts";
 import { log } from "../lib.ts";
 
 const RECIPIENT = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
@@ -33,7 +34,14 @@ export async function post(url: string, headers: Record<string, string>, body: s
  * In µs, so far or (in a PayRun) per accepted payment of a load: the request thread's time on a core and waiting
  * runnable for one, and the local chain's (anvil, which executes the settlement's transactions) time on the cores.
  */
-export type ThreadTime = { cpuUs: number; waitUs: number; chainUs: number | undefined };
+export type ThreadTime = {
+  cpuUs: number;
+  waitUs: number;
+  chainUs: number | undefined;
+  /** The settlement thread's time on a core (the process's thread at nice 10, settlement.ts), and every other thread's but the request thread's (the load generator's, the collector's, libuv's). */
+  settlementUs: number;
+  otherUs: number;
+};
 
 export type PayRun = { pay: Load; startedAt: number; acceptedAt: number; settledAt: number; open: number; thread: ThreadTime | undefined };
 
@@ -46,10 +54,30 @@ export type PayRun = { pay: Load; startedAt: number; acceptedAt: number; settled
 function mainThreadTimes(): ThreadTime | undefined {
   try {
     const [cpuNs, waitNs] = readFileSync(`/proc/${process.pid}/task/${process.pid}/schedstat`, "utf8").trim().split(/\s+/).map(Number);
-    return { cpuUs: cpuNs! / 1000, waitUs: waitNs! / 1000, chainUs: chainTime() };
+    return { cpuUs: cpuNs! / 1000, waitUs: waitNs! / 1000, chainUs: chainTime(), ...otherThreadTimes() };
   } catch {
     return undefined;
   }
+}
+
+/** The CPU time so far, in µs, of the process's threads other than the request thread: the settlement thread's (the one at nice 10), and the others'. */
+function otherThreadTimes(): { settlementUs: number; otherUs: number } {
+  let settlementUs = 0;
+  let otherUs = 0;
+  for (const tid of readdirSync(`/proc/${process.pid}/task`)) {
+    if (tid === String(process.pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${process.pid}/task/${tid}/stat`, "utf8");
+      const us = Number(readFileSync(`/proc/${process.pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]) / 1000;
+      // Field 19 of stat is the nice value (the fields after the command's closing parenthesis start at field 3).
+      const nice = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+      if (nice === SETTLEMENT_NICE) settlementUs += us;
+      else otherUs += us;
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return { settlementUs, otherUs };
 }
 
 /** The CPU time so far, in µs, of this process's anvil children (the sandbox's chain), from their `stat`; undefined without one. */
@@ -82,7 +110,13 @@ export async function payAndSettle(o: { baseUrl: string; tokens: string[]; conne
   const after = mainThreadTimes();
   const thread =
     before && after && pay.ok > 0
-      ? { cpuUs: (after.cpuUs - before.cpuUs) / pay.ok, waitUs: (after.waitUs - before.waitUs) / pay.ok, chainUs: before.chainUs === undefined || after.chainUs === undefined ? undefined : (after.chainUs - before.chainUs) / pay.ok }
+      ? {
+          cpuUs: (after.cpuUs - before.cpuUs) / pay.ok,
+          waitUs: (after.waitUs - before.waitUs) / pay.ok,
+          chainUs: before.chainUs === undefined || after.chainUs === undefined ? undefined : (after.chainUs - before.chainUs) / pay.ok,
+          settlementUs: (after.settlementUs - before.settlementUs) / pay.ok,
+          otherUs: (after.otherUs - before.otherUs) / pay.ok,
+        }
       : undefined;
   const acceptedAt = Date.now();
   log(`waiting for ${pay.ok} accepted payments to complete on-chain…`);

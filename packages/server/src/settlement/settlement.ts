@@ -86,7 +86,7 @@ export type SettlementMessage = { type: "ready" } | { type: "final"; rail: strin
 export type SettlementCommand = { type: "start"; chain: SettlementChain } | { type: "dispatch"; payments: Payment[] } | { type: "kick" } | { type: "stop" };
 
 /** Settlement yields the cores to requests when both want them (nice 10: about a tenth of a contended core). */
-const SETTLEMENT_NICE = 10;
+export const SETTLEMENT_NICE = 10;
 /** A thread that dies is started again after this long, doubling up to the maximum while it keeps dying. */
 const RESTART_DELAY_MS = 1_000;
 const RESTART_DELAY_MAX_MS = 30_000;
