@@ -27,7 +27,7 @@
  * no-op at that nonce (a 0-value transfer to itself), after which the payments it carried are judged
  * by their own authorizations (onchainLeg.checkRelayed, lostLegs.ts).
  */
-import { type Address, type Hex, decodeFunctionData, encodeFunctionData, keccak256, parseTransaction } from "viem";
+import { type Address, type Hex, decodeFunctionData, encodeFunctionData, parseTransaction } from "viem";
 import type { Custody } from "./custody.ts";
 import type { Logger } from "pino";
 import type { KvStore, NonceStore } from "../ledger/ports.ts";
@@ -35,6 +35,7 @@ import type { Payment, PaymentPatch, WaitingCode } from "../domain/payment.ts";
 import { MULTICALL3_ADDRESS, multicall3Abi, usdcAbi } from "./chainClient.ts";
 import type { ChainRuntime } from "./runtime.ts";
 import { type Clock, systemClock } from "../ids.ts";
+import { keccak256Of } from "./keccak.ts";
 
 /** Gas allowed per transfer (a transferWithAuthorization uses ~50k), per payment and per transaction; the margin is deliberate. */
 const GAS_PER_TRANSFER = 100_000n;
@@ -215,7 +216,7 @@ export function createRelayer(ledger: { relayerNonces: NonceStore; kv: KvStore }
     const gas = relayerGasLimit(members.map((m) => m.calls.length));
     for (let attempt = 1; ; attempt++, nonce = await ledger.relayerNonces.counter(counterKey)) {
       const raw = await account.signTransaction({ chainId: chain.client.settings.chainId, type: "eip1559", to: MULTICALL3_ADDRESS, data, nonce, gas, maxFeePerGas, maxPriorityFeePerGas, value: 0n });
-      const tx = { nonce, hash: keccak256(raw), raw };
+      const tx = { nonce, hash: await keccak256Of(raw), raw };
       const r = await ledger.relayerNonces.store({
         counterKey,
         relayer: account.address,
