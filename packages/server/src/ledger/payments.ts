@@ -73,9 +73,9 @@ export type LeaseRelease = { id: string; nextAttemptAt: string; stepErrors?: num
 
 /**
  * What a resolution stores besides the outcome. A failure gives its code (failureCodes.ts) and its
- * human message (`failureReason`, shown as `failure_message`); either is left as it was when omitted.
+ * human message (`failureReason`, shown as `failure_message`); either is left as it was when omitted. `railState`,
+ * when given, replaces the rail's state in the same write (a completed leg's transfer logs, in its `completed` record).
  */
-/** What a resolution stores besides the outcome; `railState` replaces the rail's state (a completed leg's transfer logs, in the same record). */
 export type ResolveExtra = { txHash?: string | null; failureReason?: string | null; failureCode?: FailureCode | null; responseJson?: string | null; railState?: string };
 
 export type HoldResult =
