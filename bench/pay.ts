@@ -193,7 +193,7 @@ export async function run(args: string[]): Promise<void> {
       r.thread ? [[name, Math.round(r.thread.cpuUs), Math.round(r.thread.waitUs), Math.round(r.thread.settlementUs), Math.round(r.thread.otherUs), r.thread.chainUs === undefined ? "-" : Math.round(r.thread.chainUs), Math.round(1e6 / perSec(r))]] : [],
     );
     if (threadRows.length > 0) {
-      console.log("\nper accepted payment, the request thread's time, the settlement thread's, the process's other threads' and the local chain's (diagnostic):");
+      console.log("\nper accepted payment, the request thread's time, settlement's threads', the process's other threads' and the local chain's (diagnostic):");
       printTable(["load", "µs on a core", "µs waiting for a core", "settlement µs", "other threads µs", "chain's µs", "µs between accepts"], threadRows);
     }
     console.log(`\naccepted ≥ ${TARGET_ACCEPT_RATIO_MIN} × ceiling: ${verdict(ratio >= TARGET_ACCEPT_RATIO_MIN)} (${ratio.toFixed(2)})`);

@@ -38,7 +38,7 @@ export type ThreadTime = {
   cpuUs: number;
   waitUs: number;
   chainUs: number | undefined;
-  /** The settlement thread's time on a core (the process's thread at nice 10, settlement.ts), and every other thread's but the request thread's (the load generator's, the collector's, libuv's). */
+  /** Settlement's time on a core (the threads at nice 10: the settlement thread and the signing thread it starts, settlementThread.mjs), and every other thread's but the request thread's (the load generator's, the collector's, libuv's). */
   settlementUs: number;
   otherUs: number;
 };
@@ -60,7 +60,7 @@ function mainThreadTimes(): ThreadTime | undefined {
   }
 }
 
-/** The CPU time so far, in µs, of the process's threads other than the request thread: the settlement thread's (the one at nice 10), and the others'. */
+/** The CPU time so far, in µs, of the process's threads other than the request thread: settlement's (those at nice 10), and the others'. */
 function otherThreadTimes(): { settlementUs: number; otherUs: number } {
   let settlementUs = 0;
   let otherUs = 0;
