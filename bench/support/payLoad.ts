@@ -38,7 +38,7 @@ export type ThreadTime = {
   cpuUs: number;
   waitUs: number;
   chainUs: number | undefined;
-  /** Settlement's time on a core (the threads at nice 10: the settlement thread and the signing thread it starts, settlementThread.mjs), and every other thread's but the request thread's (the load generator's, the collector's, libuv's). */
+  /** Settlement's time on a core (the threads at nice 10: the settlement thread and the signing thread it starts, settlementThread.mjs), and every other thread's but the request thread's that lives through the load (the collector's helpers, libuv's: not the load generator's, whose thread ends with its load and is not counted). */
   settlementUs: number;
   otherUs: number;
 };
