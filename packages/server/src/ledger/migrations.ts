@@ -699,6 +699,14 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         if (dialect === "postgres") await sql.raw(PG_RESOLVE_BATCH_0041).execute(db);
       },
     },
+    "0042_relayer_txs_by_hash": {
+      // A relayed payment whose transaction the node no longer knows reads the stored transaction by its hash
+      // (onchainLeg.checkRelayed). Without an index that read scanned every signed transaction kept (~35 KB each, for
+      // ever), once per payment of the lost transaction, just when the chain had lost it. One entry a batch.
+      async up(db: Kysely<any>) {
+        await db.schema.createIndex("relayer_txs_tx_hash").on("relayer_txs").column("tx_hash").execute();
+      },
+    },
   };
 }
 
