@@ -270,7 +270,7 @@ function isEmptyRange(f: TransactionFilter): boolean {
   return f.createdAfter !== undefined && f.createdBefore !== undefined && f.createdAfter >= f.createdBefore;
 }
 
-/** `YYYY-MM-DD` of the day after. */
+/** An edge day's part of at most this long is counted row by row; a longer one, as the day's counter less the rest. */
 const HALF_DAY_MS = 43_200_000;
 
 /** Milliseconds from the start of its UTC day to `iso` (a stored time, `Date#toISOString`). */
@@ -278,6 +278,7 @@ function msIntoDay(iso: string): number {
   return Date.parse(iso) - Date.parse(`${iso.slice(0, 10)}T00:00:00.000Z`);
 }
 
+/** `YYYY-MM-DD` of the day after. */
 function nextDay(day: string): string {
   return new Date(Date.parse(`${day}T00:00:00.000Z`) + 86_400_000).toISOString().slice(0, 10);
 }
