@@ -21,11 +21,15 @@ export function createUsdcRail(d: LegDeps & { onFinal?: (p: Payment, outcome: "c
     }
     const status = await checkLeg(d, payment, state.transfers, (t) => usdcStates.write("relayed", { ...state, relayNonce: t.nonce }));
     if (status === "pending") return { done: false, retryInMs: 500 };
-    const outcome = status === "confirmed" ? "completed" : "failed";
+    if (status !== "confirmed") {
+      const r = await d.ctx.ledger.payments.resolve(payment.id, "failed", await legFailure(d, payment, state.transfers, status, "the recipient"));
+      if (r.changed) d.onFinal?.(r.payment, "failed");
+      return { done: true };
+    }
     // Where the transfers are on-chain (the evidence of the completion): stored with it, by the same write.
-    const completion = async () => ({ failureReason: null, railState: state.logs ? undefined : usdcStates.write("relayed", { ...state, logs: await legLogs(d, payment.txHash as Hex, state.transfers) }) });
-    const r = await d.ctx.ledger.payments.resolve(payment.id, outcome, status === "confirmed" ? await completion() : await legFailure(d, payment, state.transfers, status, "the recipient"));
-    if (r.changed) d.onFinal?.(r.payment, outcome);
+    const logs = state.logs ?? (await legLogs(d, payment.txHash as Hex, state.transfers));
+    const r = await d.ctx.ledger.payments.resolve(payment.id, "completed", { failureReason: null, railState: usdcStates.write("relayed", { ...state, logs }) });
+    if (r.changed) d.onFinal?.(r.payment, "completed");
     return { done: true };
   }
   return { advance: advanceByStage(usdcStates, step) };
