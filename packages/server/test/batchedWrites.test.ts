@@ -85,7 +85,9 @@ describe.each(dialects)("holds and resolutions asked for together, on %s", (dial
 
   test("behavior: resolutions asked together, completed and failed across two projects, each changes its payment once", async () => {
     const [a, b] = [await fundedProject(ledger, 1_000), await fundedProject(ledger, 1_000)];
-    const held = await Promise.all([a, a, a, b, b].map((p, i) => ledger.payments.hold(holdOf(p, 100 + i))));
+    // The fourth carries a rail state from its hold, which its resolution (giving none) must keep.
+    const kept = { stage: "relayed", transfers: [] };
+    const held = await Promise.all([a, a, a, b, b].map((p, i) => ledger.payments.hold({ ...holdOf(p, 100 + i), ...(i === 3 ? { railState: kept } : {}) })));
     const ids = held.map((h) => (h.kind === "held" ? h.payment.id : ""));
     const count = countStatements(ledger);
     const outcomes = await Promise.all([
@@ -111,7 +113,7 @@ describe.each(dialects)("holds and resolutions asked for together, on %s", (dial
     expect(outcomes[4]!.payment.responseJson).toBe("{}");
     // A rail state given is stored with the resolution; one not given stays as it was.
     expect(outcomes[2]!.payment.railState).toBe('{"stage":"relayed","logs":[]}');
-    expect(outcomes[3]!.payment.railState).toBe(held[3]!.kind === "held" ? held[3]!.payment.railState : "");
+    expect(outcomes[3]!.payment.railState).toBe(JSON.stringify(kept));
     if (dialect === "postgres") expect(count.seen.filter((s) => s.includes("aw_resolve_batch("))).toHaveLength(1);
     // Failed ones are credited back; completed ones stay spent.
     expect((await ledger.balances.get(a))!.available_micros).toBe(1_000 - 100 - 102);
