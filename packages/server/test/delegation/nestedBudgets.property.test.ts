@@ -2,19 +2,23 @@
 // allowances, payments and failures, a hold is accepted exactly when the payment fits the paying token's
 // and every ancestor's limit and allowance (a model of the tree says so): no node ever passes a limit,
 // and no payment that fits every ancestor is refused. A failed payment gives its amount back to every
-// ancestor's windows (the release trigger). 1,000 runs on SQLite, fewer on PostgreSQL.
+// ancestor's windows (the release trigger). 1,000 runs on SQLite, fewer on PostgreSQL. Then the same with the payments
+// between two failures asked together, so that PostgreSQL judges them in one call of aw_hold_batch, some of them with
+// controls read before their token's limit was set (judged without it, counted all the same): each is held exactly when
+// it fits the limits it was judged by, in the order asked, and every counter row equals its window's sum.
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { AncestorControls, HoldControls, SpendingControls } from "../../src/domain/spending.ts";
 import type { Ledger } from "../../src/ledger/store.ts";
 import { verifyLedger } from "../../src/ledger/verify.ts";
 import { newId } from "../../src/ids.ts";
+import { dbOf } from "../../src/ledger/connection.ts";
 import { createTestLedger, type TestLedger } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
 
 const CENT = 10_000;
 type NodeSpec = { parent: number; daily: number | null; allowance: number | null };
-type Op = { kind: "pay"; node: number; amount: number } | { kind: "fail"; pick: number };
+type Op = { kind: "pay"; node: number; amount: number; stale?: boolean } | { kind: "fail"; pick: number };
 
 /** Node 0 is the root; node i > 0 hangs under an earlier node whose depth is below 3. */
 const treeArb = fc.array(
@@ -27,7 +31,7 @@ const treeArb = fc.array(
 );
 const opsArb = fc.array(
   fc.oneof(
-    { weight: 5, arbitrary: fc.record({ kind: fc.constant("pay" as const), node: fc.nat(), amount: fc.integer({ min: 1, max: 12 }).map((n) => n * 10 * CENT) }) },
+    { weight: 5, arbitrary: fc.record({ kind: fc.constant("pay" as const), node: fc.nat(), amount: fc.integer({ min: 1, max: 12 }).map((n) => n * 10 * CENT), stale: fc.boolean() }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant("fail" as const), pick: fc.nat() }) },
   ),
   { minLength: 1, maxLength: 25 },
@@ -36,7 +40,11 @@ const opsArb = fc.array(
 const controlsOf = (daily: number | null): SpendingControls | null =>
   daily === null ? null : { limits: [{ interval: "daily", amountMicros: daily }], allowedRecipients: null, blockedRecipients: [], allowedRails: null, approvalAboveMicros: null };
 
-async function property(ledger: Ledger, specs: NodeSpec[], ops: Op[]): Promise<void> {
+/**
+ * `together`: the payments between two failures are asked at once, and a payment marked stale is judged with controls
+ * read before its own token's limit and allowance were set (none of its own; its ancestors' as they are).
+ */
+async function property(ledger: Ledger, specs: NodeSpec[], ops: Op[], together = false): Promise<void> {
   const project = await ledger.projects.create({ name: "p", plan: "free" });
   // Funded by a confirmed deposit, so the journal verifies.
   const key = { chain: "base", txHash: `0x${project.id}`, logIndex: 0 };
@@ -57,40 +65,60 @@ async function property(ledger: Ledger, specs: NodeSpec[], ops: Op[]): Promise<v
   const path = (i: number): number[] => (i < 0 ? [] : [i, ...(nodes[i]!.parent === null ? [] : path(nodes[i]!.parent!))]);
   const spent = nodes.map(() => 0);
   const held: { id: string; node: number; amount: number }[] = [];
+  /** The payments asked together, judged in this order. */
+  let round: Extract<Op, { kind: "pay" }>[] = [];
+  const payRound = async () => {
+    const asked = round.map((op) => {
+      const node = op.node % nodes.length;
+      const chain = path(node);
+      const stale = together && op.stale === true;
+      const ancestors: AncestorControls[] = chain.slice(1).map((k) => ({ tokenId: nodes[k]!.id, name: null, controls: controlsOf(nodes[k]!.spec.daily), allowanceMicros: nodes[k]!.spec.allowance }));
+      const controls: HoldControls & { approvalTimeoutMs: number } = {
+        tokenId: nodes[node]!.id,
+        token: stale ? null : controlsOf(nodes[node]!.spec.daily),
+        project: null,
+        allowanceMicros: stale ? null : nodes[node]!.spec.allowance,
+        ancestors,
+        recipientKey: "addr:0x90f79bf6eb2c4f870365e785982e1f101e93b906",
+        approvalTimeoutMs: 60_000,
+      };
+      return { op, node, chain, stale, held: ledger.payments.hold(usdcPayment(project.id, op.amount, 0, { feeMicros: 0, feeUnits: 0, controls, tokenId: nodes[node]!.id })) };
+    });
+    round = [];
+    const outcomes = await Promise.all(asked.map((a) => a.held));
+    for (const [i, { op, node, chain, stale }] of asked.entries()) {
+      const r = outcomes[i]!;
+      const fits = chain.every((k, level) => {
+        const s = nodes[k]!.spec;
+        if (level === 0 && stale) return true;
+        return (s.daily === null || spent[k]! + op.amount <= s.daily) && (s.allowance === null || spent[k]! + op.amount <= s.allowance);
+      });
+      expect(r.kind, `payment of ${op.amount} by node ${node}${stale ? " (stale)" : ""} (path ${chain}) with spent ${chain.map((k) => spent[k])}`).toBe(fits ? "held" : "refused");
+      if (r.kind === "held") {
+        for (const k of chain) spent[k]! += op.amount;
+        held.push({ id: r.payment.id, node, amount: op.amount });
+      }
+    }
+  };
   for (const op of ops) {
-    if (op.kind === "fail") {
-      if (held.length === 0) continue;
-      const [h] = held.splice(op.pick % held.length, 1);
-      await ledger.payments.resolve(h!.id, "failed", { failureReason: "test" });
-      for (const k of path(h!.node)) spent[k]! -= h!.amount;
+    if (op.kind === "pay") {
+      round.push(op);
+      if (!together) await payRound();
       continue;
     }
-    const node = op.node % nodes.length;
-    const chain = path(node);
-    const fits = chain.every((k) => {
-      const s = nodes[k]!.spec;
-      return (s.daily === null || spent[k]! + op.amount <= s.daily) && (s.allowance === null || spent[k]! + op.amount <= s.allowance);
-    });
-    const ancestors: AncestorControls[] = chain.slice(1).map((k) => ({ tokenId: nodes[k]!.id, name: null, controls: controlsOf(nodes[k]!.spec.daily), allowanceMicros: nodes[k]!.spec.allowance }));
-    const controls: HoldControls & { approvalTimeoutMs: number } = {
-      tokenId: nodes[node]!.id,
-      token: controlsOf(nodes[node]!.spec.daily),
-      project: null,
-      allowanceMicros: nodes[node]!.spec.allowance,
-      ancestors,
-      recipientKey: "addr:0x90f79bf6eb2c4f870365e785982e1f101e93b906",
-      approvalTimeoutMs: 60_000,
-    };
-    const r = await ledger.payments.hold(usdcPayment(project.id, op.amount, 0, { feeMicros: 0, feeUnits: 0, controls, tokenId: nodes[node]!.id }));
-    expect(r.kind, `payment of ${op.amount} by node ${node} (path ${chain}) with spent ${chain.map((k) => spent[k])}`).toBe(fits ? "held" : "refused");
-    if (r.kind === "held") {
-      for (const k of chain) spent[k]! += op.amount;
-      held.push({ id: r.payment.id, node, amount: op.amount });
-    }
+    await payRound();
+    if (held.length === 0) continue;
+    const [h] = held.splice(op.pick % held.length, 1);
+    await ledger.payments.resolve(h!.id, "failed", { failureReason: "test" });
+    for (const k of path(h!.node)) spent[k]! -= h!.amount;
   }
+  await payRound();
   // Each node's window, as the counters or the ledger's sum show it, is what the model spent.
   const windows = await ledger.payments.windowSpending(nodes.map((n) => ({ scope: "token" as const, scopeId: n.id, kind: "all_time", start: "all", projectId: project.id })));
   expect(windows).toEqual(spent);
+  // And every counter row written equals its window's sum: all of today's payments are in each node's daily window too.
+  const rows = await dbOf(ledger).selectFrom("spend_windows").selectAll().where("scope_id", "in", nodes.map((n) => n.id)).execute();
+  for (const r of rows) expect(Number(r.spent_micros), `${r.kind} counter of node ${nodes.findIndex((n) => n.id === r.scope_id)}`).toBe(spent[nodes.findIndex((n) => n.id === r.scope_id)]);
 }
 
 describe("nested budgets: a property over random trees", () => {
@@ -113,5 +141,11 @@ describe("nested budgets: a property over random trees", () => {
   test("behavior: PostgreSQL (aw_hold_batch), 100 runs: the same", { timeout: 600_000 }, async () => {
     await fc.assert(fc.asyncProperty(treeArb, opsArb, (specs, ops) => property(pg.ledger, specs, ops)), { numRuns: 100 });
     expect((await verifyLedger(pg.db)).problems).toEqual([]);
+  });
+
+  test.each(["sqlite", "postgres"] as const)("behavior: payments asked together, some judged by controls read before their limit (%s), 100 runs: the same", { timeout: 600_000 }, async (dialect) => {
+    const t = dialect === "sqlite" ? sqlite : pg;
+    await fc.assert(fc.asyncProperty(treeArb, opsArb, (specs, ops) => property(t.ledger, specs, ops, true)), { numRuns: 100 });
+    expect((await verifyLedger(t.db)).problems).toEqual([]);
   });
 });
