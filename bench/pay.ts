@@ -72,7 +72,8 @@ export async function run(args: string[]): Promise<void> {
     return payBehindNginx({ duration, connections, settleTimeoutS, settlement: values.settlement, env: serverEnv(values.settlement) });
   }
 
-  const { databaseUrl, drop: dropSchema } = await benchDatabase(values.db);
+  const database = values.db;
+  const { databaseUrl, drop: dropSchema } = await benchDatabase(database);
   log(`starting the sandbox server (${values.db}, real anvil chain, settlement ${values.settlement})…`);
   const server = await startTestServer({ database: values.db, databaseUrl, env: serverEnv(values.settlement) });
   const ctx = server.server.ctx;
@@ -99,7 +100,7 @@ export async function run(args: string[]): Promise<void> {
 
     /** The load on POST /v1/pay with `token`, then the wait until every accepted payment completed. */
     const payAndSettle = (token: string | string[]) =>
-      payAndSettleOn({ baseUrl: server.baseUrl, tokens: typeof token === "string" ? [token] : token, connections, duration, settleTimeoutS, ledger: ctx.ledger });
+      payAndSettleOn({ baseUrl: server.baseUrl, tokens: typeof token === "string" ? [token] : token, connections, duration, settleTimeoutS, ledger: ctx.ledger, database });
 
     // The service's first load compiles its paths and fills its caches: unmeasured, and settled before the first.
     if (warmup > 0) {
@@ -191,11 +192,11 @@ export async function run(args: string[]): Promise<void> {
       ["flat token again", flatAgain],
     ];
     const threadRows: Cell[][] = threads.flatMap(([name, r]) =>
-      r.thread ? [[name, Math.round(r.thread.cpuUs), Math.round(r.thread.waitUs), Math.round(r.thread.settlementUs), Math.round(r.thread.otherUs), r.thread.chainUs === undefined ? "-" : Math.round(r.thread.chainUs), Math.round(1e6 / perSec(r))]] : [],
+      r.thread ? [[name, Math.round(r.thread.cpuUs), Math.round(r.thread.waitUs), Math.round(r.thread.settlementUs), Math.round(r.thread.otherUs), r.thread.chainUs === undefined ? "-" : Math.round(r.thread.chainUs), r.thread.databaseUs === undefined ? "-" : Math.round(r.thread.databaseUs), Math.round(1e6 / perSec(r))]] : [],
     );
     if (threadRows.length > 0) {
-      console.log("\nper accepted payment, the request thread's time, settlement's threads', the process's other threads' and the local chain's (diagnostic):");
-      printTable(["load", "µs on a core", "µs waiting for a core", "settlement µs", "other threads µs", "chain's µs", "µs between accepts"], threadRows);
+      console.log("\nper accepted payment, the request thread's time, settlement's threads', the process's other threads', the local chain's and the local PostgreSQL's (diagnostic):");
+      printTable(["load", "µs on a core", "µs waiting for a core", "settlement µs", "other threads µs", "chain's µs", "database's µs", "µs between accepts"], threadRows);
     }
     console.log(`\naccepted ≥ ${TARGET_ACCEPT_RATIO_MIN} × ceiling: ${verdict(ratio >= TARGET_ACCEPT_RATIO_MIN)} (${ratio.toFixed(2)})`);
     console.log(`accepted with controls ≥ ${TARGET_CONTROLS_RATIO_MIN} × without: ${verdict(controlsVsNone >= TARGET_CONTROLS_RATIO_MIN)} (${controlsVsNone.toFixed(2)})`);

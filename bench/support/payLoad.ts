@@ -32,12 +32,15 @@ export async function post(url: string, headers: Record<string, string>, body: s
 
 /**
  * In µs, so far or (in a PayRun) per accepted payment of a load: the request thread's time on a core and waiting
- * runnable for one, and the local chain's (anvil, which executes the settlement's transactions) time on the cores.
+ * runnable for one, the local chain's (anvil, which executes the settlement's transactions) time on the cores, and
+ * the local PostgreSQL server's (every `postgres` process on the machine: the bench's backends, and its writers).
  */
 export type ThreadTime = {
   cpuUs: number;
   waitUs: number;
   chainUs: number | undefined;
+  /** undefined: a SQLite run, or no PostgreSQL process on this machine (a server elsewhere). */
+  databaseUs: number | undefined;
   /** Settlement's time on a core (the threads at nice 10: the settlement thread and the signing thread it starts, settlementThread.mjs), and every other thread's but the request thread's that lives through the load (the collector's helpers, libuv's: not the load generator's, whose thread ends with its load and is not counted). */
   settlementUs: number;
   otherUs: number;
@@ -51,10 +54,10 @@ export type PayRun = { pay: Load; startedAt: number; acceptedAt: number; settled
  * time per payment is what a payment costs there, apart from what else ran on the cores meanwhile; a rate counts both
  * (behind nginx the servers are other processes, and it is not shown).
  */
-function mainThreadTimes(): ThreadTime | undefined {
+function mainThreadTimes(database: "sqlite" | "postgres" | undefined): ThreadTime | undefined {
   try {
     const [cpuNs, waitNs] = readFileSync(`/proc/${process.pid}/task/${process.pid}/schedstat`, "utf8").trim().split(/\s+/).map(Number);
-    return { cpuUs: cpuNs! / 1000, waitUs: waitNs! / 1000, chainUs: chainTime(), ...otherThreadTimes() };
+    return { cpuUs: cpuNs! / 1000, waitUs: waitNs! / 1000, chainUs: processTime("anvil", process.pid), databaseUs: database === "postgres" ? processTime("postgres") : undefined, ...otherThreadTimes() };
   } catch {
     return undefined;
   }
@@ -80,8 +83,11 @@ function otherThreadTimes(): { settlementUs: number; otherUs: number } {
   return { settlementUs, otherUs };
 }
 
-/** The CPU time so far, in µs, of this process's anvil children (the sandbox's chain), from their `stat`; undefined without one. */
-function chainTime(): number | undefined {
+/**
+ * The CPU time so far, in µs, of the processes named `comm` (children of `parent` only, when given), from their
+ * `stat`; undefined without one. A process that ended meanwhile takes its time with it.
+ */
+function processTime(comm: string, parent?: number): number | undefined {
   let us: number | undefined;
   for (const entry of readdirSync("/proc")) {
     if (!/^[0-9]+$/.test(entry)) continue;
@@ -93,27 +99,27 @@ function chainTime(): number | undefined {
     }
     // pid (comm) state ppid … utime stime: fields 14 and 15, in clock ticks (USER_HZ, 100 on Linux).
     const close = stat.lastIndexOf(")");
-    const comm = stat.slice(stat.indexOf("(") + 1, close);
     const fields = stat.slice(close + 2).split(" ");
-    if (comm !== "anvil" || Number(fields[1]) !== process.pid) continue;
+    if (stat.slice(stat.indexOf("(") + 1, close) !== comm || (parent !== undefined && Number(fields[1]) !== parent)) continue;
     us = (us ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10_000;
   }
   return us;
 }
 
 /** The load on `baseUrl`'s POST /v1/pay with `tokens`, then the wait until every accepted payment completed. */
-export async function payAndSettle(o: { baseUrl: string; tokens: string[]; connections: number; duration: number; settleTimeoutS: number; ledger: object }): Promise<PayRun> {
+export async function payAndSettle(o: { baseUrl: string; tokens: string[]; connections: number; duration: number; settleTimeoutS: number; ledger: object; database?: "sqlite" | "postgres" }): Promise<PayRun> {
   const startedAt = Date.now();
   const { tokens } = o;
-  const before = mainThreadTimes();
+  const before = mainThreadTimes(o.database);
   const pay = await post(`${o.baseUrl}/v1/pay`, { authorization: `Bearer ${tokens[0]}` }, PAY_BODY, o.connections, o.duration, 201, tokens.length > 1 ? tokens : []);
-  const after = mainThreadTimes();
+  const after = mainThreadTimes(o.database);
   const thread =
     before && after && pay.ok > 0
       ? {
           cpuUs: (after.cpuUs - before.cpuUs) / pay.ok,
           waitUs: (after.waitUs - before.waitUs) / pay.ok,
           chainUs: before.chainUs === undefined || after.chainUs === undefined ? undefined : (after.chainUs - before.chainUs) / pay.ok,
+          databaseUs: before.databaseUs === undefined || after.databaseUs === undefined ? undefined : (after.databaseUs - before.databaseUs) / pay.ok,
           settlementUs: (after.settlementUs - before.settlementUs) / pay.ok,
           otherUs: (after.otherUs - before.otherUs) / pay.ok,
         }
