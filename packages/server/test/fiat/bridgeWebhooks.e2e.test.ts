@@ -33,9 +33,11 @@ describe("Bridge webhooks (sqlite)", () => {
     });
     const early = b.standIn.signedEvent(p.providerRef!);
     expect((await post(early.body, early.headers)).status).toBe(202); // read: still funds_received
+    // Our side confirms its leg on-chain and then reads the payout once; Bridge must not have paid out before that
+    // read, or the payment completes at it without any webhook. So Bridge stays paused until the leg is confirmed.
+    await step("the on-chain leg to be confirmed", id, async () => ((await b.payment(id)).railState?.includes('"stage":"payout"') ? true : undefined));
     b.standIn.pause(false);
     await step("Bridge to process the payout", id, async () => (transfer(p.providerRef!).state === "payment_processed" ? true : undefined));
-    await step("the on-chain leg to be confirmed", id, async () => ((await b.payment(id)).railState?.includes('"stage":"payout"') ? true : undefined));
 
     // Replayed: the event id was processed before.
     const replay = await post(early.body, early.headers);
