@@ -142,7 +142,7 @@ export async function run(args: string[]): Promise<void> {
     // Payments a load left open past --settle-timeout still settle: the second ceiling would then be taken beside
     // them (lower, raising every ratio), and emptying the log waits for a pause in their writes (11 minutes once, with
     // 20,657 open). The ratios then take the first ceiling alone.
-    const settling = Number((await dbOf(ctx.ledger).selectFrom("payments").select((eb) => eb.fn.countAll<number>().as("n")).where("status", "in", ["pending", "processing"]).executeTakeFirstOrThrow()).n);
+    const settling = await ctx.ledger.payments.openPaymentCount();
     let ceilingAfter: Load | undefined;
     if (settling === 0) {
       if (bareDb) await sql`pragma wal_checkpoint(TRUNCATE)`.execute(bareDb.db);

@@ -5,6 +5,7 @@
 import { readFileSync, readdirSync } from "node:fs";
 import autocannon from "autocannon";
 import { dbOf } from "../../packages/server/src/ledger/connection.ts";
+import type { Ledger } from "../../packages/server/src/ledger/store.ts";
 import { SETTLEMENT_NICE } from "../../packages/server/src/settlement/settlement.ts";
 import { log } from "../lib.ts";
 
@@ -107,7 +108,7 @@ function processTime(comm: string, parent?: number): number | undefined {
 }
 
 /** The load on `baseUrl`'s POST /v1/pay with `tokens`, then the wait until every accepted payment completed. */
-export async function payAndSettle(o: { baseUrl: string; tokens: string[]; connections: number; duration: number; settleTimeoutS: number; ledger: object; database?: "sqlite" | "postgres" }): Promise<PayRun> {
+export async function payAndSettle(o: { baseUrl: string; tokens: string[]; connections: number; duration: number; settleTimeoutS: number; ledger: Ledger; database?: "sqlite" | "postgres" }): Promise<PayRun> {
   const startedAt = Date.now();
   const { tokens } = o;
   const before = mainThreadTimes(o.database);
@@ -128,8 +129,7 @@ export async function payAndSettle(o: { baseUrl: string; tokens: string[]; conne
   log(`waiting for ${pay.ok} accepted payments to complete on-chain…`);
   let open = Number.POSITIVE_INFINITY;
   while (open > 0 && Date.now() - acceptedAt < o.settleTimeoutS * 1000) {
-    const r = await dbOf(o.ledger).selectFrom("payments").select((eb) => eb.fn.countAll<number>().as("n")).where("status", "in", ["pending", "processing"]).executeTakeFirstOrThrow();
-    open = Number(r.n);
+    open = await o.ledger.payments.openPaymentCount();
     if (open > 0) await new Promise((r) => setTimeout(r, 250));
   }
   return { pay, startedAt, acceptedAt, settledAt: Date.now(), open, thread };
