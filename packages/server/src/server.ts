@@ -22,6 +22,7 @@ import { type WebhookDeliverer, createWebhookDeliverer } from "./workers/webhook
 import { type Settlement, startInlineSettlement, startSettlementThread } from "./settlement/settlement.ts";
 import type { SandboxFiatProvider } from "./rails/fiat/sandboxProvider.ts";
 import { pruneAudit } from "./services/audit.ts";
+import { AUTHORIZATION_VALIDITY_SECONDS } from "./rails/onchainLeg.ts";
 import type { AfterAnswer } from "./services/payments/paymentContext.ts";
 
 export type RunningServer = {
@@ -49,6 +50,15 @@ const OUTBOX_PRUNE_MAX = 5_000;
 
 /** Webhook ids are remembered a day: far past the 5-minute signature tolerance. */
 const WEBHOOK_ID_KEEP_MS = 24 * 3_600_000;
+
+/**
+ * A relayer transaction's signed bytes are kept a day, then forgotten at most RELAYER_BYTES_FORGET_MAX a minute: far
+ * past the hour its authorizations are valid, after which it could only be replaced by a no-op (decisions.md,
+ * "Signed relayer transactions are forgotten").
+ */
+const RELAYER_BYTES_KEEP_MS = 24 * 3_600_000;
+const RELAYER_BYTES_FORGET_MAX = 5_000;
+if (RELAYER_BYTES_KEEP_MS < 2 * AUTHORIZATION_VALIDITY_SECONDS * 1000) throw new Error("relayer transactions would be forgotten while their authorizations may still be valid");
 
 /** What the settlement thread runs: its body (settlementMain.ts) builds its dependencies through deps.ts. */
 const SETTLEMENT_THREAD_ENTRY = new URL("./settlementThread.mjs", import.meta.url);
@@ -154,7 +164,8 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
       },
     });
     // Housekeeping, bounded per pass: expired idempotency claims and kept replies, webhook ids past any replay window, old webhook events sent,
-    // expired console sessions, sign-in codes and one-time views never opened, expired quotes, audit entries past their retention.
+    // expired console sessions, sign-in codes and one-time views never opened, expired quotes, relayer transactions' signed bytes
+    // past any use, audit entries past their retention.
     loops.push(
       startLoop("housekeeping", 60_000, async () => {
         await base.ledger.idempotencyKeys.pruneExpired(base.clock().toISOString());
@@ -162,6 +173,7 @@ export async function startServer(config: Config, logger: Logger, opts: StartSer
         await base.ledger.receivedWebhooks.prune(new Date(base.clock().getTime() - WEBHOOK_ID_KEEP_MS).toISOString());
         await base.ledger.webhooks.prune(new Date(base.clock().getTime() - OUTBOX_KEEP_MS).toISOString(), OUTBOX_PRUNE_MAX);
         await base.ledger.quotes.prune(base.clock().toISOString());
+        await base.ledger.relayerNonces.forgetSignedBytes(new Date(base.clock().getTime() - RELAYER_BYTES_KEEP_MS).toISOString(), RELAYER_BYTES_FORGET_MAX);
         await pruneAudit(base, config.audit.retentionDays);
       }, logger),
     );

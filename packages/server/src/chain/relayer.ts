@@ -392,7 +392,8 @@ export function createRelayer(ledger: { relayerNonces: NonceStore; kv: KvStore }
       // Recorded first, sent again or replaced: once the nonce is taken, the completed payments it carried
       // are checked against the chain and signed again if their transfer did not move (settlement/lostLegs.ts).
       if (row) await ledger.kv.set(`${LOST_TX_KEY_PREFIX}${row.tx_hash}`, String(nonce));
-      if (row && (await mayStillMove(row.raw_tx as Hex))) {
+      // Signed bytes forgotten (a day after they were stored) carried only authorizations long expired: a no-op.
+      if (row?.raw_tx && (await mayStillMove(row.raw_tx as Hex))) {
         await send(row.raw_tx as Hex);
         done.resent.push(nonce);
       } else {

@@ -707,6 +707,13 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex("relayer_txs_tx_hash").on("relayer_txs").column("tx_hash").execute();
       },
     },
+    "0043_relayer_txs_to_forget": {
+      // Housekeeping forgets a relayer transaction's signed bytes a day after it was stored (relayerNonces.forgetSignedBytes):
+      // it finds them, oldest first, in this index, which holds only the transactions whose bytes are still kept.
+      async up(db: Kysely<any>) {
+        await db.schema.createIndex("relayer_txs_kept").on("relayer_txs").column("created_at").where(sql.ref("raw_tx"), "<>", "").execute();
+      },
+    },
   };
 }
 

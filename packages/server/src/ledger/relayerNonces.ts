@@ -1,6 +1,8 @@
 /**
  * The relayer's nonces: its counter (a `kv` row per relayer address), and the transactions it signed
- * with each nonce, kept for re-broadcast (`relayer_txs`). A Ledger's `relayerNonces`.
+ * with each nonce, kept for re-broadcast (`relayer_txs`). A Ledger's `relayerNonces`. A transaction's signed
+ * bytes are forgotten once no authorization it carries can still move money (`forgetSignedBytes`); its row
+ * (nonce, hash, first payment) stays.
  */
 import type { Db } from "./db.ts";
 import type { AtomicWrites, Steps } from "./atomicWrites.ts";
@@ -18,6 +20,10 @@ export type RelayerStore = {
   at: string;
 };
 export type RelayerStoreResult = { kind: "stored" } | { kind: "nonce_taken" } | { kind: "stale"; paymentId: string };
+
+/** What `raw_tx` holds once forgotten (the column is NOT NULL; no signed transaction is empty). */
+const FORGOTTEN = "";
+const signedBytes = (raw: string): string | null => (raw === FORGOTTEN ? null : raw);
 
 class StaleMember extends Error {
   constructor(readonly paymentId: string) {
@@ -57,14 +63,30 @@ export class RelayerNonces {
     return Number(row!.value);
   }
 
-  /** The transaction the relayer signed with `nonce`, kept for re-broadcast, or undefined. */
-  transactionAt(relayer: string, nonce: number) {
-    return this.db.selectFrom("relayer_txs").select(["tx_hash", "raw_tx", "created_at"]).where("relayer", "=", relayer).where("nonce", "=", nonce).executeTakeFirst();
+  /** The transaction the relayer signed with `nonce`, kept for re-broadcast (`raw_tx` null once forgotten), or undefined. */
+  async transactionAt(relayer: string, nonce: number): Promise<{ tx_hash: string; raw_tx: string | null; created_at: string } | undefined> {
+    const row = await this.db.selectFrom("relayer_txs").select(["tx_hash", "raw_tx", "created_at"]).where("relayer", "=", relayer).where("nonce", "=", nonce).executeTakeFirst();
+    return row && { ...row, raw_tx: signedBytes(row.raw_tx) };
   }
 
-  /** A relayer transaction by its hash: the signed bytes and the nonce, or undefined. */
-  transactionByHash(txHash: string) {
-    return this.db.selectFrom("relayer_txs").select(["raw_tx", "nonce"]).where("tx_hash", "=", txHash).executeTakeFirst();
+  /** A relayer transaction by its hash: the signed bytes (null once forgotten) and the nonce, or undefined. */
+  async transactionByHash(txHash: string): Promise<{ raw_tx: string | null; nonce: number } | undefined> {
+    const row = await this.db.selectFrom("relayer_txs").select(["raw_tx", "nonce"]).where("tx_hash", "=", txHash).executeTakeFirst();
+    return row && { raw_tx: signedBytes(row.raw_tx), nonce: Number(row.nonce) };
+  }
+
+  /**
+   * Forgets the signed bytes of at most `max` transactions stored before `before` (ISO), oldest first; how many. Only
+   * for transactions none of whose authorizations can still be valid (decisions.md, "Signed relayer transactions are
+   * forgotten"): the chain has each one that was mined, and one that was not can only be replaced by a no-op.
+   */
+  async forgetSignedBytes(before: string, max: number): Promise<number> {
+    const r = await this.db
+      .updateTable("relayer_txs")
+      .set({ raw_tx: FORGOTTEN })
+      .where("tx_hash", "in", (eb) => eb.selectFrom("relayer_txs").select("tx_hash").where("raw_tx", "<>", FORGOTTEN).where("created_at", "<", before).orderBy("created_at").limit(max))
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows);
   }
 
   /**

@@ -248,6 +248,11 @@ export function relayerTxs(ledger: Ledger, filter: { paymentId?: string; txHash?
     .execute();
 }
 
+/** Stores relayer transaction rows as they would be, without a relayer or a chain. */
+export async function insertRelayerTxs(ledger: Ledger, rows: Row<"relayer_txs">[]): Promise<void> {
+  await dbOf(ledger).insertInto("relayer_txs").values(rows).execute();
+}
+
 /** Deposit rows, in the order seen; of one transaction hash, of projects, in one status. */
 export function depositRows(ledger: Ledger, filter: { txHash?: string; projectId?: string | string[]; status?: Row<"deposits">["status"] } = {}): Promise<Row<"deposits">[]> {
   const { txHash, projectId, status } = filter;

@@ -149,6 +149,8 @@ export async function checkRelayed(
     await d.relayer.broadcast(tx.raw);
     return "pending";
   }
+  // Forgotten only a day after it was stored, long after its authorizations expired (checked above).
+  if (stored.raw_tx === null) throw new Error(`relayed transaction ${hash} of payment ${payment.id} was forgotten while its authorizations were valid`);
   await d.relayer.broadcast(stored.raw_tx as Hex);
   return "pending";
 }

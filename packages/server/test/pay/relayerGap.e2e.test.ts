@@ -22,6 +22,7 @@ import { depositRows, kvRows } from "../../src/ledger/testing.ts";
 const recipientA: Address = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc";
 const recipientB: Address = "0x976EA74026E726554dB657fA54763abd0C3a0aa9";
 const recipientC: Address = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955";
+const recipientD: Address = "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720";
 
 describe.each(dialects)("relayer: a lost relayer transaction never wedges the rails (%s)", (dialect) => {
   let s: TestServer;
@@ -143,6 +144,39 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     expect(await ctx().ledger.kv.get(`${LOST_TX_KEY_PREFIX}${lost.hash}`)).toBeUndefined();
   });
 
+  test("behavior: a lost transaction whose signed bytes were forgotten is replaced by a no-op at its nonce, never sent empty; its completed payment is sent again", async () => {
+    const runtime = s.server.chain!;
+    const relayer = createRelayer(ctx().ledger, runtime, ctx().logger, ctx().custody);
+    const d: LegDeps = { ctx: ctx(), chain: runtime, relayer };
+    const d0 = await chain().usdcBalance(recipientD);
+    const snapshot = await anvil.snapshot();
+    // Housekeeping forgets a transaction's bytes a day after it was stored, long after its authorizations expired:
+    // here they expire in seconds, and the bytes are forgotten at once, with a cut-off past them.
+    const p = await heldElsewhere(ctx(), s.projectId, recipientD, 1_500_000, "forgotten-bytes");
+    const validBefore = Math.floor(Date.now() / 1000) + 8;
+    const auths = await shortLivedLeg(d, p, validBefore, recipientD);
+    const lost = await relayer.prepare(p.id, encodeCalls(d, auths), (t) => usdcLegPatch({ ...t, auths }), { txHash: p.txHash, railState: p.railState });
+    await relayer.broadcast(lost.raw);
+    await poll("the transaction to be mined", async () => ((await chain().receipt(lost.hash)) ? true : undefined));
+    expect((await finishByWorker(ctx(), [p.id]))[0]!.status).toBe("completed");
+    expect(await ctx().ledger.relayerNonces.forgetSignedBytes(new Date(Date.now() + 60_000).toISOString(), 1_000)).toBeGreaterThan(0);
+    expect(await ctx().ledger.relayerNonces.transactionByHash(lost.hash)).toEqual({ raw_tx: null, nonce: lost.nonce });
+
+    await anvil.revert({ id: snapshot });
+    expect(await chain().receipt(lost.hash)).toBeUndefined();
+    await poll("the lost nonce to be taken", async () => ((await chain().nonceOf(runtime.relayerAddress, "latest")) > lost.nonce ? true : undefined), 45_000);
+    const filler = await transactionAt(runtime.relayerAddress, lost.nonce);
+    expect(filler).toMatchObject({ to: runtime.relayerAddress.toLowerCase(), value: 0n, input: "0x" });
+    // Once its old authorizations expired unused, the completed payment is signed again and sent.
+    const resent = await poll("the completed payment to be sent again", async () => {
+      const now = (await ctx().ledger.payments.getPayment(p.id))!;
+      return now.txHash !== lost.hash && now.txHash && (await chain().receipt(now.txHash as Hex))?.status === "success" ? now : undefined;
+    }, 45_000);
+    expect(resent.status).toBe("completed");
+    expect((await chain().usdcBalance(recipientD)) - d0).toBe(1_500_000n);
+    expect(await ctx().ledger.kv.get(`${LOST_TX_KEY_PREFIX}${lost.hash}`)).toBeUndefined();
+  });
+
   test("the ledger equals the chain for every project, and verifies", async () => {
     const r = await reconcile(ctx().ledger, (a) => chain().usdcBalance(a));
     expect(r.rows.map((row) => [row.project_id, row.drift_micros])).toEqual(r.rows.map((row) => [row.project_id, 0]));
@@ -168,9 +202,9 @@ async function fundedProject(s: TestServer, micros: bigint): Promise<{ projectId
   return { projectId: project.id, token };
 }
 
-/** The usdc rail's leg (amount to recipientC, fee to the treasury), with authorizations valid only until `validBefore`. */
-async function shortLivedLeg(d: LegDeps, p: Payment, validBefore: number) {
+/** The usdc rail's leg (amount to `recipient`, fee to the treasury), with authorizations valid only until `validBefore`. */
+async function shortLivedLeg(d: LegDeps, p: Payment, validBefore: number, recipient: Address = recipientC) {
   const project = (await d.ctx.ledger.projects.get(p.projectId))!;
   const sign = (to: Address, micros: number) => signAuthorization(d.ctx.custody, project.wallet_index, { chainId: d.chain.client.settings.chainId, usdc: d.chain.client.usdcAddress, to, valueMicros: micros, validAfter: 0, validBefore, nonce: randomNonce() });
-  return [await sign(recipientC, p.amountMicros), await sign(d.chain.treasuryAddress, p.feeMicros)];
+  return [await sign(recipient, p.amountMicros), await sign(d.chain.treasuryAddress, p.feeMicros)];
 }
