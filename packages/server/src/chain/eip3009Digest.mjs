@@ -68,7 +68,8 @@ function domainSeparator(domain) {
   if (keys.length !== DOMAIN_KEYS.length || !DOMAIN_KEYS.every((k) => keys.includes(k))) return undefined;
   const { name, version, chainId, verifyingContract } = domain;
   if (typeof name !== "string" || typeof version !== "string" || !(Number.isSafeInteger(chainId) && chainId >= 0) || !isAddress(verifyingContract)) return undefined;
-  const key = `${name}\u0000${version}\u0000${chainId}\u0000${verifyingContract}`;
+  // Unambiguous whatever the strings hold: two domains never share a key.
+  const key = JSON.stringify([name, version, chainId, verifyingContract]);
   let s = separators.get(key);
   if (!s) {
     s = Buffer.from(hashDomain({ domain, types: { EIP712Domain: DOMAIN_TYPES } }).slice(2), "hex");

@@ -49,6 +49,14 @@ describe("EIP-3009 digests", () => {
     primaryType: "TransferWithAuthorization",
     message: { from: viems.address, to: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C", value: 10_000n, validAfter: 0n, validBefore: 1_800_000_000n, nonce: `0x${"ab".repeat(32)}` },
   } as const;
+  test("behavior: each domain gets its own separator, however its strings would run together", async () => {
+    for (const [name, version] of [["USD Coin\u00002", "1"], ["USD Coin", "2\u00001"], ["USD Coin", "2"], ['["USD Coin"', '"2"]']]) {
+      const def = { ...base, domain: { ...base.domain, name, version } };
+      expect(bytesToHex(transferWithAuthorizationDigest(def)!)).toBe(hashTypedData(def));
+      expect(await onCaller.signerFor(1).signTypedData(def)).toBe(await viems.signTypedData(def));
+    }
+  });
+
   const shapes: [string, (d: typeof base) => unknown][] = [
     ["a mixed-case payee that fails its checksum", (d) => ({ ...d, message: { ...d.message, to: "0x209693bc6afc0C5328bA36FaF03C514EF312287C" } })],
     ["a value past uint256", (d) => ({ ...d, message: { ...d.message, value: 2n ** 256n } })],
