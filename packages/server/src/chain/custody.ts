@@ -67,7 +67,7 @@ export function createHdCustody(mnemonic: string, opts: { pool?: SigningPool } =
  * As viem's account.signTypedData, with an EIP-3009 authorization's digest taken by eip3009Digest.mjs (the same
  * digest, its domain's separator kept): the same signature, RFC 6979's deterministic nonce included.
  */
-export async function signTypedDataWith(a: HDAccount, def: TypedDataDefinition): Promise<Hex> {
+async function signTypedDataWith(a: HDAccount, def: TypedDataDefinition): Promise<Hex> {
   const digest = transferWithAuthorizationDigest(def);
   if (!digest) return a.signTypedData(def as never);
   return sign({ hash: toHex(digest), privateKey: toHex(a.getHdKey().privateKey!), to: "hex" });

@@ -81,10 +81,17 @@ export class RelayerNonces {
    * forgotten"): the chain has each one that was mined, and one that was not can only be replaced by a no-op.
    */
   async forgetSignedBytes(before: string, max: number): Promise<number> {
+    // Bounded by the `max`-th oldest such row's time, so that both the bound and the update read only the kept rows'
+    // index (migration 0043); a join on the `max` rows' keys read the whole table on PostgreSQL. Rows stored in the
+    // same millisecond as that one go with it.
     const r = await this.db
       .updateTable("relayer_txs")
       .set({ raw_tx: FORGOTTEN })
-      .where("tx_hash", "in", (eb) => eb.selectFrom("relayer_txs").select("tx_hash").where("raw_tx", "<>", FORGOTTEN).where("created_at", "<", before).orderBy("created_at").limit(max))
+      .where("raw_tx", "<>", FORGOTTEN)
+      .where("created_at", "<", before)
+      .where("created_at", "<=", (eb) =>
+        eb.fn.coalesce(eb.selectFrom("relayer_txs").select("created_at").where("raw_tx", "<>", FORGOTTEN).where("created_at", "<", before).orderBy("created_at").limit(1).offset(max - 1), eb.val(before)),
+      )
       .executeTakeFirst();
     return Number(r.numUpdatedRows);
   }
