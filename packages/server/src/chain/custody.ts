@@ -5,9 +5,9 @@
  */
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { type Address, type Hex, type TransactionSerializable, type TypedDataDefinition, getAddress, serializeTransaction, toHex } from "viem";
-import { type HDAccount, english, generateMnemonic, mnemonicToAccount, privateKeyToAccount, sign } from "viem/accounts";
-import { transferWithAuthorizationDigest } from "./eip3009Digest.mjs";
+import { type Address, type Hex, type TransactionSerializable, type TypedDataDefinition, getAddress, serializeTransaction } from "viem";
+import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount, sign } from "viem/accounts";
+import { signTypedDataOf } from "./eip3009Digest.mjs";
 import { keccak256Of } from "./keccak.ts";
 import type { SigningPool } from "./signingPool.ts";
 
@@ -48,7 +48,7 @@ export function createHdCustody(mnemonic: string, opts: { pool?: SigningPool } =
     signerFor(index, opts) {
       const a = account(index);
       const threaded = pool && !opts?.onCallerThread ? pool : undefined;
-      return { address: a.address, signTypedData: (def) => (threaded ? threaded.signTypedData(index, def) : signTypedDataWith(a, def)) };
+      return { address: a.address, signTypedData: (def) => (threaded ? threaded.signTypedData(index, def) : signTypedDataOf(a, def)) };
     },
     transactionSigner(privateKey) {
       const a = privateKeyToAccount(privateKey);
@@ -61,16 +61,6 @@ export function createHdCustody(mnemonic: string, opts: { pool?: SigningPool } =
     },
     close: async () => pool?.close(),
   };
-}
-
-/**
- * As viem's account.signTypedData, with an EIP-3009 authorization's digest taken by eip3009Digest.mjs (the same
- * digest, its domain's separator kept): the same signature, RFC 6979's deterministic nonce included.
- */
-async function signTypedDataWith(a: HDAccount, def: TypedDataDefinition): Promise<Hex> {
-  const digest = transferWithAuthorizationDigest(def);
-  if (!digest) return a.signTypedData(def as never);
-  return sign({ hash: toHex(digest), privateKey: toHex(a.getHdKey().privateKey!), to: "hex" });
 }
 
 /**

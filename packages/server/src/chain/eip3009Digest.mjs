@@ -2,8 +2,9 @@
 // domain's separator kept once per domain: viem's hashTypedData rebuilds and rehashes the domain and re-encodes the
 // message generically for every signature (~130 µs against ~15 here). The same digest, bit for bit: anything not in
 // exactly the expected shape gets `undefined`, and the caller hands it to viem, whose checks and errors then apply.
-// Plain JavaScript so that the signing threads (signingWorker.mjs) and the caller's thread share it.
-import { hashDomain, isAddress, keccak256 } from "viem";
+// Plain JavaScript so that the signing threads (signingWorker.mjs) and the caller's thread (custody.ts) share it.
+import { hashDomain, isAddress, keccak256, toHex } from "viem";
+import { sign } from "viem/accounts";
 
 const FIELDS = [
   ["from", "address"],
@@ -26,6 +27,16 @@ const BYTES32 = /^0x[0-9a-fA-F]{64}$/;
 
 /** Separators by domain; a process signs for one or two domains, the bound is only a bound. */
 const separators = new Map();
+
+/**
+ * As viem's `account.signTypedData(def)` for an HD account, with an EIP-3009 authorization's digest taken here: the
+ * same signature, RFC 6979's deterministic nonce included.
+ */
+export async function signTypedDataOf(account, def) {
+  const digest = transferWithAuthorizationDigest(def);
+  if (!digest) return account.signTypedData(def);
+  return sign({ hash: toHex(digest), privateKey: toHex(account.getHdKey().privateKey), to: "hex" });
+}
 
 /**
  * The digest to sign for `def` (viem's TypedDataDefinition), as bytes, when it is a TransferWithAuthorization in

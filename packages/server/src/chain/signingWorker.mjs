@@ -2,9 +2,8 @@
 // mnemonic once (in memory, never logged), then { id, op, ... } messages; answers { id, signature } or
 // { id, error }. Plain JavaScript so it runs the same under node, tsx and the test runner.
 import { parentPort, workerData } from "node:worker_threads";
-import { toHex } from "viem";
-import { mnemonicToAccount, sign } from "viem/accounts";
-import { transferWithAuthorizationDigest } from "./eip3009Digest.mjs";
+import { mnemonicToAccount } from "viem/accounts";
+import { signTypedDataOf } from "./eip3009Digest.mjs";
 
 const mnemonic = workerData.mnemonic;
 const accounts = new Map();
@@ -21,10 +20,7 @@ const hd = (index) => {
 parentPort.on("message", async (m) => {
   try {
     if (m.op !== "typedData") throw new Error(`unknown op ${m.op}`);
-    const a = hd(m.index);
-    // As custody.ts's signTypedDataWith: an EIP-3009 authorization's digest with its domain's separator kept.
-    const digest = transferWithAuthorizationDigest(m.def);
-    const signature = digest ? await sign({ hash: toHex(digest), privateKey: toHex(a.getHdKey().privateKey), to: "hex" }) : await a.signTypedData(m.def);
+    const signature = await signTypedDataOf(hd(m.index), m.def);
     parentPort.postMessage({ id: m.id, signature });
   } catch (err) {
     parentPort.postMessage({ id: m.id, error: String(err && err.message ? err.message : err) });
