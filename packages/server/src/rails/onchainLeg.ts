@@ -141,16 +141,16 @@ export async function checkRelayed(
   const stored = await d.ctx.ledger.relayerNonces.transactionByHash(hash);
   if (!stored) throw new Error(`relayed transaction ${hash} of payment ${payment.id} not stored`);
   const chainNonce = await d.chain.client.nonceOf(d.relayer.address, "latest");
-  if (chainNonce > stored.nonce) {
-    // Our nonce was consumed by a transaction we do not know (the relayer key used elsewhere).
-    // The authorizations are single-use on-chain, so re-submitting them cannot pay twice.
-    d.ctx.logger.warn({ payment_id: payment.id, nonce: stored.nonce }, "relayer nonce consumed elsewhere; resubmitting the same authorizations");
+  // Our nonce consumed by a transaction we do not know (the relayer key used elsewhere), or the signed bytes
+  // forgotten (only a day after they were stored, so not while the authorizations above are valid; gap repair fills
+  // that nonce with a no-op): the same authorizations go in a new transaction. They are single-use on-chain, so
+  // re-submitting them cannot pay twice.
+  if (chainNonce > stored.nonce || stored.raw_tx === null) {
+    d.ctx.logger.warn({ payment_id: payment.id, nonce: stored.nonce }, stored.raw_tx === null ? "relayer transaction's bytes forgotten; resubmitting the same authorizations" : "relayer nonce consumed elsewhere; resubmitting the same authorizations");
     const tx = await d.relayer.prepare(payment.id, encodeCalls(d, transfers), (t) => onResubmit({ hash: t.hash, nonce: t.nonce }), { txHash: payment.txHash, railState: payment.railState });
     await d.relayer.broadcast(tx.raw);
     return "pending";
   }
-  // Forgotten only a day after it was stored, long after its authorizations expired (checked above).
-  if (stored.raw_tx === null) throw new Error(`relayed transaction ${hash} of payment ${payment.id} was forgotten while its authorizations were valid`);
   await d.relayer.broadcast(stored.raw_tx as Hex);
   return "pending";
 }

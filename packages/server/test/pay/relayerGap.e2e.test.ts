@@ -9,7 +9,7 @@ import { LOST_TX_KEY_PREFIX, createRelayer } from "../../src/chain/relayer.ts";
 import type { Payment } from "../../src/domain/payment.ts";
 import { signAuthorization, randomNonce } from "../../src/rails/eip3009.ts";
 import { findLostLegs } from "../../src/settlement/lostLegs.ts";
-import { type LegDeps, encodeCalls } from "../../src/rails/onchainLeg.ts";
+import { type LegDeps, encodeCalls, signTransfers } from "../../src/rails/onchainLeg.ts";
 import { getDepositAddress } from "../../src/services/getDepositAddress.ts";
 import { reconcile } from "../../src/services/reconcile.ts";
 import { createToken } from "../../src/services/tokens.ts";
@@ -23,6 +23,7 @@ const recipientA: Address = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc";
 const recipientB: Address = "0x976EA74026E726554dB657fA54763abd0C3a0aa9";
 const recipientC: Address = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955";
 const recipientD: Address = "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720";
+const recipientE: Address = "0xBcd4042DE499D14e55001CcbB24a551F3b954096";
 
 describe.each(dialects)("relayer: a lost relayer transaction never wedges the rails (%s)", (dialect) => {
   let s: TestServer;
@@ -59,6 +60,12 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     }
     throw new Error(`no transaction of ${from} with nonce ${nonce} in the last 200 blocks`);
   }
+  /** The payment once it carries a transaction other than `lostHash`, mined and successful. */
+  const sentAgain = (id: string, lostHash: Hex) =>
+    poll("the completed payment to be sent again", async () => {
+      const p = (await ctx().ledger.payments.getPayment(id))!;
+      return p.txHash !== lostHash && p.txHash && (await chain().receipt(p.txHash as Hex))?.status === "success" ? p : undefined;
+    }, 45_000);
   const final = (id: string) =>
     poll(`payment ${id} to be final`, async () => {
       const p = (await ctx().ledger.payments.getPayment(id))!;
@@ -134,10 +141,7 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     expect(failed!.status).toBe("failed");
     expect(failed!.failureReason).toMatch(/expired/);
     // The completed one: signed again and sent, so the recipient holds what the ledger says was paid.
-    const resent = await poll("the completed payment to be sent again", async () => {
-      const p = (await ctx().ledger.payments.getPayment(done.id))!;
-      return p.txHash !== lost.hash && p.txHash && (await chain().receipt(p.txHash as Hex))?.status === "success" ? p : undefined;
-    }, 45_000);
+    const resent = await sentAgain(done.id, lost.hash);
     expect(resent.status).toBe("completed");
     expect((await chain().usdcBalance(recipientC)) - c0).toBe(1_000_000n);
     expect((await ctx().ledger.balances.get(s.projectId))!.available_micros).toBe(available0 - done.amountMicros - done.feeMicros);
@@ -168,13 +172,31 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     const filler = await transactionAt(runtime.relayerAddress, lost.nonce);
     expect(filler).toMatchObject({ to: runtime.relayerAddress.toLowerCase(), value: 0n, input: "0x" });
     // Once its old authorizations expired unused, the completed payment is signed again and sent.
-    const resent = await poll("the completed payment to be sent again", async () => {
-      const now = (await ctx().ledger.payments.getPayment(p.id))!;
-      return now.txHash !== lost.hash && now.txHash && (await chain().receipt(now.txHash as Hex))?.status === "success" ? now : undefined;
-    }, 45_000);
+    const resent = await sentAgain(p.id, lost.hash);
     expect(resent.status).toBe("completed");
     expect((await chain().usdcBalance(recipientD)) - d0).toBe(1_500_000n);
     expect(await ctx().ledger.kv.get(`${LOST_TX_KEY_PREFIX}${lost.hash}`)).toBeUndefined();
+  });
+
+  test("behavior: a transaction the chain never saw, whose bytes are gone while its authorizations are valid, is sent again as a new transaction; the payment completes once", async () => {
+    const runtime = s.server.chain!;
+    const relayer = createRelayer(ctx().ledger, runtime, ctx().logger, ctx().custody);
+    const d: LegDeps = { ctx: ctx(), chain: runtime, relayer };
+    const e0 = await chain().usdcBalance(recipientE);
+    const p = await heldElsewhere(ctx(), s.projectId, recipientE, 700_000, "forgotten-while-valid");
+    const auths = await signTransfers(d, p, [{ to: recipientE, micros: p.amountMicros }, { to: runtime.treasuryAddress, micros: p.feeMicros }]);
+    // Stored, never broadcast, its bytes then gone: the node does not know it and nothing can send it again as it was.
+    const lost = await relayer.prepare(p.id, encodeCalls(d, auths), (t) => usdcLegPatch({ ...t, auths }), { txHash: p.txHash, railState: p.railState });
+    expect(await ctx().ledger.relayerNonces.forgetSignedBytes(new Date(Date.now() + 60_000).toISOString(), 1_000)).toBeGreaterThan(0);
+    const [done] = await finishByWorker(ctx(), [p.id]);
+    expect(done!.status).toBe("completed");
+    expect(done!.txHash).not.toBe(lost.hash);
+    // Sent again at once, not after failed steps waiting for gap repair to take the old nonce.
+    expect(done!.stepErrors).toBe(0);
+    expect((await chain().receipt(done!.txHash as Hex))?.status).toBe("success");
+    // The same authorizations, moved once; the nonce the lost one held was filled with a no-op.
+    expect((await chain().usdcBalance(recipientE)) - e0).toBe(700_000n);
+    expect(await transactionAt(runtime.relayerAddress, lost.nonce)).toMatchObject({ to: runtime.relayerAddress.toLowerCase(), value: 0n, input: "0x" });
   });
 
   test("the ledger equals the chain for every project, and verifies", async () => {
