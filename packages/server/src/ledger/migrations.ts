@@ -714,6 +714,18 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex("relayer_txs_kept").on("relayer_txs").column("created_at").where(sql.ref("raw_tx"), "<>", "").execute();
       },
     },
+    "0044_payments_sparse_indexes": {
+      // `approval` and `refund_tx_hash` are null on almost every payment, yet their indexes (0011, 0019) held an entry
+      // for each row, and on PostgreSQL one more for each row version: a payment's status changes are not HOT updates
+      // (status is indexed), so every one of them inserted into both. Every read of them names a value (approval =,
+      // approval in, refund_tx_hash =), which the planner knows excludes null: partial indexes serve them all.
+      async up(db: Kysely<any>) {
+        await db.schema.dropIndex("payments_approval").execute();
+        await db.schema.createIndex("payments_approval").on("payments").columns(["approval", "project_id"]).where(sql.ref("approval"), "is not", null).execute();
+        await db.schema.dropIndex("payments_refund_tx").execute();
+        await db.schema.createIndex("payments_refund_tx").on("payments").column("refund_tx_hash").where(sql.ref("refund_tx_hash"), "is not", null).execute();
+      },
+    },
   };
 }
 
