@@ -28,7 +28,8 @@ const HELP = `npm run bench -- x402 [flags]
                          direct side: mppx's client); default: x402 2, then MPP, against the same server
   --samples N            paid requests per side (default 200)
   --warmup N             unmeasured paid requests per side first (default 20)
-  --max-seconds S        time budget for the measured requests (default 300)`;
+  --max-seconds S        time budget for the measured requests (default 300)
+  --idempotency-key      each payment through the service carries a new idempotency_key (default: none)`;
 
 type Side = { samples: number; p50Ms: number; p99Ms: number; meanMs: number; maxMs: number };
 
@@ -57,6 +58,7 @@ export async function run(args: string[]): Promise<void> {
       samples: { type: "string", default: "200" },
       warmup: { type: "string", default: "20" },
       "max-seconds": { type: "string", default: "300" },
+      "idempotency-key": { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
   });
@@ -77,7 +79,7 @@ export async function run(args: string[]): Promise<void> {
   try {
     facilitator = await startFacilitator({ rpcUrl: server.server.chain!.sandbox!.rpcUrl, privateKey: server.server.chain!.sandbox!.accounts.facilitator!.privateKey });
     const verdicts: string[] = [];
-    for (const version of versions) verdicts.push(await measure({ version, db: values.db, samples, warmup, maxSeconds, server, facilitatorUrl: facilitator.url }));
+    for (const version of versions) verdicts.push(await measure({ version, db: values.db, samples, warmup, maxSeconds, keyed: values["idempotency-key"], server, facilitatorUrl: facilitator.url }));
     if (verdicts.length > 1) console.log(`\n${verdicts.join("\n")}`);
   } finally {
     await facilitator?.stop();
@@ -92,7 +94,7 @@ type Version = "1" | "2" | "mpp";
  * One protocol's measurement against the running server: its merchant, the callers' thread paying it directly and
  * through the service, the tables and the result file. Answers its verdict line.
  */
-async function measure(o: { version: Version; db: string; samples: number; warmup: number; maxSeconds: number; server: Awaited<ReturnType<typeof startTestServer>>; facilitatorUrl: string }): Promise<string> {
+async function measure(o: { version: Version; db: string; samples: number; warmup: number; maxSeconds: number; keyed: boolean; server: Awaited<ReturnType<typeof startTestServer>>; facilitatorUrl: string }): Promise<string> {
   const { server, samples, warmup, maxSeconds } = o;
   const mpp = o.version === "mpp";
   const chain = server.server.chain!;
@@ -109,7 +111,7 @@ async function measure(o: { version: Version; db: string; samples: number; warmu
     const payer = sandbox.accounts.payer!;
     await sandbox.mint(payer.address, total * PRICE_MICROS);
     // The callers run on a thread of their own, as an agent is a process of its own (support/x402Callers.ts).
-    const setup: CallerSetup = { mpp, payerKey: payer.privateKey, chainId: chain.client.settings.chainId, usdcAddress: chain.client.usdcAddress, priceMicros: PRICE_MICROS.toString(), paidUrl, serviceUrl: server.baseUrl, token: server.token };
+    const setup: CallerSetup = { mpp, payerKey: payer.privateKey, chainId: chain.client.settings.chainId, usdcAddress: chain.client.usdcAddress, priceMicros: PRICE_MICROS.toString(), paidUrl, serviceUrl: server.baseUrl, token: server.token, keyed: o.keyed };
     const callers = new Worker(new URL("./support/x402Callers.mjs", import.meta.url), { workerData: setup });
     try {
       const statuses: Record<string, number> = {};
@@ -165,7 +167,7 @@ async function measure(o: { version: Version; db: string; samples: number; warmu
       console.log(mpp ? `merchant: MPP (mppx's server, EVM charge) on loopback, price ${PRICE_MICROS} micro-USDC, settled by the merchant on anvil (automine)` : `merchant: x402 v${o.version} on loopback, price ${PRICE_MICROS} micro-USDC, settled by x402's facilitator on anvil (automine)`);
       const rows: Cell[][] = [
         [mpp ? "direct: mppx client → merchant" : "direct: @x402/fetch → merchant", d.samples, d.p50Ms, d.p99Ms, d.meanMs, "-"],
-        [`POST /v1/pay → merchant (${o.db})`, s.samples, s.p50Ms, s.p99Ms, s.meanMs, `${p50Ratio.toFixed(2)}× / ${p99Ratio.toFixed(2)}×`],
+        [`POST /v1/pay → merchant (${o.db}${o.keyed ? ", idempotency_key" : ""})`, s.samples, s.p50Ms, s.p99Ms, s.meanMs, `${p50Ratio.toFixed(2)}× / ${p99Ratio.toFixed(2)}×`],
       ];
       printTable(["path", "samples", "p50 ms", "p99 ms", "mean ms", "vs direct (p50 / p99)"], rows);
       console.log("\nknowing the price first (no target):");
@@ -178,7 +180,7 @@ async function measure(o: { version: Version; db: string; samples: number; warmu
       );
       console.log(`\nservice answers: ${Object.entries(statuses).map(([k, v]) => `${v} ${k}`).join(", ")}; merchant received ${paidOnChain} micro-USDC for ${d.samples + s.samples} measured payments`);
       console.log(`median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99 ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)})`);
-      const file = writeResult(`x402-v${o.version}-${o.db}`, { machine: host, db: o.db, version: o.version, samples, warmup, direct: d, service: s, p50Ratio, p99Ratio, bareUnpaid: b, quote: q, statuses, paidOnChainMicros: paidOnChain.toString() });
+      const file = writeResult(`x402-v${o.version}-${o.db}`, { machine: host, db: o.db, version: o.version, keyed: o.keyed, samples, warmup, direct: d, service: s, p50Ratio, p99Ratio, bareUnpaid: b, quote: q, statuses, paidOnChainMicros: paidOnChain.toString() });
       console.log(`result: ${file}`);
       return `${mpp ? "MPP" : `x402 v${o.version}`}: median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)})`;
     } finally {

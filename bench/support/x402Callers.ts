@@ -22,6 +22,8 @@ export type CallerSetup = {
   paidUrl: string;
   serviceUrl: string;
   token: string;
+  /** The service side sends a new `idempotency_key` with each payment, as an agent that may retry does. */
+  keyed: boolean;
 };
 
 export type CallKind = "direct" | "service" | "bare" | "quote";
@@ -48,6 +50,9 @@ function callers(s: CallerSetup): Record<CallKind, () => Promise<string | undefi
     : undefined;
   const payDirect = mppClient ? mppClient.fetch : wrapFetchWithPayment(fetch, client);
   const body = JSON.stringify({ recipient: s.paidUrl, max_amount_usdc: Number(s.priceMicros) });
+  let keys = 0;
+  const keyPrefix = `bench-${process.pid}-${Date.now()}-`;
+  const payBody = () => (s.keyed ? JSON.stringify({ recipient: s.paidUrl, max_amount_usdc: Number(s.priceMicros), idempotency_key: `${keyPrefix}${++keys}` }) : body);
   const headers = { authorization: `Bearer ${s.token}`, "content-type": "application/json" };
   return {
     async direct() {
@@ -57,7 +62,7 @@ function callers(s: CallerSetup): Record<CallKind, () => Promise<string | undefi
       return undefined;
     },
     async service() {
-      const r = await fetch(`${s.serviceUrl}/v1/pay`, { method: "POST", headers, body });
+      const r = await fetch(`${s.serviceUrl}/v1/pay`, { method: "POST", headers, body: payBody() });
       const answer = (await r.json()) as { status?: string; response?: { status_code: number } };
       if (r.status !== 200 || answer.response?.status_code !== 200) throw new Error(`POST /v1/pay answered ${r.status}: ${JSON.stringify(answer)}`);
       return answer.status;
