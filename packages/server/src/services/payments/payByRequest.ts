@@ -99,9 +99,14 @@ export async function payByRequest(ctx: QuoteContext, principal: Principal, req:
     await letGo(ctx, claim);
     throw err;
   }
-  // From here the payment row owns the idempotency key (a repeat finds the row before any claim).
-  await letGo(ctx, claim);
-  return { kind: "payment", payment: await payHeld(ctx, rail, req, held), replayed: false };
+  // From here the payment row owns the idempotency key (a repeat finds the row before any claim), so the claim is
+  // given up while the paid request runs, not before it: its write is not on the payment's path.
+  const released = letGo(ctx, claim);
+  try {
+    return { kind: "payment", payment: await payHeld(ctx, rail, req, held), replayed: false };
+  } finally {
+    await released;
+  }
 }
 
 /** Waits before each further attempt to give a claim up, after the first failed: about 5 s in all. */
