@@ -11,6 +11,7 @@
  * can win; a claim whose request died is taken over once `until` passed.
  */
 import type { Kysely } from "kysely";
+import type { AtomicWrites } from "./atomicWrites.ts";
 import type { Database } from "./schema.ts";
 
 type KeyState = { state: "running"; until: string; token: string } | { state: "reply"; until: string; replyJson: string };
@@ -20,29 +21,40 @@ export type ClaimOutcome = { kind: "claimed" } | { kind: "reply"; replyJson: str
 /** Two racing takeovers of a dead claim: one wins, the other sees a running claim on its next look. */
 const CLAIM_ATTEMPTS_MAX = 3;
 
+/**
+ * Each write is one statement through the ledger's writes (atomicWrites.ts): on SQLite it joins the group commit, whose
+ * sync runs off the event loop and which waits for another connection's write lock on a timer. A plain statement there
+ * synced on the event loop, and while the settlement thread held the lock it slept in SQLite's busy handler, every other
+ * request of the process waiting with it.
+ */
 export class IdempotencyKeys {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly writes: AtomicWrites,
+  ) {}
 
   /** Claims the key for the request `token` until `until`, unless a live claim or a kept reply holds it. */
   async claim(projectId: string, key: string, token: string, until: string, now: string): Promise<ClaimOutcome> {
     const mine = { project_id: projectId, key, state: "running" as const, token, until, reply_json: null };
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS_MAX; attempt++) {
-      const inserted = await this.db.insertInto("idempotency_keys").values(mine).onConflict((oc) => oc.columns(["project_id", "key"]).doNothing()).returning("key").executeTakeFirst();
+      const [inserted] = await this.writes.writeOne(this.db.insertInto("idempotency_keys").values(mine).onConflict((oc) => oc.columns(["project_id", "key"]).doNothing()).returning("key").compile());
       if (inserted) return { kind: "claimed" };
       const row = await this.db.selectFrom("idempotency_keys").selectAll().where("project_id", "=", projectId).where("key", "=", key).executeTakeFirst();
       if (!row) continue;
       if (row.until > now) return row.state === "reply" ? { kind: "reply", replyJson: row.reply_json! } : { kind: "running" };
       // A dead claim or an expired reply: take the key over, if no one else did meanwhile.
-      const taken = await this.db
-        .updateTable("idempotency_keys")
-        .set({ state: "running", token, until, reply_json: null })
-        .where("project_id", "=", projectId)
-        .where("key", "=", key)
-        .where("state", "=", row.state)
-        .where("until", "=", row.until)
-        .where((eb) => (row.token === null ? eb("token", "is", null) : eb("token", "=", row.token)))
-        .returning("key")
-        .executeTakeFirst();
+      const [taken] = await this.writes.writeOne(
+        this.db
+          .updateTable("idempotency_keys")
+          .set({ state: "running", token, until, reply_json: null })
+          .where("project_id", "=", projectId)
+          .where("key", "=", key)
+          .where("state", "=", row.state)
+          .where("until", "=", row.until)
+          .where((eb) => (row.token === null ? eb("token", "is", null) : eb("token", "=", row.token)))
+          .returning("key")
+          .compile(),
+      );
       if (taken) return { kind: "claimed" };
     }
     return { kind: "running" };
@@ -50,19 +62,21 @@ export class IdempotencyKeys {
 
   /** Gives up the claim of `token`: nothing was recorded under the key (or a payment row owns it now). */
   async release(projectId: string, key: string, token: string): Promise<void> {
-    await this.db.deleteFrom("idempotency_keys").where("project_id", "=", projectId).where("key", "=", key).where("token", "=", token).where("state", "=", "running").execute();
+    await this.writes.writeOne(this.db.deleteFrom("idempotency_keys").where("project_id", "=", projectId).where("key", "=", key).where("token", "=", token).where("state", "=", "running").compile());
   }
 
   /** Turns the claim of `token` into a kept reply, answered to repeats of the key until `until`. */
   async keepReply(projectId: string, key: string, token: string, replyJson: string, until: string): Promise<void> {
-    await this.db
-      .updateTable("idempotency_keys")
-      .set({ state: "reply", token: null, until, reply_json: replyJson })
-      .where("project_id", "=", projectId)
-      .where("key", "=", key)
-      .where("token", "=", token)
-      .where("state", "=", "running")
-      .execute();
+    await this.writes.writeOne(
+      this.db
+        .updateTable("idempotency_keys")
+        .set({ state: "reply", token: null, until, reply_json: replyJson })
+        .where("project_id", "=", projectId)
+        .where("key", "=", key)
+        .where("token", "=", token)
+        .where("state", "=", "running")
+        .compile(),
+    );
   }
 
   /** The reply kept under the key, if one is and has not expired (read only: nothing is claimed). */
@@ -71,14 +85,17 @@ export class IdempotencyKeys {
     return row?.state === "reply" && row.until > now ? row.reply_json! : undefined;
   }
 
-  /** Removes up to `max` kept replies and dead claims that expired before `now`; returns how many went. */
+  /** Removes up to `max` kept replies and dead claims that expired before `now`, oldest first, in one write; returns how many went. */
   async pruneExpired(now: string, max = 500): Promise<number> {
-    const rows = await this.db.selectFrom("idempotency_keys").select(["project_id", "key"]).where("until", "<", now).orderBy("until").limit(max).execute();
-    let removed = 0;
-    for (const r of rows) {
-      const d = await this.db.deleteFrom("idempotency_keys").where("project_id", "=", r.project_id).where("key", "=", r.key).where("until", "<", now).executeTakeFirst();
-      removed += Number(d.numDeletedRows);
-    }
-    return removed;
+    const oldest = this.db.selectFrom("idempotency_keys").select(["project_id", "key"]).where("until", "<", now).orderBy("until").limit(max).$asTuple("project_id", "key");
+    const removed = await this.writes.writeOne(
+      this.db
+        .deleteFrom("idempotency_keys")
+        .where((eb) => eb(eb.refTuple("project_id", "key"), "in", oldest))
+        .where("until", "<", now)
+        .returning("key")
+        .compile(),
+    );
+    return removed.length;
   }
 }

@@ -3,6 +3,7 @@
  * that `POST /v1/pay` with the quote's id can require the same again. A quote moves no money; rows live
  * until they expire, then `prune` removes them in bounded batches.
  */
+import type { AtomicWrites } from "./atomicWrites.ts";
 import type { Db } from "./db.ts";
 import type { QuotesTable } from "./schema.ts";
 
@@ -11,11 +12,15 @@ export type QuoteRow = QuotesTable;
 /** Expired quotes removed per prune (a quote is a small row; a bounded delete never holds a long lock). */
 const PRUNE_BATCH_MAX = 500;
 
+/** Writes go through the ledger's writes, as idempotencyKeys.ts says why: a quote is written on the request's path. */
 export class Quotes {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly writes: AtomicWrites,
+  ) {}
 
   async insert(row: QuoteRow): Promise<void> {
-    await this.db.insertInto("quotes").values(row).execute();
+    await this.writes.writeOne(this.db.insertInto("quotes").values(row).compile());
   }
 
   /** The project's quote by id (another project's answers as unknown). */
@@ -27,7 +32,6 @@ export class Quotes {
   /** Deletes up to PRUNE_BATCH_MAX quotes that expired before `before`; returns how many. */
   async prune(before: string): Promise<number> {
     const ids = this.db.selectFrom("quotes").select("id").where("expires_at", "<", before).limit(PRUNE_BATCH_MAX);
-    const r = await this.db.deleteFrom("quotes").where("id", "in", ids).executeTakeFirst();
-    return Number(r.numDeletedRows);
+    return (await this.writes.writeOne(this.db.deleteFrom("quotes").where("id", "in", ids).returning("id").compile())).length;
   }
 }

@@ -92,12 +92,12 @@ export class Ledger {
     this.webhooks = new WebhookOutbox(db, dialect);
     this.adminCredentials = new AdminCredentials(db);
     this.audit = new AuditLog(db);
-    this.idempotencyKeys = new IdempotencyKeys(db);
+    this.idempotencyKeys = new IdempotencyKeys(db, writes);
     this.transactions = new TransactionReads(db, dialect, pgDirectOf(db));
     this.consoleTransactions = new ConsoleTransactions(db, this.transactions);
     this.relayerNonces = new RelayerNonces(db, writes);
     this.kv = new KvRows(db);
-    this.quotes = new Quotes(db);
+    this.quotes = new Quotes(db, writes);
     this.deployment = new Deployment(db);
     this.health = new HealthReads(db);
     this.evidence = new EvidenceStore(db);
