@@ -1,5 +1,6 @@
 // The writes a request makes before any payment row exists (an idempotency key's claim, its release or kept reply, a
-// quote) and their housekeeping go through the ledger's writes, on real SQLite and PostgreSQL. While another connection
+// quote), their housekeeping and the small state the request thread's loops keep (`kv`: the deposit watcher's cursor)
+// go through the ledger's writes, on real SQLite and PostgreSQL. While another connection
 // holds the write lock (on SQLite: the settlement thread, another process), they wait without stopping the process,
 // and finish once it is let go. On SQLite a plain statement slept in SQLite's busy handler on the event loop instead:
 // here the lock's holder, in this process, could then never let go, and the write failed with SQLITE_BUSY.
@@ -45,7 +46,7 @@ describe.each(dialects)("writes before a payment row (%s)", (dialect) => {
     const other = new pg.Client({ connectionString: t.url });
     await other.connect();
     await other.query("begin");
-    await other.query("lock table idempotency_keys, quotes in exclusive mode");
+    await other.query("lock table idempotency_keys, quotes, kv in exclusive mode");
     return { release: async () => void (await other.query("commit"), await other.end()) };
   }
 
@@ -76,6 +77,21 @@ describe.each(dialects)("writes before a payment row (%s)", (dialect) => {
       ["new", "running"],
     ]);
     expect((await t.ledger.quotes.get("prj_q", "quo_1"))?.amount_micros).toBe(1);
+  });
+
+  test("behavior: kv rows are set, claimed and deleted while another connection's write lock is held, once it is let go", async () => {
+    await t.ledger.kv.set("cursor", "1");
+    await t.ledger.kv.set("gone", "x");
+    const lock = await lockWrites();
+    let settled = 0;
+    const writes = [t.ledger.kv.set("cursor", "2"), t.ledger.kv.claim("first", "a"), t.ledger.kv.delete("gone")].map((p) => p.finally(() => settled++));
+    await new Promise((r) => setTimeout(r, 150));
+    expect(settled).toBe(0);
+    await lock.release();
+    const [, claimed] = await Promise.all(writes);
+    expect(claimed).toBe("a");
+    expect(await t.ledger.kv.claim("first", "b")).toBe("a");
+    expect([await t.ledger.kv.get("cursor"), await t.ledger.kv.get("gone")]).toEqual(["2", undefined]);
   });
 
   test("behavior: pruning removes at most the asked number of expired keys, oldest first, and expired quotes only", async () => {

@@ -3,17 +3,25 @@
  * no table of their own (the deposit watcher's block cursor, lost relayer transactions, the sandbox
  * off-ramp's payouts). A Ledger's `kv`.
  */
+import type { AtomicWrites } from "./atomicWrites.ts";
 import type { Db } from "./db.ts";
 
+/**
+ * Writes go through the ledger's writes (atomicWrites.ts; idempotencyKeys.ts says why): the deposit watcher writes its
+ * cursor from the request thread every time the chain moves.
+ */
 export class KvRows {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly writes: AtomicWrites,
+  ) {}
 
   async get(key: string): Promise<string | undefined> {
     return (await this.db.selectFrom("kv").select("value").where("key", "=", key).executeTakeFirst())?.value;
   }
 
   async set(key: string, value: string): Promise<void> {
-    await this.db.insertInto("kv").values({ key, value }).onConflict((oc) => oc.column("key").doUpdateSet({ value })).execute();
+    await this.writes.writeOne(this.db.insertInto("kv").values({ key, value }).onConflict((oc) => oc.column("key").doUpdateSet({ value })).compile());
   }
 
   /**
@@ -21,7 +29,7 @@ export class KvRows {
    * the key holds then: the first writer's. Two writers racing for one key both get the same answer.
    */
   async claim(key: string, value: string): Promise<string> {
-    await this.db.insertInto("kv").values({ key, value }).onConflict((oc) => oc.column("key").doNothing()).execute();
+    await this.writes.writeOne(this.db.insertInto("kv").values({ key, value }).onConflict((oc) => oc.column("key").doNothing()).compile());
     return (await this.get(key))!;
   }
 
@@ -36,6 +44,6 @@ export class KvRows {
   }
 
   async delete(key: string): Promise<void> {
-    await this.db.deleteFrom("kv").where("key", "=", key).execute();
+    await this.writes.writeOne(this.db.deleteFrom("kv").where("key", "=", key).compile());
   }
 }

@@ -96,7 +96,7 @@ export class Ledger {
     this.transactions = new TransactionReads(db, dialect, pgDirectOf(db));
     this.consoleTransactions = new ConsoleTransactions(db, this.transactions);
     this.relayerNonces = new RelayerNonces(db, writes);
-    this.kv = new KvRows(db);
+    this.kv = new KvRows(db, writes);
     this.quotes = new Quotes(db, writes);
     this.deployment = new Deployment(db);
     this.health = new HealthReads(db);
