@@ -5,6 +5,7 @@ import SQLite from "better-sqlite3";
 import { CompiledQuery } from "kysely";
 import { afterEach, describe, expect, test } from "vitest";
 import { createGroupCommit } from "../src/ledger/groupCommit.ts";
+import { createLogSync } from "../src/ledger/logSync.ts";
 import { type NewPayment } from "../src/ledger/payments.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { newId, systemClock } from "../src/ids.ts";
@@ -18,7 +19,7 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-function openFile(opts: { quietMs?: number; busyTimeoutMs?: number } = {}) {
+function openFile(opts: { quietMs?: number; busyTimeoutMs?: number; heldSyncs?: ((err: NodeJS.ErrnoException | null) => void)[] } = {}) {
   const { path, sqlite, db, close } = openWalTable("aw-group-");
   cleanups.push(close);
   const executed: string[] = [];
@@ -26,7 +27,10 @@ function openFile(opts: { quietMs?: number; busyTimeoutMs?: number } = {}) {
     executed.push(text);
     return sqlite.prepare(text);
   };
-  return { path, db, group: createGroupCommit(db, statement, opts), executed };
+  const held = opts.heldSyncs;
+  const logSync = held ? createLogSync(`${path}-wal`, { sync: (_fd, done) => void held.push(done) }) : undefined;
+  if (logSync) cleanups.push(() => logSync.close());
+  return { path, db, group: createGroupCommit(db, statement, { ...opts, logSync }), executed };
 }
 
 const insert = (v: string) => CompiledQuery.raw("insert into t (v) values (?) returning id", [v]);
@@ -82,6 +86,36 @@ describe("group commit", () => {
       ),
     );
     expect(seen).toEqual([5, 5, 5, 5, 5]);
+  });
+
+  test("behavior: a write asked for with durable: false is answered at its commit; a durable one of its batch waits for the log's sync, and a batch of such writes alone asks for none", async () => {
+    const heldSyncs: ((err: NodeJS.ErrnoException | null) => void)[] = [];
+    const { path, group } = openFile({ heldSyncs });
+    const other = new SQLite(path, { readonly: true });
+    cleanups.push(() => void other.close());
+    const answered: string[] = [];
+    const durable = group.write((run) => run(insert("disk"))).then(() => answered.push("disk"));
+    const atCommit = group.write((run) => run(insert("commit")), { durable: false }).then(() => answered.push("commit"));
+    await atCommit;
+    expect(answered).toEqual(["commit"]);
+    expect(other.prepare("select count(*) from t").pluck().get()).toBe(2);
+    expect(heldSyncs).toHaveLength(1);
+    heldSyncs.shift()!(null);
+    await durable;
+    expect(answered).toEqual(["commit", "disk"]);
+    // Alone, such writes commit and are answered with no sync of the log.
+    await Promise.all([group.write((run) => run(insert("c2")), { durable: false }), group.write((run) => run(insert("c3")), { durable: false })]);
+    expect(heldSyncs).toHaveLength(0);
+  });
+
+  test("error: when the log's sync fails, only the writes that waited for it fail; one answered at its commit stays answered", async () => {
+    const heldSyncs: ((err: NodeJS.ErrnoException | null) => void)[] = [];
+    const { group } = openFile({ heldSyncs });
+    const durable = group.write((run) => run(insert("disk")));
+    const atCommit = group.write((run) => run(insert("commit")), { durable: false });
+    await expect(atCommit).resolves.toEqual([{ id: 2 }]);
+    heldSyncs.shift()!(Object.assign(new Error("EIO: i/o error, fdatasync"), { code: "EIO" }));
+    await expect(durable).rejects.toThrow(/EIO/);
   });
 
   test("behavior: writes submitted while a batch commits go in the next batch", async () => {

@@ -17,9 +17,14 @@ export class AtomicWrites {
     private readonly group: GroupCommit | undefined,
   ) {}
 
-  /** A write of one statement, atomic on its own: the group commit, or on PostgreSQL no BEGIN/COMMIT. */
-  async writeOne<R>(query: CompiledQuery<R>): Promise<R[]> {
-    return this.group ? this.group.write((run) => run(query)) : (await this.db.executeQuery(query)).rows;
+  /**
+   * A write of one statement, atomic on its own: the group commit, or on PostgreSQL no BEGIN/COMMIT. With
+   * `durable: false` SQLite answers at the commit, before the log's sync (groupCommit.ts): only for a row whose loss
+   * in a crash of the machine leaves nothing that anyone relies on (an idempotency key's claim or its release, a quote).
+   * PostgreSQL's commit is durable either way.
+   */
+  async writeOne<R>(query: CompiledQuery<R>, opts: { durable?: boolean } = {}): Promise<R[]> {
+    return this.group ? this.group.write((run) => run(query), opts) : (await this.db.executeQuery(query)).rows;
   }
 
   /**

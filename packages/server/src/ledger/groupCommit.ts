@@ -9,6 +9,10 @@
  * the commit and run off the event loop, has finished (logSync.ts). The write lock is released at the
  * commit, and the next batch runs while this one's sync is under way.
  *
+ * A write asked for with `durable: false` is answered at the batch's commit instead, without waiting for that sync:
+ * only writes whose loss in a crash of the machine leaves nothing anyone relies on (atomicWrites.ts says which). The
+ * log is append-only, so any later sync makes it durable with the rest.
+ *
  * Each write is a synchronous function over compiled queries, so nothing else runs on the connection
  * while the batch is open; the batch takes Kysely's connection (its mutex) first, so it never lands
  * inside a transaction Kysely has open across an `await`.
@@ -22,14 +26,16 @@ import type { LogSync } from "./logSync.ts";
 export type RunQuery = <R>(query: CompiledQuery<R>) => R[];
 
 export type GroupCommit = {
-  /** Runs `write` in the next batch; resolves with its result once the batch is durable. */
-  write<T>(write: (run: RunQuery) => T): Promise<T>;
+  /** Runs `write` in the next batch; resolves with its result once the batch is durable (with `durable: false`, once it is committed). */
+  write<T>(write: (run: RunQuery) => T, opts?: { durable?: boolean }): Promise<T>;
 };
 
 /** At most this many writes share a commit; more wait for the next batch. */
 const BATCH_MAX = 256;
 
-type Item = { write: (run: RunQuery) => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+type Item = { write: (run: RunQuery) => unknown; durable: boolean; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+const answer = (item: Item, o: Outcome) => (o.ok ? item.resolve(o.value) : item.reject(o.error));
 
 /** While another connection writes, the batch tries again this often (the event loop serves requests meanwhile). */
 const LOCK_RETRY_MS = 1;
@@ -104,7 +110,7 @@ export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) =
   async function flush(): Promise<void> {
     lastFlushAt = performance.now();
     let batch: Item[] = [];
-    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    const outcomes: Outcome[] = [];
     let locked = false;
     let durable: Promise<void> | undefined;
     try {
@@ -143,8 +149,10 @@ export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) =
           end();
         }
       });
-      // The next batch may run from here on; this one's callers wait for the log to be on disk.
-      if (logSync) durable = logSync.afterCommit();
+      // The next batch may run from here on; this one's callers wait for the log to be on disk, but those that asked
+      // only for the commit.
+      batch.forEach((item, i) => void (item.durable || answer(item, outcomes[i]!)));
+      if (logSync && batch.some((item) => item.durable)) durable = logSync.afterCommit();
     } catch (err) {
       lockedSince = undefined;
       if (batch.length === 0) batch = take();
@@ -160,21 +168,17 @@ export function createGroupCommit<DB>(db: Kysely<DB>, statement: (sql: string) =
     try {
       await durable;
     } catch (err) {
-      // Committed, but not known to be on disk: no caller may count on it (logSync.ts).
-      for (const item of batch) item.reject(err);
+      // Committed, but not known to be on disk: no caller that waits for the disk may count on it (logSync.ts).
+      for (const item of batch) if (item.durable) item.reject(err);
       return;
     }
-    batch.forEach((item, i) => {
-      const o = outcomes[i]!;
-      if (o.ok) item.resolve(o.value);
-      else item.reject(o.error);
-    });
+    batch.forEach((item, i) => void (item.durable && answer(item, outcomes[i]!)));
   }
 
   return {
-    write<T>(write: (run: RunQuery) => T): Promise<T> {
+    write<T>(write: (run: RunQuery) => T, opts: { durable?: boolean } = {}): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        queue.push({ write, resolve: resolve as (v: unknown) => void, reject });
+        queue.push({ write, durable: opts.durable ?? true, resolve: resolve as (v: unknown) => void, reject });
         schedule();
       });
     },

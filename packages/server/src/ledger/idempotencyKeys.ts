@@ -26,7 +26,13 @@ const CLAIM_ATTEMPTS_MAX = 3;
  * sync runs off the event loop and which waits for another connection's write lock on a timer. A plain statement there
  * synced on the event loop, and while the settlement thread held the lock it slept in SQLite's busy handler, every other
  * request of the process waiting with it.
+ *
+ * A claim and its release are answered at their commit, not after the log's sync: lost in a crash of the machine, a
+ * claim only ever kept a request that died with it from being repeated (no money moves before the hold, whose own sync
+ * covers the claim's commit), and a lost release leaves a claim that ends with its lease. A kept reply waits for the
+ * disk: repeats of its key count on it.
  */
+const ANSWERED_AT_COMMIT = { durable: false };
 export class IdempotencyKeys {
   constructor(
     private readonly db: Kysely<Database>,
@@ -37,7 +43,7 @@ export class IdempotencyKeys {
   async claim(projectId: string, key: string, token: string, until: string, now: string): Promise<ClaimOutcome> {
     const mine = { project_id: projectId, key, state: "running" as const, token, until, reply_json: null };
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS_MAX; attempt++) {
-      const [inserted] = await this.writes.writeOne(this.db.insertInto("idempotency_keys").values(mine).onConflict((oc) => oc.columns(["project_id", "key"]).doNothing()).returning("key").compile());
+      const [inserted] = await this.writes.writeOne(this.db.insertInto("idempotency_keys").values(mine).onConflict((oc) => oc.columns(["project_id", "key"]).doNothing()).returning("key").compile(), ANSWERED_AT_COMMIT);
       if (inserted) return { kind: "claimed" };
       const row = await this.db.selectFrom("idempotency_keys").selectAll().where("project_id", "=", projectId).where("key", "=", key).executeTakeFirst();
       if (!row) continue;
@@ -54,6 +60,7 @@ export class IdempotencyKeys {
           .where((eb) => (row.token === null ? eb("token", "is", null) : eb("token", "=", row.token)))
           .returning("key")
           .compile(),
+        ANSWERED_AT_COMMIT,
       );
       if (taken) return { kind: "claimed" };
     }
@@ -62,7 +69,7 @@ export class IdempotencyKeys {
 
   /** Gives up the claim of `token`: nothing was recorded under the key (or a payment row owns it now). */
   async release(projectId: string, key: string, token: string): Promise<void> {
-    await this.writes.writeOne(this.db.deleteFrom("idempotency_keys").where("project_id", "=", projectId).where("key", "=", key).where("token", "=", token).where("state", "=", "running").compile());
+    await this.writes.writeOne(this.db.deleteFrom("idempotency_keys").where("project_id", "=", projectId).where("key", "=", key).where("token", "=", token).where("state", "=", "running").compile(), ANSWERED_AT_COMMIT);
   }
 
   /** Turns the claim of `token` into a kept reply, answered to repeats of the key until `until`. */

@@ -12,7 +12,11 @@ export type QuoteRow = QuotesTable;
 /** Expired quotes removed per prune (a quote is a small row; a bounded delete never holds a long lock). */
 const PRUNE_BATCH_MAX = 500;
 
-/** Writes go through the ledger's writes, as idempotencyKeys.ts says why: a quote is written on the request's path. */
+/**
+ * Writes go through the ledger's writes, as idempotencyKeys.ts says why: a quote is written on the request's path. A
+ * quote is answered at its commit, not after the log's sync: it moves no money, and lost in a crash of the machine, a
+ * payment naming it is refused as for an unknown quote (ask for a new one).
+ */
 export class Quotes {
   constructor(
     private readonly db: Db,
@@ -20,7 +24,7 @@ export class Quotes {
   ) {}
 
   async insert(row: QuoteRow): Promise<void> {
-    await this.writes.writeOne(this.db.insertInto("quotes").values(row).compile());
+    await this.writes.writeOne(this.db.insertInto("quotes").values(row).compile(), { durable: false });
   }
 
   /** The project's quote by id (another project's answers as unknown). */
