@@ -30,6 +30,10 @@ export function liveEnv(dev: DevChain, db: { dataDir?: string; databaseUrl?: str
     WORKER_INTERVAL_MS: "100",
     PAYMENT_REQUEST_LEASE_MS: "3000",
     LOG_LEVEL: "warn",
+    // Test files run side by side against one PostgreSQL (max_connections 100), and a spawned server opens a pool for
+    // its requests and one for its settlement thread: at the default 16 each, two files with two servers each asked
+    // for more than the server allows ("sorry, too many clients already").
+    DATABASE_POOL_MAX: "8",
     DATABASE_URL: db.databaseUrl ?? "",
     AGENTWALLET_DATA_DIR: db.dataDir ?? "",
   };
