@@ -104,7 +104,7 @@ export class Ledger {
     this.deposits = new Deposits(db, clock, newId);
     this.returnWatch = new ReturnWatch(db, clock);
     this.projects = new Projects(db, clock, newId);
-    this.tokens = new Tokens(db, dialect, clock, direct?.read, pgDirectOf(db));
+    this.tokens = new Tokens(db, dialect, clock, writes, direct?.read, pgDirectOf(db));
     this.balances = new Balances(db, dialect, pgDirectOf(db));
     this.spendDays = new SpendDays(db);
     this.receivedWebhooks = new ReceivedWebhooks(db, clock);

@@ -10,7 +10,8 @@ import { scheduleFlush } from "./batching.ts";
 import { type Db, type Dialect, type PgDirect, type SqliteDirect, runNamed, withParameters } from "./db.ts";
 import type { Database } from "./schema.ts";
 import type { Actor, AuditChange } from "../domain/audit.ts";
-import { recordAudit, withAudit } from "./auditLog.ts";
+import { auditInsert } from "./auditLog.ts";
+import type { AtomicWrites, Steps } from "./atomicWrites.ts";
 
 /**
  * The token, its project, the project's balance and the token's ancestors in one statement — authentication
@@ -87,6 +88,12 @@ export class Tokens {
     private readonly db: Db,
     private readonly dialect: Dialect,
     private readonly clock: Clock,
+    /**
+     * The token writes, each an atomic write (atomicWrites.ts): on SQLite they join the group commit, which waits for
+     * another connection's write lock on a timer and syncs off the event loop, where a Kysely transaction waited out
+     * the lock in SQLite's busy handler with every request of the process stopped.
+     */
+    private readonly writes: AtomicWrites,
     /** SQLite: the token lookup, on every request, runs on the calling stack when it safely can. */
     private readonly read: SqliteDirect["read"] | undefined,
     /** PostgreSQL: the token lookup runs as a prepared statement (a third of its cost per request). */
@@ -95,9 +102,10 @@ export class Tokens {
 
   /** A new token; with an actor, its audit entry in the same transaction. */
   async insert(row: NewTokenRow, actor?: Actor): Promise<void> {
-    await withAudit(this.db, actor, row.created_at, async (trx) => {
-      await trx.insertInto("api_tokens").values({ depth: 0, ...row }).execute();
-      return { result: undefined, change: createdChange(row) };
+    const db = this.db;
+    await this.writes.atomically(function* (): Steps<void> {
+      yield db.insertInto("api_tokens").values({ depth: 0, ...row }).compile();
+      if (actor) yield auditInsert(db, actor, createdChange(row), row.created_at);
     });
   }
 
@@ -111,31 +119,30 @@ export class Tokens {
    */
   async insertChild(parentId: string, row: NewTokenRow, actor: Actor, check: (parent: ListedTokenRow, activeChildren: number) => Pick<NewTokenRow, "spending_controls" | "expires_at" | "allowance_micros">): Promise<void> {
     const now = this.clock().toISOString();
-    await this.db.transaction().execute(async (trx) => {
-      let q = trx.selectFrom("api_tokens").select(TOKEN_COLUMNS).where("id", "=", parentId);
-      if (this.dialect === "postgres") q = q.forUpdate();
-      // SQLite: a write first takes the write lock, waiting out another connection's (the settlement
-      // thread's) under busy_timeout; a read first would fail at once with SQLITE_BUSY when it upgrades.
-      else await trx.updateTable("api_tokens").set((eb) => ({ depth: eb.ref("depth") })).where("id", "=", parentId).execute();
-      const parent = await q.executeTakeFirst();
+    const { db, dialect } = this;
+    await this.writes.atomically(function* (): Steps<void> {
+      // On SQLite the write holds the database's write lock from its start (the group commit's `begin immediate`).
+      let q = db.selectFrom("api_tokens").select(TOKEN_COLUMNS).where("id", "=", parentId);
+      if (dialect === "postgres") q = q.forUpdate();
+      const [parent] = (yield q.compile()) as ListedTokenRow[];
       if (!parent) throw new Error(`insertChild: no parent token ${parentId}`);
-      const children = await trx
+      const [children] = (yield db
         .selectFrom("api_tokens")
         .select((eb) => eb.fn.countAll<number>().as("n"))
         .where("parent_id", "=", parentId)
         .where("revoked_at", "is", null)
         .where((eb) => eb.or([eb("expires_at", "is", null), eb("expires_at", ">", now)]))
-        .executeTakeFirstOrThrow();
-      const settled = check(parent, Number(children.n));
+        .compile()) as { n: number | string }[];
+      const settled = check(parent, Number(children!.n));
       const written = { ...row, ...settled, parent_id: parentId, depth: Number(parent.depth) + 1 };
-      await trx.insertInto("api_tokens").values(written).execute();
-      await trx.insertInto("token_lineage").values({ ancestor_id: parentId, descendant_id: row.id, depth: 1 }).execute();
-      await trx
+      yield db.insertInto("api_tokens").values(written).compile();
+      yield db.insertInto("token_lineage").values({ ancestor_id: parentId, descendant_id: row.id, depth: 1 }).compile();
+      yield db
         .insertInto("token_lineage")
         .columns(["ancestor_id", "descendant_id", "depth"])
         .expression((eb) => eb.selectFrom("token_lineage").select([eb.ref("ancestor_id").as("ancestor_id"), eb.val(row.id).as("descendant_id"), eb(eb.ref("depth"), "+", 1).as("depth")]).where("descendant_id", "=", parentId))
-        .execute();
-      await recordAudit(trx, actor, createdChange(written), row.created_at);
+        .compile();
+      yield auditInsert(db, actor, createdChange(written), row.created_at);
     });
   }
 
@@ -225,35 +232,40 @@ export class Tokens {
    */
   async revoke(id: string, actor?: Actor): Promise<boolean> {
     const at = this.clock().toISOString();
-    return withAudit(this.db, actor, at, async (trx) => {
-      const r = await trx.updateTable("api_tokens").set({ revoked_at: at }).where("id", "=", id).where("revoked_at", "is", null).returning(["project_id"]).executeTakeFirst();
-      if (!r) return { result: false, change: null };
-      const below = await trx
+    const db = this.db;
+    return this.writes.atomically(function* (): Steps<boolean> {
+      const [r] = (yield db.updateTable("api_tokens").set({ revoked_at: at }).where("id", "=", id).where("revoked_at", "is", null).returning(["project_id"]).compile()) as { project_id: string }[];
+      if (!r) return false;
+      const below = (yield db
         .updateTable("api_tokens")
         .set({ revoked_at: at })
         .where("id", "in", (eb) => eb.selectFrom("token_lineage").select("descendant_id").where("ancestor_id", "=", id))
         .where("revoked_at", "is", null)
         .returning(["id"])
-        .execute();
+        .compile()) as { id: string }[];
       // The descendants the revocation took with it, so the one entry accounts for every token it stopped.
       const after = below.length ? { revoked_at: at, descendants_revoked: below.map((d) => d.id).sort() } : { revoked_at: at };
-      return { result: true, change: { action: "token.revoked", projectId: r.project_id, targetId: id, before: { revoked_at: null }, after } };
+      if (actor) yield auditInsert(db, actor, { action: "token.revoked", projectId: r.project_id, targetId: id, before: { revoked_at: null }, after }, at);
+      return true;
     });
   }
 
   /** Sets (or with null clears) the spending controls of a token or a project; false if there is none with that id. */
   /** With an actor, the controls before are read in the transaction that replaces them, and both go into its audit entry. */
   async setSpendingControls(scope: "token" | "project", id: string, controls: string | null, actor?: Actor): Promise<boolean> {
-    return withAudit(this.db, actor, this.clock().toISOString(), async (trx) => {
-      const before =
-        scope === "token"
-          ? await trx.selectFrom("api_tokens").select(["spending_controls", "project_id"]).where("id", "=", id).executeTakeFirst()
-          : await trx.selectFrom("projects").select(["spending_controls", "id as project_id"]).where("id", "=", id).executeTakeFirst();
-      if (!before) return { result: false, change: null };
-      if (scope === "token") await trx.updateTable("api_tokens").set({ spending_controls: controls }).where("id", "=", id).execute();
-      else await trx.updateTable("projects").set({ spending_controls: controls }).where("id", "=", id).execute();
-      const change = { action: `${scope}.controls_changed` as const, projectId: before.project_id, targetId: id, before: { spending_controls: controlsOf(before.spending_controls) }, after: { spending_controls: controlsOf(controls) } };
-      return { result: true, change };
+    const at = this.clock().toISOString();
+    const db = this.db;
+    return this.writes.atomically(function* (): Steps<boolean> {
+      const [before] = (yield scope === "token"
+        ? db.selectFrom("api_tokens").select(["spending_controls", "project_id"]).where("id", "=", id).compile()
+        : db.selectFrom("projects").select(["spending_controls", "id as project_id"]).where("id", "=", id).compile()) as { spending_controls: string | null; project_id: string }[];
+      if (!before) return false;
+      yield scope === "token" ? db.updateTable("api_tokens").set({ spending_controls: controls }).where("id", "=", id).compile() : db.updateTable("projects").set({ spending_controls: controls }).where("id", "=", id).compile();
+      if (actor) {
+        const change = { action: `${scope}.controls_changed` as const, projectId: before.project_id, targetId: id, before: { spending_controls: controlsOf(before.spending_controls) }, after: { spending_controls: controlsOf(controls) } };
+        yield auditInsert(db, actor, change, at);
+      }
+      return true;
     });
   }
 }
