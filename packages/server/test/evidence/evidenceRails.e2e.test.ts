@@ -111,8 +111,9 @@ describe.each(dialects)("evidence of each rail on the real chain (%s)", (databas
     const cli = (args: string[]) => runCommand([...args, "--data-dir", w.server.dataDir], { AGENTWALLET_DATA_DIR: w.server.dataDir, DATABASE_URL: w.ctx.config.databaseUrl ?? "" });
     const verify = () => cli(["verify-evidence", "--project", projectId]);
     const clean = await verify();
-    // The command says which database it read, on stderr, and nothing else there.
-    expect(clean.stderr).toBe(`database: ${database === "sqlite" ? "SQLite" : "PostgreSQL"} ${database === "sqlite" ? join(w.server.dataDir, "agentwallet.db") : w.ctx.config.databaseUrl}\n`);
+    // The command says which database it read (a URL's password hidden), on stderr, and nothing else there.
+    const named = database === "sqlite" ? join(w.server.dataDir, "agentwallet.db") : w.ctx.config.databaseUrl!.replace(/^(postgres(?:ql)?:\/\/[^:@/]+:)[^@]*@/, "$1***@");
+    expect(clean.stderr).toBe(`database: ${database === "sqlite" ? "SQLite" : "PostgreSQL"} ${named}\n`);
     expect(clean.code).toBe(0);
     expect(clean.stdout).toMatch(/^Evidence holds: \d+ record\(s\) of 3 payment\(s\), 3 transaction\(s\) read on-chain\./);
 
