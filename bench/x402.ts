@@ -16,9 +16,12 @@ import { startFacilitator, startMerchantV1, startMerchantV2, startMppMerchant } 
 import { Worker } from "node:worker_threads";
 import { startTestServer } from "../packages/server/src/testing/harness.ts";
 import type { CallAnswer, CallKind, CallerSetup } from "./support/x402Callers.ts";
+import { createTimeline } from "./support/x402Timeline.ts";
 import { type Cell, UsageError, log, machine, percentile, printTable, verdict, writeResult, benchDatabase } from "./lib.ts";
 
 const TARGET_RATIO_MAX = 1.25;
+/** What the service may add to a paid call's median, in ms. */
+const TARGET_ADDED_P50_MS_MAX = 2;
 const PRICE_MICROS = 10_000n;
 const MERCHANT_PAY_TO = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
@@ -113,6 +116,7 @@ async function measure(o: { version: Version; db: string; samples: number; warmu
     // The callers run on a thread of their own, as an agent is a process of its own (support/x402Callers.ts).
     const setup: CallerSetup = { mpp, payerKey: payer.privateKey, chainId: chain.client.settings.chainId, usdcAddress: chain.client.usdcAddress, priceMicros: PRICE_MICROS.toString(), paidUrl, serviceUrl: server.baseUrl, token: server.token, keyed: o.keyed };
     const callers = new Worker(new URL("./support/x402Callers.mjs", import.meta.url), { workerData: setup });
+    const timeline = createTimeline({ merchantPort: Number(new URL(merchant.url).port), servicePort: Number(new URL(server.baseUrl).port) });
     try {
       const statuses: Record<string, number> = {};
       // One call at a time: the thread's answer (or its failure, or its end) settles the call waiting for it.
@@ -125,17 +129,20 @@ async function measure(o: { version: Version; db: string; samples: number; warmu
       callers.on("message", (a: CallAnswer) => settle((w) => w.resolve(a)));
       callers.on("error", (err) => settle((w) => w.reject(err)));
       callers.on("exit", (code) => settle((w) => w.reject(new Error(`the callers' thread ended (exit code ${code})`))));
-      const call = (kind: CallKind) => async (): Promise<number> => {
+      const ask = async (kind: CallKind) => {
         const answer = await new Promise<CallAnswer>((resolve, reject) => {
           waiting = { resolve, reject };
           callers.postMessage(kind);
         });
         if ("error" in answer) throw new Error(answer.error);
         if (answer.status) statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
-        return answer.ms;
+        return answer;
       };
-      const direct = call("direct");
-      const viaService = call("service");
+      const call = (kind: CallKind) => async (): Promise<number> => (await ask(kind)).ms;
+      // The paid calls are split into steps as the servers saw them (diagnostic: support/x402Timeline.ts).
+      const paid = (side: "direct" | "service") => async (): Promise<number> => (await timeline.during(side, () => ask(side))).ms;
+      const direct = paid("direct");
+      const viaService = paid("service");
 
       log(`warm-up: ${warmup} paid requests per side…`);
       for (let i = 0; i < warmup; i++) {
@@ -143,6 +150,7 @@ async function measure(o: { version: Version; db: string; samples: number; warmu
         await viaService();
       }
       for (const k of Object.keys(statuses)) delete statuses[k];
+      timeline.reset();
 
       log(`measuring: up to ${samples} paid requests per side, alternating, within ${maxSeconds} s…`);
       const directMs: number[] = [];
@@ -161,6 +169,8 @@ async function measure(o: { version: Version; db: string; samples: number; warmu
       const s = summarise(serviceMs);
       const p50Ratio = s.p50Ms / d.p50Ms;
       const p99Ratio = s.p99Ms / d.p99Ms;
+      const addedP50Ms = s.p50Ms - d.p50Ms;
+      const steps = timeline.table();
 
       const host = machine();
       console.log(`\nmachine: ${host.cpus} × ${host.cpuModel}, ${host.memoryGiB} GiB, Node ${host.node}; load average ${host.loadAverage1m}`);
@@ -170,6 +180,11 @@ async function measure(o: { version: Version; db: string; samples: number; warmu
         [`POST /v1/pay → merchant (${o.db}${o.keyed ? ", idempotency_key" : ""})`, s.samples, s.p50Ms, s.p99Ms, s.meanMs, `${p50Ratio.toFixed(2)}× / ${p99Ratio.toFixed(2)}×`],
       ];
       printTable(["path", "samples", "p50 ms", "p99 ms", "mean ms", "vs direct (p50 / p99)"], rows);
+      console.log(`\nwhere the time goes (diagnostic; the servers' view, support/x402Timeline.ts): ms per paid call, the service's minus direct${timeline.unmatched ? `; ${timeline.unmatched} calls left out` : ""}`);
+      printTable(
+        ["step", "direct mean", "service mean", "difference", "direct p50", "service p50"],
+        steps.map((r) => [r.step, r.direct ? r.direct.mean.toFixed(2) : "", r.service.mean.toFixed(2), r.direct ? `${r.service.mean - r.direct.mean >= 0 ? "+" : ""}${(r.service.mean - r.direct.mean).toFixed(2)}` : "", r.direct ? r.direct.p50.toFixed(2) : "", r.service.p50.toFixed(2)]),
+      );
       console.log("\nknowing the price first (no target):");
       printTable(
         ["path", "samples", "p50 ms", "p99 ms", "mean ms", "vs bare (p50 / p99)"],
@@ -179,11 +194,12 @@ async function measure(o: { version: Version; db: string; samples: number; warmu
         ],
       );
       console.log(`\nservice answers: ${Object.entries(statuses).map(([k, v]) => `${v} ${k}`).join(", ")}; merchant received ${paidOnChain} micro-USDC for ${d.samples + s.samples} measured payments`);
-      console.log(`median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99 ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)})`);
-      const file = writeResult(`x402-v${o.version}-${o.db}`, { machine: host, db: o.db, version: o.version, keyed: o.keyed, samples, warmup, direct: d, service: s, p50Ratio, p99Ratio, bareUnpaid: b, quote: q, statuses, paidOnChainMicros: paidOnChain.toString() });
+      console.log(`median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99 ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)}); the service adds ≤ ${TARGET_ADDED_P50_MS_MAX} ms at p50: ${verdict(addedP50Ms <= TARGET_ADDED_P50_MS_MAX)} (${addedP50Ms >= 0 ? "+" : ""}${addedP50Ms.toFixed(1)} ms)`);
+      const file = writeResult(`x402-v${o.version}-${o.db}`, { machine: host, db: o.db, version: o.version, keyed: o.keyed, samples, warmup, direct: d, service: s, p50Ratio, p99Ratio, addedP50Ms, steps, bareUnpaid: b, quote: q, statuses, paidOnChainMicros: paidOnChain.toString() });
       console.log(`result: ${file}`);
-      return `${mpp ? "MPP" : `x402 v${o.version}`}: median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)})`;
+      return `${mpp ? "MPP" : `x402 v${o.version}`}: median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)}); adds ≤ ${TARGET_ADDED_P50_MS_MAX} ms: ${verdict(addedP50Ms <= TARGET_ADDED_P50_MS_MAX)} (${addedP50Ms >= 0 ? "+" : ""}${addedP50Ms.toFixed(1)} ms)`;
     } finally {
+      timeline.close();
       await callers.terminate();
     }
   } finally {

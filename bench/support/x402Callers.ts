@@ -28,8 +28,12 @@ export type CallerSetup = {
 
 export type CallKind = "direct" | "service" | "bare" | "quote";
 
-/** What the thread answers: a time, or the failure that ended the call. */
-export type CallAnswer = { ms: number; status?: string } | { error: string };
+/**
+ * What the thread answers: a time, with when the call started and ended in absolute milliseconds
+ * (`performance.timeOrigin + performance.now()`, comparable with the servers' thread: x402Timeline.ts), or the
+ * failure that ended the call.
+ */
+export type CallAnswer = { ms: number; startedAt: number; endedAt: number; status?: string } | { error: string };
 
 function callers(s: CallerSetup): Record<CallKind, () => Promise<string | undefined>> {
   // Direct: Coinbase's client, configured as its README says for a custom asset (both protocol versions).
@@ -86,9 +90,13 @@ if (parentPort) {
   const port = parentPort;
   const calls = callers(workerData as CallerSetup);
   port.on("message", (kind: CallKind) => {
+    const startedAt = performance.timeOrigin + performance.now();
     const started = process.hrtime.bigint();
     calls[kind]().then(
-      (status) => port.postMessage({ ms: Number(process.hrtime.bigint() - started) / 1e6, ...(status ? { status } : {}) } satisfies CallAnswer),
+      (status) => {
+        const ms = Number(process.hrtime.bigint() - started) / 1e6;
+        port.postMessage({ ms, startedAt, endedAt: performance.timeOrigin + performance.now(), ...(status ? { status } : {}) } satisfies CallAnswer);
+      },
       (err: unknown) => port.postMessage({ error: (err as Error).message } satisfies CallAnswer),
     );
   });
