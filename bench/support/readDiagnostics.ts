@@ -3,11 +3,11 @@
  * the token lookup every request makes, the balance read, and a transaction page, each through the
  * service's Kysely query, as the same SQL on the raw driver prepared per call (what Kysely's
  * drivers do), and prepared once (what a statement cache would give). For deep pages, the same page
- * and the database's plan for the deepest page (a range of positions, see migration 0002). On PostgreSQL, each
- * filtered or cursor page through the service, and the plan and times of each of its statements.
+ * and the database's plan for the deepest page (a range of positions, see migration 0002). Each filtered or cursor
+ * page through the service, and the plan of each of its statements (PostgreSQL: with their times).
  */
 import SQLite from "better-sqlite3";
-import { type CompiledQuery, Kysely, PostgresDialect } from "kysely";
+import { type CompiledQuery, Kysely, PostgresDialect, SqliteDialect } from "kysely";
 import pg from "pg";
 import { parseListQuery } from "../../packages/server/src/http/listQuery.ts";
 import { Balances } from "../../packages/server/src/ledger/balances.ts";
@@ -31,7 +31,7 @@ export type DiagnosticsInput = {
   deepSamples: number;
   /** Per operation: a slow one gets fewer samples, never an endless run. */
   maxSeconds: number;
-  /** PostgreSQL: the filtered and cursor pages (a name, and the query string after `?`) whose plans to show. */
+  /** The filtered and cursor pages (a name, and the query string after `?`) to time and whose plans to show. */
   filtered?: { name: string; query: string }[];
 };
 
@@ -88,15 +88,15 @@ export async function readDiagnostics(bench: BenchContext, input: DiagnosticsInp
       await threeWays(`page at offset ${offset}`, n, () => ledger.balances.listTransactions(input.projectId, input.pageLimit, offset), pageQuery);
       if (offset === deepest) plans[`page at offset ${offset} (position range)`] = await raw.plan(pageQuery.sql, [...pageQuery.parameters]);
     }
-    if (bench.dialect === "postgres" && input.filtered) {
-      // Each filtered or cursor page through the service and its prepared statements, without HTTP: what of the
-      // page's time over HTTP is the database's and the service's.
+    if (input.filtered) {
+      // Each filtered or cursor page through the service (on PostgreSQL its prepared statements), without HTTP: what
+      // of the page's time over HTTP is the database's and the service's.
       for (const c of input.filtered) {
         const { startingAfter, ...q } = parseListQuery(Object.fromEntries(new URLSearchParams(c.query)));
         const cursor = startingAfter === undefined ? undefined : await ledger.transactions.cursorOf(input.projectId, startingAfter);
         await measure(`${c.name}: service (in-process)`, input.samples, () => listTransactions({ ledger }, input.projectId, { ...q, ...(cursor ? { cursor } : {}) }));
       }
-      Object.assign(plans, await filteredPlans(bench, input.projectId, input.filtered));
+      Object.assign(plans, bench.dialect === "postgres" ? await filteredPlans(bench, input.projectId, input.filtered) : await sqliteFilteredPlans(bench, input.projectId, input.filtered));
     }
     return { rows, plans };
   } finally {
@@ -134,6 +134,35 @@ async function filteredPlans(bench: BenchContext, projectId: string, cases: { na
     }
     return plans;
   } finally {
+    await traced.destroy();
+  }
+}
+
+/**
+ * SQLite: the plan of every statement a filtered or cursor page issues (the service over a Kysely that records them),
+ * as `EXPLAIN QUERY PLAN` gives it: each read of a table (a SEARCH on an index range, or a SCAN of the whole table) and
+ * each sort of a temporary B-tree, in order.
+ */
+async function sqliteFilteredPlans(bench: BenchContext, projectId: string, cases: { name: string; query: string }[]): Promise<Record<string, string[]>> {
+  const issued: CompiledQuery[] = [];
+  const traced = new Kysely<Database>({ dialect: new SqliteDialect({ database: new SQLite(bench.sqlitePath!) }), log: (e) => void (e.level === "query" && issued.push(e.query)) });
+  const raw = new SQLite(bench.sqlitePath!, { readonly: true });
+  try {
+    const reads = new TransactionReads(traced, "sqlite");
+    const plans: Record<string, string[]> = {};
+    for (const c of cases) {
+      const { startingAfter, ...q } = parseListQuery(Object.fromEntries(new URLSearchParams(c.query)));
+      const cursor = startingAfter === undefined ? undefined : await reads.cursorOf(projectId, startingAfter);
+      issued.length = 0;
+      await listTransactions({ ledger: { balances: new Balances(traced, "sqlite"), transactions: reads } }, projectId, { ...q, ...(cursor ? { cursor } : {}) });
+      plans[`filtered: ${c.name}`] = issued.splice(0).map((statement, i) => {
+        const steps = (raw.prepare(`explain query plan ${statement.sql}`).all(...statement.parameters) as { detail: string }[]).map((r) => r.detail).filter((d) => /^(SEARCH|SCAN) (transactions|t|transaction_counts)\b|TEMP B-TREE/.test(d));
+        return `statement ${i + 1}: ${steps.join("; ")}`;
+      });
+    }
+    return plans;
+  } finally {
+    raw.close();
     await traced.destroy();
   }
 }
