@@ -76,13 +76,13 @@ const rowsOfKeys = (keys: RawBuilder<unknown>, projectId: string) => sql<ListedR
  * PostgreSQL the text depends only on the number of pairs, so that it runs as a prepared statement planned once
  * per connection (`ledger/db.ts` `pgDirectOf`): planning the union cost more than reading the page. Its bounds are
  * values: after `created_at > $after` (the empty string when none), below the key `(created_at, pos) < ($before,
- * $beforePos)`, the lower of the upper time bound and the cursor (`UPPER_END` when neither). On PostgreSQL a time
- * range alone is one range of `(project_id, created_at, pos)` (migration 0026).
+ * $beforePos)`, the lower of the upper time bound and the cursor (`UPPER_END` when neither). A time range alone is
+ * one range of `(project_id, created_at, pos)` (migration 0026 on PostgreSQL, 0032 on SQLite), not one per pair.
  */
 function pageKeys(projectId: string, f: TransactionFilter, cursor: Cursor | undefined, limit: number, offset: number, dialect: Dialect): RawBuilder<unknown> {
   const bounds = dialect === "postgres" ? boundsAsValues(f, cursor) : givenBounds(f, cursor);
   const cut = sql`order by created_at desc, pos desc limit ${limit + 1} offset ${offset}`;
-  if (dialect === "postgres" && f.timeRangeOnly) return sql`select created_at, pos from transactions where ${sql.join([sql`project_id = ${projectId}`, ...bounds], sql` and `)} ${cut}`;
+  if (f.timeRangeOnly) return sql`select created_at, pos from transactions where ${sql.join([sql`project_id = ${projectId}`, ...bounds], sql` and `)} ${cut}`;
   const ranges = pairsOf(f).map(([type, status], i) => {
     const where = sql.join([sql`project_id = ${projectId}`, sql`type = ${type}`, sql`status = ${status}`, ...bounds], sql` and `);
     return sql`select created_at, pos from (select created_at, pos from transactions where ${where} order by created_at desc, pos desc limit ${offset + limit + 1}) as ${sql.raw(`r_${i}`)}`;
@@ -176,8 +176,8 @@ export class TransactionReads {
     // On PostgreSQL the lists are array values, so that the text depends only on which bounds are given: one
     // prepared statement per shape, whatever the filter.
     const oneOf = (column: "type" | "status", values: readonly string[]) => (pg ? sql`${sql.ref(column)} = any(${values}::text[])` : sql`${sql.ref(column)} in (${sql.join(values)})`);
-    // PostgreSQL counts a time range alone on (project_id, created_at, pos), without the lists of every pair.
-    const timeOnly = pg && f.timeRangeOnly === true;
+    // A time range alone is counted on (project_id, created_at, pos), without the lists of every pair.
+    const timeOnly = f.timeRangeOnly === true;
     /** The matching rows from `from` (inclusive or not) up to `to` (exclusive, or inclusive with `toInclusive`). */
     const countRows = (from: string | undefined, fromInclusive: boolean, to: string | undefined, toInclusive = false) => {
       const range = [
