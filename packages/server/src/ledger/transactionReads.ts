@@ -72,7 +72,8 @@ const rowsOfKeys = (keys: RawBuilder<unknown>, projectId: string) => sql<ListedR
       order by k.created_at desc, k.pos desc`;
 
 /**
- * The page's keys: one index range per (type, status) pair, merged and cut to `offset`, `limit + 1`. On
+ * The page's keys: one index range per (type, status) pair, merged and cut to `offset`, `limit + 1` (SQLite
+ * reads each range lazily in the page's order and stops at the cut). On
  * PostgreSQL the text depends only on the number of pairs, so that it runs as a prepared statement planned once
  * per connection (`ledger/db.ts` `pgDirectOf`): planning the union cost more than reading the page. Its bounds are
  * values: after `created_at > $after` (the empty string when none), below the key `(created_at, pos) < ($before,
@@ -85,6 +86,9 @@ function pageKeys(projectId: string, f: TransactionFilter, cursor: Cursor | unde
   if (f.timeRangeOnly) return sql`select created_at, pos from transactions where ${sql.join([sql`project_id = ${projectId}`, ...bounds], sql` and `)} ${cut}`;
   const ranges = pairsOf(f).map(([type, status], i) => {
     const where = sql.join([sql`project_id = ${projectId}`, sql`type = ${type}`, sql`status = ${status}`, ...bounds], sql` and `);
+    // SQLite merges the ranges as each reads its index in the page's order, and stops at the limit: an arm of its own
+    // with a limit was sorted again (a temporary B-tree per pair, 5× the time at offset 1,000).
+    if (dialect !== "postgres") return sql`select created_at, pos from transactions where ${where}`;
     return sql`select created_at, pos from (select created_at, pos from transactions where ${where} order by created_at desc, pos desc limit ${offset + limit + 1}) as ${sql.raw(`r_${i}`)}`;
   });
   return sql`${sql.join(ranges, sql` union all `)} ${cut}`;
