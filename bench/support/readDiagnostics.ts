@@ -96,7 +96,7 @@ export async function readDiagnostics(bench: BenchContext, input: DiagnosticsInp
         const cursor = startingAfter === undefined ? undefined : await ledger.transactions.cursorOf(input.projectId, startingAfter);
         await measure(`${c.name}: service (in-process)`, input.samples, () => listTransactions({ ledger }, input.projectId, { ...q, ...(cursor ? { cursor } : {}) }));
       }
-      Object.assign(plans, bench.dialect === "postgres" ? await filteredPlans(bench, input.projectId, input.filtered) : await sqliteFilteredPlans(bench, input.projectId, input.filtered));
+      Object.assign(plans, await filteredPlans(bench, input.projectId, input.filtered));
     }
     return { rows, plans };
   } finally {
@@ -105,64 +105,44 @@ export async function readDiagnostics(bench: BenchContext, input: DiagnosticsInp
 }
 
 /**
- * PostgreSQL: the plans of every statement a filtered or cursor page issues (GET /v1/transactions's service over
- * a Kysely that records them), run with `EXPLAIN ANALYZE`: per statement, each read of a table, by scan and index,
- * with the most rows one read returned. Index ranges only, none past a page (transactionListPlans.test.ts holds
- * the service to it); a count of matching rows would show as a scan of the whole range under an aggregate. Each
- * statement's times are for its values, unprepared: "planned" is what a call would pay without the service's
- * prepared statements, which are planned once per connection.
+ * The plans of every statement a filtered or cursor page issues (GET /v1/transactions's service over a Kysely that
+ * records them). PostgreSQL: run with `EXPLAIN ANALYZE`, per statement each read of a table, by scan and index, with
+ * the most rows one read returned. Index ranges only, none past a page (transactionListPlans.test.ts holds the service
+ * to it); a count of matching rows would show as a scan of the whole range under an aggregate. Each statement's times
+ * are for its values, unprepared: "planned" is what a call would pay without the service's prepared statements, which
+ * are planned once per connection. SQLite: `EXPLAIN QUERY PLAN`, each read of a table (a SEARCH on an index range, or
+ * a SCAN of the whole table) and each sort in a temporary B-tree, in order (transactionListPlansSqlite.test.ts).
  */
 async function filteredPlans(bench: BenchContext, projectId: string, cases: { name: string; query: string }[]): Promise<Record<string, string[]>> {
-  const pool = new pg.Pool({ connectionString: bench.postgresUrl!, max: 2 });
   const issued: CompiledQuery[] = [];
-  const traced = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: (e) => void (e.level === "query" && issued.push(e.query)) });
+  const log = (e: { level: string; query: CompiledQuery }) => void (e.level === "query" && issued.push(e.query));
+  const pool = bench.dialect === "postgres" ? new pg.Pool({ connectionString: bench.postgresUrl!, max: 2 }) : undefined;
+  const raw = pool ? undefined : new SQLite(bench.sqlitePath!, { readonly: true });
+  const traced = new Kysely<Database>({ dialect: pool ? new PostgresDialect({ pool }) : new SqliteDialect({ database: new SQLite(bench.sqlitePath!) }), log });
+  const explain = async (statement: CompiledQuery, i: number): Promise<string> => {
+    if (raw) {
+      const steps = (raw.prepare(`explain query plan ${statement.sql}`).all(...statement.parameters) as { detail: string }[]).map((r) => r.detail);
+      return `statement ${i + 1}: ${steps.filter((d) => /^(SEARCH|SCAN) (transactions|t|transaction_counts)\b|TEMP B-TREE/.test(d)).join("; ")}`;
+    }
+    const { rows } = await pool!.query(`explain (analyze, format json) ${statement.sql}`, [...statement.parameters]);
+    const explained = (rows[0]["QUERY PLAN"] as { Plan: PlanNode; "Planning Time": number; "Execution Time": number }[])[0]!;
+    return `statement ${i + 1} (planned ${explained["Planning Time"].toFixed(3)} ms, ran ${explained["Execution Time"].toFixed(3)} ms): ${summarize(explained.Plan)}`;
+  };
   try {
-    const reads = new TransactionReads(traced, "postgres");
+    const reads = new TransactionReads(traced, bench.dialect);
     const plans: Record<string, string[]> = {};
     for (const c of cases) {
       const { startingAfter, ...q } = parseListQuery(Object.fromEntries(new URLSearchParams(c.query)));
       const cursor = startingAfter === undefined ? undefined : await reads.cursorOf(projectId, startingAfter);
       issued.length = 0;
-      await listTransactions({ ledger: { balances: new Balances(traced, "postgres"), transactions: reads } }, projectId, { ...q, ...(cursor ? { cursor } : {}) });
+      await listTransactions({ ledger: { balances: new Balances(traced, bench.dialect), transactions: reads } }, projectId, { ...q, ...(cursor ? { cursor } : {}) });
       const lines: string[] = [];
-      for (const [i, statement] of issued.splice(0).entries()) {
-        const { rows } = await pool.query(`explain (analyze, format json) ${statement.sql}`, [...statement.parameters]);
-        const explained = (rows[0]["QUERY PLAN"] as { Plan: PlanNode; "Planning Time": number; "Execution Time": number }[])[0]!;
-        lines.push(`statement ${i + 1} (planned ${explained["Planning Time"].toFixed(3)} ms, ran ${explained["Execution Time"].toFixed(3)} ms): ${summarize(explained.Plan)}`);
-      }
+      for (const [i, statement] of issued.splice(0).entries()) lines.push(await explain(statement, i));
       plans[`filtered: ${c.name}`] = lines;
     }
     return plans;
   } finally {
-    await traced.destroy();
-  }
-}
-
-/**
- * SQLite: the plan of every statement a filtered or cursor page issues (the service over a Kysely that records them),
- * as `EXPLAIN QUERY PLAN` gives it: each read of a table (a SEARCH on an index range, or a SCAN of the whole table) and
- * each sort of a temporary B-tree, in order.
- */
-async function sqliteFilteredPlans(bench: BenchContext, projectId: string, cases: { name: string; query: string }[]): Promise<Record<string, string[]>> {
-  const issued: CompiledQuery[] = [];
-  const traced = new Kysely<Database>({ dialect: new SqliteDialect({ database: new SQLite(bench.sqlitePath!) }), log: (e) => void (e.level === "query" && issued.push(e.query)) });
-  const raw = new SQLite(bench.sqlitePath!, { readonly: true });
-  try {
-    const reads = new TransactionReads(traced, "sqlite");
-    const plans: Record<string, string[]> = {};
-    for (const c of cases) {
-      const { startingAfter, ...q } = parseListQuery(Object.fromEntries(new URLSearchParams(c.query)));
-      const cursor = startingAfter === undefined ? undefined : await reads.cursorOf(projectId, startingAfter);
-      issued.length = 0;
-      await listTransactions({ ledger: { balances: new Balances(traced, "sqlite"), transactions: reads } }, projectId, { ...q, ...(cursor ? { cursor } : {}) });
-      plans[`filtered: ${c.name}`] = issued.splice(0).map((statement, i) => {
-        const steps = (raw.prepare(`explain query plan ${statement.sql}`).all(...statement.parameters) as { detail: string }[]).map((r) => r.detail).filter((d) => /^(SEARCH|SCAN) (transactions|t|transaction_counts)\b|TEMP B-TREE/.test(d));
-        return `statement ${i + 1}: ${steps.join("; ")}`;
-      });
-    }
-    return plans;
-  } finally {
-    raw.close();
+    raw?.close();
     await traced.destroy();
   }
 }
