@@ -52,7 +52,7 @@ describe("plans of the transaction list on sqlite", () => {
     ["created_after=<middle>&created_before=<+30 days>", () => ({ created_after: middle.created_at, created_before: monthAfter(middle.created_at) })],
     ["created_before=<10 % in>", () => ({ created_before: early })],
     ["created_after=<middle>&offset=1000", () => ({ created_after: middle.created_at, offset: "1000" })],
-    ["created_after=<middle>&starting_after=<middle>", () => ({ created_after: early, starting_after: middle.id })],
+    ["created_after=<10 % in>&starting_after=<middle>", () => ({ created_after: early, starting_after: middle.id })],
     ["type=x402_payment,platform_fee&status=completed&created_*", () => ({ type: "x402_payment,platform_fee", status: "completed", created_after: middle.created_at, created_before: monthAfter(middle.created_at) })],
     ["status=completed&starting_after=<middle>", () => ({ status: "completed", starting_after: middle.id })],
     ["status=failed&offset=1000", () => ({ status: "failed", offset: "1000" })],
