@@ -18,7 +18,11 @@ export type BalanceSnapshot = {
   walletFrozenAt: string | null;
 };
 
-export type Principal = { tokenId: string; projectId: string; permissions: Set<Permission>; paused: boolean; plan: Plan; balance: BalanceSnapshot; controls?: PrincipalControls };
+/**
+ * `walletIndex`: the project's wallet in custody (its HD index, fixed when the project is created), read with the
+ * token, so a payment signed on the request's path needs no read of the project.
+ */
+export type Principal = { tokenId: string; projectId: string; permissions: Set<Permission>; paused: boolean; plan: Plan; walletIndex: number; balance: BalanceSnapshot; controls?: PrincipalControls };
 
 export function requirePermission(p: Principal, ...needed: Permission[]): void {
   const missing = needed.filter((n) => !p.permissions.has(n));

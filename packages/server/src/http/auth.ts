@@ -61,6 +61,7 @@ async function authenticate(ctx: HttpDeps, req: FastifyRequest): Promise<Princip
     permissions: new Set(row.permissions.split(",") as Permission[]),
     paused: row.paused === 1,
     plan: row.plan,
+    walletIndex: row.wallet_index,
     balance: {
       availableMicros: row.available_micros,
       pendingMicros: row.pending_micros,

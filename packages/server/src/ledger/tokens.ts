@@ -16,7 +16,8 @@ import type { AtomicWrites, Steps } from "./atomicWrites.ts";
 /**
  * The token, its project, the project's balance and the token's ancestors in one statement — authentication
  * needs the first two and the ancestors (a child token stands only while they do, and their controls bind its
- * payments), and GET /v1/balance answers from the balance without a second round trip — for `n` token hashes
+ * payments), GET /v1/balance answers from the balance and an x402 payment signs from the project's wallet index
+ * without a second round trip — for `n` token hashes
  * at once (`token_hash in (?, …)`), each row with its hash.
  */
 const compileTokenQuery = (db: Db, dialect: Dialect, n: number) =>
@@ -40,6 +41,7 @@ const compileTokenQuery = (db: Db, dialect: Dialect, n: number) =>
       "projects.paused",
       "projects.plan",
       "projects.wallet_address",
+      "projects.wallet_index",
       "projects.wallet_frozen_at",
       "balances.available_micros",
       "balances.pending_micros",

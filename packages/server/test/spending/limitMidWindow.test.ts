@@ -33,7 +33,7 @@ describe.each(dialects)("a limit set mid-window (%s)", (dialect) => {
     const token = await t.ctx.ledger.tokens.get(tokenId);
     const project = await t.ctx.ledger.projects.get(projectId);
     const controls = { token: parseControls(token!.spending_controls), project: parseControls(project!.spending_controls ?? null) as SpendingControls | null };
-    return { tokenId, projectId, permissions: new Set(["read", "pay"]), paused: false, plan: "free", balance: { availableMicros: 0, pendingMicros: 0, totalFundedMicros: 0, totalSpentMicros: 0, walletAddress: null, walletFrozenAt: null }, controls };
+    return { tokenId, projectId, permissions: new Set(["read", "pay"]), paused: false, plan: "free", walletIndex: project!.wallet_index, balance: { availableMicros: 0, pendingMicros: 0, totalFundedMicros: 0, totalSpentMicros: 0, walletAddress: null, walletFrozenAt: null }, controls };
   }
 
   /** A USDC payment of `usd` through the payment core's hold: "held", or the refusal's code. */

@@ -54,9 +54,12 @@ export async function holdSmall(ctx: AppContext, projectId: string, lease: Pick<
   return r.payment;
 }
 
-/** A principal with `read` and `pay` on a free-plan project, for holds made without a request. */
+/**
+ * A principal with `read` and `pay` on a free-plan project, for holds made without a request. It names no wallet
+ * (custody refuses a negative index): a hold never signs, and nothing may sign for it from another project's wallet.
+ */
 export function payingPrincipal(projectId: string): Principal {
-  return { tokenId: "t", projectId, permissions: new Set(["read", "pay"]), paused: false, plan: "free", balance: { availableMicros: 0, pendingMicros: 0, totalFundedMicros: 0, totalSpentMicros: 0, walletAddress: null, walletFrozenAt: null } };
+  return { tokenId: "t", projectId, permissions: new Set(["read", "pay"]), paused: false, plan: "free", walletIndex: -1, balance: { availableMicros: 0, pendingMicros: 0, totalFundedMicros: 0, totalSpentMicros: 0, walletAddress: null, walletFrozenAt: null } };
 }
 
 /** Polls the payment until it is completed or failed (at most ~20 s), and returns that row. */

@@ -62,18 +62,14 @@ export async function payByRequest(ctx: QuoteContext, principal: Principal, req:
       await claim?.release();
       return { kind: "payment", payment: replay, replayed: true };
     }
-    // Read while the target answers: needed only if it asks to be paid.
-    const projectRead = ctx.ledger.projects.get(principal.projectId);
-    projectRead.catch(() => undefined);
     const first = await rail.request(req);
     if (!first.paymentRequired) {
       const body = renderFreeReply({ id: ctx.newId("txn").replace(/^txn_/, "req_"), createdAt: ctx.clock().toISOString(), recipient: req.url, response: first.proxied() });
       await claim?.keepReply(body);
       return { kind: "reply", body, replayed: false };
     }
-    const project = await projectRead;
-    if (!project) throw new Error(`project ${principal.projectId} missing`);
-    const quote = quoted ? await judgeAgainstQuote(rail, first, project.wallet_index, req, quoted) : await rail.judge(first, project.wallet_index, req.maxAmountMicros);
+    const walletIndex = principal.walletIndex;
+    const quote = quoted ? await judgeAgainstQuote(rail, first, walletIndex, req, quoted) : await rail.judge(first, walletIndex, req.maxAmountMicros);
     let signature: X402Signature | undefined;
     let payment: CreatedPayment;
     if (coveredBySnapshot(ctx, principal, req, quote)) {
@@ -82,7 +78,7 @@ export async function payByRequest(ctx: QuoteContext, principal: Principal, req:
       // Sign first, then one commit holds the money and records the authorization (stage `signed`):
       // the signature leaves this process only after that commit. Should the hold be refused after
       // all (a concurrent spend, a racing key), the signature is dropped unsent.
-      signature = await rail.sign(project.wallet_index, quote, { projectId: principal.projectId, idempotencyKey: key });
+      signature = await rail.sign(walletIndex, quote, { projectId: principal.projectId, idempotencyKey: key });
       payment = await hold(ctx, principal, req, rail, quote, signature.state, "processing");
     } else {
       // Most likely refused for the balance; if a deposit landed meanwhile, sign after the hold.
@@ -93,7 +89,7 @@ export async function payByRequest(ctx: QuoteContext, principal: Principal, req:
       return { kind: "payment", ...payment };
     }
     retry ??= rail.prepareRetry(req.url);
-    held = { payment: payment.payment, walletIndex: project.wallet_index, quote, signature, retry };
+    held = { payment: payment.payment, walletIndex, quote, signature, retry };
   } catch (err) {
     retry?.close();
     await letGo(ctx, claim);

@@ -35,16 +35,12 @@ export async function quotePrice(ctx: QuoteContext, principal: Principal, call: 
   const early = controls && judgeStatic(controls, principal.projectId, "x402", 0, ctx.clock());
   if (early && early.kind === "refused") throw refusalError(early.refusal);
 
-  const projectRead = ctx.ledger.projects.get(principal.projectId);
-  projectRead.catch(() => undefined);
   const first = await rail.request(call);
   const base = { recipient: call.url, method: call.method };
   if (!first.paymentRequired) {
     return { ...base, quote_id: null, expires_at: null, payment_required: false, protocol: null, amount_usdc: null, amount_usd: null, fee_usdc: null, fee_usd: null, requirement: null, offer: null, controls: null, balance_sufficient: null, response: first.proxied() };
   }
-  const project = await projectRead;
-  if (!project) throw new Error(`project ${principal.projectId} missing`);
-  const { terms } = await rail.judge(first, project.wallet_index, call.maxAmountMicros);
+  const { terms } = await rail.judge(first, principal.walletIndex, call.maxAmountMicros);
   const feeMicros = feeFor(terms.amountMicros, principal.plan);
   const [offer, verdict] = await Promise.all([terms.offer(), controlsVerdict(ctx, principal, { rail: "x402", url: call.url }, terms.amountMicros)]);
 
