@@ -22,6 +22,9 @@ import { type Cell, UsageError, log, machine, percentile, printTable, verdict, w
 const TARGET_RATIO_MAX = 1.25;
 /** What the service may add to a paid call's median, in ms. */
 const TARGET_ADDED_P50_MS_MAX = 2;
+
+/** Milliseconds with their sign: "+2.3", "-0.4". */
+const signedMs = (ms: number, digits: number) => `${ms >= 0 ? "+" : ""}${ms.toFixed(digits)}`;
 const PRICE_MICROS = 10_000n;
 const MERCHANT_PAY_TO = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
@@ -183,7 +186,7 @@ async function measure(o: { version: Version; db: string; samples: number; warmu
       console.log(`\nwhere the time goes (diagnostic; the servers' view, support/x402Timeline.ts): ms per paid call, the service's minus direct${timeline.unmatched ? `; ${timeline.unmatched} calls left out` : ""}`);
       printTable(
         ["step", "direct mean", "service mean", "difference", "direct p50", "service p50"],
-        steps.map((r) => [r.step, r.direct ? r.direct.mean.toFixed(2) : "", r.service.mean.toFixed(2), r.direct ? `${r.service.mean - r.direct.mean >= 0 ? "+" : ""}${(r.service.mean - r.direct.mean).toFixed(2)}` : "", r.direct ? r.direct.p50.toFixed(2) : "", r.service.p50.toFixed(2)]),
+        steps.map((r) => [r.step, r.direct ? r.direct.mean.toFixed(2) : "", r.service.mean.toFixed(2), r.direct ? signedMs(r.service.mean - r.direct.mean, 2) : "", r.direct ? r.direct.p50.toFixed(2) : "", r.service.p50.toFixed(2)]),
       );
       console.log("\nknowing the price first (no target):");
       printTable(
@@ -194,10 +197,10 @@ async function measure(o: { version: Version; db: string; samples: number; warmu
         ],
       );
       console.log(`\nservice answers: ${Object.entries(statuses).map(([k, v]) => `${v} ${k}`).join(", ")}; merchant received ${paidOnChain} micro-USDC for ${d.samples + s.samples} measured payments`);
-      console.log(`median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99 ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)}); the service adds ≤ ${TARGET_ADDED_P50_MS_MAX} ms at p50: ${verdict(addedP50Ms <= TARGET_ADDED_P50_MS_MAX)} (${addedP50Ms >= 0 ? "+" : ""}${addedP50Ms.toFixed(1)} ms)`);
+      console.log(`median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99 ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)}); the service adds ≤ ${TARGET_ADDED_P50_MS_MAX} ms at p50: ${verdict(addedP50Ms <= TARGET_ADDED_P50_MS_MAX)} (${signedMs(addedP50Ms, 1)} ms)`);
       const file = writeResult(`x402-v${o.version}-${o.db}`, { machine: host, db: o.db, version: o.version, keyed: o.keyed, samples, warmup, direct: d, service: s, p50Ratio, p99Ratio, addedP50Ms, steps, bareUnpaid: b, quote: q, statuses, paidOnChainMicros: paidOnChain.toString() });
       console.log(`result: ${file}`);
-      return `${mpp ? "MPP" : `x402 v${o.version}`}: median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)}); adds ≤ ${TARGET_ADDED_P50_MS_MAX} ms: ${verdict(addedP50Ms <= TARGET_ADDED_P50_MS_MAX)} (${addedP50Ms >= 0 ? "+" : ""}${addedP50Ms.toFixed(1)} ms)`;
+      return `${mpp ? "MPP" : `x402 v${o.version}`}: median ≤ ${TARGET_RATIO_MAX} × direct: ${verdict(p50Ratio <= TARGET_RATIO_MAX)} (${p50Ratio.toFixed(2)}); p99: ${verdict(p99Ratio <= TARGET_RATIO_MAX)} (${p99Ratio.toFixed(2)}); adds ≤ ${TARGET_ADDED_P50_MS_MAX} ms: ${verdict(addedP50Ms <= TARGET_ADDED_P50_MS_MAX)} (${signedMs(addedP50Ms, 1)} ms)`;
     } finally {
       timeline.close();
       await callers.terminate();

@@ -20,11 +20,11 @@ import { percentile } from "../lib.ts";
 /** A call as the callers' thread timed it: absolute milliseconds (`performance.timeOrigin + performance.now()`). */
 export type CallSpan = { startedAt: number; endedAt: number };
 
-type Seen = { port: number; path: string; paid: boolean; at: number; end: "start" | "finish" };
+type Seen = { port: number; paid: boolean; at: number; end: "start" | "finish" };
 
-export const STEPS = ["to the target", "the 402", "402 → paid retry", "the paid request", "back"] as const;
+const STEPS = ["to the target", "the 402", "402 → paid retry", "the paid request", "back"] as const;
 /** The service's steps beside them: the caller's hop out and back, its work before asking and after the reply. */
-export const SERVICE_STEPS = ["hop to the service", "service before asking", "service after the reply", "hop back to the caller"] as const;
+const SERVICE_STEPS = ["hop to the service", "service before asking", "service after the reply", "hop back to the caller"] as const;
 type Step = (typeof STEPS)[number] | (typeof SERVICE_STEPS)[number];
 
 const now = () => performance.timeOrigin + performance.now();
@@ -50,7 +50,7 @@ export function createTimeline(o: { merchantPort: number; servicePort: number })
     const address = server.address();
     const port = typeof address === "object" && address ? address.port : 0;
     if (port !== o.merchantPort && port !== o.servicePort) return;
-    seen.push({ port, path: (request.url ?? "").split("?")[0]!, paid: isPaid(request), at: now(), end });
+    seen.push({ port, paid: isPaid(request), at: now(), end });
   }
   diagnostics.subscribe("http.server.request.start", onStart);
   diagnostics.subscribe("http.server.response.finish", onFinish);
