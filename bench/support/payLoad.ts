@@ -86,7 +86,9 @@ function otherThreadTimes(): { settlementUs: number; otherUs: number } {
 
 /**
  * The CPU time so far, in µs, of the processes named `comm` (children of `parent` only, when given), from their
- * `stat`; undefined without one. A process that ended meanwhile takes its time with it.
+ * `stat`, with the time of their children that ended (a PostgreSQL backend that exits is its server's child, and its
+ * time moves there: without it, a backend that ended during a load took its whole life's time out of the load's);
+ * undefined without one.
  */
 function processTime(comm: string, parent?: number): number | undefined {
   let us: number | undefined;
@@ -98,11 +100,11 @@ function processTime(comm: string, parent?: number): number | undefined {
     } catch {
       continue; // gone meanwhile
     }
-    // pid (comm) state ppid … utime stime: fields 14 and 15, in clock ticks (USER_HZ, 100 on Linux).
+    // pid (comm) state ppid … utime stime cutime cstime: fields 14 to 17, in clock ticks (USER_HZ, 100 on Linux).
     const close = stat.lastIndexOf(")");
     const fields = stat.slice(close + 2).split(" ");
     if (stat.slice(stat.indexOf("(") + 1, close) !== comm || (parent !== undefined && Number(fields[1]) !== parent)) continue;
-    us = (us ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10_000;
+    us = (us ?? 0) + (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 10_000;
   }
   return us;
 }
