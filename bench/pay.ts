@@ -9,6 +9,9 @@
  * With `--tree`, the same load again spread over the inner nodes and leaves of a depth-3 tree of child
  * tokens (2 children of an operator's token, 2 below each, 2 below those), each with a daily limit and an
  * allowance it never reaches, so every hold also counts each ancestor's windows.
+ * Just before the tree, the load spread over as many flat tokens (no parent, no controls): a flat token's concurrent
+ * requests share its lookups (tokens.ts), so one token under many connections reads less than any set of tokens; the
+ * tree's rate over theirs is what the nesting itself costs (decisions.md, "What the tree's bench compares").
  * Then the flat token again. Controls and the tree: each within 10 % of the mean of the flat token's two runs (as the
  * ceiling, measured before and after them).
  * With `--behind nginx` (PostgreSQL): accepted per second on one `agentwallet serve` process, then through nginx in
@@ -43,7 +46,8 @@ const HELP = `npm run bench -- pay [flags]
   --connections N        concurrent connections (default 16)
   --settle-timeout S     how long to wait for every accepted payment to complete (default 180)
   --settlement thread|inline  where accepted payments settle (default thread, as the server; inline: on the request thread)
-  --tree                 also spread the load over a depth-3 tree of child tokens and compare it with the flat token
+  --tree                 also spread the load over 14 flat tokens, then over a depth-3 tree of 14 child tokens, and compare
+                         the tree with the flat token and with the 14 flat tokens
   --behind nginx         with --db postgres: POST /v1/pay on one \`agentwallet serve\` process reached directly, then through
                          nginx (deploy/nginx/agentwallet.conf, TLS, keep-alive) in front of two processes on the same
                          database, on a local chain; prints proxy/direct for accepted/s (no ceiling, controls or --tree)`;
@@ -123,11 +127,15 @@ export async function run(args: string[]): Promise<void> {
     log(`POST /v1/pay with a token under spending controls, ${connections} connections, ${duration} s…`);
     const withControls = await payAndSettle(controlled.token);
 
-    let tree: { nodes: number; run: PayRun } | undefined;
+    let tree: { nodes: number; run: PayRun; flats: PayRun } | undefined;
     if (values.tree) {
       const nodes = await tokenTree(server.baseUrl, await server.createToken(["read", "pay", "delegate"]));
+      const flatTokens: string[] = [];
+      for (const _ of nodes) flatTokens.push(await server.createToken(["read", "pay"]));
+      log(`POST /v1/pay spread over ${flatTokens.length} flat tokens, ${connections} connections, ${duration} s…`);
+      const flats = await payAndSettle(flatTokens);
       log(`POST /v1/pay spread over ${nodes.length} tokens of a depth-${TREE_DEPTH} tree, ${connections} connections, ${duration} s…`);
-      tree = { nodes: nodes.length, run: await payAndSettle(nodes) };
+      tree = { nodes: nodes.length, run: await payAndSettle(nodes), flats };
     }
     // The flat token again, as the ceiling is measured again: the database and the local chain grow and the machine
     // drifts over a run (anvil's time per payment rose 1.5–3.0 times from the first load to the second), so the loads
@@ -175,6 +183,8 @@ export async function run(args: string[]): Promise<void> {
     const controlsVsBefore = controlledPerSec / acceptedPerSec;
     const treePerSec = tree ? perSec(tree.run) : undefined;
     const treeVsFlat = treePerSec === undefined ? undefined : treePerSec / flatMean;
+    const flatsPerSec = tree ? perSec(tree.flats) : undefined;
+    const treeVsFlats = treePerSec === undefined || flatsPerSec === undefined ? undefined : treePerSec / flatsPerSec;
 
     const rows: Cell[][] = [
       ["ceiling: bare Fastify + debit SQL, before", Math.round(ceiling.reqPerSec), ceiling.p50Ms, ceiling.p99Ms, "-"],
@@ -184,8 +194,11 @@ export async function run(args: string[]): Promise<void> {
       ["POST /v1/pay accepted (201)", Math.round(acceptedPerSec), pay.p50Ms, pay.p99Ms, `${ratio.toFixed(2)} × ceiling`],
       ["settled on-chain (completed)", Math.round(settledPerSec), "-", "-", `${completed} of ${pay.ok} in ${((settledAt - startedAt) / 1000).toFixed(1)} s`],
       ["POST /v1/pay accepted, token under controls", Math.round(controlledPerSec), withControls.pay.p50Ms, withControls.pay.p99Ms, `${controlledRatio.toFixed(2)} × ceiling, ${controlsVsNone.toFixed(2)} × without (${controlsVsBefore.toFixed(2)} × the run before)`],
-      ...(tree && treePerSec !== undefined
-        ? [[`POST /v1/pay accepted, over a depth-${TREE_DEPTH} tree (${tree.nodes} tokens)`, Math.round(treePerSec), tree.run.pay.p50Ms, tree.run.pay.p99Ms, `${(treePerSec / ceilingMean).toFixed(2)} × ceiling, ${treeVsFlat!.toFixed(2)} × flat token`] as Cell[]]
+      ...(tree && treePerSec !== undefined && flatsPerSec !== undefined
+        ? ([
+            [`POST /v1/pay accepted, over ${tree.nodes} flat tokens`, Math.round(flatsPerSec), tree.flats.pay.p50Ms, tree.flats.pay.p99Ms, `${(flatsPerSec / ceilingMean).toFixed(2)} × ceiling, ${(flatsPerSec / flatMean).toFixed(2)} × flat token`],
+            [`POST /v1/pay accepted, over a depth-${TREE_DEPTH} tree (${tree.nodes} tokens)`, Math.round(treePerSec), tree.run.pay.p50Ms, tree.run.pay.p99Ms, `${(treePerSec / ceilingMean).toFixed(2)} × ceiling, ${treeVsFlat!.toFixed(2)} × flat token, ${treeVsFlats!.toFixed(2)} × ${tree.nodes} flat tokens`],
+          ] as Cell[][])
         : []),
       ["POST /v1/pay accepted, the flat token again", Math.round(flatAgainPerSec), flatAgain.pay.p50Ms, flatAgain.pay.p99Ms, `flat token mean ${Math.round(flatMean)}`],
       ["(diagnostic) accepted, submission paused", Math.round(acceptOnly.ok / Math.min(duration, 5)), acceptOnly.p50Ms, acceptOnly.p99Ms, `${(acceptOnly.ok / Math.min(duration, 5) / ceilingMean).toFixed(2)} × ceiling`],
@@ -197,7 +210,7 @@ export async function run(args: string[]): Promise<void> {
     const threads: [string, PayRun][] = [
       ["flat token", flat],
       ["token under controls", withControls],
-      ...(tree ? ([[`depth-${TREE_DEPTH} tree`, tree.run]] as [string, PayRun][]) : []),
+      ...(tree ? ([[`${tree.nodes} flat tokens`, tree.flats], [`depth-${TREE_DEPTH} tree`, tree.run]] as [string, PayRun][]) : []),
       ["flat token again", flatAgain],
     ];
     const threadRows: Cell[][] = threads.flatMap(([name, r]) =>
@@ -210,9 +223,10 @@ export async function run(args: string[]): Promise<void> {
     console.log(`\naccepted ≥ ${TARGET_ACCEPT_RATIO_MIN} × ceiling: ${verdict(ratio >= TARGET_ACCEPT_RATIO_MIN)} (${ratio.toFixed(2)})`);
     console.log(`accepted with controls ≥ ${TARGET_CONTROLS_RATIO_MIN} × without: ${verdict(controlsVsNone >= TARGET_CONTROLS_RATIO_MIN)} (${controlsVsNone.toFixed(2)})`);
     if (treeVsFlat !== undefined) console.log(`accepted over a token tree ≥ ${TARGET_TREE_RATIO_MIN} × flat token: ${verdict(treeVsFlat >= TARGET_TREE_RATIO_MIN)} (${treeVsFlat.toFixed(2)})`);
-    const stillOpen = open + withControls.open + flatAgain.open + (tree ? tree.run.open : 0);
+    if (tree && treeVsFlats !== undefined) console.log(`accepted over a token tree ≥ ${TARGET_TREE_RATIO_MIN} × as many flat tokens: ${verdict(treeVsFlats >= TARGET_TREE_RATIO_MIN)} (${treeVsFlats.toFixed(2)})`);
+    const stillOpen = open + withControls.open + flatAgain.open + (tree ? tree.run.open + tree.flats.open : 0);
     if (stillOpen > 0) console.log(`WARNING: ${stillOpen} payments still open after ${settleTimeoutS} s`);
-    const file = writeResult(`pay-${values.db}`, { machine: machine(), db: values.db, settlement: values.settlement, connections, duration, ceiling, ceilingAfter: ceilingAfter ?? null, ceilingMean, pay, acceptOnly, acceptedPerSec, settledPerSec, completed, statuses: counts, ratio, withControls: { pay: withControls.pay, acceptedPerSec: controlledPerSec, ratio: controlledRatio, vsWithout: controlsVsNone, vsRunBefore: controlsVsBefore }, flatAgain: { pay: flatAgain.pay, acceptedPerSec: flatAgainPerSec }, flatMeanPerSec: flatMean, threads: Object.fromEntries(threads.map(([name, r]) => [name, r.thread ?? null])), ...(tree ? { tree: { nodes: tree.nodes, pay: tree.run.pay, acceptedPerSec: treePerSec, vsFlat: treeVsFlat } } : {}) });
+    const file = writeResult(`pay-${values.db}`, { machine: machine(), db: values.db, settlement: values.settlement, connections, duration, ceiling, ceilingAfter: ceilingAfter ?? null, ceilingMean, pay, acceptOnly, acceptedPerSec, settledPerSec, completed, statuses: counts, ratio, withControls: { pay: withControls.pay, acceptedPerSec: controlledPerSec, ratio: controlledRatio, vsWithout: controlsVsNone, vsRunBefore: controlsVsBefore }, flatAgain: { pay: flatAgain.pay, acceptedPerSec: flatAgainPerSec }, flatMeanPerSec: flatMean, threads: Object.fromEntries(threads.map(([name, r]) => [name, r.thread ?? null])), ...(tree ? { tree: { nodes: tree.nodes, pay: tree.run.pay, acceptedPerSec: treePerSec, vsFlat: treeVsFlat, vsFlatTokens: treeVsFlats, flatTokens: { pay: tree.flats.pay, acceptedPerSec: flatsPerSec } } } : {}) });
     console.log(`result: ${file}`);
   } finally {
     await bare.close();
