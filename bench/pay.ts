@@ -14,6 +14,8 @@
  * tree's rate over theirs is what the nesting itself costs (decisions.md, "What the tree's bench compares").
  * Then the flat token again. Controls and the tree: each within 10 % of the mean of the flat token's two runs (as the
  * ceiling, measured before and after them).
+ * The chain is the sandbox's local anvil, started by the bench to mine a block a second (`--mining instant`: the
+ * sandbox's own, which also mines one for every transaction).
  * With `--behind nginx` (PostgreSQL): accepted per second on one `agentwallet serve` process, then through nginx in
  * front of two, and their ratio (support/payBehindNginx.ts).
  */
@@ -23,6 +25,7 @@ import { sql } from "kysely";
 import { openDb, type OpenedDb } from "../packages/server/src/ledger/db.ts";
 import { issueToken } from "../packages/server/src/services/tokens.ts";
 import { startTestServer } from "../packages/server/src/testing/harness.ts";
+import { startDevChain } from "@agentwallet/devchain";
 import { type Cell, UsageError, log, machine, printTable, verdict, writeResult, benchDatabase } from "./lib.ts";
 import { dbOf } from "../packages/server/src/ledger/connection.ts";
 import { payBehindNginx } from "./support/payBehindNginx.ts";
@@ -48,6 +51,8 @@ const HELP = `npm run bench -- pay [flags]
   --settlement thread|inline  where accepted payments settle (default thread, as the server; inline: on the request thread)
   --tree                 also spread the load over 14 flat tokens, then over a depth-3 tree of 14 child tokens, and compare
                          the tree with the flat token and with the 14 flat tokens
+  --mining interval|instant  the local chain mines a block a second (default), or also one for every transaction at once,
+                         as the sandbox of \`npm start\` does (not with --behind; decisions.md, "The pay bench's chain mines once a second")
   --behind nginx         with --db postgres: POST /v1/pay on one \`agentwallet serve\` process reached directly, then through
                          nginx (deploy/nginx/agentwallet.conf, TLS, keep-alive) in front of two processes on the same
                          database, on a local chain; prints proxy/direct for accepted/s (no ceiling, controls or --tree)`;
@@ -58,11 +63,12 @@ const serverEnv = (settlement: string): NodeJS.ProcessEnv => ({ RATE_LIMIT_PER_M
 export async function run(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { db: { type: "string", default: "sqlite" }, duration: { type: "string", default: "10" }, warmup: { type: "string", default: "3" }, connections: { type: "string", default: "16" }, "settle-timeout": { type: "string", default: "180" }, settlement: { type: "string", default: "thread" }, tree: { type: "boolean", default: false }, behind: { type: "string" }, help: { type: "boolean", default: false } },
+    options: { db: { type: "string", default: "sqlite" }, duration: { type: "string", default: "10" }, warmup: { type: "string", default: "3" }, connections: { type: "string", default: "16" }, "settle-timeout": { type: "string", default: "180" }, settlement: { type: "string", default: "thread" }, tree: { type: "boolean", default: false }, mining: { type: "string", default: "interval" }, behind: { type: "string" }, help: { type: "boolean", default: false } },
   });
   if (values.help) return void console.log(HELP);
   if (values.db !== "sqlite" && values.db !== "postgres") throw new UsageError("--db must be sqlite or postgres");
   if (values.settlement !== "thread" && values.settlement !== "inline") throw new UsageError("--settlement must be thread or inline");
+  if (values.mining !== "interval" && values.mining !== "instant") throw new UsageError("--mining must be interval or instant");
   const duration = Number(values.duration);
   const connections = Number(values.connections);
   const settleTimeoutS = Number(values["settle-timeout"]);
@@ -78,8 +84,16 @@ export async function run(args: string[]): Promise<void> {
 
   const database = values.db;
   const { databaseUrl, drop: dropSchema } = await benchDatabase(database);
-  log(`starting the sandbox server (${values.db}, real anvil chain, settlement ${values.settlement})…`);
-  const server = await startTestServer({ database: values.db, databaseUrl, env: serverEnv(values.settlement) });
+  log(`starting the sandbox server (${values.db}, real anvil chain mining ${values.mining === "interval" ? "a block a second" : "a block for each transaction"}, settlement ${values.settlement})…`);
+  // anvil's time per block grows with the chain's storage (each payment adds its authorizations' nonces): a block a
+  // second, as Base mines on an interval, keeps the chain's share of the cores from growing load by load. The
+  // sandbox's own chain (`--mining instant`) mines a block for each transaction besides.
+  const chain = values.mining === "interval" ? await startDevChain({ blockTime: 1 }) : undefined;
+  const server = await startTestServer({ database: values.db, databaseUrl, env: { ...serverEnv(values.settlement), ...(chain ? { SANDBOX_CHAIN_RPC_URL: chain.rpcUrl } : {}) } }).catch(async (err: unknown) => {
+    await chain?.stop();
+    await dropSchema();
+    throw err;
+  });
   const ctx = server.server.ctx;
   const bare = Fastify({ logger: false });
   let bareDb: OpenedDb | undefined;
@@ -232,6 +246,7 @@ export async function run(args: string[]): Promise<void> {
     await bare.close();
     await bareDb?.close();
     await server.stop();
+    await chain?.stop();
     await dropSchema();
   }
 }
