@@ -88,7 +88,13 @@ export async function run(args: string[]): Promise<void> {
   // anvil's time per block grows with the chain's storage (each payment adds its authorizations' nonces): a block a
   // second, as Base mines on an interval, keeps the chain's share of the cores from growing load by load. The
   // sandbox's own chain (`--mining instant`) mines a block for each transaction besides.
-  const chain = values.mining === "interval" ? await startDevChain({ blockTime: 1 }) : undefined;
+  const chain =
+    values.mining === "interval"
+      ? await startDevChain({ blockTime: 1 }).catch(async (err: unknown) => {
+          await dropSchema();
+          throw err;
+        })
+      : undefined;
   const server = await startTestServer({ database: values.db, databaseUrl, env: { ...serverEnv(values.settlement), ...(chain ? { SANDBOX_CHAIN_RPC_URL: chain.rpcUrl } : {}) } }).catch(async (err: unknown) => {
     await chain?.stop();
     await dropSchema();
