@@ -158,8 +158,9 @@ export async function run(args: string[]): Promise<void> {
       tree = { nodes: nodes.length, run: await payAndSettle(nodes), flats };
     }
     // The flat token again, as the ceiling is measured again: the database and the local chain grow and the machine
-    // drifts over a run (anvil's time per payment rose 1.5–3.0 times from the first load to the second), so the loads
-    // measured after the first (controls, the tree) are compared with the mean of the flat token's rate before and after them.
+    // drifts over a run (anvil's time per payment rose from 55–129 to 169–361 µs with a block a second, more with a block
+    // for every transaction: decisions.md), so the loads measured after the first (controls, the tree) are compared with
+    // the mean of the flat token's rate before and after them.
     log(`POST /v1/pay with the flat token again, ${connections} connections, ${duration} s…`);
     const flatAgain = await payAndSettle(server.token);
 
