@@ -87,10 +87,10 @@ async function streamWithFaults(run: Run, kinds: Kind[] | undefined, fault: (i: 
 
 /** Waits (bounded) until no payment is pending or processing; answers how many still are. */
 async function untilSettled(world: FaultWorld, ms: number): Promise<number> {
-  const end = Date.now() + ms;
+  const over = world.within(ms);
   for (;;) {
     const open = await openPayments(world.ledger);
-    if (open.length === 0 || Date.now() > end) return open.length;
+    if (open.length === 0 || over()) return open.length;
     await sleep(200);
   }
 }

@@ -18,6 +18,7 @@ import { newId, systemClock } from "../../../src/ids.ts";
 import { createToken } from "../../../src/services/tokens.ts";
 import { createPgSchema, ledgerOn, type TestDialect } from "../../support/db.ts";
 import { freePort, spawnServer, type ServerProcess } from "../../support/spawnServer.ts";
+import { startAwakeClock } from "./awakeClock.ts";
 import { createRng, type Rng } from "./rng.ts";
 import { startRpcProxy, type RpcProxy } from "./rpcProxy.ts";
 
@@ -77,6 +78,11 @@ export type FaultWorld = {
   restartChain(): Promise<void>;
   newProject(name: string, fundMicros: bigint): Promise<Project>;
   log(line: string): void;
+  /**
+   * A wait of `ms` that counts only the time this process ran: a stall of the whole machine (the
+   * service's processes stall with it) does not use it up. Answers whether the wait is over.
+   */
+  within(ms: number): () => boolean;
   events(): string[];
   stop(): Promise<void>;
 };
@@ -177,6 +183,8 @@ export async function startFaultWorld(dialect: TestDialect, seed: number, scenar
     stalls.reset();
   }, 5_000);
   stallWatch.unref();
+  const awake = startAwakeClock();
+  const within = awake.within;
   const accounts = chain.dev().accounts;
   const facilitator = await startFacilitator({ rpcUrl: proxy.url, privateKey: accounts.facilitator.privateKey });
   const payTo = (n: number) => getAddress(`0x${"fa".repeat(19)}${n.toString(16).padStart(2, "0")}`);
@@ -292,11 +300,11 @@ export async function startFaultWorld(dialect: TestDialect, seed: number, scenar
       const wallet = getAddress((await api("/v1/stablecoin/address")).address as string);
       if (fundMicros > 0n) {
         await chain.mint(wallet, fundMicros);
-        const deadline = Date.now() + 60_000;
+        const over = within(60_000);
         for (;;) {
           const b = await ledger.balances.get(project.id);
           if (b && BigInt(b.available_micros) >= fundMicros) break;
-          if (Date.now() > deadline) throw new Error(`deposit of ${fundMicros} to project ${project.id} (${wallet}) not credited within 60 s`);
+          if (over()) throw new Error(`deposit of ${fundMicros} to project ${project.id} (${wallet}) not credited within 60 s`);
           await sleep(100);
         }
       }
@@ -304,9 +312,11 @@ export async function startFaultWorld(dialect: TestDialect, seed: number, scenar
       return { id: project.id, token, wallet };
     },
     log,
+    within,
     events: () => [...events],
     async stop() {
       clearInterval(stallWatch);
+      awake.stop();
       stalls.disable();
       await server.stop().catch(() => {});
       await Promise.all([v1.stop(), v2.stop()]).catch(() => {});

@@ -102,9 +102,9 @@ export async function checkInvariants(world: FaultWorld, o: CheckOptions): Promi
     else if (a.status >= 400 && a.spec.kind !== "x402_v1" && a.spec.kind !== "x402_v2") problems.push(`key ${a.spec.key} (${a.spec.kind}) was refused ${a.status}: ${a.error}`);
   }
   // Phase 1: the service catches up (bounded).
-  const deadline = Date.now() + (o.finalMs ?? 90_000);
+  const over = world.within(o.finalMs ?? 90_000);
   let settled = await settledProblems(world, o.specs);
-  while (settled.problems.length && Date.now() < deadline) {
+  while (settled.problems.length && !over()) {
     await sleep(500);
     settled = await settledProblems(world, o.specs);
   }
@@ -184,12 +184,12 @@ async function liveness(world: FaultWorld): Promise<string | undefined> {
     const to = `0x${"1a".repeat(20)}` as Address;
     const answer = await pay(world, { key: "liveness", kind: "usdc", project, to, body: { recipient: to, amount_usd: 0.01, idempotency_key: "liveness" } }, 30_000);
     if (!answer.id) return `liveness: a new project's payment was not accepted: ${answer.status} ${answer.error}`;
-    const end = Date.now() + 45_000;
+    const over = world.within(45_000);
     for (;;) {
       const p = await world.ledger.payments.getPayment(answer.id);
       if (p?.status === "completed") return undefined;
       if (p && p.status !== "pending" && p.status !== "processing") return `liveness: a new project's payment ${answer.id} ended ${p.status} (${p.failureReason})`;
-      if (Date.now() > end) return `liveness: the relayer is wedged — a new project's payment ${answer.id} is still ${p?.status} after 45 s`;
+      if (over()) return `liveness: the relayer is wedged — a new project's payment ${answer.id} is still ${p?.status} after 45 s`;
       await sleep(200);
     }
   } catch (err) {

@@ -39,10 +39,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One payment, repeated with its key until answered (bounded: `deadlineMs`). */
 export async function pay(world: FaultWorld, spec: Spec, deadlineMs = 90_000): Promise<Answer> {
-  const end = Date.now() + deadlineMs;
+  const over = world.within(deadlineMs);
   let attempts = 0;
   let last = "";
-  while (Date.now() < end) {
+  while (!over()) {
     attempts++;
     try {
       const res = await fetch(`${world.baseUrl}/v1/pay`, {

@@ -1,0 +1,29 @@
+/**
+ * A clock for the fault scenarios' waits that counts only the time this process ran. When the whole
+ * machine stalls (a VM paused by its host), the service's processes stall with the test, so a wait
+ * measured on the wall clock can run out while the service had no time to catch up. It ticks every
+ * 100 ms and counts each tick up to a second, so a stall of any length counts as one second.
+ */
+export type AwakeClock = {
+  /** A wait of `ms` of awake time from now; answers whether it is over. */
+  within(ms: number): () => boolean;
+  stop(): void;
+};
+
+export function startAwakeClock(): AwakeClock {
+  let awakeMs = 0;
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    awakeMs += Math.min(now - last, 1_000);
+    last = now;
+  }, 100);
+  timer.unref();
+  return {
+    within(ms) {
+      const end = awakeMs + ms;
+      return () => awakeMs > end;
+    },
+    stop: () => clearInterval(timer),
+  };
+}
