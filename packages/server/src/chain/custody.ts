@@ -6,8 +6,10 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { type Address, type Hex, type TransactionSerializable, type TypedDataDefinition, getAddress, serializeTransaction } from "viem";
-import { english, generateMnemonic, mnemonicToAccount, privateKeyToAccount, sign } from "viem/accounts";
+import { validateMnemonic } from "@scure/bip39";
+import { english, generateMnemonic, privateKeyToAccount, sign } from "viem/accounts";
 import { signTypedDataOf } from "./eip3009Digest.mjs";
+import { hdWallets } from "./hdWallets.mjs";
 import { keccak256Of } from "./keccak.ts";
 import type { SigningPool } from "./signingPool.ts";
 
@@ -31,18 +33,7 @@ export interface Custody {
 /** With a pool, signatures are made in worker threads; without, on the caller's thread (tests, CLI). */
 export function createHdCustody(mnemonic: string, opts: { pool?: SigningPool } = {}): Custody {
   const pool = opts.pool;
-  const cache = new Map<number, ReturnType<typeof mnemonicToAccount>>();
-  const account = (index: number) => {
-    if (!Number.isSafeInteger(index) || index < 0 || index >= 2 ** 31) throw new Error(`wallet index out of range: ${index}`);
-    let a = cache.get(index);
-    if (!a) {
-      a = mnemonicToAccount(mnemonic, { addressIndex: index });
-      // Bounded cache: derivation costs a few ms, an address book of every project is not needed.
-      if (cache.size >= 10_000) cache.delete(cache.keys().next().value!);
-      cache.set(index, a);
-    }
-    return a;
-  };
+  const account = hdWallets(mnemonic);
   return {
     addressOf: (index) => getAddress(account(index).address),
     signerFor(index, opts) {
@@ -82,10 +73,8 @@ export function loadMasterMnemonic(opts: { mnemonic?: string; file?: string; san
 function validate(m: string, source: string): string {
   const words = m.split(/\s+/);
   if (![12, 15, 18, 21, 24].includes(words.length)) throw new Error(`master mnemonic from ${source} must have 12-24 words`);
-  try {
-    mnemonicToAccount(m);
-  } catch {
-    throw new Error(`master mnemonic from ${source} is not a valid BIP-39 phrase`);
-  }
+  // Each word from BIP-39's English list, and the phrase's checksum: a phrase copied with a typo would otherwise
+  // derive other wallets than the ones the ledger records.
+  if (!validateMnemonic(m, english)) throw new Error(`master mnemonic from ${source} is not a valid BIP-39 phrase: a word is not in BIP-39's English list or the checksum does not match; check each word`);
   return m;
 }

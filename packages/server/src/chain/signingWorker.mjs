@@ -2,20 +2,10 @@
 // mnemonic once (in memory, never logged), then { id, op, ... } messages; answers { id, signature } or
 // { id, error }. Plain JavaScript so it runs the same under node, tsx and the test runner.
 import { parentPort, workerData } from "node:worker_threads";
-import { mnemonicToAccount } from "viem/accounts";
 import { signTypedDataOf } from "./eip3009Digest.mjs";
+import { hdWallets } from "./hdWallets.mjs";
 
-const mnemonic = workerData.mnemonic;
-const accounts = new Map();
-const hd = (index) => {
-  let a = accounts.get(index);
-  if (!a) {
-    a = mnemonicToAccount(mnemonic, { addressIndex: index });
-    if (accounts.size >= 10000) accounts.delete(accounts.keys().next().value);
-    accounts.set(index, a);
-  }
-  return a;
-};
+const hd = hdWallets(workerData.mnemonic);
 
 parentPort.on("message", async (m) => {
   try {
