@@ -11,7 +11,7 @@ import { type Config, describeDatabase } from "./config.ts";
 import type { Hex } from "viem";
 import type { AppContext } from "./context.ts";
 import type { ChainRuntime } from "./chain/runtime.ts";
-import { createHdCustody, loadMasterMnemonic } from "./chain/custody.ts";
+import { createHdCustody, isBip39Phrase, loadMasterMnemonic, NOT_BIP39_PHRASE } from "./chain/custody.ts";
 import { createSigningPool } from "./chain/signingPool.ts";
 import { sealBankRecipient } from "./domain/bankAccount.ts";
 import { openLedger } from "./ledger/open.ts";
@@ -150,7 +150,11 @@ export async function openDeps(config: Config, logger: Logger, opts: DepsOptions
   // written before they were sealed are sealed under the key. The sandbox's key is its own data directory's.
   try {
     await claimDeployment({ ledger, clock: systemClock }, config, describeDatabase(config));
-    if (config.mode === "live") await refuseForeignMasterKey(ledger.projects, createHdCustody(masterMnemonic(config)), masterKeySource(config));
+    if (config.mode === "live") {
+      const mnemonic = masterMnemonic(config);
+      const { notBip39 } = await refuseForeignMasterKey(ledger.projects, createHdCustody(mnemonic), masterKeySource(config), isBip39Phrase(mnemonic));
+      if (notBip39) logger.warn({ source: masterKeySource(config) }, `the master mnemonic ${NOT_BIP39_PHRASE}; it derives this deployment's wallets, so it is kept: its backup must hold these words exactly`);
+    }
     await sealBankAccountsInClear(ledger, bankAccountKey);
   } catch (err) {
     await opened.close();

@@ -7,7 +7,7 @@ import { english, generateMnemonic } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createHdCustody } from "../src/chain/custody.ts";
 import { dialects } from "./support/db.ts";
-import { TEST_MNEMONIC } from "./support/mnemonic.ts";
+import { TEST_MNEMONIC, checksumBroken } from "./support/mnemonic.ts";
 import { freePort, liveEnv, openLiveDeployment, spawnServer } from "./support/spawnServer.ts";
 
 describe("agentwallet serve: a start-up that fails ends the process", () => {
@@ -68,6 +68,30 @@ describe.each(dialects)("agentwallet serve on %s: a master mnemonic that is not 
       // The deployment's own words still start it.
       const right = await spawnServer(deployment.env, undefined, 90_000);
       await right.stop();
+    } finally {
+      await deployment.close();
+    }
+  }, 180_000);
+  test("words that are not a BIP-39 phrase: refused while no wallet is recorded; once one derived from them is, they are the deployment's key", async () => {
+    const deployment = await openLiveDeployment(dev, dialect, "aw-serve-bip39-");
+    try {
+      const typo = checksumBroken(generateMnemonic(english, 256).split(" ")).join(" ");
+      const env = { ...deployment.env, AGENTWALLET_MASTER_MNEMONIC: typo };
+      const err = (await spawnServer(env, undefined, 60_000).then(async (started) => void (await started.stop()), (e: unknown) => e)) as Error | undefined;
+      expect(err?.message).toMatch(/exited during start-up \(exit code [1-9]\d*\)/);
+      expect(err!.message).toContain("the master mnemonic read from AGENTWALLET_MASTER_MNEMONIC is not a BIP-39 phrase");
+      expect(err!.message).toMatch(/check each word against the backup/);
+      expect(err!.message).not.toContain(typo.split(" ").slice(0, 2).join(" "));
+      // A deployment that has run on such words (recorded before the check existed) still starts, and says so.
+      const project = await deployment.ledger.projects.create({ name: "p", plan: "free" });
+      await deployment.ledger.projects.setWalletAddress(project.id, createHdCustody(typo).addressOf(project.wallet_index));
+      const started = await spawnServer(env, undefined, 90_000);
+      try {
+        const warned = started.output().split("\n").find((l) => l.includes("BIP-39"));
+        expect(warned, started.output().slice(0, 3_000)).toMatch(/not a BIP-39 phrase: .*; it derives this deployment.s wallets, so it is kept/);
+      } finally {
+        await started.stop();
+      }
     } finally {
       await deployment.close();
     }

@@ -70,11 +70,23 @@ export function loadMasterMnemonic(opts: { mnemonic?: string; file?: string; san
   return fresh;
 }
 
+/**
+ * Whether the words are a BIP-39 phrase: each in BIP-39's English list, and the checksum right. A phrase copied with
+ * a typo fails it (with odds of 255 in 256 for a word of the list), and would derive other wallets than the backup's.
+ * Not checked by `loadMasterMnemonic`: a deployment whose wallets were derived from other words keeps them (its start
+ * is checked against the ledger, services/masterKeyCheck.ts).
+ */
+export function isBip39Phrase(mnemonic: string): boolean {
+  return validateMnemonic(mnemonic, english);
+}
+
+/** What a start or `doctor` says of words that are not a BIP-39 phrase (never the words). */
+export const NOT_BIP39_PHRASE = "is not a BIP-39 phrase: a word is not in BIP-39's English list, or the checksum does not match";
+
 function validate(m: string, source: string): string {
   const words = m.split(/\s+/);
   if (![12, 15, 18, 21, 24].includes(words.length)) throw new Error(`master mnemonic from ${source} must have 12-24 words`);
-  // Each word from BIP-39's English list, and the phrase's checksum: a phrase copied with a typo would otherwise
-  // derive other wallets than the ones the ledger records.
-  if (!validateMnemonic(m, english)) throw new Error(`master mnemonic from ${source} is not a valid BIP-39 phrase: a word is not in BIP-39's English list or the checksum does not match; check each word`);
+  // As BIP-39 derives from them: the words separated by single spaces.
+  if (m.normalize("NFKD").split(" ").length !== words.length) throw new Error(`master mnemonic from ${source} must separate its words by single spaces`);
   return m;
 }

@@ -5,7 +5,7 @@
  * `agentwallet doctor` reports a mismatch (doctor/settingsChecks.ts); a live process refuses to start with one
  * (deps.ts `openDeps`). Only addresses are ever named, never the words.
  */
-import type { Custody } from "../chain/custody.ts";
+import { type Custody, NOT_BIP39_PHRASE } from "../chain/custody.ts";
 import type { ProjectStore } from "../ledger/ports.ts";
 import type { RecordedWallet } from "../ledger/projects.ts";
 
@@ -35,8 +35,19 @@ export class MasterKeyMismatchError extends Error {
   override name = "MasterKeyMismatchError";
 }
 
-/** At a live process's start: throws MasterKeyMismatchError when the key (read from `source`) does not derive the recorded wallet. */
-export async function refuseForeignMasterKey(projects: Pick<ProjectStore, "firstRecordedWallet">, custody: Pick<Custody, "addressOf">, source: string): Promise<void> {
-  const mismatch = masterKeyMismatch(custody, await projects.firstRecordedWallet());
+/** What to do about words that are not a BIP-39 phrase where no wallet derived from them is recorded. */
+export const NOT_BIP39_FIX = "check each word against the backup (a new deployment's key is best written by `agentwallet init`)";
+
+/**
+ * At a live process's start: throws MasterKeyMismatchError when the key (read from `source`) does not derive the
+ * recorded wallet, or when it is not a BIP-39 phrase (`bip39`: custody.ts `isBip39Phrase`) and no wallet is recorded
+ * yet: a typo would give the deployment wallets its backup does not derive. Words that derive the recorded wallet are
+ * the deployment's key whatever they are; answers whether such words are not a BIP-39 phrase, for a warning.
+ */
+export async function refuseForeignMasterKey(projects: Pick<ProjectStore, "firstRecordedWallet">, custody: Pick<Custody, "addressOf">, source: string, bip39 = true): Promise<{ notBip39: boolean }> {
+  const recorded = await projects.firstRecordedWallet();
+  const mismatch = masterKeyMismatch(custody, recorded);
   if (mismatch) throw new MasterKeyMismatchError(`${describeMasterKeyMismatch(mismatch, source)}. Nothing was started: ${MASTER_KEY_MISMATCH_FIX}; \`agentwallet doctor\` runs the same check.`);
+  if (!bip39 && !recorded) throw new MasterKeyMismatchError(`the master mnemonic read from ${source} ${NOT_BIP39_PHRASE}. Nothing was started: ${NOT_BIP39_FIX}; \`agentwallet doctor\` runs the same check.`);
+  return { notBip39: !bip39 };
 }

@@ -2,9 +2,9 @@ import { Worker } from "node:worker_threads";
 import { mnemonicToSeedSync } from "@scure/bip39";
 import { english, generateMnemonic, mnemonicToAccount } from "viem/accounts";
 import { describe, expect, test } from "vitest";
-import { createHdCustody, loadMasterMnemonic } from "../../src/chain/custody.ts";
+import { createHdCustody, isBip39Phrase, loadMasterMnemonic } from "../../src/chain/custody.ts";
 import { bip39Seed, hdWallets } from "../../src/chain/hdWallets.mjs";
-import { TEST_MNEMONIC } from "../support/mnemonic.ts";
+import { TEST_MNEMONIC, checksumBroken } from "../support/mnemonic.ts";
 
 const INDEXES = [0, 1, 2, 7, 1_000, 2 ** 31 - 1];
 
@@ -54,31 +54,17 @@ describe("project wallets: the seed once, a wallet one step from m/44'/60'/0'/0"
   });
 });
 
-describe("the master mnemonic is checked as BIP-39 before any wallet is derived from it", () => {
-  test("a valid phrase is taken as given", () => {
+describe("the master mnemonic's words", () => {
+  test("a valid phrase is taken as given, and is BIP-39", () => {
     expect(loadMasterMnemonic({ mnemonic: ` ${TEST_MNEMONIC}\n` })).toBe(TEST_MNEMONIC);
+    expect(isBip39Phrase(TEST_MNEMONIC)).toBe(true);
   });
 
-  test("a word outside the English list, or a valid word that breaks the checksum, is refused with how to fix it", () => {
+  test("a word outside the English list, or a valid word that breaks the checksum, is not BIP-39 (the start judges it against the ledger)", () => {
     const words = generateMnemonic(english, 256).split(" ");
-    const typo = [...words.slice(0, 23), `${words[23]}x`].join(" ");
-    expect(() => loadMasterMnemonic({ mnemonic: typo })).toThrow(/AGENTWALLET_MASTER_MNEMONIC is not a valid BIP-39 phrase: .*check each word/);
-    // Another word of the list in one place: every word is valid, the checksum is not (with 1 chance in 256 that it is).
-    const swapped = [...words];
-    for (const candidate of english) {
-      swapped[3] = candidate;
-      if (candidate !== words[3] && !isValid(swapped.join(" "))) break;
-    }
-    expect(() => loadMasterMnemonic({ mnemonic: swapped.join(" ") })).toThrow(/not a valid BIP-39 phrase/);
+    expect(isBip39Phrase([...words.slice(0, 23), `${words[23]}x`].join(" "))).toBe(false);
+    expect(isBip39Phrase(checksumBroken(words).join(" "))).toBe(false);
     expect(() => loadMasterMnemonic({ mnemonic: words.slice(0, 23).join(" ") })).toThrow(/must have 12-24 words/);
+    expect(() => loadMasterMnemonic({ mnemonic: words.join("  ") })).toThrow(/must separate its words by single spaces/);
   });
 });
-
-function isValid(m: string): boolean {
-  try {
-    loadMasterMnemonic({ mnemonic: m });
-    return true;
-  } catch {
-    return false;
-  }
-}

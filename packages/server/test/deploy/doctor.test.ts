@@ -16,6 +16,7 @@ import { CLOCK_SKEW_MAX_S, HEAD_AGE_FAIL_S, HEAD_AGE_WARN_S } from "../../src/se
 import { relayerRunway } from "../../src/services/relayerRunway.ts";
 import { loadConfig } from "../../src/config.ts";
 import { openLedger } from "../../src/ledger/open.ts";
+import { checksumBroken } from "../support/mnemonic.ts";
 import { usdcPayment } from "../support/holds.ts";
 import { dialects, type TestDialect } from "../support/db.ts";
 import { deploymentPlaces, runCommand as exec } from "../support/deployment.ts";
@@ -215,6 +216,22 @@ describe.each(dialects)("agentwallet doctor on %s", (dialect: TestDialect) => {
     writeFileSync(file, `${generateMnemonic(english, 256)}\n`, { mode: 0o600 });
     const c = expectFail(await doctor(env), "key file", new RegExp(`derives 0x[0-9a-fA-F]{40} for project prj_\\w+ \\(wallet index 0\\), whose wallet is ${wallet}: not this deployment's key`));
     expect(c.fix).toMatch(/restore the words this deployment was set up with/);
+  });
+
+  test("error, then warning: words that are not a BIP-39 phrase fail while no wallet is recorded, and warn once one derived from them is", async () => {
+    const env = await initialized();
+    const file = env.AGENTWALLET_MASTER_MNEMONIC_FILE!;
+    const typo = checksumBroken(generateMnemonic(english, 256).split(" ")).join(" ");
+    writeFileSync(file, `${typo}\n`, { mode: 0o600 });
+    expect(expectFail(await doctor(env), "key file", /the master mnemonic is not a BIP-39 phrase/).fix).toMatch(/check each word against the backup/);
+    const { ledger, opened } = await openLedger(loadConfig(env, {}, { signs: false }));
+    try {
+      const project = await ledger.projects.create({ name: "p", plan: "free" });
+      await ledger.projects.setWalletAddress(project.id, createHdCustody(typo).addressOf(project.wallet_index));
+    } finally {
+      await opened.close();
+    }
+    expect(line((await doctor(env)).report, "key file")).toMatchObject({ status: "warn", detail: expect.stringMatching(/derives project prj_\w+'s wallet as recorded, but it is not a BIP-39 phrase/) });
   });
 
   test("error: PUBLIC_BASE_URL is http in live mode", async () => {

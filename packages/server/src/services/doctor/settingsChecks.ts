@@ -7,8 +7,8 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import type { Config } from "../../config.ts";
-import { createHdCustody, loadMasterMnemonic } from "../../chain/custody.ts";
-import { MASTER_KEY_MISMATCH_FIX, type RecordedWallet, describeMasterKeyMismatch, masterKeyMismatch } from "../masterKeyCheck.ts";
+import { createHdCustody, isBip39Phrase, loadMasterMnemonic, NOT_BIP39_PHRASE } from "../../chain/custody.ts";
+import { MASTER_KEY_MISMATCH_FIX, NOT_BIP39_FIX, type RecordedWallet, describeMasterKeyMismatch, masterKeyMismatch } from "../masterKeyCheck.ts";
 import { readBridgeCustomer } from "../../rails/fiat/readBridgeCustomer.ts";
 import { type Check, fail, ok, warn } from "./check.ts";
 
@@ -56,10 +56,16 @@ export function keyFileCheck(config: Config): Check {
 
 /** The key file's check, and the key against the ledger (masterKeyCheck.ts, the check a live start makes too). */
 export function keyDerivesWallets(config: Config, keyFile: Check, recorded: RecordedWallet | undefined): Check {
-  if (keyFile.status === "fail" || !recorded) return keyFile;
-  const mismatch = masterKeyMismatch(createHdCustody(loadMasterMnemonic(keySource(config))), recorded);
-  if (!mismatch) return { ...keyFile, detail: `${keyFile.detail}; derives project ${recorded.projectId}'s wallet as recorded` };
-  return fail("key file", describeMasterKeyMismatch(mismatch), MASTER_KEY_MISMATCH_FIX);
+  if (keyFile.status === "fail") return keyFile;
+  const mnemonic = loadMasterMnemonic(keySource(config));
+  const bip39 = isBip39Phrase(mnemonic);
+  // As a live start judges it (masterKeyCheck.ts): words not BIP-39 are refused until a wallet derived from them is recorded.
+  if (!recorded) return bip39 ? keyFile : fail("key file", `the master mnemonic ${NOT_BIP39_PHRASE}`, NOT_BIP39_FIX);
+  const mismatch = masterKeyMismatch(createHdCustody(mnemonic), recorded);
+  if (mismatch) return fail("key file", describeMasterKeyMismatch(mismatch), MASTER_KEY_MISMATCH_FIX);
+  const derives = `${keyFile.detail}; derives project ${recorded.projectId}'s wallet as recorded`;
+  if (!bip39) return warn("key file", `${derives}, but it ${NOT_BIP39_PHRASE}`, "keep these words exactly as they are, and their backup: this deployment's wallets derive from them");
+  return { ...keyFile, detail: derives };
 }
 
 /** The SQLite files and the data directory, which hold balances and sealed secrets: their owner's only. */
