@@ -218,6 +218,14 @@ describe.each(dialects)("agentwallet doctor on %s", (dialect: TestDialect) => {
     expect(c.fix).toMatch(/restore the words this deployment was set up with/);
   });
 
+  test("behavior: a sandbox before its first start has no key file yet, and doctor says so rather than failing to read it", async () => {
+    const { AGENTWALLET_MASTER_MNEMONIC: _words, AGENTWALLET_MASTER_MNEMONIC_FILE: _file, ...live } = await deployment();
+    const env = { ...live, BASE_RPC_URL: "" };
+    const r = await exec(["doctor", "--json"], env);
+    expect(r.stderr).not.toMatch(/ENOENT/);
+    expect(line((JSON.parse(r.stdout) as Report), "key file")).toMatchObject({ status: "ok", detail: expect.stringMatching(/sandbox: .*master-mnemonic is written at the first start/) });
+  });
+
   test("error, then warning: words that are not a BIP-39 phrase fail while no wallet is recorded, and warn once one derived from them is", async () => {
     const env = await initialized();
     const file = env.AGENTWALLET_MASTER_MNEMONIC_FILE!;

@@ -56,11 +56,13 @@ export function keyFileCheck(config: Config): Check {
 
 /** The key file's check, and the key against the ledger (masterKeyCheck.ts, the check a live start makes too). */
 export function keyDerivesWallets(config: Config, keyFile: Check, recorded: RecordedWallet | undefined): Check {
-  if (keyFile.status === "fail") return keyFile;
-  const mnemonic = loadMasterMnemonic(keySource(config));
+  const source = keySource(config);
+  // A sandbox's key is written at its first start: until then there are no words to judge.
+  if (keyFile.status === "fail" || (source.file && !existsSync(source.file))) return keyFile;
+  const mnemonic = loadMasterMnemonic(source);
   const bip39 = isBip39Phrase(mnemonic);
   // As a live start judges it (masterKeyCheck.ts): words not BIP-39 are refused until a wallet derived from them is recorded.
-  if (!recorded) return bip39 ? keyFile : fail("key file", `the master mnemonic ${NOT_BIP39_PHRASE}`, NOT_BIP39_FIX);
+  if (!recorded) return bip39 || config.mode !== "live" ? keyFile : fail("key file", `the master mnemonic ${NOT_BIP39_PHRASE}`, NOT_BIP39_FIX);
   const mismatch = masterKeyMismatch(createHdCustody(mnemonic), recorded);
   if (mismatch) return fail("key file", describeMasterKeyMismatch(mismatch), MASTER_KEY_MISMATCH_FIX);
   const derives = `${keyFile.detail}; derives project ${recorded.projectId}'s wallet as recorded`;
