@@ -79,8 +79,9 @@ export type FaultWorld = {
   newProject(name: string, fundMicros: bigint): Promise<Project>;
   log(line: string): void;
   /**
-   * A wait of `ms` that counts only the time this process ran: a stall of the whole machine (the
-   * service's processes stall with it) does not use it up. Answers whether the wait is over.
+   * A wait of `ms` that counts only the time this process ran: a stall of it does not use the wait up.
+   * The service stalls with it (its RPC proxy runs here), as with a stall of the whole machine. Answers
+   * whether the wait is over.
    */
   within(ms: number): () => boolean;
   events(): string[];
