@@ -25,7 +25,7 @@ import type { RailDeps } from "./rails/railDeps.ts";
 import type { Rails } from "./rails/rails.ts";
 import type { ServiceDeps } from "./services/serviceDeps.ts";
 import { claimDeployment } from "./services/deployment.ts";
-import { refuseForeignMasterKey } from "./services/masterKeyCheck.ts";
+import { NOT_BIP39_KEPT, refuseForeignMasterKey } from "./services/masterKeyCheck.ts";
 import { newId, systemClock } from "./ids.ts";
 
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
@@ -152,8 +152,9 @@ export async function openDeps(config: Config, logger: Logger, opts: DepsOptions
     await claimDeployment({ ledger, clock: systemClock }, config, describeDatabase(config));
     if (config.mode === "live") {
       const mnemonic = masterMnemonic(config);
-      const { notBip39 } = await refuseForeignMasterKey(ledger.projects, createHdCustody(mnemonic), masterKeySource(config), isBip39Phrase(mnemonic));
-      if (notBip39) logger.warn({ source: masterKeySource(config) }, `the master mnemonic ${NOT_BIP39_PHRASE}; it derives this deployment's wallets, so it is kept: its backup must hold these words exactly`);
+      const verdict = await refuseForeignMasterKey(ledger.projects, createHdCustody(mnemonic), masterKeySource(config), isBip39Phrase(mnemonic));
+      // Said once, by the process that answers requests (its settlement thread opens the same dependencies).
+      if (verdict.kind === "not_bip39" && opts.serveRequests) logger.warn({ source: masterKeySource(config) }, `the master mnemonic ${NOT_BIP39_PHRASE}; ${NOT_BIP39_KEPT}`);
     }
     await sealBankAccountsInClear(ledger, bankAccountKey);
   } catch (err) {

@@ -38,16 +38,35 @@ export class MasterKeyMismatchError extends Error {
 /** What to do about words that are not a BIP-39 phrase where no wallet derived from them is recorded. */
 export const NOT_BIP39_FIX = "check each word against the backup (a new deployment's key is best written by `agentwallet init`)";
 
+/** What a start logs and `doctor` warns of words that are not a BIP-39 phrase but derive the recorded wallet. */
+export const NOT_BIP39_KEPT = "they derive this deployment's wallets, so they are its key: keep them, and their backup, exactly as they are";
+
 /**
- * At a live process's start: throws MasterKeyMismatchError when the key (read from `source`) does not derive the
- * recorded wallet, or when it is not a BIP-39 phrase (`bip39`: custody.ts `isBip39Phrase`) and no wallet is recorded
- * yet: a typo would give the deployment wallets its backup does not derive. Words that derive the recorded wallet are
- * the deployment's key whatever they are; answers whether such words are not a BIP-39 phrase, for a warning.
+ * The master key against the ledger, as a live start and `doctor` judge it:
+ * - `mismatch`: it does not derive the recorded wallet;
+ * - `not_bip39`: it is not a BIP-39 phrase (custody.ts `isBip39Phrase`). With no wallet recorded it is refused: a typo
+ *   would give the deployment wallets its backup does not derive. With the recorded wallet derived from it, it is the
+ *   deployment's key whatever it is, and only warned of;
+ * - `ok`: a BIP-39 phrase that derives the recorded wallet, or with none recorded yet.
  */
-export async function refuseForeignMasterKey(projects: Pick<ProjectStore, "firstRecordedWallet">, custody: Pick<Custody, "addressOf">, source: string, bip39 = true): Promise<{ notBip39: boolean }> {
-  const recorded = await projects.firstRecordedWallet();
+export type MasterKeyVerdict =
+  | { kind: "ok"; recorded: RecordedWallet | undefined }
+  | { kind: "mismatch"; mismatch: MasterKeyMismatch }
+  | { kind: "not_bip39"; recorded: RecordedWallet | undefined };
+
+export function judgeMasterKey(custody: Pick<Custody, "addressOf">, recorded: RecordedWallet | undefined, bip39: boolean): MasterKeyVerdict {
   const mismatch = masterKeyMismatch(custody, recorded);
-  if (mismatch) throw new MasterKeyMismatchError(`${describeMasterKeyMismatch(mismatch, source)}. Nothing was started: ${MASTER_KEY_MISMATCH_FIX}; \`agentwallet doctor\` runs the same check.`);
-  if (!bip39 && !recorded) throw new MasterKeyMismatchError(`the master mnemonic read from ${source} ${NOT_BIP39_PHRASE}. Nothing was started: ${NOT_BIP39_FIX}; \`agentwallet doctor\` runs the same check.`);
-  return { notBip39: !bip39 };
+  if (mismatch) return { kind: "mismatch", mismatch };
+  return bip39 ? { kind: "ok", recorded } : { kind: "not_bip39", recorded };
+}
+
+/**
+ * At a live process's start: throws MasterKeyMismatchError when the key (read from `source`) is refused
+ * (`judgeMasterKey`); answers the verdict otherwise, for the warning of words that are kept though not BIP-39.
+ */
+export async function refuseForeignMasterKey(projects: Pick<ProjectStore, "firstRecordedWallet">, custody: Pick<Custody, "addressOf">, source: string, bip39: boolean): Promise<MasterKeyVerdict> {
+  const verdict = judgeMasterKey(custody, await projects.firstRecordedWallet(), bip39);
+  if (verdict.kind === "mismatch") throw new MasterKeyMismatchError(`${describeMasterKeyMismatch(verdict.mismatch, source)}. Nothing was started: ${MASTER_KEY_MISMATCH_FIX}; \`agentwallet doctor\` runs the same check.`);
+  if (verdict.kind === "not_bip39" && !verdict.recorded) throw new MasterKeyMismatchError(`the master mnemonic read from ${source} ${NOT_BIP39_PHRASE}. Nothing was started: ${NOT_BIP39_FIX}; \`agentwallet doctor\` runs the same check.`);
+  return verdict;
 }

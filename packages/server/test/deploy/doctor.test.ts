@@ -239,7 +239,7 @@ describe.each(dialects)("agentwallet doctor on %s", (dialect: TestDialect) => {
     } finally {
       await opened.close();
     }
-    expect(line((await doctor(env)).report, "key file")).toMatchObject({ status: "warn", detail: expect.stringMatching(/derives project prj_\w+'s wallet as recorded, but it is not a BIP-39 phrase/) });
+    expect(line((await doctor(env)).report, "key file")).toMatchObject({ status: "warn", detail: expect.stringMatching(/derives project prj_\w+'s wallet as recorded, but the master mnemonic is not a BIP-39 phrase/), fix: expect.stringMatching(/keep them, and their backup, exactly as they are/) });
   });
 
   test("error: PUBLIC_BASE_URL is http in live mode", async () => {

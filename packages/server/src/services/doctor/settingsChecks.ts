@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import type { Config } from "../../config.ts";
 import { createHdCustody, isBip39Phrase, loadMasterMnemonic, NOT_BIP39_PHRASE } from "../../chain/custody.ts";
-import { MASTER_KEY_MISMATCH_FIX, NOT_BIP39_FIX, type RecordedWallet, describeMasterKeyMismatch, masterKeyMismatch } from "../masterKeyCheck.ts";
+import { MASTER_KEY_MISMATCH_FIX, NOT_BIP39_FIX, NOT_BIP39_KEPT, type RecordedWallet, describeMasterKeyMismatch, judgeMasterKey } from "../masterKeyCheck.ts";
 import { readBridgeCustomer } from "../../rails/fiat/readBridgeCustomer.ts";
 import { type Check, fail, ok, warn } from "./check.ts";
 
@@ -60,14 +60,13 @@ export function keyDerivesWallets(config: Config, keyFile: Check, recorded: Reco
   // A sandbox's key is written at its first start: until then there are no words to judge.
   if (keyFile.status === "fail" || (source.file && !existsSync(source.file))) return keyFile;
   const mnemonic = loadMasterMnemonic(source);
-  const bip39 = isBip39Phrase(mnemonic);
-  // As a live start judges it (masterKeyCheck.ts): words not BIP-39 are refused until a wallet derived from them is recorded.
-  if (!recorded) return bip39 || config.mode !== "live" ? keyFile : fail("key file", `the master mnemonic ${NOT_BIP39_PHRASE}`, NOT_BIP39_FIX);
-  const mismatch = masterKeyMismatch(createHdCustody(mnemonic), recorded);
-  if (mismatch) return fail("key file", describeMasterKeyMismatch(mismatch), MASTER_KEY_MISMATCH_FIX);
-  const derives = `${keyFile.detail}; derives project ${recorded.projectId}'s wallet as recorded`;
-  if (!bip39) return warn("key file", `${derives}, but it ${NOT_BIP39_PHRASE}`, "keep these words exactly as they are, and their backup: this deployment's wallets derive from them");
-  return { ...keyFile, detail: derives };
+  const verdict = judgeMasterKey(createHdCustody(mnemonic), recorded, isBip39Phrase(mnemonic));
+  if (verdict.kind === "mismatch") return fail("key file", describeMasterKeyMismatch(verdict.mismatch), MASTER_KEY_MISMATCH_FIX);
+  const derives = verdict.recorded ? `${keyFile.detail}; derives project ${verdict.recorded.projectId}'s wallet as recorded` : keyFile.detail;
+  if (verdict.kind === "ok") return { ...keyFile, detail: derives };
+  // As a live start judges them (masterKeyCheck.ts); a sandbox's start does not judge its words.
+  if (verdict.recorded) return warn("key file", `${derives}, but the master mnemonic ${NOT_BIP39_PHRASE}`, NOT_BIP39_KEPT);
+  return config.mode === "live" ? fail("key file", `the master mnemonic ${NOT_BIP39_PHRASE}`, NOT_BIP39_FIX) : keyFile;
 }
 
 /** The SQLite files and the data directory, which hold balances and sealed secrets: their owner's only. */
