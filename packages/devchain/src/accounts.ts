@@ -1,6 +1,7 @@
 // Named roles for anvil's prefunded accounts, so every test and the sandbox agree on who is who.
+import { pbkdf2Sync } from "node:crypto";
 import { bytesToHex, type Address, type Hex } from "viem";
-import { mnemonicToAccount } from "viem/accounts";
+import { HDKey, privateKeyToAddress } from "viem/accounts";
 
 /** The well-known mnemonic anvil (and Hardhat) prefund from. Public: never hold real value with it. */
 export const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
@@ -25,19 +26,26 @@ export type DevAccounts = Record<DevAccountRole, DevAccount>;
 
 let cached: DevAccounts | undefined;
 
-/** The named accounts. Derivation takes ~100 ms, so it is done once per process. */
+/**
+ * The named accounts, derived once per process. The BIP-39 seed is computed once, by the platform's PBKDF2, and
+ * m/44'/60'/0'/0 once; each account is then one step. viem's mnemonicToAccount computed the seed in JavaScript for
+ * each of the eight (400 ms of a sandbox's start on a slow machine; the server's custody does the same: hdWallets.mjs).
+ */
 export function devAccounts(): DevAccounts {
-  cached ??= Object.freeze(
+  if (cached) return cached;
+  const seed = pbkdf2Sync(Buffer.from(ANVIL_MNEMONIC.normalize("NFKD"), "utf8"), "mnemonic", 2048, 64, "sha512");
+  const external = HDKey.fromMasterSeed(new Uint8Array(seed)).derive("m/44'/60'/0'/0");
+  cached = Object.freeze(
     Object.fromEntries(
-      Object.entries(DEV_ACCOUNT_INDEXES).map(([role, index]) => [role, Object.freeze(deriveAccount(index))]),
+      Object.entries(DEV_ACCOUNT_INDEXES).map(([role, index]) => [role, Object.freeze(deriveAccount(external, index))]),
     ) as DevAccounts,
   );
   return cached;
 }
 
-function deriveAccount(addressIndex: number): DevAccount {
-  const account = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex });
-  const privateKey = account.getHdKey().privateKey;
+function deriveAccount(external: HDKey, addressIndex: number): DevAccount {
+  const privateKey = external.deriveChild(addressIndex).privateKey;
   if (!privateKey) throw new Error(`HD key ${addressIndex} has no private key`);
-  return { address: account.address, privateKey: bytesToHex(privateKey) };
+  const hex = bytesToHex(privateKey);
+  return { address: privateKeyToAddress(hex), privateKey: hex };
 }
