@@ -11,7 +11,6 @@ import { paymentMiddlewareFromHTTPServer, x402HTTPResourceServer, x402ResourceSe
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import type { Address, Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { paymentMiddleware as paymentMiddlewareV1 } from "x402-express";
 import { listenOnLoopback } from "./listen.ts";
 
 export type StartMerchantOptions = {
@@ -215,6 +214,9 @@ function paymentIdOf(header: string): string | undefined {
 /** A merchant speaking x402 v1 (402 body `accepts`, X-PAYMENT / X-PAYMENT-RESPONSE). */
 export async function startMerchantV1(options: StartMerchantOptions): Promise<Merchant> {
   assertPrice(options.priceMicros);
+  // Loaded here, not with the package: x402-express v1 brings every chain viem defines (some 1,600 modules),
+  // which the sandbox (a v2 merchant only) would load at every start and every CLI command.
+  const { paymentMiddleware: paymentMiddlewareV1 } = await import("x402-express");
   const payment = paymentMiddlewareV1(
     options.payTo,
     {

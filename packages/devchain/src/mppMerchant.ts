@@ -5,8 +5,6 @@
 // with a `Payment-Receipt`. mppx's EVM charge offers x402 v2 on the same route too (a `PAYMENT-REQUIRED`
 // header beside the challenge); `offers: "mpp"` (the default) strips it, `"both"` keeps it.
 import { randomBytes } from "node:crypto";
-import { Mppx, NodeListener, Request as MppRequest } from "mppx/server";
-import { evm } from "mppx/server";
 import { type Address, type Hex, createPublicClient, createWalletClient, defineChain, formatUnits, http, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { USDC_EIP712_DOMAIN } from "./merchants.ts";
@@ -43,6 +41,9 @@ const transferWithAuthorizationAbi = parseAbi([
 ]);
 
 export async function startMppMerchant(o: StartMppMerchantOptions): Promise<MppMerchant> {
+  // Loaded here, not with the package: mppx's server brings viem's Tempo chains (some 160 modules), which the
+  // sandbox, which runs no MPP merchant, would load at every start and every CLI command.
+  const { Mppx, NodeListener, Request: MppRequest, evm } = await import("mppx/server");
   const chain = defineChain({ id: o.chainId, name: "dev", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [o.rpcUrl] } } });
   const account = privateKeyToAccount(o.settlerKey);
   const wallet = createWalletClient({ account, chain, transport: http(o.rpcUrl) });
