@@ -6,7 +6,7 @@
  *   rails
  *   services
  *   http / workers / deposits / settlement
- *   server, settlementMain, cli, deps, context, sandbox, testing ← highest (wiring and entry points)
+ *   server, settlementMain, cli, deps, masterKeys, context, sandbox, testing ← highest (wiring and entry points)
  *
  * Only ledger/ touches the database (no Kysely, ledger/db.ts or ledger/connection.ts elsewhere in the server);
  * its inspection port for tests, ledger/testing.ts, is imported by tests only.
@@ -14,7 +14,7 @@
  * `npm test` runs `npm run lint:imports`, which fails on any violation: there is no list of tolerated ones.
  */
 const src = "^packages/server/src/";
-const topFiles = `${src}(server|settlementMain|settlementThread|deps|context)\\.(ts|mjs)$`;
+const topFiles = `${src}(server|settlementMain|settlementThread|deps|context|masterKeys)\\.(ts|mjs)$`;
 const top = `${topFiles}|${src}(cli|sandbox|testing)/`;
 const entry = `${src}(http|workers|deposits|settlement)/`;
 const layer = (name, above) => ({

@@ -9,7 +9,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
-import { loadWebhookSecretKey } from "../packages/server/src/deps.ts";
+import { loadWebhookSecretKey } from "../packages/server/src/masterKeys.ts";
 import { newId, systemClock } from "../packages/server/src/ids.ts";
 import { createWebhookEndpoint } from "../packages/server/src/services/webhooks/endpoints.ts";
 import { startTestServer } from "../packages/server/src/testing/harness.ts";

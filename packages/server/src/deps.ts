@@ -3,15 +3,15 @@
  * rails. Every process builds its dependencies here in the same steps (`openDeps`, `connectRails`,
  * `assembleContext`), with its own options.
  */
-import { createHmac, randomBytes } from "node:crypto";
-import { join } from "node:path";
+import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import pino, { type Logger } from "pino";
 import { type Config, describeDatabase } from "./config.ts";
 import type { Hex } from "viem";
 import type { AppContext } from "./context.ts";
 import type { ChainRuntime } from "./chain/runtime.ts";
-import { createHdCustody, isBip39Phrase, loadMasterMnemonic, NOT_BIP39_PHRASE } from "./chain/custody.ts";
+import { createHdCustody, isBip39Phrase, NOT_BIP39_PHRASE } from "./chain/custody.ts";
+import { loadBankAccountKey, loadRecipientHashKey, loadWebhookSecretKey, masterKeySource, masterMnemonic } from "./masterKeys.ts";
 import { createSigningPool } from "./chain/signingPool.ts";
 import { sealBankRecipient } from "./domain/bankAccount.ts";
 import { openLedger } from "./ledger/open.ts";
@@ -52,43 +52,6 @@ function createRateLimiter(config: Config): RateLimiter {
   if (!config.redisUrl) return createMemoryRateLimiter(config.rateLimitPerMinute);
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, connectTimeout: 5_000, enableOfflineQueue: true });
   return createRedisRateLimiter(redis, config.rateLimitPerMinute);
-}
-
-/**
- * The key bank accounts in spending controls are hashed with, derived from the master key source
- * (so no further secret is needed and the database holds none): the same on every process.
- */
-export function loadRecipientHashKey(config: Config): Uint8Array {
-  return createHmac("sha256", masterMnemonic(config)).update("agentwallet recipient hash v1").digest();
-}
-
-/**
- * The AES-256 key webhook endpoints' signing secrets are encrypted with, derived from the master key
- * source like the recipient hash key: the database holds no secret it could open by itself.
- */
-export function loadWebhookSecretKey(config: Config): Uint8Array {
-  return createHmac("sha256", masterMnemonic(config)).update("agentwallet webhook secret key v1").digest();
-}
-
-/**
- * The AES-256 key the account numbers of bank payments awaiting their payout are sealed with, derived from
- * the master key source like the others (domain/bankAccount.ts).
- */
-export function loadBankAccountKey(config: Config): Uint8Array {
-  return createHmac("sha256", masterMnemonic(config)).update("agentwallet bank account key v1").digest();
-}
-
-function masterMnemonic(config: Config): string {
-  return loadMasterMnemonic({
-    mnemonic: config.custody.mnemonic,
-    file: config.custody.mnemonicFile,
-    sandboxFile: config.mode === "sandbox" ? join(config.dataDir, "master-mnemonic") : undefined,
-  });
-}
-
-/** Where `masterMnemonic` reads the words from, named for people: the setting, or the file's path. */
-function masterKeySource(config: Config): string {
-  return config.custody.mnemonic ? "AGENTWALLET_MASTER_MNEMONIC" : `AGENTWALLET_MASTER_MNEMONIC_FILE ${config.custody.mnemonicFile}`;
 }
 
 export function loadCustody(config: Config) {

@@ -1,6 +1,6 @@
 /** What a CLI command is: a function of (config, args, options) → exit code, and its expected failure. */
 import { type Config, describeDatabase, freezeConfig } from "../config.ts";
-import { loadRecipientHashKey } from "../deps.ts";
+import { loadRecipientHashKey } from "../masterKeys.ts";
 import { openLedger } from "../ledger/open.ts";
 import { newId, systemClock } from "../ids.ts";
 import { userInfo } from "node:os";

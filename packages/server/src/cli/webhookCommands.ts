@@ -3,7 +3,7 @@
  * is a service of services/webhooks/endpoints.ts; a service's refusal is one `error: …` line.
  */
 import type { Config } from "../config.ts";
-import { loadWebhookSecretKey } from "../deps.ts";
+import { loadWebhookSecretKey } from "../masterKeys.ts";
 import { openLedger } from "../ledger/open.ts";
 import { DomainError } from "../domain/errors.ts";
 import { newId, systemClock } from "../ids.ts";

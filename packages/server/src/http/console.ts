@@ -25,7 +25,7 @@ import * as webhooks from "../services/console/webhooks.ts";
 import { listAudit } from "../services/audit.ts";
 
 export type ConsoleAppOptions = {
-  /** The key webhook signing secrets are sealed with (deps.ts loadWebhookSecretKey); without it the console creates no endpoints. */
+  /** The key webhook signing secrets are sealed with (masterKeys.ts loadWebhookSecretKey); without it the console creates no endpoints. */
   webhookSecretKey?: () => Uint8Array;
   /** Sandbox: the demo x402 merchant's paid URL and price, for the overview's example. */
   x402Demo?: { paidUrl: string; priceMicros: number };

@@ -24,6 +24,6 @@ export type RailDeps = {
   logger: Logger;
   /** Identifies this process in payment leases. */
   instanceId: string;
-  /** The key bank account numbers awaiting their payout are sealed with (deps.ts `loadBankAccountKey`). */
+  /** The key bank account numbers awaiting their payout are sealed with (masterKeys.ts `loadBankAccountKey`). */
   bankAccountKey: Uint8Array;
 };

@@ -23,6 +23,6 @@ export type ServiceDeps = RailDeps & {
   afterAnswer?: AfterAnswer;
   /** The key bank accounts in spending controls are hashed with (deps.ts derives it from the master key source). */
   recipientHashKey?: Uint8Array;
-  /** The key webhook endpoints' signing secrets are encrypted with (deps.ts `loadWebhookSecretKey`). */
+  /** The key webhook endpoints' signing secrets are encrypted with (masterKeys.ts `loadWebhookSecretKey`). */
   webhookSecretKey?: Uint8Array;
 };

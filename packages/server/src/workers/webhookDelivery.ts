@@ -44,7 +44,7 @@ export type WebhookDelivererOptions = {
   mode: "sandbox" | "live";
   /** Private-network receivers allowed by name (`address:port`, PRIVATE_TARGETS), in live mode too. */
   privateTargets?: readonly string[];
-  /** Opens endpoints' secrets (deps.ts `loadWebhookSecretKey`). */
+  /** Opens endpoints' secrets (masterKeys.ts `loadWebhookSecretKey`). */
   secretKey: Uint8Array;
   /** Requests under way at once in this process. */
   maxInFlight: number;

@@ -9,7 +9,7 @@ import { Balance } from "@agentwallet/api";
 import { type DevChain, startDevChain } from "@agentwallet/devchain";
 import { type Address, getAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { loadWebhookSecretKey } from "../../src/deps.ts";
+import { loadWebhookSecretKey } from "../../src/masterKeys.ts";
 import { newId, systemClock } from "../../src/ids.ts";
 import { getDepositAddress } from "../../src/services/getDepositAddress.ts";
 import { createToken } from "../../src/services/tokens.ts";

@@ -3,7 +3,7 @@
 // decided through the admin API), the transaction and the console's status history show the same, and a
 // decision without a reason carries no `reason`. Real sandbox server and chain, a real loopback receiver.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { loadWebhookSecretKey } from "../../src/deps.ts";
+import { loadWebhookSecretKey } from "../../src/masterKeys.ts";
 import { newId } from "../../src/ids.ts";
 import { createAdminCredential } from "../../src/services/adminCredentials.ts";
 import { transactionHistory } from "../../src/services/console/transactions.ts";

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createHdCustody } from "../../src/chain/custody.ts";
 import { loadConfig } from "../../src/config.ts";
-import { loadWebhookSecretKey } from "../../src/deps.ts";
+import { loadWebhookSecretKey } from "../../src/masterKeys.ts";
 import { newId, systemClock } from "../../src/ids.ts";
 import { createToken } from "../../src/services/tokens.ts";
 import { createWebhookEndpoint } from "../../src/services/webhooks/endpoints.ts";

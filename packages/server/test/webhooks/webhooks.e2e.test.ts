@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { loadWebhookSecretKey } from "../../src/deps.ts";
+import { loadWebhookSecretKey } from "../../src/masterKeys.ts";
 import { newId } from "../../src/ids.ts";
 import { SANDBOX_RETURN_ACCOUNT } from "../../src/rails/fiat/sandboxProvider.ts";
 import { createWebhookEndpoint } from "../../src/services/webhooks/endpoints.ts";

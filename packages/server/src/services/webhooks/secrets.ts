@@ -3,7 +3,7 @@
  *
  * A secret is `whsec_` + base64 of 32 random bytes; the bytes are the HMAC key. It must be readable
  * again to sign, so it is stored encrypted with AES-256-GCM under a key derived from the master key
- * source (deps.ts `loadWebhookSecretKey`), the endpoint's id bound in as associated data: the database
+ * source (masterKeys.ts `loadWebhookSecretKey`), the endpoint's id bound in as associated data: the database
  * alone (a dump, a backup, a read-only replica) never yields a secret (decisions.md, "Webhook secrets").
  */
 import { createHmac, randomBytes } from "node:crypto";
