@@ -72,7 +72,8 @@ export function loadMasterMnemonic(opts: { mnemonic?: string; file?: string; san
 
 /**
  * Whether the words are a BIP-39 phrase: each in BIP-39's English list, and the checksum right. A phrase copied with
- * a typo fails it (with odds of 255 in 256 for a word of the list), and would derive other wallets than the backup's.
+ * a typo fails it (a word of the list in the wrong place: 15 in 16 for 12 words, 255 in 256 for 24), and would derive
+ * other wallets than the backup's.
  * Not checked by `loadMasterMnemonic`: a deployment whose wallets were derived from other words keeps them (its start
  * is checked against the ledger, services/masterKeyCheck.ts).
  */
