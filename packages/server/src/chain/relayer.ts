@@ -23,11 +23,11 @@
  * Run periodically, `closeGaps` finds the nonces from the chain's pending nonce up to the counter that
  * the node does not know and fills each: with the stored transaction, sent again as it was signed
  * (its payments move then, so a ledger that already counted them becomes true again), or, when that
- * can no longer move anything (every authorization in it expired or used) or none is stored, with a
- * no-op at that nonce (a 0-value transfer to itself), after which the payments it carried are judged
+ * can no longer move anything (every authorization in it expired or used), none is stored, or the node
+ * refused those bytes in RESEND_REFUSALS_MAX passes in a row, with a no-op at that nonce (a 0-value transfer to itself), after which the payments it carried are judged
  * by their own authorizations (onchainLeg.checkRelayed, lostLegs.ts).
  */
-import { type Address, type Hex, decodeFunctionData, encodeFunctionData, parseTransaction } from "viem";
+import { type Address, type Hex, RpcRequestError, decodeFunctionData, encodeFunctionData, parseTransaction } from "viem";
 import type { Custody } from "./custody.ts";
 import type { Logger } from "pino";
 import type { KvStore, NonceStore } from "../ledger/ports.ts";
@@ -53,6 +53,12 @@ const ROOM_POLL_MAX_MS = 200;
 const ROOM_WAIT_MAX_MS = 15_000;
 /** A stored transaction is sent again only if one of its authorizations stays valid at least this long: time to be mined. */
 const RESEND_MIN_VALIDITY_S = 30;
+/**
+ * A stored transaction the node refuses this many gap passes in a row (for a reason other than knowing it or its nonce
+ * being taken: a fee below the chain's base fee after a restart, say) is replaced by a no-op at its nonce, as one that
+ * can no longer move money is: sending the same bytes again cannot cure a refusal of those bytes.
+ */
+const RESEND_REFUSALS_MAX = 3;
 /** `kv` rows `relayer_lost:<hash>` = nonce: stored transactions the chain lost (sent again or replaced), whose payments are looked at again. */
 export const LOST_TX_KEY_PREFIX = "relayer_lost:";
 /**
@@ -181,6 +187,8 @@ export function createRelayer(ledger: { relayerNonces: NonceStore; kv: KvStore }
   /** The chain's nonce of the relayer as last read (only ever rises): transactions below it are mined. */
   let minedNonce = 0;
   const conditionKey = relayerConditionKey(account.address);
+  /** Stored transactions the node refused when `closeGaps` sent them again, by hash: passes in a row. Only the last pass's gap is kept. */
+  let refusedResends = new Map<string, number>();
   /** What keeps the relayer from sending, as this process last knew it (its `kv` row is read again by closeGaps). */
   let condition: RelayerCondition | undefined;
 
@@ -307,23 +315,27 @@ export function createRelayer(ledger: { relayerNonces: NonceStore; kv: KvStore }
   function broadcast(raw: Hex): Promise<void> {
     let p = sending.get(raw);
     if (!p) {
-      p = send(raw).finally(() => sending.delete(raw));
+      p = send(raw).then(() => undefined).finally(() => sending.delete(raw));
       sending.set(raw, p);
     }
     return p;
   }
 
-  async function send(raw: Hex): Promise<void> {
+  /** `refused`: the node answered with a refusal of these bytes that none of the cases above names (a dropped connection is not one). */
+  async function send(raw: Hex): Promise<"sent" | "known" | "unfunded" | "refused" | "unreachable"> {
     try {
       await chain.client.sendRaw(raw);
     } catch (err) {
       const msg = String((err as Error).message ?? err);
-      if (/already known|nonce too low|known transaction|replacement transaction underpriced/i.test(msg)) return;
-      if (UNFUNDED.test(msg)) return noteUnfunded();
-      logger.warn({ err: msg.slice(0, 300) }, "broadcast failed; the worker will retry");
-      return;
+      if (/already known|nonce too low|known transaction|replacement transaction underpriced/i.test(msg)) return "known";
+      if (UNFUNDED.test(msg)) return void (await noteUnfunded()), "unfunded";
+      // The node's own words (viem's `details`), not the start of the message, which is the request's body.
+      const details = (err as { details?: unknown }).details;
+      logger.warn({ err: (typeof details === "string" ? details : msg).slice(0, 300) }, "broadcast failed; the worker will retry");
+      return (err as { walk?: (fn: (e: unknown) => boolean) => unknown }).walk?.((e) => e instanceof RpcRequestError) ? "refused" : "unreachable";
     }
     if (condition) await noteFunded();
+    return "sent";
   }
 
   /**
@@ -382,8 +394,12 @@ export function createRelayer(ledger: { relayerNonces: NonceStore; kv: KvStore }
     // May move down: a rollback or reorg took mined transactions of ours away.
     minedNonce = latest;
     const next = await ledger.relayerNonces.counter(counterKey);
-    if (next <= latest) return done;
+    if (next <= latest) {
+      refusedResends.clear();
+      return done;
+    }
     const pending = await chain.client.nonceOf(account.address, "pending");
+    const refused = new Map<string, number>();
     for (let nonce = pending; nonce < Math.min(next, pending + maxPendingTxs); nonce++) {
       const row = await ledger.relayerNonces.transactionAt(account.address, nonce);
       if (row && clock().getTime() - Date.parse(row.created_at) < GAP_GRACE_MS) break;
@@ -393,14 +409,16 @@ export function createRelayer(ledger: { relayerNonces: NonceStore; kv: KvStore }
       // are checked against the chain and signed again if their transfer did not move (settlement/lostLegs.ts).
       if (row) await ledger.kv.set(`${LOST_TX_KEY_PREFIX}${row.tx_hash}`, String(nonce));
       // Signed bytes forgotten (a day after they were stored) carried only authorizations long expired: a no-op.
-      if (row?.raw_tx && (await mayStillMove(row.raw_tx as Hex))) {
-        await send(row.raw_tx as Hex);
+      const refusals = row ? (refusedResends.get(row.tx_hash) ?? 0) : 0;
+      if (row?.raw_tx && refusals < RESEND_REFUSALS_MAX && (await mayStillMove(row.raw_tx as Hex))) {
+        if ((await send(row.raw_tx as Hex)) === "refused") refused.set(row.tx_hash, refusals + 1);
         done.resent.push(nonce);
       } else {
         await sendNoop(nonce);
         done.replaced.push({ nonce, lostHash: (row?.tx_hash as Hex | undefined) ?? null });
       }
     }
+    refusedResends = refused;
     if (done.resent.length) logger.warn({ nonces: done.resent, chain_nonce: latest }, "relayer transactions lost by the chain were sent again");
     if (done.replaced.length) logger.error({ replaced: done.replaced, chain_nonce: latest }, "relayer transactions lost by the chain could no longer move money; their nonces were filled with a no-op");
     return done;

@@ -24,6 +24,7 @@ const recipientB: Address = "0x976EA74026E726554dB657fA54763abd0C3a0aa9";
 const recipientC: Address = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955";
 const recipientD: Address = "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720";
 const recipientE: Address = "0xBcd4042DE499D14e55001CcbB24a551F3b954096";
+const recipientF: Address = "0x71bE63f3384f5fb98995898A86B02Fb2426c5788";
 
 describe.each(dialects)("relayer: a lost relayer transaction never wedges the rails (%s)", (dialect) => {
   let s: TestServer;
@@ -177,6 +178,41 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
     expect((await chain().usdcBalance(recipientD)) - d0).toBe(1_500_000n);
     expect(await ctx().ledger.kv.get(`${LOST_TX_KEY_PREFIX}${lost.hash}`)).toBeUndefined();
   });
+
+  test("behavior: a lost transaction the node refuses to take again (its fee under the chain's base fee) is replaced by a no-op after a few passes, not at its authorizations' expiry; its completed payment is sent again", async () => {
+    const runtime = s.server.chain!;
+    const relayer = createRelayer(ctx().ledger, runtime, ctx().logger, ctx().custody);
+    const d: LegDeps = { ctx: ctx(), chain: runtime, relayer };
+    const f0 = await chain().usdcBalance(recipientF);
+    const snapshot = await anvil.snapshot();
+    // Authorizations valid for a minute: sending the stored bytes again could still move the money for the first half
+    // of it (the relayer's RESEND_MIN_VALIDITY_S is 30 s), and after that a no-op would take the nonce in any case.
+    const p = await heldElsewhere(ctx(), s.projectId, recipientF, 1_250_000, "refused-resend");
+    const validBefore = Math.floor(Date.now() / 1000) + 60;
+    const auths = await shortLivedLeg(d, p, validBefore, recipientF);
+    const lost = await relayer.prepare(p.id, encodeCalls(d, auths), (t) => usdcLegPatch({ ...t, auths }), { txHash: p.txHash, railState: p.railState });
+    await relayer.broadcast(lost.raw);
+    await poll("the transaction to be mined", async () => ((await chain().receipt(lost.hash)) ? true : undefined));
+    expect((await finishByWorker(ctx(), [p.id]))[0]!.status).toBe("completed");
+
+    // The chain comes back from before it with a base fee far above the fee the stored bytes offer: the node
+    // refuses them however often they are sent, as it did after a chain's restart in the fault suite.
+    await anvil.revert({ id: snapshot });
+    await anvil.setNextBlockBaseFeePerGas({ baseFeePerGas: 1_000_000_000_000n });
+    await anvil.mine({ blocks: 1 });
+    await expect(chain().sendRaw(lost.raw)).rejects.toThrow(/fee/i);
+    // Taken after a few refused passes (one a second), while the bytes could still have moved money: not at their expiry.
+    await poll("the lost nonce to be taken", async () => ((await chain().nonceOf(runtime.relayerAddress, "latest")) > lost.nonce ? true : undefined), 15_000);
+    expect(Math.floor(Date.now() / 1000)).toBeLessThan(validBefore - 30);
+    const filler = await transactionAt(runtime.relayerAddress, lost.nonce);
+    expect(filler).toMatchObject({ to: runtime.relayerAddress.toLowerCase(), value: 0n, input: "0x" });
+    // Once its old authorizations expired unused, the completed payment is signed again and sent, at the chain's fee.
+    while (Math.floor(Date.now() / 1000) <= validBefore) await new Promise((r) => setTimeout(r, 250));
+    const resent = await sentAgain(p.id, lost.hash);
+    expect(resent.status).toBe("completed");
+    expect((await chain().usdcBalance(recipientF)) - f0).toBe(1_250_000n);
+    expect(await ctx().ledger.kv.get(`${LOST_TX_KEY_PREFIX}${lost.hash}`)).toBeUndefined();
+  }, 180_000);
 
   test("behavior: a transaction the chain never saw, whose bytes are gone while its authorizations are valid, is sent again as a new transaction; the payment completes once", async () => {
     const runtime = s.server.chain!;
