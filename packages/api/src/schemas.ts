@@ -206,7 +206,7 @@ export const EvidenceRecord = z
     seq: z.number().int().describe("The record's number in the project's chain: 1, 2, … without gaps."),
     kind: z.string().describe("What changed: created, a status (processing, completed, failed, reversed), approval_<decision>, or progress (a rail stage: signed, settled, relayed, a provider's transfer)."),
     at: z.string().describe("When the change was made (ISO 8601)."),
-    body: z.string().describe("The payment as the change left it, as JSON text, exactly as hashed: its rail state (what was signed, sent and received, the settlement and its Transfer log), the controls that admitted it and the approval."),
+    body: z.string().describe("The payment as the change left it, as JSON text, exactly as hashed: its rail state (what was signed, sent and received, the settlement and its Transfer log), the controls that admitted it (`admitted`, in the payment's `created` record; later records leave it out) and the approval."),
     prev_hash: z.string().describe("The hash of the project's previous record (64 zeros for the first)."),
     hash: z.string().describe("sha256 hex of prev_hash, seq, project id, payment id, kind, at and body, joined by newlines."),
   })

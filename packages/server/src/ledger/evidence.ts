@@ -13,7 +13,9 @@
  * and chained in commit order, and the lock is held only for the commit's last statements.
  *
  * The body is the payment's row as the trigger saw it, as JSON text; its exact bytes are what is hashed,
- * so the two databases may spell their JSON differently and each record still verifies on its own.
+ * so the two databases may spell their JSON differently and each record still verifies on its own. What admitted
+ * the payment (its controls and windows) never changes after the hold: since migration 0045 only the `created`
+ * record holds it, and the records of later changes leave it out instead of repeating it.
  */
 import type { Db, Dialect } from "./db.ts";
 import type { EvidenceTable } from "./schema.ts";
@@ -46,16 +48,23 @@ const BODY: [key: string, column: string, json?: true][] = [
   ["rail_state", "rail_state", true],
 ];
 
+/** Keys only a payment's `created` record holds since migration 0045: what the hold wrote once and nothing changes. */
+const CREATED_ONLY = new Set(["admitted"]);
+
+/** The body's keys and columns: every one for a `created` record; for a change's, without CREATED_ONLY once `admittedOnce`. */
+const bodyColumns = (created: boolean, admittedOnce: boolean) => (created || !admittedOnce ? BODY : BODY.filter(([k]) => !CREATED_ONLY.has(k)));
+
 /** A change worth a record: these columns are the ones a record's body describes that can change. */
 const WATCHED = ["status", "rail_state", "tx_hash", "provider_ref", "approval"];
 
 const updatedAt = "coalesce(new.updated_at, new.created_at)";
 
-function sqliteTriggers(): string[] {
+/** SQLite's two triggers: the `created` record's, then the changes' (its body without CREATED_ONLY once `admittedOnce`). */
+function sqliteTriggers(admittedOnce: boolean): [created: string, changed: string] {
   // A column that does not hold JSON (a rail state that no longer parses) is embedded as a string: the record is
   // still written, so such a payment can be ended by hand (services/resolveByHand.ts).
-  const body = `json_object(${BODY.map(([k, c, j]) => `'${k}', ${j ? `case when json_valid(new.${c}) then json(new.${c}) else json_quote(new.${c}) end` : `new.${c}`}`).join(", ")})`;
-  const record = (kind: string, at: string) => `
+  const bodyOf = (created: boolean) => `json_object(${bodyColumns(created, admittedOnce).map(([k, c, j]) => `'${k}', ${j ? `case when json_valid(new.${c}) then json(new.${c}) else json_quote(new.${c}) end` : `new.${c}`}`).join(", ")})`;
+  const record = (kind: string, at: string, body: string) => `
       insert or ignore into evidence_heads (project_id, seq, hash) values (new.project_id, 0, '${EVIDENCE_GENESIS}');
       insert into evidence (project_id, seq, payment_id, kind, at, body, prev_hash, hash)
         select new.project_id, h.seq + 1, new.id, r.kind, r.at, r.body, h.hash,
@@ -64,10 +73,10 @@ function sqliteTriggers(): string[] {
       update evidence_heads set seq = seq + 1, hash = (select e.hash from evidence e where e.project_id = evidence_heads.project_id and e.seq = evidence_heads.seq + 1) where project_id = new.project_id;`;
   const kind = `case when old.status is not new.status then new.status when old.approval is not new.approval then 'approval_' || coalesce(new.approval, 'none') else 'progress' end`;
   return [
-    `create trigger evidence_payment_created after insert on payments begin ${record("'created'", "new.created_at")} end`,
+    `create trigger evidence_payment_created after insert on payments begin ${record("'created'", "new.created_at", bodyOf(true))} end`,
     `create trigger evidence_payment_changed after update of ${WATCHED.join(", ")} on payments
       when ${WATCHED.map((c) => `old.${c} is not new.${c}`).join(" or ")}
-      begin ${record(kind, updatedAt)} end`,
+      begin ${record(kind, updatedAt, bodyOf(false))} end`,
   ];
 }
 
@@ -103,12 +112,13 @@ const HEAD_ONE_WRITE: PgHeadWrites = {
   write: `update evidence_heads set seq = v_seq, hash = v_hash where project_id = new.project_id;`,
 };
 
-/** PostgreSQL's evidence_record function, with the head taken and written as `head` says. */
-function pgRecordFunction(head: PgHeadWrites): string {
+/** PostgreSQL's evidence_record function, with the head taken and written as `head` says, and the changes' body as `admittedOnce` says. */
+function pgRecordFunction(head: PgHeadWrites, admittedOnce = false): string {
   // The rail state, which a defect or a hand edit may have left unparseable, goes through aw_json_or_text (a JSON
   // string then, as on SQLite); the other JSON columns are the service's own JSON.stringify.
   const json = (c: string) => (c === "rail_state" ? `aw_json_or_text(new.${c})` : `new.${c}::json`);
-  const body = `json_build_object(${BODY.map(([k, c, j]) => `'${k}', ${j ? json(c) : `new.${c}`}`).join(", ")})::text`;
+  const bodyOf = (created: boolean) => `json_build_object(${bodyColumns(created, admittedOnce).map(([k, c, j]) => `'${k}', ${j ? json(c) : `new.${c}`}`).join(", ")})::text`;
+  const body = admittedOnce ? `case when tg_op = 'INSERT' then ${bodyOf(true)} else ${bodyOf(false)} end` : bodyOf(true);
   return `create or replace function evidence_record() returns trigger language plpgsql as $$
       declare v_seq bigint; v_prev text; v_kind text; v_at text; v_body text; v_hash text;
       begin
@@ -131,6 +141,12 @@ export function evidenceHeadOneWriteMigration(dialect: Dialect): string[] {
   return dialect === "postgres" ? [pgRecordFunction(HEAD_ONE_WRITE)] : [];
 }
 
+/** Migration 0045's statements: the records of a payment's later changes leave out what only its `created` record holds. */
+export function evidenceAdmittedOnceMigration(dialect: Dialect): string[] {
+  if (dialect === "postgres") return [pgRecordFunction(HEAD_ONE_WRITE, true)];
+  return ["drop trigger evidence_payment_changed", sqliteTriggers(true)[1]];
+}
+
 function pgTriggers(): string[] {
   return [
     `create or replace function aw_json_or_text(t text) returns json language plpgsql immutable as $$
@@ -146,7 +162,7 @@ function pgTriggers(): string[] {
 
 /** The statements of migration 0030 after its tables. */
 export function evidenceTriggers(dialect: Dialect): string[] {
-  return dialect === "postgres" ? pgTriggers() : sqliteTriggers();
+  return dialect === "postgres" ? pgTriggers() : sqliteTriggers(false);
 }
 
 /** The head of a project's chain: its last record's number and hash (seq 0 and the genesis hash: none yet). */

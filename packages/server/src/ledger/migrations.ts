@@ -7,7 +7,7 @@ import type { Dialect } from "./db.ts";
 import { approvalWebhookTriggers, statusHistoryTriggers, webhookTriggers } from "./webhookOutbox.ts";
 import { PG_ARRAY_ROWS_HOLD_FUNCTIONS, PG_BATCH_FUNCTIONS, PG_BATCH_ROWS_HOLD_FUNCTIONS, PG_COUNTING_HOLD_FUNCTIONS, PG_DAYS_HOLD_FUNCTIONS, PG_NESTED_HOLD_FUNCTIONS, PG_RESOLVE_BATCH_0004, PG_RESOLVE_BATCH_0039, PG_RESOLVE_BATCH_0041, PG_SPENDING_FUNCTIONS, SQLITE_RELEASE_SPENDING_TRIGGER } from "./pgFunctions.ts";
 import { countedWindows } from "../domain/spending.ts";
-import { evidenceHeadOneWriteMigration, evidenceTriggers } from "./evidence.ts";
+import { evidenceAdmittedOnceMigration, evidenceHeadOneWriteMigration, evidenceTriggers } from "./evidence.ts";
 import { spendDaysMigration, spendDaysUpdateByRowMigration, spendDaysUpdateCountedMigration } from "./spendDays.ts";
 
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -724,6 +724,14 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex("payments_approval").on("payments").columns(["approval", "project_id"]).where(sql.ref("approval"), "is not", null).execute();
         await db.schema.dropIndex("payments_refund_tx").execute();
         await db.schema.createIndex("payments_refund_tx").on("payments").column("refund_tx_hash").where(sql.ref("refund_tx_hash"), "is not", null).execute();
+      },
+    },
+    "0045_evidence_admitted_once": {
+      // What admitted a payment (its controls and windows, up to 1.2 KB for a token three levels deep) is written once by
+      // the hold and never changes, yet every later record of the payment repeated it, parsed, hashed and stored again:
+      // only the `created` record holds it now (evidence.ts). Records already written keep their bytes and their hashes.
+      async up(db: Kysely<any>) {
+        for (const statement of evidenceAdmittedOnceMigration(dialect)) await sql.raw(statement).execute(db);
       },
     },
   };

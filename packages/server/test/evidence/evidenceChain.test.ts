@@ -10,6 +10,8 @@ import { recordsOf, verifyEvidence } from "../../src/services/evidence/verifyEvi
 import { createTestDb, dialects, ledgerOn, type TestDb } from "../support/db.ts";
 import { usdcPayment } from "../support/holds.ts";
 import { deleteEvidence, evidenceRows, insertEvidence, setAvailable, setEvidence } from "../../src/ledger/testing.ts";
+import { newId } from "../../src/ids.ts";
+import { type HoldControls, windowStart } from "../../src/domain/spending.ts";
 
 const domain = { chainId: 8453, usdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" as const };
 
@@ -90,5 +92,25 @@ describe.each(dialects)("evidence chain (%s)", (dialect) => {
     expect(report.problems.map((p) => p.seq)).toContain(21);
     for (const r of [a!, b!]) await setEvidence(ledger(), projectId, r.seq, r);
     expect((await check()).ok).toBe(true);
+  });
+
+  test("what admitted a payment is in its created record only: a later change's record does not repeat it (migration 0045)", async () => {
+    const tokenId = newId("tok");
+    const controls: HoldControls & { approvalTimeoutMs: number } = {
+      tokenId,
+      token: { limits: [{ interval: "daily", amountMicros: 500_000_000 }], allowedRecipients: null, blockedRecipients: [], allowedRails: null, approvalAboveMicros: null },
+      project: null,
+      recipientKey: "addr:0x90f79bf6eb2c4f870365e785982e1f101e93b906",
+      approvalTimeoutMs: 60_000,
+    };
+    const held = await ledger().payments.hold(usdcPayment(projectId, 2_500, 20, { controls }));
+    if (held.kind !== "held") throw new Error(`not held: ${held.kind}`);
+    await ledger().payments.resolve(held.payment.id, "completed");
+    const [created, completed] = (await ledger().evidence.ofPayment(projectId, held.payment.id)).map((r) => ({ kind: r.kind, body: JSON.parse(r.body) as Record<string, unknown> }));
+    expect(created).toMatchObject({ kind: "created", body: { status: "pending", admitted: { token_id: tokenId, windows: [{ scope: "token", scope_id: tokenId, kind: "daily", start: windowStart("daily", new Date()), limit_micros: 500_000_000 }], approval_required: false } } });
+    expect(completed!.kind).toBe("completed");
+    expect(completed!.body).toMatchObject({ payment_id: held.payment.id, status: "completed", token_id: tokenId });
+    expect(Object.keys(completed!.body)).not.toContain("admitted");
+    expect((await check()).problems).toEqual([]);
   });
 });
