@@ -59,12 +59,26 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
     ...options.env,
   };
   const config = loadConfig(env, { port: 0, host: "127.0.0.1" });
-  // The data directory is removed at stop, so the chain keeps no state file either.
-  const server = await startSandbox(config, createLogger(process.env.AW_TEST_LOG_LEVEL ?? "silent"), { defaultMetrics: false, chainState: "memory", webhookClock: options.webhookClock, x402Demo: options.x402Demo ?? false, env });
-  // Tests and benches start measuring with settlement running (a served request does not wait for it).
-  await server.settlement.ready();
+  const removeDataDir = () => rmSync(dataDir, { recursive: true, force: true });
+  // The data directory holds the sandbox's master mnemonic: a start that fails leaves neither it nor a server behind.
+  let server: RunningSandbox | undefined;
+  try {
+    // The data directory is removed at stop, so the chain keeps no state file either.
+    server = await startSandbox(config, createLogger(process.env.AW_TEST_LOG_LEVEL ?? "silent"), { defaultMetrics: false, chainState: "memory", webhookClock: options.webhookClock, x402Demo: options.x402Demo ?? false, env });
+    // Tests and benches start measuring with settlement running (a served request does not wait for it).
+    await server.settlement.ready();
+    return await harnessOn(server, dataDir, options.plan ?? "free", removeDataDir);
+  } catch (err) {
+    await server?.stop().catch(() => undefined);
+    removeDataDir();
+    throw err;
+  }
+}
+
+/** The harness over a started sandbox: its project and token, funding, and a stop that also removes the data directory. */
+async function harnessOn(server: RunningSandbox, dataDir: string, plan: "free" | "pro" | "business", removeDataDir: () => void): Promise<TestServer> {
   const ctx = server.ctx;
-  const project = await ctx.ledger.projects.create({ name: "harness", plan: options.plan ?? "free" });
+  const project = await ctx.ledger.projects.create({ name: "harness", plan });
   const mint = async (perms: Permission[]) => (await createToken(ctx, { projectId: project.id, permissions: perms, mode: "test" })).token;
   const token = await mint(["read", "pay", "x402"]);
   return {
@@ -87,7 +101,7 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
     },
     async stop() {
       await server.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      removeDataDir();
     },
   };
 }
