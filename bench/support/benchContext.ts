@@ -81,10 +81,16 @@ type Store = { opened: OpenedDb; sqlitePath?: string; postgresUrl?: string; wher
 
 async function openSqlite(): Promise<Store> {
   const dir = mkdtempSync(join(tmpdir(), "aw-bench-"));
+  const remove = () => rmSync(dir, { recursive: true, force: true });
   const path = join(dir, "bench.db");
-  const opened = openDb({ kind: "sqlite", path });
-  await migrateToLatest(opened.db, "sqlite");
-  return { opened, sqlitePath: path, where: path, async drop() { rmSync(dir, { recursive: true, force: true }); } };
+  try {
+    const opened = openDb({ kind: "sqlite", path });
+    await migrateToLatest(opened.db, "sqlite");
+    return { opened, sqlitePath: path, where: path, async drop() { remove(); } };
+  } catch (err) {
+    remove();
+    throw err;
+  }
 }
 
 async function openPostgres(baseUrl: string): Promise<Store> {
