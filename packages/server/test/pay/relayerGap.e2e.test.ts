@@ -67,6 +67,24 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
       const p = (await ctx().ledger.payments.getPayment(id))!;
       return p.txHash !== lostHash && p.txHash && (await chain().receipt(p.txHash as Hex))?.status === "success" ? p : undefined;
     }, 45_000);
+  /**
+   * Before it, a snapshot of the chain; then a payment of `micros` to `recipient`, relayed by a relayer of its own in a
+   * transaction whose authorizations are valid for `validForS`, mined and completed: a transaction a revert can lose.
+   */
+  async function completedShortLived(recipient: Address, micros: number, key: string, validForS: number) {
+    const runtime = s.server.chain!;
+    const relayer = createRelayer(ctx().ledger, runtime, ctx().logger, ctx().custody);
+    const d: LegDeps = { ctx: ctx(), chain: runtime, relayer };
+    const snapshot = await anvil.snapshot();
+    const p = await heldElsewhere(ctx(), s.projectId, recipient, micros, key);
+    const validBefore = Math.floor(Date.now() / 1000) + validForS;
+    const auths = await shortLivedLeg(d, p, validBefore, recipient);
+    const lost = await relayer.prepare(p.id, encodeCalls(d, auths), (t) => usdcLegPatch({ ...t, auths }), { txHash: p.txHash, railState: p.railState });
+    await relayer.broadcast(lost.raw);
+    await poll("the transaction to be mined", async () => ((await chain().receipt(lost.hash)) ? true : undefined));
+    expect((await finishByWorker(ctx(), [p.id]))[0]!.status).toBe("completed");
+    return { runtime, p, lost, validBefore, snapshot };
+  }
   const final = (id: string) =>
     poll(`payment ${id} to be final`, async () => {
       const p = (await ctx().ledger.payments.getPayment(id))!;
@@ -150,20 +168,10 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
   });
 
   test("behavior: a lost transaction whose signed bytes were forgotten is replaced by a no-op at its nonce, never sent empty; its completed payment is sent again", async () => {
-    const runtime = s.server.chain!;
-    const relayer = createRelayer(ctx().ledger, runtime, ctx().logger, ctx().custody);
-    const d: LegDeps = { ctx: ctx(), chain: runtime, relayer };
     const d0 = await chain().usdcBalance(recipientD);
-    const snapshot = await anvil.snapshot();
     // Housekeeping forgets a transaction's bytes a day after it was stored, long after its authorizations expired:
     // here they expire in seconds, and the bytes are forgotten at once, with a cut-off past them.
-    const p = await heldElsewhere(ctx(), s.projectId, recipientD, 1_500_000, "forgotten-bytes");
-    const validBefore = Math.floor(Date.now() / 1000) + 8;
-    const auths = await shortLivedLeg(d, p, validBefore, recipientD);
-    const lost = await relayer.prepare(p.id, encodeCalls(d, auths), (t) => usdcLegPatch({ ...t, auths }), { txHash: p.txHash, railState: p.railState });
-    await relayer.broadcast(lost.raw);
-    await poll("the transaction to be mined", async () => ((await chain().receipt(lost.hash)) ? true : undefined));
-    expect((await finishByWorker(ctx(), [p.id]))[0]!.status).toBe("completed");
+    const { runtime, p, lost, snapshot } = await completedShortLived(recipientD, 1_500_000, "forgotten-bytes", 8);
     expect(await ctx().ledger.relayerNonces.forgetSignedBytes(new Date(Date.now() + 60_000).toISOString(), 1_000)).toBeGreaterThan(0);
     expect(await ctx().ledger.relayerNonces.transactionByHash(lost.hash)).toEqual({ raw_tx: null, nonce: lost.nonce });
 
@@ -180,20 +188,10 @@ describe.each(dialects)("relayer: a lost relayer transaction never wedges the ra
   });
 
   test("behavior: a lost transaction the node refuses to take again (its fee under the chain's base fee) is replaced by a no-op after a few passes, not at its authorizations' expiry; its completed payment is sent again", async () => {
-    const runtime = s.server.chain!;
-    const relayer = createRelayer(ctx().ledger, runtime, ctx().logger, ctx().custody);
-    const d: LegDeps = { ctx: ctx(), chain: runtime, relayer };
     const f0 = await chain().usdcBalance(recipientF);
-    const snapshot = await anvil.snapshot();
     // Authorizations valid for a minute: sending the stored bytes again could still move the money for the first half
     // of it (the relayer's RESEND_MIN_VALIDITY_S is 30 s), and after that a no-op would take the nonce in any case.
-    const p = await heldElsewhere(ctx(), s.projectId, recipientF, 1_250_000, "refused-resend");
-    const validBefore = Math.floor(Date.now() / 1000) + 60;
-    const auths = await shortLivedLeg(d, p, validBefore, recipientF);
-    const lost = await relayer.prepare(p.id, encodeCalls(d, auths), (t) => usdcLegPatch({ ...t, auths }), { txHash: p.txHash, railState: p.railState });
-    await relayer.broadcast(lost.raw);
-    await poll("the transaction to be mined", async () => ((await chain().receipt(lost.hash)) ? true : undefined));
-    expect((await finishByWorker(ctx(), [p.id]))[0]!.status).toBe("completed");
+    const { runtime, p, lost, validBefore, snapshot } = await completedShortLived(recipientF, 1_250_000, "refused-resend", 60);
 
     // The chain comes back from before it with a base fee far above the fee the stored bytes offer: the node
     // refuses them however often they are sent, as it did after a chain's restart in the fault suite.
