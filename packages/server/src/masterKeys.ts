@@ -8,29 +8,17 @@ import { join } from "node:path";
 import { loadMasterMnemonic } from "./chain/custody.ts";
 import type { Config } from "./config.ts";
 
-/**
- * The key bank accounts in spending controls are hashed with, derived from the master key source
- * (so no further secret is needed and the database holds none): the same on every process.
- */
-export function loadRecipientHashKey(config: Config): Uint8Array {
-  return createHmac("sha256", masterMnemonic(config)).update("agentwallet recipient hash v1").digest();
-}
+/** A key for one purpose, derived from the master key source: no further secret is needed, and the database holds none. */
+const derivedKey = (config: Config, purpose: string): Uint8Array => createHmac("sha256", masterMnemonic(config)).update(`agentwallet ${purpose}`).digest();
 
-/**
- * The AES-256 key webhook endpoints' signing secrets are encrypted with, derived from the master key
- * source like the recipient hash key: the database holds no secret it could open by itself.
- */
-export function loadWebhookSecretKey(config: Config): Uint8Array {
-  return createHmac("sha256", masterMnemonic(config)).update("agentwallet webhook secret key v1").digest();
-}
+/** The key bank accounts in spending controls are hashed with: the same on every process. */
+export const loadRecipientHashKey = (config: Config) => derivedKey(config, "recipient hash v1");
 
-/**
- * The AES-256 key the account numbers of bank payments awaiting their payout are sealed with, derived from
- * the master key source like the others (domain/bankAccount.ts).
- */
-export function loadBankAccountKey(config: Config): Uint8Array {
-  return createHmac("sha256", masterMnemonic(config)).update("agentwallet bank account key v1").digest();
-}
+/** The AES-256 key webhook endpoints' signing secrets are encrypted with: the database holds no secret it could open by itself. */
+export const loadWebhookSecretKey = (config: Config) => derivedKey(config, "webhook secret key v1");
+
+/** The AES-256 key the account numbers of bank payments awaiting their payout are sealed with (domain/bankAccount.ts). */
+export const loadBankAccountKey = (config: Config) => derivedKey(config, "bank account key v1");
 
 export function masterMnemonic(config: Config): string {
   return loadMasterMnemonic({
